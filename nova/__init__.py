@@ -1,0 +1,1 @@
+"""A Nova-architecture compute service with in-tree PCI device groups."""

@@ -1,0 +1,29 @@
+"""Configuration options for every nova service.
+
+Each module in this package owns one option group and exposes
+``register_opts(conf)`` and ``list_opts()``; importing the package registers
+them all on the global ``CONF``.
+"""
+
+from oslo_config import cfg
+
+from nova.conf import compute
+from nova.conf import database
+from nova.conf import libvirt
+from nova.conf import paths
+from nova.conf import pci
+from nova.conf import placement
+from nova.conf import scheduler
+
+CONF = cfg.CONF
+
+_MODULES = (paths, compute, database, libvirt, pci, placement, scheduler)
+
+
+def register_all(conf: cfg.ConfigOpts) -> None:
+    """Register every nova option group on ``conf``."""
+    for module in _MODULES:
+        module.register_opts(conf)
+
+
+register_all(CONF)

@@ -1,0 +1,108 @@
+"""[pci] options: which host PCI devices nova manages, how they are grouped,
+and the aliases flavors use to request them."""
+
+from oslo_config import cfg
+
+pci_group = cfg.OptGroup(
+    'pci', title='PCI passthrough options',
+    help='Options describing the PCI devices nova may pass through to '
+         'instances, the groups they form and the aliases flavors request.')
+
+pci_opts = [
+    cfg.MultiStrOpt('device_spec',
+                    default=[],
+                    deprecated_opts=[
+                        cfg.DeprecatedOpt('passthrough_whitelist',
+                                          group='pci'),
+                        cfg.DeprecatedOpt('pci_passthrough_whitelist',
+                                          group='DEFAULT')],
+                    help="""
+Host PCI devices nova may assign to instances (nova-compute).
+
+Each value is a JSON object, or a JSON list of objects, selecting devices:
+
+* ``vendor_id``, ``product_id``: 4-digit hex IDs; absent means any.
+* ``address``: a glob string ``[[[domain:]bus:]slot][.function]`` where an
+  empty field or ``*`` means any, or a dict of regular expressions with keys
+  ``domain``, ``bus``, ``slot`` and ``function``. Exclusive with ``devname``.
+* ``devname``: a network interface name (not allowed with
+  ``report_in_placement``).
+* ``resource_class``: the Placement resource class of the devices (default
+  ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``).
+* ``traits``: comma-separated Placement traits for the devices.
+* ``managed``: ``true`` (default) lets libvirt detach the device from its host
+  driver; ``false`` means it is pre-bound to vfio-pci.
+* ``live_migratable``, ``one_time_use``, ``physical_network``,
+  ``remote_managed``, ``trusted``: as in upstream Nova.
+* ``group_name`` + ``group_type``: the static group form; all devices with
+  the same ``group_name`` form one unit of ``CUSTOM_PCI_GROUP_<TYPE>``,
+  always assigned whole.
+
+Any other key is a tag matched against alias specs. The first matching
+value wins. Example::
+
+  device_spec = {"vendor_id": "10de", "product_id": "2335",
+                 "resource_class": "PGPU"}
+"""),
+    cfg.MultiStrOpt('device_group',
+                    default=[],
+                    help="""
+Groups of PCI devices that are only useful together, for example GPUs joined
+by an NVLink partition (nova-compute).
+
+Each value is one JSON object:
+
+* ``name``: unique name of the group on this host.
+* ``type``: the kind of group, e.g. ``nvlink``; aliases select it with
+  ``group_type``.
+* ``addresses``: the PCI addresses of the devices in the group, or
+* ``members``: names of smaller groups of the same type that make up this
+  group.
+
+The groups form a tree whose sizes are derived from it (a pair is 2, a quad
+of two pairs is 4). A request for N devices of an alias with ``group_type``
+gets exactly the devices of one free group of size N. Example (HGX H200)::
+
+  device_group = {"name": "pair-a1", "type": "nvlink",
+                  "addresses": ["0000:18:00.0", "0000:3a:00.0"]}
+  device_group = {"name": "quad-a", "type": "nvlink",
+                  "members": ["pair-a1", "pair-a2"]}
+
+Requires ``report_in_placement``.
+"""),
+    cfg.MultiStrOpt('alias',
+                    default=[],
+                    deprecated_opts=[cfg.DeprecatedOpt('pci_alias',
+                                                       group='DEFAULT')],
+                    help="""
+Names for kinds of PCI devices, used in the flavor extra spec
+``pci_passthrough:alias=<name>:<count>`` (nova-api, nova-scheduler,
+nova-conductor and nova-compute).
+
+Each value is one JSON object with the keys ``name`` (required),
+``vendor_id``, ``product_id``, ``device_type`` (``type-PCI``, ``type-PF``,
+``type-VF``), ``numa_policy`` (``legacy``, ``preferred``, ``required``,
+``socket``), ``resource_class``, ``traits``, ``live_migratable`` and
+``group_type``. With ``group_type``, a request of N devices is always served
+by one whole device group of that type and of size N (N = 1 means any single
+device). Several values with the same name form one alias matching any of
+them. Example::
+
+  alias = {"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}
+"""),
+    cfg.BoolOpt('report_in_placement',
+                default=False,
+                help='Report the PCI devices selected by device_spec, and '
+                     'their groups, to Placement as resource providers '
+                     'under the compute node (nova-compute). Once enabled '
+                     'on a compute it cannot be disabled again.'),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(pci_group)
+    conf.register_opts(pci_opts, group=pci_group)
+
+
+def list_opts() -> dict:
+    return {pci_group: pci_opts}

@@ -1,0 +1,46 @@
+"""[scheduler] and [filter_scheduler] options of the nova-scheduler."""
+
+from oslo_config import cfg
+
+scheduler_group = cfg.OptGroup(
+    'scheduler', title='Scheduler options',
+    help='Options of the nova-scheduler service.')
+
+scheduler_opts = [
+    cfg.IntOpt('max_placement_results',
+               default=1000,
+               min=1,
+               help='Maximum number of allocation candidates asked from '
+                    'Placement for one scheduling request.'),
+    cfg.IntOpt('max_attempts',
+               default=3,
+               min=1,
+               help='Maximum number of hosts tried for one instance before '
+                    'the build fails (the first try plus reschedules).'),
+]
+
+filter_scheduler_group = cfg.OptGroup(
+    'filter_scheduler', title='Filter scheduler options',
+    help='Options of the candidate filters and weighers.')
+
+filter_scheduler_opts = [
+    cfg.BoolOpt('pci_in_placement',
+                default=False,
+                help='Schedule flavor-requested PCI devices through '
+                     'Placement (nova-api, nova-scheduler, '
+                     'nova-conductor). Enable only after every compute '
+                     'with PCI devices runs with '
+                     '[pci]report_in_placement.'),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(scheduler_group)
+    conf.register_opts(scheduler_opts, group=scheduler_group)
+    conf.register_group(filter_scheduler_group)
+    conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
+
+
+def list_opts() -> dict:
+    return {scheduler_group: scheduler_opts,
+            filter_scheduler_group: filter_scheduler_opts}

@@ -1,0 +1,109 @@
+"""Nova's exception hierarchy.
+
+Every exception carries a formatted message naming the bad value and, where
+it helps, what is allowed. API code maps ``Invalid`` to HTTP 400,
+``NotFound`` to 404 and ``Conflict`` to 409.
+"""
+
+
+class NovaException(Exception):
+    """Base class; subclasses set ``msg_fmt`` and are raised with kwargs."""
+
+    msg_fmt = 'An unknown exception occurred.'
+    code = 500
+
+    def __init__(self, message: str | None = None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            message = self.msg_fmt % kwargs
+        self.message = message
+        super().__init__(message)
+
+
+class Invalid(NovaException):
+    msg_fmt = 'Bad request: %(reason)s'
+    code = 400
+
+
+class NotFound(NovaException):
+    msg_fmt = 'Resource could not be found.'
+    code = 404
+
+
+class Conflict(NovaException):
+    msg_fmt = 'Conflict: %(reason)s'
+    code = 409
+
+
+class InvalidConfiguration(Invalid):
+    msg_fmt = 'Configuration is invalid: %(reason)s'
+
+
+# PCI configuration -------------------------------------------------------
+
+class PciConfigInvalidSpec(Invalid):
+    msg_fmt = 'Invalid [pci]device_spec config: %(reason)s'
+
+
+class PciDeviceWrongAddressFormat(PciConfigInvalidSpec):
+    msg_fmt = 'The PCI address %(address)s has an incorrect format.'
+
+
+class PciDeviceInvalidDeviceName(PciConfigInvalidSpec):
+    msg_fmt = ('Invalid PCI device spec: it can specify devname or '
+               'address, but not both.')
+
+
+class PciInvalidAlias(Invalid):
+    msg_fmt = 'Invalid PCI alias definition: %(reason)s'
+
+
+class PciRequestAliasNotDefined(NotFound):
+    msg_fmt = 'PCI alias %(alias)s is not defined'
+    code = 400
+
+
+class PciInvalidFlavorRequest(Invalid):
+    msg_fmt = ('Invalid pci_passthrough:alias extra spec %(value)r: '
+               '%(reason)s')
+
+
+class PciGroupConfigInvalid(Invalid):
+    msg_fmt = 'Invalid [pci]device_group config: %(reason)s'
+
+
+# PCI tracking and Placement ----------------------------------------------
+
+class PlacementPciException(NovaException):
+    msg_fmt = 'Failed to gather or report PCI resources to Placement: %(error)s'
+
+
+class PciDeviceRequestFailed(NovaException):
+    msg_fmt = 'PCI device request %(requests)s failed'
+
+
+# Placement client ---------------------------------------------------------
+
+class PlacementAPIConnectFailure(NovaException):
+    msg_fmt = 'Unable to reach the Placement service at %(url)s: %(error)s'
+
+
+class PlacementAPIError(NovaException):
+    msg_fmt = ('Placement %(method)s %(url)s failed with HTTP %(status)s: '
+               '%(detail)s')
+
+
+class ResourceProviderUpdateConflict(Conflict):
+    msg_fmt = ('Resource provider %(uuid)s changed concurrently '
+               '(generation %(generation)s) and retries were exhausted: '
+               '%(error)s')
+
+
+class PlacementReshapeConflict(Conflict):
+    msg_fmt = 'Placement refused the reshape of %(uuid)s: %(error)s'
+
+
+# Hypervisor ---------------------------------------------------------------
+
+class HypervisorUnavailable(NovaException):
+    msg_fmt = 'Connection to the hypervisor %(uri)s failed: %(error)s'

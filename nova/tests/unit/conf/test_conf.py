@@ -1,0 +1,60 @@
+"""Tests that every option group registers and lists cleanly."""
+
+from oslo_config import cfg
+import testtools
+
+import nova.conf
+from nova.conf import opts
+
+
+class TestOptionRegistration(testtools.TestCase):
+
+    def _fresh_conf(self) -> cfg.ConfigOpts:
+        conf = cfg.ConfigOpts()
+        nova.conf.register_all(conf)
+        conf([], project='nova')
+        return conf
+
+    def test_pci_defaults(self):
+        conf = self._fresh_conf()
+        self.assertEqual([], conf.pci.device_spec)
+        self.assertEqual([], conf.pci.device_group)
+        self.assertEqual([], conf.pci.alias)
+        self.assertFalse(conf.pci.report_in_placement)
+        self.assertFalse(conf.filter_scheduler.pci_in_placement)
+
+    def test_database_defaults_to_sqlite_under_state_path(self):
+        conf = self._fresh_conf()
+        conf.set_override('state_path', '/srv/nova')
+        self.assertEqual('sqlite:////srv/nova/nova.sqlite',
+                         conf.database.connection)
+
+    def test_placement_has_keystoneauth_options(self):
+        conf = self._fresh_conf()
+        self.assertEqual('placement', conf.placement.service_type)
+        self.assertIn('endpoint_override', conf.placement)
+        self.assertIn('auth_type', conf.placement)
+
+    def test_deprecated_whitelist_name_is_accepted(self):
+        conf = cfg.ConfigOpts()
+        nova.conf.register_all(conf)
+        conf(['--config-file', self._write_config(
+            '[pci]\npassthrough_whitelist = {"vendor_id": "10de"}\n')],
+            project='nova')
+        self.assertEqual(['{"vendor_id": "10de"}'], conf.pci.device_spec)
+
+    def _write_config(self, text: str) -> str:
+        import fixtures
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = tmp + '/nova.conf'
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def test_list_opts_covers_every_group_once(self):
+        names = [group.name if isinstance(group, cfg.OptGroup) else group
+                 for group, _ in opts.list_opts()]
+        self.assertEqual(len(names), len(set(names)))
+        for expected in ('DEFAULT', 'pci', 'placement', 'database',
+                         'filter_scheduler', 'scheduler', 'libvirt'):
+            self.assertIn(expected, names)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install everything nova needs on a fresh Debian machine: the libvirt client
+# library and headers (libvirt-python builds against them) and a virtualenv
+# in .venv with nova, its runtime and its test dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(libvirt-dev libvirt0 pkg-config gcc python3-dev python3-venv)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
+        || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check --upgrade pip
+.venv/bin/pip install -q --disable-pip-version-check \
+    -r requirements.txt -r test-requirements.txt
+.venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
