@@ -68,3 +68,54 @@ def get_traits(traits: str | None) -> set[str]:
     for trait in traits.split(','):
         result.add(trait if trait in standard else _custom_name(trait))
     return result
+
+
+# Device groups ------------------------------------------------------------
+
+_GROUP_TYPE_RE = re.compile(r'^[A-Za-z]+(-[A-Za-z]+)*$')
+_GROUP_PREFIX = 'CUSTOM_PCI_GROUP_'
+
+
+def validate_group_type(group_type: object, where: str) -> str:
+    """Return ``group_type`` in lower case, or raise Invalid naming ``where``.
+
+    Letters and inner dashes only: digits and underscores are reserved for
+    the size and member parts of the derived trait names, so two types can
+    never map to the same trait.
+    """
+    if not isinstance(group_type, str) or not _GROUP_TYPE_RE.match(
+            group_type):
+        raise exception.Invalid(reason=(
+            '%s: group type %r is not allowed; use letters with optional '
+            'inner dashes, e.g. "nvlink" or "pcie-switch"' % (
+                where, group_type)))
+    return group_type.lower()
+
+
+def _group_type_name(group_type: str) -> str:
+    return group_type.upper().replace('-', '_')
+
+
+def group_type_trait(group_type: str) -> str:
+    """Trait on every group provider of ``group_type``."""
+    return _GROUP_PREFIX + _group_type_name(group_type)
+
+
+def group_size_trait(group_type: str, size: int) -> str:
+    """Trait on group providers of ``group_type`` holding ``size`` devices."""
+    return '%s_%d' % (group_type_trait(group_type), size)
+
+
+def group_member_trait(group_type: str, size: int, index: int) -> str:
+    """Trait on the device at position ``index`` of a group of ``size``.
+
+    Devices of one group are interchangeable; naming each position lets a
+    request ask for positions 0..size-1 and get exactly one candidate per
+    group instead of every permutation.
+    """
+    return '%s_M%d' % (group_size_trait(group_type, size), index)
+
+
+def static_group_resource_class(group_type: str) -> str:
+    """Resource class of a static (spec-tagged) group consumed whole."""
+    return group_type_trait(group_type)
