@@ -107,3 +107,14 @@ class PlacementReshapeConflict(Conflict):
 
 class HypervisorUnavailable(NovaException):
     msg_fmt = 'Connection to the hypervisor %(uri)s failed: %(error)s'
+
+
+# PCI device groups --------------------------------------------------------
+
+class PciDeviceGroupNotFound(NotFound):
+    msg_fmt = ('PCI device group %(name)s is not declared in '
+               '[pci]device_group; declared groups: %(known)s')
+
+
+class PciDeviceNotInGroup(NotFound):
+    msg_fmt = 'PCI device %(address)s is not in device group %(name)s'
