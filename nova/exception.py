@@ -118,3 +118,8 @@ class PciDeviceGroupNotFound(NotFound):
 
 class PciDeviceNotInGroup(NotFound):
     msg_fmt = 'PCI device %(address)s is not in device group %(name)s'
+
+
+class InvalidPCINUMAAffinity(Invalid):
+    msg_fmt = ('Invalid PCI NUMA affinity policy %(policy)r in '
+               'hw:pci_numa_affinity_policy; allowed values are %(allowed)s')
