@@ -1,0 +1,313 @@
+"""PCI aliases from ``[pci]alias`` and the PCI requests a flavor makes.
+
+An alias names a kind of device; the flavor extra spec
+``pci_passthrough:alias=<name>:<count>[,...]`` asks for devices by alias.
+This module validates the alias config (compatible with upstream Nova's
+keys, plus ``group_type`` for device groups), parses the extra spec and
+turns it into one ``InstancePCIRequest`` per requested item.
+"""
+
+import copy
+import dataclasses
+import json
+import uuid
+
+import jsonschema
+from oslo_utils import strutils
+
+from nova import exception
+from nova.pci import utils
+
+NUMA_POLICIES = ('legacy', 'preferred', 'required', 'socket')
+DEVICE_TYPES = ('type-PCI', 'type-PF', 'type-VF')
+DEFAULT_NUMA_POLICY = 'legacy'
+
+EXTRA_SPEC_ALIAS = 'pci_passthrough:alias'
+EXTRA_SPEC_NUMA_POLICY = 'hw:pci_numa_affinity_policy'
+
+_HEX4 = '^[0-9a-fA-F]{4}$'
+
+_ALIAS_SCHEMA = {
+    'type': 'object',
+    'additionalProperties': False,
+    'required': ['name'],
+    'properties': {
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 256},
+        'vendor_id': {'type': 'string', 'pattern': _HEX4},
+        'product_id': {'type': 'string', 'pattern': _HEX4},
+        'device_type': {'type': 'string', 'enum': list(DEVICE_TYPES)},
+        'numa_policy': {'type': 'string', 'enum': list(NUMA_POLICIES)},
+        'resource_class': {'type': 'string'},
+        'traits': {'type': 'string'},
+        'live_migratable': {'type': 'string'},
+        # Legacy upstream key, accepted for compatibility and otherwise
+        # ignored: it carries no matching meaning.
+        'capability_type': {'type': 'string', 'enum': ['pci']},
+        'group_type': {'type': 'string'},
+    },
+}
+_ALIAS_VALIDATOR = jsonschema.Draft202012Validator(_ALIAS_SCHEMA)
+
+# Alias keys copied unchanged into the upstream-shaped request spec.
+_SPEC_KEYS = ('vendor_id', 'product_id', 'resource_class', 'traits')
+
+_EXPECTED_FORM = ('expected "<alias name>:<count>[,<alias name>:<count>...]"'
+                  ' with a positive integer count, e.g. "h200:2"')
+
+
+@dataclasses.dataclass(frozen=True)
+class PciAlias:
+    """One alias name with its specs; a device matching any spec fits."""
+
+    name: str
+    specs: tuple[dict, ...]
+    numa_policy: str = DEFAULT_NUMA_POLICY
+    device_type: str | None = None
+    group_type: str | None = None
+
+    @property
+    def resource_class(self) -> str:
+        """Placement resource class requested for this alias."""
+        spec = self.specs[0]
+        return utils.get_resource_class(spec.get('resource_class'),
+                                        spec.get('vendor_id'),
+                                        spec.get('product_id'))
+
+    @property
+    def traits(self) -> set[str]:
+        """Placement traits every device of this alias must have."""
+        return utils.get_traits(self.specs[0].get('traits'))
+
+
+@dataclasses.dataclass
+class InstancePCIRequest:
+    """``count`` devices of one alias, as asked for by a flavor."""
+
+    request_id: str
+    alias_name: str
+    count: int
+    spec: list[dict]
+    numa_policy: str
+    group_type: str | None
+    resource_class: str
+    traits: set[str]
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    # json.loads silently keeps the last of repeated keys; an operator who
+    # writes a key twice almost certainly made a mistake, so say so.
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError('key %r is given more than once' % key)
+        result[key] = value
+    return result
+
+
+def _schema_error_text(error: jsonschema.ValidationError) -> str:
+    """Render a jsonschema error as "'<key>' <value> <problem>"."""
+    key = '/'.join(str(p) for p in error.path)
+    prefix = "'%s' " % key if key else ''
+    if error.validator == 'additionalProperties':
+        return '%s; allowed keys are %s' % (
+            error.message, ', '.join(sorted(_ALIAS_SCHEMA['properties'])))
+    if error.validator == 'pattern':
+        return '%s%r is not 4 hexadecimal digits' % (prefix, error.instance)
+    return prefix + error.message
+
+
+def _parse_one(value: str) -> tuple[str, dict, str, str | None, str | None]:
+    """Validate one alias value; return name, spec, numa, dev type, group."""
+    where = 'alias %s' % value
+    try:
+        data = json.loads(value, object_pairs_hook=_reject_duplicate_keys)
+    except ValueError as exc:
+        raise exception.PciInvalidAlias(
+            reason='%s is not a valid JSON object: %s' % (where, exc))
+    errors = sorted(_ALIAS_VALIDATOR.iter_errors(data),
+                    key=lambda e: (list(map(str, e.path)), e.message))
+    if errors:
+        raise exception.PciInvalidAlias(reason='%s: %s' % (
+            where, '; '.join(_schema_error_text(e) for e in errors)))
+
+    name = data['name'].strip()
+    if not name:
+        raise exception.PciInvalidAlias(
+            reason="%s: 'name' must not be blank" % where)
+
+    spec = {key: data[key] for key in _SPEC_KEYS if key in data}
+    device_type = data.get('device_type')
+    if device_type is not None:
+        spec['dev_type'] = device_type
+    if 'live_migratable' in data:
+        try:
+            flag = strutils.bool_from_string(data['live_migratable'],
+                                             strict=True)
+        except ValueError as exc:
+            raise exception.PciInvalidAlias(
+                reason="%s: 'live_migratable': %s" % (where, exc))
+        spec['live_migratable'] = 'true' if flag else 'false'
+
+    group_type = data.get('group_type')
+    if group_type is not None:
+        try:
+            group_type = utils.validate_group_type(group_type, where)
+        except exception.Invalid as exc:
+            raise exception.PciInvalidAlias(reason=exc.kwargs['reason'])
+
+    numa_policy = data.get('numa_policy', DEFAULT_NUMA_POLICY)
+    return name, spec, numa_policy, device_type, group_type
+
+
+def _show(value: str | None) -> str:
+    return 'unset' if value is None else repr(value)
+
+
+def _check_same(name: str, what: str, first: str | None,
+                other: str | None) -> None:
+    if first != other:
+        raise exception.PciInvalidAlias(reason=(
+            "%s mismatch for alias '%s': %s in one entry and %s in another;"
+            " all entries with the same name must agree" % (
+                what, name, _show(first), _show(other))))
+
+
+def _check_for_placement(alias: PciAlias, pci_in_placement: bool) -> None:
+    """Apply the identification rules of the active scheduling mode."""
+    if alias.group_type and not pci_in_placement:
+        raise exception.PciInvalidAlias(reason=(
+            "alias '%s' has group_type %r, which needs "
+            "[filter_scheduler]pci_in_placement = True: device groups are "
+            "only schedulable through Placement" % (
+                alias.name, alias.group_type)))
+    if pci_in_placement and len(alias.specs) > 1:
+        raise exception.PciInvalidAlias(reason=(
+            "alias '%s' has %d specs but [filter_scheduler]pci_in_placement"
+            " is True, which supports one spec per alias; instead give the "
+            "same resource_class to several [pci]device_spec entries and "
+            "name that resource_class in a single alias entry" % (
+                alias.name, len(alias.specs))))
+    for spec in alias.specs:
+        has_ids = 'vendor_id' in spec and 'product_id' in spec
+        if pci_in_placement:
+            if not has_ids and not spec.get('resource_class'):
+                raise exception.PciInvalidAlias(reason=(
+                    "alias '%s' needs vendor_id and product_id, or "
+                    "resource_class, when [filter_scheduler]pci_in_placement"
+                    " is True; got spec %s" % (alias.name, spec)))
+        elif not has_ids:
+            raise exception.PciInvalidAlias(reason=(
+                "alias '%s' needs both vendor_id and product_id when "
+                "[filter_scheduler]pci_in_placement is False; got spec %s" % (
+                    alias.name, spec)))
+
+
+def get_alias_from_config(values: list[str],
+                          pci_in_placement: bool) -> dict[str, PciAlias]:
+    """Parse ``[pci]alias`` values into aliases keyed by name.
+
+    Entries sharing a name are merged into one alias whose specs are
+    alternatives; they must agree on numa_policy, device_type and
+    group_type. Raises PciInvalidAlias naming the offending value.
+    """
+    merged: dict[str, dict] = {}
+    for value in values:
+        name, spec, numa_policy, device_type, group_type = _parse_one(value)
+        entry = merged.get(name)
+        if entry is None:
+            merged[name] = {'specs': [spec], 'numa_policy': numa_policy,
+                            'device_type': device_type,
+                            'group_type': group_type}
+            continue
+        _check_same(name, 'NUMA policy', entry['numa_policy'], numa_policy)
+        _check_same(name, 'device_type', entry['device_type'], device_type)
+        _check_same(name, 'group_type', entry['group_type'], group_type)
+        entry['specs'].append(spec)
+
+    aliases = {}
+    for name, entry in merged.items():
+        alias = PciAlias(name=name, specs=tuple(entry['specs']),
+                         numa_policy=entry['numa_policy'],
+                         device_type=entry['device_type'],
+                         group_type=entry['group_type'])
+        _check_for_placement(alias, pci_in_placement)
+        aliases[name] = alias
+    return aliases
+
+
+def parse_alias_extra_spec(value: str) -> list[tuple[str, int]]:
+    """Parse ``pci_passthrough:alias`` into (alias name, count) pairs.
+
+    The whole value must be ``name:count[,name:count...]`` with optional
+    whitespace around names and counts; counts are positive integers.
+    Raises PciInvalidFlavorRequest otherwise.
+    """
+    if not isinstance(value, str):
+        raise exception.PciInvalidFlavorRequest(
+            value=value, reason='not a string; ' + _EXPECTED_FORM)
+    result = []
+    for item in value.split(','):
+        if not item.strip():
+            raise exception.PciInvalidFlavorRequest(value=value, reason=(
+                'empty item (stray or doubled comma?); ' + _EXPECTED_FORM))
+        parts = item.split(':')
+        if len(parts) != 2:
+            raise exception.PciInvalidFlavorRequest(value=value, reason=(
+                'item %r is not of the form name:count; %s' % (
+                    item, _EXPECTED_FORM)))
+        name, count = parts[0].strip(), parts[1].strip()
+        if not name:
+            raise exception.PciInvalidFlavorRequest(value=value, reason=(
+                'item %r has no alias name; %s' % (item, _EXPECTED_FORM)))
+        # isdecimal rather than int(): int() would also take '+2', '-1'
+        # and '1_0'.
+        if not (count.isascii() and count.isdecimal()) or int(count) < 1:
+            raise exception.PciInvalidFlavorRequest(value=value, reason=(
+                'count %r of alias %r is not a positive integer; %s' % (
+                    count, name, _EXPECTED_FORM)))
+        result.append((name, int(count)))
+    return result
+
+
+def _numa_policy(extra_specs: dict, alias: PciAlias) -> str:
+    policy = extra_specs.get(EXTRA_SPEC_NUMA_POLICY)
+    if policy is None:
+        return alias.numa_policy
+    if policy not in NUMA_POLICIES:
+        raise exception.InvalidPCINUMAAffinity(
+            policy=policy, allowed=', '.join(NUMA_POLICIES))
+    return policy
+
+
+def get_pci_requests_from_flavor(extra_specs: dict,
+                                 aliases: dict[str, PciAlias]
+                                 ) -> list[InstancePCIRequest]:
+    """Build the PCI requests a flavor's extra specs ask for.
+
+    One request per ``name:count`` item, each with a fresh request id (the
+    same alias listed twice gives two requests). The flavor's
+    ``hw:pci_numa_affinity_policy`` overrides the alias NUMA policy.
+    Raises PciRequestAliasNotDefined for an unknown alias name.
+    """
+    value = extra_specs.get(EXTRA_SPEC_ALIAS)
+    if value is None:
+        return []
+    requests = []
+    for name, count in parse_alias_extra_spec(value):
+        alias = aliases.get(name)
+        if alias is None:
+            defined = ', '.join(sorted(aliases)) or 'none'
+            raise exception.PciRequestAliasNotDefined(
+                message='PCI alias %r is not defined in [pci]alias; '
+                        'defined aliases: %s' % (name, defined),
+                alias=name)
+        requests.append(InstancePCIRequest(
+            request_id=str(uuid.uuid4()),
+            alias_name=name,
+            count=count,
+            spec=copy.deepcopy(list(alias.specs)),
+            numa_policy=_numa_policy(extra_specs, alias),
+            group_type=alias.group_type,
+            resource_class=alias.resource_class,
+            traits=alias.traits))
+    return requests
