@@ -1,0 +1,103 @@
+"""Run the real OpenStack Placement WSGI app inside a nova process.
+
+The all-in-one service (``nova-all``) and the demo need a Placement
+without deploying ``placement-api``. This builds Placement's own
+configuration on a private ``ConfigOpts`` (so it never mixes with nova's
+options), points it at a database (a SQLite file under ``state_path`` by
+default), disables keystone (``noauth2``: clients send ``x-auth-token:
+admin``) and serves the app with :class:`nova.wsgi_server.WSGIServer`.
+
+Placement configures its database engine once per process
+(``placement.db_api.configure`` is run-once), so a process can host one
+embedded Placement database; asking for a second one is an error.
+"""
+
+import os
+
+from oslo_config import cfg
+from placement import conf as placement_conf
+from placement import db_api as placement_db_api
+from placement import deploy as placement_deploy
+
+from nova import exception
+from nova import wsgi_server
+
+# The connection the process-wide Placement engine was configured with.
+_configured_connection: str | None = None
+
+
+def default_connection(state_path: str) -> str:
+    """SQLite URL of the embedded Placement database under ``state_path``."""
+    return 'sqlite:///%s' % os.path.join(os.path.abspath(state_path),
+                                         'placement.sqlite')
+
+
+def build_conf(connection: str) -> cfg.ConfigOpts:
+    """A private Placement ``ConfigOpts`` for an embedded deployment."""
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    conf.set_override('connection', connection, group='placement_database')
+    conf.set_override('sync_on_startup', True, group='placement_database')
+    conf.set_override('auth_strategy', 'noauth2', group='api')
+    # Nova's device RPs make wide trees (one child per GPU, many same-RC
+    # siblings); without these Placement enumerates permutations and a
+    # multi-device query can take minutes.
+    conf.set_override('optimize_for_wide_provider_trees', True,
+                      group='workarounds')
+    conf.set_override('allocation_candidates_generation_strategy',
+                      'breadth-first', group='placement')
+    # Parse no files: everything Placement needs is set above.
+    conf([], project='placement', default_config_files=[],
+         default_config_dirs=[])
+    return conf
+
+
+def _configure_database(conf: cfg.ConfigOpts, connection: str) -> None:
+    """Point Placement's process-wide engine at ``connection`` (once)."""
+    global _configured_connection
+    if placement_db_api.configure.called:
+        if _configured_connection != connection:
+            raise exception.InvalidConfiguration(
+                reason='this process already runs a Placement database '
+                       '(%s); an embedded Placement can only use that one, '
+                       'not %s' % (_configured_connection or 'unknown',
+                                   connection))
+        return
+    placement_db_api.configure(conf)
+    _configured_connection = connection
+
+
+class EmbeddedPlacement:
+    """Placement served in-process on a loopback port.
+
+    ``connection`` is a SQLAlchemy URL; None means a SQLite file under
+    ``state_path``. ``url`` is the endpoint to give nova's [placement]
+    ``endpoint`` once started.
+    """
+
+    def __init__(self, connection: str | None = None,
+                 state_path: str | None = None, host: str = '127.0.0.1',
+                 port: int = 0) -> None:
+        if connection is None:
+            if state_path is None:
+                raise exception.InvalidConfiguration(
+                    reason='EmbeddedPlacement needs a database connection '
+                           'or a state_path to keep a SQLite file in')
+            os.makedirs(state_path, exist_ok=True)
+            connection = default_connection(state_path)
+        self.connection = connection
+        self.conf = build_conf(connection)
+        self._server = wsgi_server.WSGIServer(None, host=host, port=port)
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> None:
+        """Create or upgrade the schema, load the app and start serving."""
+        _configure_database(self.conf, self.connection)
+        self._server.app = placement_deploy.loadapp(self.conf)
+        self._server.start()
+
+    def stop(self) -> None:
+        self._server.stop()

@@ -1,0 +1,116 @@
+"""A small threaded WSGI HTTP server for in-process services.
+
+nova-api and the embedded Placement need an HTTP listener without pulling
+in eventlet or an external server. This wraps the standard library's
+``wsgiref`` server with one daemon thread per connection, binds to a
+loopback port (0 picks a free one) and routes access logs and errors to
+python logging instead of stderr.
+"""
+
+import logging
+import socket
+import socketserver
+import threading
+from wsgiref import simple_server
+
+LOG = logging.getLogger(__name__)
+
+
+class _RequestHandler(simple_server.WSGIRequestHandler):
+    """Request handler that logs through python logging, quietly."""
+
+    def log_message(self, format: str, *args) -> None:
+        LOG.debug('%s - %s', self.address_string(), format % args)
+
+    def address_string(self) -> str:
+        # The stdlib default resolves the client address; skip the lookup.
+        return self.client_address[0]
+
+    def get_stderr(self):
+        # wsgiref writes application tracebacks here; send them to logging.
+        return _LogStream()
+
+
+class _LogStream:
+    """File-like sink turning wsgiref's stderr writes into log records."""
+
+    def write(self, text: str) -> None:
+        text = text.rstrip()
+        if text:
+            LOG.error('%s', text)
+
+    def flush(self) -> None:
+        pass
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind calls socket.getfqdn(), a reverse DNS
+        # lookup that can stall for seconds; the host name is enough.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = host
+        self.server_port = port
+        self.setup_environ()
+
+    def handle_error(self, request, client_address) -> None:
+        LOG.exception('Error while serving a request from %s',
+                      client_address[0])
+
+
+class _ThreadingWSGIServer6(_ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+class WSGIServer:
+    """Serve a WSGI ``app`` on ``host``:``port`` from a background thread.
+
+    ``port=0`` binds a free port; ``url`` then reports the real one.
+    """
+
+    def __init__(self, app, host: str = '127.0.0.1', port: int = 0) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self._server: _ThreadingWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the running server, e.g. ``http://127.0.0.1:4242``."""
+        if self._server is None:
+            raise RuntimeError('WSGIServer is not started')
+        host = self.host
+        if ':' in host:
+            host = '[%s]' % host
+        return 'http://%s:%d' % (host, self._server.server_port)
+
+    def start(self) -> None:
+        """Bind the socket and start serving in a daemon thread."""
+        if self._server is not None:
+            raise RuntimeError('WSGIServer is already started')
+        server_class = (_ThreadingWSGIServer6 if ':' in self.host
+                        else _ThreadingWSGIServer)
+        server = server_class((self.host, self.port), _RequestHandler)
+        server.set_app(self.app)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, name='wsgi-%d' % server.server_port,
+            daemon=True)
+        self._thread.start()
+        LOG.debug('WSGI server listening on %s', self.url)
+
+    def stop(self) -> None:
+        """Stop serving and close the socket; safe to call twice."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
