@@ -123,3 +123,50 @@ class PciDeviceNotInGroup(NotFound):
 class InvalidPCINUMAAffinity(Invalid):
     msg_fmt = ('Invalid PCI NUMA affinity policy %(policy)r in '
                'hw:pci_numa_affinity_policy; allowed values are %(allowed)s')
+
+
+# Compute driver -----------------------------------------------------------
+
+class InstanceExists(Conflict):
+    msg_fmt = ('Instance %(uuid)s already exists on the hypervisor; '
+               'spawn needs an instance uuid that is not defined yet')
+
+
+class InstanceSpawnFailed(NovaException):
+    msg_fmt = 'Failed to spawn instance %(uuid)s on %(uri)s: %(error)s'
+
+
+class InstanceDestroyFailed(NovaException):
+    msg_fmt = 'Failed to destroy instance %(uuid)s on %(uri)s: %(error)s'
+
+
+# Scheduler ----------------------------------------------------------------
+
+class FlavorExtraSpecInvalid(Invalid):
+    msg_fmt = 'Invalid flavor extra spec %(key)s=%(value)r: %(reason)s'
+
+
+# Compute API ----------------------------------------------------------------
+
+class Forbidden(NovaException):
+    msg_fmt = 'Forbidden: %(reason)s'
+    code = 403
+
+
+class PolicyNotAuthorized(Forbidden):
+    msg_fmt = 'Policy does not allow %(action)s to be performed.'
+
+
+class APIValidationError(Invalid):
+    msg_fmt = 'Invalid input for field %(field)s: %(reason)s'
+
+
+class InvalidAPIVersionString(Invalid):
+    msg_fmt = ('API version string %(version)r is not of the form '
+               'MAJOR.MINOR (e.g. 2.60) or "latest".')
+
+
+class APIVersionNotSupported(NovaException):
+    msg_fmt = ('Version %(version)s is not supported by the API. Minimum '
+               'is %(min_version)s and maximum is %(max_version)s.')
+    code = 406
