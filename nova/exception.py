@@ -170,3 +170,69 @@ class APIVersionNotSupported(NovaException):
     msg_fmt = ('Version %(version)s is not supported by the API. Minimum '
                'is %(min_version)s and maximum is %(max_version)s.')
     code = 406
+
+
+# Database ------------------------------------------------------------------
+
+class DBFieldInvalid(Invalid):
+    msg_fmt = ('Unknown %(table)s field(s) %(fields)s; allowed: '
+               '%(allowed)s')
+
+
+class ServiceNotFound(NotFound):
+    msg_fmt = 'Service %(service_id)s could not be found.'
+
+
+class ServiceHostBinaryNotFound(ServiceNotFound):
+    msg_fmt = 'Service %(binary)s on host %(host)s could not be found.'
+
+
+class ServiceExists(Conflict):
+    msg_fmt = 'Service %(binary)s already exists on host %(host)s.'
+
+
+class ComputeHostNotFound(NotFound):
+    msg_fmt = 'Compute node %(node)s could not be found.'
+
+
+class ComputeNodeExists(Conflict):
+    msg_fmt = 'Compute node %(node)s (uuid %(uuid)s) already exists.'
+
+
+class PciDeviceNotFoundById(NotFound):
+    msg_fmt = 'PCI device with id %(id)s could not be found.'
+
+
+class PciDeviceNotFound(NotFound):
+    msg_fmt = ('PCI device %(address)s is not tracked on compute node '
+               '%(compute_node_id)s.')
+
+
+class PciDeviceExists(Conflict):
+    msg_fmt = ('PCI device %(address)s already exists on compute node '
+               '%(compute_node_id)s.')
+
+
+class FlavorNotFound(NotFound):
+    msg_fmt = 'Flavor %(flavor_id)s could not be found.'
+
+
+class FlavorExists(Conflict):
+    msg_fmt = 'A flavor with %(field)s %(value)s already exists.'
+
+
+class FlavorExtraSpecNotFound(NotFound):
+    msg_fmt = 'Flavor %(flavor_id)s has no extra spec %(key)s.'
+
+
+class InstanceNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s could not be found.'
+
+
+class InstanceExists(Conflict):
+    msg_fmt = 'Instance %(uuid)s already exists.'
+
+
+class InstanceUpdateConflict(Conflict):
+    msg_fmt = ('Instance %(uuid)s has %(field)s %(actual)r, expected one '
+               'of %(expected)r.')
