@@ -1,0 +1,274 @@
+"""Translate a flavor and its PCI requests into a Placement query.
+
+The scheduler asks ``GET /allocation_candidates`` (microversion 1.39) for
+hosts that can hold an instance. This module builds that query:
+
+* one unsuffixed group with the flavor's VCPU, MEMORY_MB and DISK_GB, as
+  overridden by ``resources:<RC>`` / ``trait:<T>`` extra specs;
+* with ``[filter_scheduler]pci_in_placement``, one suffixed group of one
+  unit per requested PCI device, so that every device comes from its own
+  device provider and can be mapped back to its PCI request;
+* for an alias with a ``group_type`` and a count N >= 2, a position trait on
+  every device group plus a resourceless group on a group provider of size
+  N, all tied together by ``same_subtree``: Placement then returns exactly
+  one candidate per free device group of size N (see DESIGN.md, "Request
+  model").
+
+Operators never write ``same_subtree``; only ``group_policy`` may be set in
+the flavor, to ``none`` or ``isolate``.
+"""
+
+import dataclasses
+import re
+from urllib import parse
+
+import os_resource_classes as orc
+import os_traits
+
+from nova import exception
+from nova.pci import request as pci_request
+from nova.pci import utils as pci_utils
+
+GROUP_POLICIES = ('none', 'isolate')
+
+# Suffix of the resourceless group that lands on the group provider.
+_PARTITION_SUFFIX = 'g'
+
+_RESOURCES_KEY_RE = re.compile(r'^resources([^:]*):(.*)$')
+_TRAIT_KEY_RE = re.compile(r'^trait([^:]*):(.*)$')
+_NAME_RE = re.compile(r'^[A-Z0-9_]+$')
+_STANDARD_TRAITS = frozenset(os_traits.get_traits())
+
+
+@dataclasses.dataclass
+class RequestGroup:
+    """One request group of the Placement query.
+
+    ``suffix`` None is the unsuffixed group (resources may be spread over
+    the host's tree); a suffixed group is served by a single provider.
+    ``requester_id`` is the PCI request id for groups made from a PCI
+    request, None for the flavor's own group.
+    """
+
+    suffix: str | None = None
+    resources: dict[str, int] = dataclasses.field(default_factory=dict)
+    required_traits: set[str] = dataclasses.field(default_factory=set)
+    forbidden_traits: set[str] = dataclasses.field(default_factory=set)
+    requester_id: str | None = None
+
+    def query_params(self) -> list[tuple[str, str]]:
+        """``resources<S>`` and ``required<S>`` parameters of this group."""
+        suffix = self.suffix or ''
+        params = []
+        if self.resources:
+            params.append(('resources' + suffix, ','.join(
+                '%s:%d' % (rc, amount)
+                for rc, amount in sorted(self.resources.items()))))
+        traits = sorted(self.required_traits) + sorted(
+            '!' + trait for trait in self.forbidden_traits)
+        if traits:
+            params.append(('required' + suffix, ','.join(traits)))
+        return params
+
+
+@dataclasses.dataclass
+class ResourceRequest:
+    """All request groups and request-wide parameters of one query."""
+
+    groups: list[RequestGroup] = dataclasses.field(default_factory=list)
+    same_subtree: list[list[str]] = dataclasses.field(default_factory=list)
+    group_policy: str | None = None
+    root_required: set[str] = dataclasses.field(default_factory=set)
+    # PCI request id -> suffixes of its one-device groups, device order.
+    pci_suffixes: dict[str, list[str]] = dataclasses.field(
+        default_factory=dict)
+
+    def to_query_params(self, limit: int | None) -> list[tuple[str, str]]:
+        """Sorted ``(name, value)`` pairs for GET /allocation_candidates.
+
+        Sorting makes the query deterministic, so equal requests give
+        equal query strings (and tests can compare them exactly).
+        """
+        params = []
+        for group in self.groups:
+            params.extend(group.query_params())
+        for suffixes in self.same_subtree:
+            params.append(('same_subtree', ','.join(sorted(suffixes))))
+        if self.group_policy:
+            params.append(('group_policy', self.group_policy))
+        if self.root_required:
+            params.append(('root_required',
+                           ','.join(sorted(self.root_required))))
+        if limit is not None:
+            params.append(('limit', str(limit)))
+        return sorted(params)
+
+    def to_querystring(self, limit: int | None) -> str:
+        """The URL query string (without ``?``) of this request.
+
+        ``,``, ``:`` and ``!`` are left unescaped: they are legal in a
+        query string and keep logs readable.
+        """
+        return parse.urlencode(self.to_query_params(limit), safe=',:!')
+
+    def pci_group_suffixes(self, request_id: str) -> list[str]:
+        """Suffixes of the one-device groups of PCI request ``request_id``.
+
+        In device order; ``mappings[suffix][0]`` of a candidate is then the
+        device provider chosen for that device. Empty when the request was
+        not scheduled through Placement.
+        """
+        return list(self.pci_suffixes.get(request_id, []))
+
+    @property
+    def pci_resource_classes(self) -> set[str]:
+        """Resource classes requested by the PCI groups."""
+        pci_ids = set(self.pci_suffixes)
+        return {rc for group in self.groups
+                if group.requester_id in pci_ids
+                for rc in group.resources}
+
+
+def _invalid(key: str, value: object, reason: str) -> exception.NovaException:
+    return exception.FlavorExtraSpecInvalid(
+        key=key, value=value, reason=reason)
+
+
+def _check_name(key: str, value: object, name: str, kind: str,
+                standard: frozenset | set) -> None:
+    # Placement answers 400 for unknown names; failing here names the
+    # flavor key instead of a bare Placement error.
+    if not _NAME_RE.match(name) or not (
+            name in standard or name.startswith('CUSTOM_')):
+        raise _invalid(key, value, (
+            '%r is not a standard %s nor a CUSTOM_ one (upper case '
+            'letters, digits and underscores)' % (name, kind)))
+
+
+def _apply_extra_specs(group: RequestGroup, extra_specs: dict) -> None:
+    """Apply ``resources:<RC>=<n>`` and ``trait:<T>=required|forbidden``."""
+    for key, value in sorted(extra_specs.items()):
+        match = _RESOURCES_KEY_RE.match(key)
+        if match:
+            suffix, rc = match.groups()
+            if suffix:
+                raise _invalid(key, value, (
+                    'granular request groups are not supported; use '
+                    'resources:<RESOURCE_CLASS>'))
+            _check_name(key, value, rc, 'resource class', orc.STANDARDS)
+            try:
+                amount = int(str(value).strip())
+            except ValueError:
+                amount = -1
+            if amount < 0:
+                raise _invalid(key, value,
+                               'the amount must be an integer >= 0')
+            if amount:
+                group.resources[rc] = amount
+            else:
+                # 0 drops a class the flavor would otherwise ask for.
+                group.resources.pop(rc, None)
+            continue
+        match = _TRAIT_KEY_RE.match(key)
+        if match:
+            suffix, trait = match.groups()
+            if suffix:
+                raise _invalid(key, value, (
+                    'granular request groups are not supported; use '
+                    'trait:<TRAIT>'))
+            _check_name(key, value, trait, 'trait', _STANDARD_TRAITS)
+            if value == 'required':
+                group.required_traits.add(trait)
+                group.forbidden_traits.discard(trait)
+            elif value == 'forbidden':
+                group.forbidden_traits.add(trait)
+                group.required_traits.discard(trait)
+            else:
+                raise _invalid(key, value,
+                               'allowed values are required, forbidden')
+
+
+def _flavor_group(flavor: dict) -> RequestGroup:
+    resources = {}
+    for rc, field in ((orc.VCPU, 'vcpus'), (orc.MEMORY_MB, 'memory_mb'),
+                      (orc.DISK_GB, 'root_gb')):
+        amount = int(flavor.get(field) or 0)
+        if amount > 0:
+            resources[rc] = amount
+    group = RequestGroup(resources=resources)
+    _apply_extra_specs(group, flavor.get('extra_specs') or {})
+    return group
+
+
+def _pci_groups(pci_req: pci_request.InstancePCIRequest
+                ) -> tuple[list[RequestGroup], list[str] | None]:
+    """Request groups of one PCI request, and its same_subtree if any.
+
+    Suffixes are ``<request_id>-<i>`` per device (as upstream) and
+    ``<request_id>-g`` for the group provider: stable, unique per request
+    and within Placement's ``[a-zA-Z0-9_-]{1,64}``.
+    """
+    rid = pci_req.request_id
+    count = pci_req.count
+    partition = bool(pci_req.group_type) and count >= 2
+    groups = []
+    for index in range(count):
+        traits = set(pci_req.traits)
+        if partition:
+            # Position i of the group: one candidate per group, not one
+            # per permutation of its interchangeable devices.
+            traits.add(pci_utils.group_member_trait(
+                pci_req.group_type, count, index))
+        groups.append(RequestGroup(
+            suffix='%s-%d' % (rid, index),
+            resources={pci_req.resource_class: 1},
+            required_traits=traits,
+            requester_id=rid))
+    if not partition:
+        return groups, None
+    groups.append(RequestGroup(
+        suffix='%s-%s' % (rid, _PARTITION_SUFFIX),
+        required_traits={pci_utils.group_size_trait(
+            pci_req.group_type, count)},
+        requester_id=rid))
+    return groups, [group.suffix for group in groups]
+
+
+def _group_policy(extra_specs: dict) -> str | None:
+    value = extra_specs.get('group_policy')
+    if value is None:
+        return None
+    if value not in GROUP_POLICIES:
+        raise _invalid('group_policy', value, 'allowed values are %s' % (
+            ', '.join(GROUP_POLICIES)))
+    return value
+
+
+def build_resource_request(
+        flavor: dict, pci_requests: list[pci_request.InstancePCIRequest],
+        pci_in_placement: bool) -> ResourceRequest:
+    """Build the Placement query for one instance of ``flavor``.
+
+    ``flavor`` has ``vcpus``, ``memory_mb``, ``root_gb`` and
+    ``extra_specs``. PCI requests only add groups when
+    ``pci_in_placement`` is set (otherwise the PCI tracker alone places
+    them, as in legacy Nova). ``group_policy`` defaults to ``none`` as soon
+    as there is a suffixed group: several devices of one request must be
+    allowed to share a parent, and Placement requires a policy with more
+    than one suffixed group. Raises FlavorExtraSpecInvalid naming the bad
+    key and value.
+    """
+    extra_specs = flavor.get('extra_specs') or {}
+    request = ResourceRequest(groups=[_flavor_group(flavor)])
+    policy = _group_policy(extra_specs)
+    if pci_in_placement:
+        for pci_req in pci_requests:
+            groups, subtree = _pci_groups(pci_req)
+            request.groups.extend(groups)
+            request.pci_suffixes[pci_req.request_id] = [
+                g.suffix for g in groups if g.resources]
+            if subtree:
+                request.same_subtree.append(subtree)
+    if any(group.suffix for group in request.groups):
+        request.group_policy = policy or 'none'
+    return request

@@ -1,0 +1,171 @@
+"""Tests for the Placement query built from a flavor and PCI requests."""
+
+import testtools
+
+from nova import exception
+from nova.pci import request as pci_request
+from nova.scheduler import request_builder
+
+RID = '11111111-2222-3333-4444-555555555555'
+RID2 = '99999999-8888-7777-6666-555555555555'
+BASE = 'resources=DISK_GB:10,MEMORY_MB:4096,VCPU:4'
+
+
+def _flavor(**extra_specs):
+    return {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 10,
+            'extra_specs': extra_specs}
+
+
+def _pci(count, group_type='nvlink', rid=RID, rc='PGPU', traits=()):
+    return pci_request.InstancePCIRequest(
+        request_id=rid, alias_name='h200', count=count,
+        spec=[{'resource_class': rc}], numa_policy='legacy',
+        group_type=group_type, resource_class=rc, traits=set(traits))
+
+
+def _qs(pci_requests, flavor=None, limit=None, pci_in_placement=True):
+    request = request_builder.build_resource_request(
+        flavor or _flavor(), pci_requests, pci_in_placement)
+    return request.to_querystring(limit)
+
+
+class TestFlavorGroup(testtools.TestCase):
+
+    def test_plain_flavor(self):
+        self.assertEqual('limit=1000&' + BASE, _qs([], limit=1000))
+
+    def test_no_disk_when_root_gb_zero(self):
+        flavor = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 0,
+                  'extra_specs': {}}
+        self.assertEqual('resources=MEMORY_MB:512,VCPU:1', _qs([], flavor))
+
+    def test_resources_override(self):
+        flavor = _flavor(**{'resources:VCPU': '0',
+                            'resources:DISK_GB': '20',
+                            'resources:CUSTOM_MAGIC': '2'})
+        self.assertEqual(
+            'resources=CUSTOM_MAGIC:2,DISK_GB:20,MEMORY_MB:4096', _qs(
+                [], flavor))
+
+    def test_traits(self):
+        flavor = _flavor(**{'trait:HW_CPU_X86_AVX2': 'required',
+                            'trait:CUSTOM_SLOW': 'forbidden',
+                            'hw:cpu_policy': 'dedicated'})
+        self.assertEqual(
+            'required=HW_CPU_X86_AVX2,!CUSTOM_SLOW&' + BASE, _qs([], flavor))
+
+    def test_invalid_extra_specs(self):
+        cases = [
+            ({'resources:VCPU': 'two'}, 'resources:VCPU', 'two'),
+            ({'resources:VCPU': '-1'}, 'resources:VCPU', '-1'),
+            ({'resources:vcpu': '1'}, 'resources:vcpu', '1'),
+            ({'resources:NOT_A_CLASS': '1'}, 'resources:NOT_A_CLASS', '1'),
+            ({'resources1:VCPU': '1'}, 'resources1:VCPU', 'granular'),
+            ({'trait:CUSTOM_X': 'preferred'}, 'trait:CUSTOM_X', 'preferred'),
+            ({'trait:NO_SUCH_TRAIT': 'required'}, 'trait:NO_SUCH_TRAIT',
+             'required'),
+            ({'trait_a:CUSTOM_X': 'required'}, 'trait_a:CUSTOM_X',
+             'granular'),
+            ({'group_policy': 'spread'}, 'group_policy', 'isolate'),
+        ]
+        for specs, key, word in cases:
+            exc = self.assertRaises(
+                exception.FlavorExtraSpecInvalid,
+                request_builder.build_resource_request,
+                _flavor(**specs), [], True)
+            self.assertIn(key, str(exc))
+            self.assertIn(word, str(exc))
+
+
+class TestPciGroups(testtools.TestCase):
+
+    def test_one_gpu_of_group_alias_is_plain(self):
+        self.assertEqual(
+            'group_policy=none&' + BASE +
+            '&resources%s-0=PGPU:1' % RID, _qs([_pci(1)]))
+
+    def test_pair(self):
+        self.assertEqual(
+            'group_policy=none'
+            '&required{r}-0=CUSTOM_PCI_GROUP_NVLINK_2_M0'
+            '&required{r}-1=CUSTOM_PCI_GROUP_NVLINK_2_M1'
+            '&required{r}-g=CUSTOM_PCI_GROUP_NVLINK_2'
+            '&{base}'
+            '&resources{r}-0=PGPU:1&resources{r}-1=PGPU:1'
+            '&same_subtree={r}-0,{r}-1,{r}-g'.format(r=RID, base=BASE),
+            _qs([_pci(2)]))
+
+    def test_quad_and_board(self):
+        for count in (4, 8):
+            params = request_builder.build_resource_request(
+                _flavor(), [_pci(count)], True).to_query_params(50)
+            expected = [('group_policy', 'none'), ('limit', '50'),
+                        ('resources', 'DISK_GB:10,MEMORY_MB:4096,VCPU:4')]
+            suffixes = []
+            for i in range(count):
+                suffix = '%s-%d' % (RID, i)
+                suffixes.append(suffix)
+                expected.append(('required' + suffix,
+                                 'CUSTOM_PCI_GROUP_NVLINK_%d_M%d' % (
+                                     count, i)))
+                expected.append(('resources' + suffix, 'PGPU:1'))
+            expected.append(('required%s-g' % RID,
+                             'CUSTOM_PCI_GROUP_NVLINK_%d' % count))
+            expected.append(('same_subtree', ','.join(
+                sorted(suffixes + ['%s-g' % RID]))))
+            self.assertEqual(sorted(expected), params)
+
+    def test_plain_alias_two_devices(self):
+        self.assertEqual(
+            'group_policy=none'
+            '&required{r}-0=CUSTOM_FAST&required{r}-1=CUSTOM_FAST'
+            '&{base}'
+            '&resources{r}-0=CUSTOM_NIC:1'
+            '&resources{r}-1=CUSTOM_NIC:1'.format(r=RID, base=BASE),
+            _qs([_pci(2, group_type=None, rc='CUSTOM_NIC',
+                      traits={'CUSTOM_FAST'})]))
+
+    def test_two_aliases(self):
+        request = request_builder.build_resource_request(
+            _flavor(), [_pci(2), _pci(1, group_type=None, rid=RID2,
+                                      rc='CUSTOM_NIC')], True)
+        self.assertEqual(
+            'group_policy=none'
+            '&required{r}-0=CUSTOM_PCI_GROUP_NVLINK_2_M0'
+            '&required{r}-1=CUSTOM_PCI_GROUP_NVLINK_2_M1'
+            '&required{r}-g=CUSTOM_PCI_GROUP_NVLINK_2'
+            '&{base}'
+            '&resources{r}-0=PGPU:1&resources{r}-1=PGPU:1'
+            '&resources{n}-0=CUSTOM_NIC:1'
+            '&same_subtree={r}-0,{r}-1,{r}-g'.format(
+                r=RID, n=RID2, base=BASE),
+            request.to_querystring(None))
+        self.assertEqual(['%s-0' % RID, '%s-1' % RID],
+                         request.pci_group_suffixes(RID))
+        self.assertEqual(['%s-0' % RID2], request.pci_group_suffixes(RID2))
+        self.assertEqual([], request.pci_group_suffixes('unknown'))
+        self.assertEqual({'PGPU', 'CUSTOM_NIC'},
+                         request.pci_resource_classes)
+        partition = [g for g in request.groups
+                     if g.suffix == '%s-g' % RID][0]
+        self.assertEqual({}, partition.resources)
+        self.assertEqual(RID, partition.requester_id)
+
+    def test_group_policy_from_flavor(self):
+        self.assertIn('group_policy=isolate',
+                      _qs([_pci(2)], _flavor(group_policy='isolate')))
+        # Without suffixed groups there is nothing to apply a policy to.
+        self.assertEqual(BASE, _qs([], _flavor(group_policy='isolate')))
+
+    def test_legacy_pci_adds_no_groups(self):
+        request = request_builder.build_resource_request(
+            _flavor(), [_pci(4)], False)
+        self.assertEqual(BASE, request.to_querystring(None))
+        self.assertEqual([], request.pci_group_suffixes(RID))
+        self.assertEqual([], request.same_subtree)
+
+    def test_suffixes_are_placement_valid(self):
+        request = request_builder.build_resource_request(
+            _flavor(), [_pci(8)], True)
+        for group in request.groups[1:]:
+            self.assertRegex(group.suffix, r'^[a-zA-Z0-9_-]{1,64}$')
