@@ -236,3 +236,8 @@ class InstanceExists(Conflict):
 class InstanceUpdateConflict(Conflict):
     msg_fmt = ('Instance %(uuid)s has %(field)s %(actual)r, expected one '
                'of %(expected)r.')
+
+
+class InventoryInUse(Conflict):
+    msg_fmt = ('Inventory of resource provider %(uuid)s is in use and '
+               'cannot be removed or shrunk below its usage: %(error)s')
