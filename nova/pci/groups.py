@@ -17,9 +17,10 @@ Placement beyond the trait and resource class names from nova.pci.utils.
 import dataclasses
 import json
 import re
-import typing as ty
 
 from nova import exception
+from nova.pci import devspec
+from nova.pci import request
 from nova.pci import utils
 
 # Keys of one [pci]device_group value.
@@ -36,19 +37,6 @@ _GROUPABLE_DEV_TYPES = ('type-PCI', 'type-PF')
 
 def _invalid(reason: str) -> exception.PciGroupConfigInvalid:
     return exception.PciGroupConfigInvalid(reason=reason)
-
-
-def _spec_resource_class(spec: ty.Any, dev: dict) -> str:
-    """Resource class a device spec gives to ``dev``.
-
-    The default class depends on the device's own vendor and product IDs
-    (a spec may match any vendor), so prefer the per-device accessor and
-    fall back to the spec-wide property.
-    """
-    resource_class_for = getattr(spec, 'resource_class_for', None)
-    if resource_class_for is not None:
-        return resource_class_for(dev)
-    return spec.resource_class
 
 
 @dataclasses.dataclass
@@ -341,7 +329,7 @@ class GroupTree:
         return {g.size for g in self.groups() if g.type == group_type}
 
     def validate_devices(self, devices: list[dict],
-                         whitelist: ty.Any) -> None:
+                         whitelist: devspec.Whitelist) -> None:
         """Check the groups against the devices found on this host.
 
         Run at compute start, once devices are known: every grouped
@@ -379,7 +367,7 @@ class GroupTree:
                         'group_name %s in [pci]device_spec; use only one '
                         'of the two group forms for a device' % (
                             address, group.name, spec.group_name))
-                resource_class[address] = _spec_resource_class(spec, dev)
+                resource_class[address] = spec.resource_class_for(dev)
 
         for group in self.groups():
             classes: dict[str, list[str]] = {}
@@ -413,7 +401,7 @@ class StaticGroup:
     resource_class: str
 
 
-def static_groups(devices: list[dict], whitelist: ty.Any
+def static_groups(devices: list[dict], whitelist: devspec.Whitelist
                   ) -> list[StaticGroup]:
     """Collect the static groups formed by ``group_name`` spec tags.
 
@@ -422,8 +410,8 @@ def static_groups(devices: list[dict], whitelist: ty.Any
     tag or else ``CUSTOM_PCI_GROUP_<TYPE>``. Groups are returned sorted by
     name.
     Raises PciConfigInvalidSpec for a group of fewer than 2 devices, a
-    group_name used with two types or two resource classes, or a VF in a
-    group.
+    group_name given two resource classes, or a VF in a group. (A
+    group_name given two types is already refused by the Whitelist.)
     """
     found: dict[str, StaticGroup] = {}
     for dev in devices:
@@ -438,17 +426,11 @@ def static_groups(devices: list[dict], whitelist: ty.Any
                 'devices (%s) can be grouped' % (
                     name, address, dev.get('dev_type'),
                     ', '.join(_GROUPABLE_DEV_TYPES))))
-        explicit = spec.tags.get('resource_class')
-        resource_class = (
-            utils.get_resource_class(explicit, None, None) if explicit
-            else utils.static_group_resource_class(group_type))
+        # The spec gives a static group its explicit resource_class tag,
+        # else CUSTOM_PCI_GROUP_<TYPE>.
+        resource_class = spec.resource_class_for(dev)
         group = found.setdefault(
             name, StaticGroup(name, group_type, [], resource_class))
-        if group.type != group_type:
-            raise exception.PciConfigInvalidSpec(reason=(
-                'static group %s is tagged with group_type %s and %s; one '
-                'group_name must have one group_type' % (
-                    name, group.type, group_type)))
         if group.resource_class != resource_class:
             raise exception.PciConfigInvalidSpec(reason=(
                 'static group %s is given resource classes %s and %s; one '
@@ -466,7 +448,7 @@ def static_groups(devices: list[dict], whitelist: ty.Any
     return [found[name] for name in sorted(found)]
 
 
-def check_aliases(aliases: dict, tree: GroupTree,
+def check_aliases(aliases: dict[str, request.PciAlias], tree: GroupTree,
                   statics: list[StaticGroup]) -> list[str]:
     """Warn about aliases whose ``group_type`` no group here declares.
 

@@ -1,13 +1,14 @@
 """Tests for PCI device groups: the device_group tree, its checks against
 the host's devices, static spec groups and the alias check."""
 
-import dataclasses
 import json
 
 import testtools
 
 from nova import exception
+from nova.pci import devspec
 from nova.pci import groups
+from nova.pci import request
 
 # HGX H200: GPU n (1..8) at these addresses, already in address order.
 GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
@@ -56,31 +57,18 @@ def host_devices():
                                                product_id='a80a')]
 
 
-@dataclasses.dataclass
-class FakeSpec:
-    """The parts of nova.pci.devspec.PciDeviceSpec that groups uses."""
-
-    vendor_id: str = '10de'
-    addresses: tuple = ()          # empty: any address
-    resource_class: str = 'PGPU'
-    group_name: str | None = None
-    group_type: str | None = None
-    tags: dict = dataclasses.field(default_factory=dict)
-
-    def match(self, dev):
-        return (dev['vendor_id'] == self.vendor_id and
-                (not self.addresses or dev['address'] in self.addresses))
-
-    def resource_class_for(self, dev):
-        return self.resource_class
+def spec(**extra):
+    """A device_spec value for the H200 GPUs plus ``extra`` keys."""
+    value = {'vendor_id': '10de', 'product_id': '2335',
+             'resource_class': 'PGPU'}
+    value.update(extra)
+    return value
 
 
-class FakeWhitelist:
-    def __init__(self, *specs):
-        self.specs = list(specs)
-
-    def device_assignable(self, dev):
-        return next((s for s in self.specs if s.match(dev)), None)
+def whitelist(*specs):
+    return devspec.Whitelist.from_config(
+        [json.dumps(s) for s in specs or [spec()]],
+        report_in_placement=True)
 
 
 class TestH200Tree(testtools.TestCase):
@@ -197,7 +185,7 @@ class TestH200Tree(testtools.TestCase):
         self.assertEqual([], tree.enclosing(gpu(1)))
         self.assertEqual(set(), tree.member_traits(gpu(1)))
         self.assertEqual(set(), tree.sizes('nvlink'))
-        tree.validate_devices(host_devices(), FakeWhitelist(FakeSpec()))
+        tree.validate_devices(host_devices(), whitelist())
 
     def test_separate_roots_and_types(self):
         tree = groups.GroupTree.from_config([
@@ -401,129 +389,125 @@ class TestValidateDevices(testtools.TestCase):
             self.assertIn(fragment, str(e))
 
     def test_valid(self):
-        self.assertIsNone(self.tree.validate_devices(
-            self.devices, FakeWhitelist(FakeSpec())))
+        self.assertIsNone(self.tree.validate_devices(self.devices,
+                                                     whitelist()))
 
     def test_unknown_address(self):
         tree = groups.GroupTree.from_config(
             [group('pair-a1', addresses=[gpu(1), '0000:99:00.0'])])
-        self.assertInvalid(FakeWhitelist(FakeSpec()),
+        self.assertInvalid(whitelist(),
                            'group pair-a1 lists 0000:99:00.0, which is not '
                            'a PCI device on this host', tree=tree)
 
     def test_not_matched_by_spec(self):
-        whitelist = FakeWhitelist(FakeSpec(addresses=tuple(GPUS[:7])))
-        self.assertInvalid(whitelist, 'group pair-b2 lists %s, which no '
-                           '[pci]device_spec matches' % gpu(8))
+        self.assertInvalid(
+            whitelist(*[spec(address=a) for a in GPUS[:7]]),
+            'group pair-b2 lists %s, which no [pci]device_spec matches' %
+            gpu(8))
 
     def test_vf_cannot_be_grouped(self):
         devices = host_devices()
         devices[0]['dev_type'] = 'type-VF'
-        self.assertInvalid(FakeWhitelist(FakeSpec()),
+        self.assertInvalid(whitelist(),
                            'group pair-a1 lists %s of type type-VF' % gpu(1),
                            devices=devices)
 
     def test_mixed_resource_classes(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(8),), resource_class='CUSTOM_OTHER'),
-            FakeSpec())
-        self.assertInvalid(whitelist, 'group board mixes resource classes',
-                           'CUSTOM_OTHER: %s' % gpu(8))
+        self.assertInvalid(
+            whitelist(spec(address=gpu(8), resource_class='other'), spec()),
+            'group board mixes resource classes',
+            'CUSTOM_OTHER: %s' % gpu(8), 'PGPU: %s' % gpu(1))
+
+    def test_default_resource_class_is_per_device(self):
+        # Without a resource_class tag all H200s get the same default.
+        self.assertIsNone(self.tree.validate_devices(
+            self.devices, whitelist({'vendor_id': '10de'})))
 
     def test_also_static_tagged(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(1), gpu(3)), group_name='island',
-                     group_type='nvlink'),
-            FakeSpec())
-        self.assertInvalid(whitelist, 'device %s of group pair-a1' % gpu(1),
-                           'static group_name island')
+        self.assertInvalid(
+            whitelist(spec(address=gpu(1), group_name='island',
+                           group_type='nvlink'), spec()),
+            'device %s of group pair-a1' % gpu(1),
+            'static group_name island')
 
     def test_static_name_clashes_with_device_group(self):
         tree = groups.GroupTree.from_config(
             [group('pair-a1', addresses=[gpu(1), gpu(3)])])
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(5), gpu(7)), group_name='pair-a1',
-                     group_type='nvlink'),
-            FakeSpec())
-        self.assertInvalid(whitelist, 'name pair-a1 is both a '
-                           '[pci]device_group and a static group_name',
-                           tree=tree)
+        static = dict(group_name='pair-a1', group_type='nvlink')
+        self.assertInvalid(
+            whitelist(spec(address=gpu(5), **static),
+                      spec(address=gpu(7), **static), spec()),
+            'name pair-a1 is both a [pci]device_group and a static '
+            'group_name', tree=tree)
 
 
 class TestStaticGroups(testtools.TestCase):
 
     def test_groups(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(3), gpu(1)), group_name='island-1',
-                     group_type='nvlink'),
-            FakeSpec(addresses=(gpu(2), gpu(4)), group_name='island-0',
-                     group_type='nvlink', resource_class='CUSTOM_PAIR',
-                     tags={'resource_class': 'pair'}),
-            FakeSpec())
-        result = groups.static_groups(host_devices(), whitelist)
+        island1 = dict(group_name='island-1', group_type='NVLink')
+        island0 = dict(group_name='island-0', group_type='nvlink',
+                       resource_class='pair')
+        wl = whitelist(
+            {'address': gpu(3), **island1}, {'address': gpu(1), **island1},
+            {'address': gpu(2), **island0}, {'address': gpu(4), **island0},
+            spec())
         self.assertEqual(
             [groups.StaticGroup('island-0', 'nvlink', [gpu(2), gpu(4)],
                                 'CUSTOM_PAIR'),
              groups.StaticGroup('island-1', 'nvlink', [gpu(1), gpu(3)],
                                 'CUSTOM_PCI_GROUP_NVLINK')],
-            result)
+            groups.static_groups(host_devices(), wl))
 
     def test_no_static_groups(self):
-        self.assertEqual([], groups.static_groups(
-            host_devices(), FakeWhitelist(FakeSpec())))
-        self.assertEqual([], groups.static_groups([], FakeWhitelist()))
+        self.assertEqual([], groups.static_groups(host_devices(),
+                                                  whitelist()))
+        self.assertEqual([], groups.static_groups([], whitelist()))
 
-    def test_two_specs_one_group(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(1),), group_name='g', group_type='x'),
-            FakeSpec(addresses=(gpu(2),), group_name='g', group_type='x'))
-        self.assertEqual(
-            [groups.StaticGroup('g', 'x', [gpu(1), gpu(2)],
-                                'CUSTOM_PCI_GROUP_X')],
-            groups.static_groups(host_devices(), whitelist))
-
-    def assertInvalid(self, whitelist, *fragments, devices=None):
+    def assertInvalid(self, wl, *fragments, devices=None):
         e = self.assertRaises(exception.PciConfigInvalidSpec,
                               groups.static_groups,
-                              devices or host_devices(), whitelist)
+                              devices or host_devices(), wl)
         for fragment in fragments:
             self.assertIn(fragment, str(e))
 
     def test_single_device(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(1), '0000:99:00.0'), group_name='g',
-                     group_type='nvlink'))
-        self.assertInvalid(whitelist, 'static group g matches 1 device(s) '
-                           '(%s)' % gpu(1), 'at least 2')
+        # The second address is not on this host, so the group has one.
+        static = dict(group_name='g', group_type='nvlink')
+        self.assertInvalid(
+            whitelist({'address': gpu(1), **static},
+                      {'address': '0000:99:00.0', **static}),
+            'static group g matches 1 device(s) (%s)' % gpu(1),
+            'at least 2')
 
-    def test_two_types(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(1),), group_name='g', group_type='x'),
-            FakeSpec(addresses=(gpu(2),), group_name='g', group_type='y'))
-        self.assertInvalid(whitelist, 'static group g',
-                           'group_type x and y')
+    def test_two_types_refused_by_whitelist(self):
+        e = self.assertRaises(
+            exception.PciConfigInvalidSpec, whitelist,
+            {'address': gpu(1), 'group_name': 'g', 'group_type': 'x'},
+            {'address': gpu(2), 'group_name': 'g', 'group_type': 'y'})
+        self.assertIn("'g'", str(e))
 
     def test_two_resource_classes(self):
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(1),), group_name='g', group_type='x'),
-            FakeSpec(addresses=(gpu(2),), group_name='g', group_type='x',
-                     tags={'resource_class': 'other'}))
-        self.assertInvalid(whitelist, 'static group g',
-                           'CUSTOM_PCI_GROUP_X and CUSTOM_OTHER')
+        self.assertInvalid(
+            whitelist(
+                {'address': gpu(1), 'group_name': 'g', 'group_type': 'x'},
+                {'address': gpu(2), 'group_name': 'g', 'group_type': 'x',
+                 'resource_class': 'other'}),
+            'static group g', 'CUSTOM_PCI_GROUP_X and CUSTOM_OTHER')
 
     def test_vf(self):
         devices = host_devices()
         devices[1]['dev_type'] = 'type-VF'
-        whitelist = FakeWhitelist(
-            FakeSpec(addresses=(gpu(1), gpu(2)), group_name='g',
-                     group_type='x'))
-        self.assertInvalid(whitelist, 'static group g',
-                           '%s of type type-VF' % gpu(2), devices=devices)
+        static = dict(group_name='g', group_type='x')
+        self.assertInvalid(
+            whitelist({'address': gpu(1), **static},
+                      {'address': gpu(2), **static}),
+            'static group g', '%s of type type-VF' % gpu(2),
+            devices=devices)
 
 
-@dataclasses.dataclass
-class FakeAlias:
-    group_type: str | None
+def aliases(*values):
+    return request.get_alias_from_config(
+        [json.dumps(v) for v in values], pci_in_placement=True)
 
 
 class TestCheckAliases(testtools.TestCase):
@@ -533,18 +517,25 @@ class TestCheckAliases(testtools.TestCase):
         statics = [groups.StaticGroup('island', 'pcie-switch',
                                       [NVME, '0000:c2:00.0'],
                                       'CUSTOM_PCI_GROUP_PCIE_SWITCH')]
-        aliases = {'h200': FakeAlias('nvlink'), 'nic': FakeAlias(None),
-                   'sw': FakeAlias('pcie-switch'), 'x': FakeAlias('xgmi')}
+        configured = aliases(
+            {'name': 'h200', 'resource_class': 'PGPU',
+             'group_type': 'nvlink'},
+            {'name': 'nic', 'resource_class': 'CUSTOM_NIC'},
+            {'name': 'sw', 'resource_class': 'CUSTOM_PCI_GROUP_PCIE_SWITCH',
+             'group_type': 'pcie-switch'},
+            {'name': 'x', 'resource_class': 'CUSTOM_MI300',
+             'group_type': 'xgmi'})
         self.assertEqual(
             ['PCI alias x requests group_type xgmi, but no device group of '
              'that type is declared on this host; declared group types: '
              'nvlink, pcie-switch'],
-            groups.check_aliases(aliases, tree, statics))
+            groups.check_aliases(configured, tree, statics))
 
     def test_no_groups(self):
         warnings = groups.check_aliases(
-            {'h200': FakeAlias('nvlink')}, groups.GroupTree.from_config([]),
-            [])
+            aliases({'name': 'h200', 'resource_class': 'PGPU',
+                     'group_type': 'nvlink'}),
+            groups.GroupTree.from_config([]), [])
         self.assertEqual(1, len(warnings))
         self.assertIn('alias h200', warnings[0])
         self.assertIn('declared group types: none', warnings[0])
@@ -552,4 +543,5 @@ class TestCheckAliases(testtools.TestCase):
     def test_all_declared(self):
         tree = groups.GroupTree.from_config(H200_CONFIG)
         self.assertEqual([], groups.check_aliases(
-            {'h200': FakeAlias('nvlink')}, tree, []))
+            aliases({'name': 'h200', 'resource_class': 'PGPU',
+                     'group_type': 'nvlink'}), tree, []))
