@@ -127,11 +127,6 @@ class InvalidPCINUMAAffinity(Invalid):
 
 # Compute driver -----------------------------------------------------------
 
-class InstanceExists(Conflict):
-    msg_fmt = ('Instance %(uuid)s already exists on the hypervisor; '
-               'spawn needs an instance uuid that is not defined yet')
-
-
 class InstanceSpawnFailed(NovaException):
     msg_fmt = 'Failed to spawn instance %(uuid)s on %(uri)s: %(error)s'
 
