@@ -1,0 +1,1 @@
+"""Hypervisor drivers of the compute service."""

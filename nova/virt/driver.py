@@ -1,0 +1,66 @@
+"""The interface every hypervisor driver offers the compute manager.
+
+The compute manager and resource tracker only talk to this interface, so
+the hypervisor behind it (a real libvirt/KVM host or libvirt's test
+driver) is a deployment choice.
+"""
+
+import abc
+
+from oslo_config import cfg
+
+# Used when [libvirt]connection_uri is empty.
+DEFAULT_LIBVIRT_URI = 'qemu:///system'
+
+
+class ComputeDriver(abc.ABC):
+    """Abstract hypervisor driver."""
+
+    @abc.abstractmethod
+    def init_host(self, host: str) -> None:
+        """Connect to the hypervisor; ``host`` is the hypervisor hostname.
+
+        Called once at service start, before any other method, so a host
+        that cannot be reached fails the start with a clear error.
+        """
+
+    @abc.abstractmethod
+    def get_available_resource(self) -> dict:
+        """Return the host totals.
+
+        Keys: vcpus, memory_mb, local_gb, hypervisor_type,
+        hypervisor_hostname, numa_nodes.
+        """
+
+    @abc.abstractmethod
+    def get_pci_devices(self) -> list[dict]:
+        """Return a device dict for every PCI device of the host."""
+
+    @abc.abstractmethod
+    def spawn(self, instance_uuid: str, name: str, vcpus: int,
+              memory_mb: int, pci_devices: list[dict]) -> None:
+        """Create and start a guest with ``pci_devices`` passed through.
+
+        ``pci_devices`` are device dicts plus "managed" ("true"/"false").
+        On failure nothing of the guest stays on the hypervisor.
+        """
+
+    @abc.abstractmethod
+    def destroy(self, instance_uuid: str) -> None:
+        """Stop and remove the guest; a guest that is gone is not an error.
+        """
+
+    @abc.abstractmethod
+    def list_instance_uuids(self) -> list[str]:
+        """Return the uuids of all guests on the hypervisor."""
+
+
+def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
+    """Return the compute driver configured in ``conf``.
+
+    Only libvirt exists; its URI is ``[libvirt]connection_uri``.
+    """
+    # Imported here so nova.virt.driver does not need libvirt-python.
+    from nova.virt.libvirt import driver as libvirt_driver
+    uri = conf.libvirt.connection_uri or DEFAULT_LIBVIRT_URI
+    return libvirt_driver.LibvirtDriver(uri)

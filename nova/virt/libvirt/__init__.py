@@ -1,0 +1,1 @@
+"""Libvirt compute driver; the test:/// driver serves as fake hypervisor."""

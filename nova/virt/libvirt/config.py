@@ -1,0 +1,206 @@
+"""Translation between libvirt XML documents and nova's plain data.
+
+Two directions are needed by the driver: node device XML (what the host
+has) becomes a device dict, and a spawn request becomes guest domain XML
+with one PCI ``<hostdev>`` per assigned device. ElementTree is enough for
+both; the documents are small and well-formed.
+"""
+
+import uuid as uuidlib
+import xml.etree.ElementTree as ET
+
+from nova import exception
+from nova.pci import utils as pci_utils
+
+DEV_TYPE_PCI = 'type-PCI'
+DEV_TYPE_PF = 'type-PF'
+DEV_TYPE_VF = 'type-VF'
+
+
+def _hex_attr(element: ET.Element | None, what: str, xml_name: str) -> str:
+    """Return the ``id`` attribute of ``element`` as 4 lower hex digits."""
+    value = element.get('id') if element is not None else None
+    if value is None:
+        raise exception.Invalid(reason=(
+            'node device %s has no %s id; a PCI capability needs '
+            '<vendor id="0x..."/> and <product id="0x..."/>' % (
+                xml_name, what)))
+    try:
+        return '%04x' % int(value, 16)
+    except ValueError:
+        raise exception.Invalid(reason=(
+            'node device %s has %s id %r; a hex number is required' % (
+                xml_name, what, value)))
+
+
+def _address_from_caps(cap: ET.Element, xml_name: str) -> str:
+    """Build ``dddd:bb:ss.f`` from the decimal fields libvirt writes."""
+    parts = []
+    for field in ('domain', 'bus', 'slot', 'function'):
+        text = cap.findtext(field)
+        try:
+            parts.append(int(text))
+        except (TypeError, ValueError):
+            raise exception.Invalid(reason=(
+                'node device %s has PCI %s %r; a decimal integer is '
+                'required' % (xml_name, field, text)))
+    return pci_utils.normalize_address('%x:%x:%x.%x' % tuple(parts))
+
+
+def _address_from_element(element: ET.Element) -> str:
+    """Normalize an ``<address domain='0x..' bus=.. slot=.. function=..>``."""
+    return pci_utils.normalize_address('%s:%s:%s.%s' % tuple(
+        '%x' % int(element.get(field, ''), 16)
+        for field in ('domain', 'bus', 'slot', 'function')))
+
+
+def parse_pci_nodedev(xml: str) -> dict | None:
+    """Return the device dict for a libvirt node device XML document.
+
+    Returns None for node devices without a ``pci`` capability (the caller
+    may list every device). Vendor and product ids are lower-case hex,
+    ``numa_node`` is None when libvirt reports no NUMA affinity, and the
+    device is type-PF when any ``virt_functions`` capability is present,
+    type-VF (with ``parent_addr``) when it has a ``phys_function``.
+    """
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as err:
+        raise exception.Invalid(reason=(
+            'node device XML is not well-formed: %s' % err))
+    name = root.findtext('name') or '<unnamed>'
+    cap = root.find("capability[@type='pci']")
+    if cap is None:
+        return None
+
+    address = _address_from_caps(cap, name)
+    vendor_id = _hex_attr(cap.find('vendor'), 'vendor', name)
+    product_id = _hex_attr(cap.find('product'), 'product', name)
+
+    numa = cap.find('numa')
+    numa_node = None
+    if numa is not None and numa.get('node') is not None:
+        node = int(numa.get('node'))
+        # libvirt uses -1 where the kernel knows no affinity.
+        numa_node = node if node >= 0 else None
+
+    dev_type = DEV_TYPE_PCI
+    parent_addr = None
+    if cap.find("capability[@type='virt_functions']") is not None:
+        dev_type = DEV_TYPE_PF
+    phys_fn = cap.find("capability[@type='phys_function']/address")
+    if phys_fn is not None:
+        dev_type = DEV_TYPE_VF
+        parent_addr = _address_from_element(phys_fn)
+
+    group = cap.find('iommuGroup')
+    iommu_group = int(group.get('number')) if group is not None else None
+
+    pci_class = cap.findtext('class')
+    if pci_class:
+        pci_class = '%06x' % int(pci_class, 16)
+
+    return {
+        'address': address,
+        'vendor_id': vendor_id,
+        'product_id': product_id,
+        'dev_type': dev_type,
+        'parent_addr': parent_addr,
+        'numa_node': numa_node,
+        'dev_id': 'pci_%s' % address.replace(':', '_').replace('.', '_'),
+        'label': 'label_%s_%s' % (vendor_id, product_id),
+        'iommu_group': iommu_group,
+        'driver': root.findtext('driver/name') or None,
+        'class': pci_class or None,
+    }
+
+
+def domain_type_for_uri(uri: str) -> str:
+    """Return the guest domain type the hypervisor at ``uri`` accepts."""
+    return 'test' if uri.startswith('test://') else 'kvm'
+
+
+def hostdev_element(device: dict) -> ET.Element:
+    """Return the ``<hostdev>`` element that passes ``device`` through.
+
+    The source address fields are 0x-prefixed hex; libvirt picks the guest
+    side address itself. ``managed`` is 'yes' (libvirt detaches the device
+    from its host driver) unless the device dict says "false".
+    """
+    address = pci_utils.normalize_address(device.get('address', ''))
+    domain, bus, slot_fn = address.split(':')
+    slot, function = slot_fn.split('.')
+    managed = str(device.get('managed', 'true')).lower() != 'false'
+    hostdev = ET.Element('hostdev', {
+        'mode': 'subsystem', 'type': 'pci',
+        'managed': 'yes' if managed else 'no'})
+    source = ET.SubElement(hostdev, 'source')
+    ET.SubElement(source, 'address', {
+        'domain': '0x' + domain, 'bus': '0x' + bus,
+        'slot': '0x' + slot, 'function': '0x' + function})
+    return hostdev
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise exception.Invalid(reason=(
+            '%s %r is not allowed; a positive integer is required' % (
+                what, value)))
+    return value
+
+
+def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
+                    memory_mb: int, pci_devices: list[dict],
+                    domain_type: str) -> str:
+    """Return the domain XML of a guest with the given PCI devices.
+
+    The domain uuid is the instance uuid, so the instance can be found on
+    the hypervisor without any other bookkeeping.
+    """
+    try:
+        canonical_uuid = str(uuidlib.UUID(str(instance_uuid)))
+    except ValueError:
+        raise exception.Invalid(reason=(
+            'instance uuid %r is not a valid UUID' % (instance_uuid,)))
+    if not isinstance(name, str) or not name.strip():
+        raise exception.Invalid(reason=(
+            'instance name %r is not allowed; a non-empty string is '
+            'required' % (name,)))
+    _positive_int(vcpus, 'vcpus')
+    _positive_int(memory_mb, 'memory_mb')
+    addresses = [pci_utils.normalize_address(dev.get('address', ''))
+                 for dev in pci_devices]
+    if len(set(addresses)) != len(addresses):
+        raise exception.Invalid(reason=(
+            'PCI devices %s are not allowed; each device can be passed '
+            'through once' % ', '.join(addresses)))
+
+    domain = ET.Element('domain', {'type': domain_type})
+    ET.SubElement(domain, 'name').text = name
+    ET.SubElement(domain, 'uuid').text = canonical_uuid
+    ET.SubElement(domain, 'memory', {'unit': 'MiB'}).text = str(memory_mb)
+    ET.SubElement(domain, 'vcpu').text = str(vcpus)
+    os_el = ET.SubElement(domain, 'os')
+    ET.SubElement(os_el, 'type').text = 'hvm'
+    devices = ET.SubElement(domain, 'devices')
+    for dev in pci_devices:
+        devices.append(hostdev_element(dev))
+    return ET.tostring(domain, encoding='unicode')
+
+
+def parse_guest_hostdevs(xml: str) -> list[dict]:
+    """Return ``{"address", "managed"}`` for each PCI hostdev of a domain.
+
+    Used to check what a running guest really got; ``managed`` is
+    "true"/"false" like the spawn input.
+    """
+    root = ET.fromstring(xml)
+    result = []
+    for hostdev in root.findall("devices/hostdev[@type='pci']"):
+        source = hostdev.find('source/address')
+        result.append({
+            'address': _address_from_element(source),
+            'managed': ('true' if hostdev.get('managed', 'no') == 'yes'
+                        else 'false'),
+        })
+    return result

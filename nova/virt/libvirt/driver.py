@@ -1,0 +1,133 @@
+"""Compute driver that runs guests through libvirt.
+
+Guests are plain domains whose uuid is the instance uuid; the only devices
+nova adds are the PCI ``<hostdev>`` entries of the assigned devices.
+"""
+
+import threading
+import uuid as uuidlib
+
+import libvirt
+from oslo_log import log as logging
+
+from nova import exception
+from nova.virt import driver
+from nova.virt.libvirt import config
+from nova.virt.libvirt import host as libvirt_host
+
+LOG = logging.getLogger(__name__)
+
+
+def _canonical_uuid(instance_uuid: str) -> str:
+    try:
+        return str(uuidlib.UUID(str(instance_uuid)))
+    except ValueError:
+        raise exception.Invalid(reason=(
+            'instance uuid %r is not a valid UUID' % (instance_uuid,)))
+
+
+class LibvirtDriver(driver.ComputeDriver):
+    """ComputeDriver backed by one libvirt connection to ``uri``."""
+
+    def __init__(self, uri: str, local_gb: int = 0) -> None:
+        self.host = libvirt_host.Host(uri)
+        self._local_gb = local_gb
+        self._hostname: str | None = None
+        # Serializes the exists-check and define of spawn, so two spawns of
+        # one uuid cannot both pass the check and redefine each other.
+        self._define_lock = threading.Lock()
+
+    @property
+    def uri(self) -> str:
+        return self.host.uri
+
+    def init_host(self, host: str) -> None:
+        """Remember the hypervisor hostname and connect right away."""
+        if not isinstance(host, str) or not host:
+            raise exception.InvalidConfiguration(reason=(
+                'host %r is not allowed; the hypervisor hostname must be a '
+                'non-empty string' % (host,)))
+        self._hostname = host
+        self.host.get_connection()
+
+    def get_available_resource(self) -> dict:
+        """Return the host totals as the resource tracker expects them."""
+        info = self.host.get_info()
+        return {
+            'vcpus': info.vcpus,
+            'memory_mb': info.memory_mb,
+            'local_gb': self._local_gb,
+            'hypervisor_type': info.hypervisor_type,
+            'hypervisor_hostname': self._hostname,
+            'numa_nodes': info.numa_nodes,
+        }
+
+    def get_pci_devices(self) -> list[dict]:
+        """Return the device dict of every host PCI device, by address."""
+        devices = []
+        for xml in self.host.list_pci_device_xml():
+            dev = config.parse_pci_nodedev(xml)
+            if dev is not None:
+                devices.append(dev)
+        return sorted(devices, key=lambda dev: dev['address'])
+
+    def spawn(self, instance_uuid: str, name: str, vcpus: int,
+              memory_mb: int, pci_devices: list[dict]) -> None:
+        """Define and start the guest; undefine it again on any failure."""
+        instance_uuid = _canonical_uuid(instance_uuid)
+        xml = config.build_guest_xml(
+            instance_uuid, name, vcpus, memory_mb, pci_devices,
+            config.domain_type_for_uri(self.uri))
+        conn = self.host.get_connection()
+        with self._define_lock:
+            if self.host.lookup_domain(instance_uuid) is not None:
+                raise exception.InstanceExists(uuid=instance_uuid)
+            try:
+                domain = conn.defineXML(xml)
+            except libvirt.libvirtError as err:
+                raise exception.InstanceSpawnFailed(
+                    uuid=instance_uuid, uri=self.uri, error=err)
+        try:
+            domain.create()
+        except BaseException as err:
+            self._remove_failed_domain(domain, instance_uuid)
+            if isinstance(err, libvirt.libvirtError):
+                raise exception.InstanceSpawnFailed(
+                    uuid=instance_uuid, uri=self.uri, error=err) from err
+            raise
+        LOG.info('Spawned instance %s with PCI devices %s', instance_uuid,
+                 [dev['address'] for dev in pci_devices])
+
+    def _remove_failed_domain(self, domain: libvirt.virDomain,
+                              instance_uuid: str) -> None:
+        """Undo a define whose start failed; the start error matters more.
+        """
+        try:
+            if domain.isActive():
+                domain.destroy()
+            domain.undefine()
+        except libvirt.libvirtError as err:
+            LOG.error('Could not undefine domain %s after a failed spawn: '
+                      '%s', instance_uuid, err)
+
+    def destroy(self, instance_uuid: str) -> None:
+        """Stop and undefine the guest; a missing guest is fine."""
+        instance_uuid = _canonical_uuid(instance_uuid)
+        domain = self.host.lookup_domain(instance_uuid)
+        if domain is None:
+            return
+        try:
+            if domain.isActive():
+                domain.destroy()
+            domain.undefine()
+        except libvirt.libvirtError as err:
+            # A concurrent destroy got there first: the goal is reached.
+            if err.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return
+            raise exception.InstanceDestroyFailed(
+                uuid=instance_uuid, uri=self.uri, error=err) from err
+        LOG.info('Destroyed instance %s', instance_uuid)
+
+    def list_instance_uuids(self) -> list[str]:
+        """Return the uuids of all domains, which are instance uuids."""
+        return self.host.list_domain_uuids()

@@ -1,0 +1,236 @@
+"""Node XML for libvirt's ``test:///`` driver, modelling GPU hosts.
+
+The test driver reads a custom node file with the host CPU topology,
+memory and ``<device>`` node devices, which makes it a fake hypervisor
+that speaks real libvirt. ``node_xml_from_devices`` builds such a file from
+plain dicts; ``hgx_h200_node_xml`` uses it for an NVIDIA HGX H200 8-GPU
+server so demos and functional tests share one realistic host. Devices of
+a custom host (a GPU removed, a different product) are made by editing the
+list from ``hgx_h200_devices`` and passing it to ``node_xml_from_devices``.
+"""
+
+import os
+import xml.etree.ElementTree as ET
+
+from nova import exception
+from nova.pci import utils as pci_utils
+
+# GPU n (1-based) of an HGX H200 board.
+H200_GPU_ADDRESSES = (
+    '0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
+    '0000:9a:00.0', '0000:ab:00.0', '0000:ba:00.0', '0000:db:00.0',
+)
+H200_VENDOR_ID = '10de'
+H200_PRODUCT_ID = '2335'
+H200_PRODUCT_NAME = 'GH100 [H200 SXM 141GB]'
+NVME_ADDRESS = '0000:c1:00.0'
+NIC_ADDRESS = '0000:4b:00.0'
+
+# First IOMMU group number of the GPUs; each GPU has its own group.
+_GPU_IOMMU_BASE = 20
+
+
+def _split(address: str) -> tuple[int, int, int, int]:
+    domain, bus, slot_fn = pci_utils.normalize_address(address).split(':')
+    slot, function = slot_fn.split('.')
+    return int(domain, 16), int(bus, 16), int(slot, 16), int(function, 16)
+
+
+def _nodedev_name(address: str) -> str:
+    return 'pci_%04x_%02x_%02x_%x' % _split(address)
+
+
+def _switch_path(address: str) -> tuple[str, str]:
+    """Return sysfs path and parent nodedev name behind a PCIe switch.
+
+    An HGX baseboard puts each GPU (and the NICs and NVMe next to it)
+    below a switch: root port on bus B-3, switch upstream port on B-2,
+    downstream port on B-1, device on B.
+    """
+    domain, bus, _slot, _fn = _split(address)
+    if bus < 3:
+        # No room for a switch below bus 0: a root complex device.
+        return ('/sys/devices/pci%04x:%02x/%s' % (
+            domain, bus, pci_utils.normalize_address(address)), 'computer')
+    root = bus - 3
+    chain = ['%04x:%02x:01.0' % (domain, root),
+             '%04x:%02x:00.0' % (domain, root + 1),
+             '%04x:%02x:00.0' % (domain, root + 2),
+             pci_utils.normalize_address(address)]
+    path = '/sys/devices/pci%04x:%02x/%s' % (domain, root, '/'.join(chain))
+    return path, _nodedev_name(chain[-2])
+
+
+def hgx_h200_devices(num_gpus: int = 8,
+                     extra_devices: bool = True) -> list[dict]:
+    """Return descriptions of the PCI devices of an HGX H200 host.
+
+    Each is a contract device dict subset (address, ids, dev_type,
+    numa_node, iommu_group, driver, class) plus the node-file-only keys
+    ``_device_element`` reads.
+
+    GPUs 1..``num_gpus`` (1-4 on NUMA node 0, 5-8 on node 1) bound to
+    vfio-pci, each in its own IOMMU group; with ``extra_devices`` also a
+    Samsung NVMe and a ConnectX-7 NIC (an SR-IOV PF), which GPU device
+    specs must not match.
+    """
+    if (isinstance(num_gpus, bool) or not isinstance(num_gpus, int)
+            or not 0 <= num_gpus <= len(H200_GPU_ADDRESSES)):
+        raise exception.Invalid(reason=(
+            'num_gpus %r is not allowed; an HGX H200 board has 0 to %d '
+            'GPUs' % (num_gpus, len(H200_GPU_ADDRESSES))))
+    devices = []
+    for index, address in enumerate(H200_GPU_ADDRESSES[:num_gpus]):
+        devices.append({
+            'address': address, 'vendor_id': H200_VENDOR_ID,
+            'product_id': H200_PRODUCT_ID, 'dev_type': 'type-PCI',
+            'numa_node': 0 if index < 4 else 1,
+            'iommu_group': _GPU_IOMMU_BASE + index,
+            'driver': 'vfio-pci', 'class': '030200',
+            'vendor_name': 'NVIDIA Corporation',
+            'product_name': H200_PRODUCT_NAME,
+            'link_speed': '32', 'link_width': '16',
+        })
+    if extra_devices:
+        devices.append({
+            'address': NIC_ADDRESS, 'vendor_id': '15b3',
+            'product_id': '1021', 'dev_type': 'type-PF', 'numa_node': 0,
+            'iommu_group': 40, 'driver': 'mlx5_core', 'class': '020000',
+            'vendor_name': 'Mellanox Technologies',
+            'product_name': 'MT2910 Family [ConnectX-7]',
+            'link_speed': '32', 'link_width': '16', 'max_vfs': 16,
+        })
+        devices.append({
+            'address': NVME_ADDRESS, 'vendor_id': '144d',
+            'product_id': 'a80a', 'dev_type': 'type-PCI', 'numa_node': 1,
+            'iommu_group': 41, 'driver': 'nvme', 'class': '010802',
+            'vendor_name': 'Samsung Electronics Co Ltd',
+            'product_name': 'NVMe SSD Controller PM9A1/PM9A3/980PRO',
+            'link_speed': '16', 'link_width': '4',
+        })
+    return devices
+
+
+def _device_element(dev: dict) -> ET.Element:
+    """Return the ``<device>`` node device for one device dict.
+
+    Besides the contract's device dict keys it reads the optional
+    ``vendor_name``, ``product_name``, ``link_speed``, ``link_width`` and
+    ``max_vfs`` (SR-IOV total VFs of a PF, default 8).
+    """
+    address = pci_utils.normalize_address(dev['address'])
+    domain, bus, slot, function = _split(address)
+    path, parent = _switch_path(address)
+    if dev.get('dev_type') == 'type-VF':
+        parent = _nodedev_name(dev['parent_addr'])
+    device = ET.Element('device')
+    ET.SubElement(device, 'name').text = _nodedev_name(address)
+    ET.SubElement(device, 'path').text = path
+    ET.SubElement(device, 'parent').text = parent
+    if dev.get('driver'):
+        drv = ET.SubElement(device, 'driver')
+        ET.SubElement(drv, 'name').text = dev['driver']
+    cap = ET.SubElement(device, 'capability', {'type': 'pci'})
+    if dev.get('class'):
+        ET.SubElement(cap, 'class').text = '0x' + dev['class']
+    # libvirt writes the address fields in decimal.
+    for field, value in (('domain', domain), ('bus', bus), ('slot', slot),
+                         ('function', function)):
+        ET.SubElement(cap, field).text = str(value)
+    ET.SubElement(cap, 'product', {'id': '0x' + dev['product_id']}).text = (
+        dev.get('product_name', ''))
+    ET.SubElement(cap, 'vendor', {'id': '0x' + dev['vendor_id']}).text = (
+        dev.get('vendor_name', ''))
+    if dev.get('dev_type') == 'type-PF':
+        ET.SubElement(cap, 'capability', {
+            'type': 'virt_functions',
+            'maxCount': str(dev.get('max_vfs', 8))})
+    elif dev.get('dev_type') == 'type-VF':
+        phys = ET.SubElement(cap, 'capability', {'type': 'phys_function'})
+        ET.SubElement(phys, 'address', _address_attrs(dev['parent_addr']))
+    if dev.get('iommu_group') is not None:
+        group = ET.SubElement(cap, 'iommuGroup', {
+            'number': str(dev['iommu_group'])})
+        ET.SubElement(group, 'address', _address_attrs(address))
+    if dev.get('numa_node') is not None:
+        ET.SubElement(cap, 'numa', {'node': str(dev['numa_node'])})
+    if dev.get('link_speed'):
+        pcie = ET.SubElement(cap, 'pci-express')
+        for validity in ('cap', 'sta'):
+            attrs = {'validity': validity, 'speed': dev['link_speed'],
+                     'width': dev.get('link_width', '16')}
+            if validity == 'cap':
+                attrs['port'] = '0'
+            ET.SubElement(pcie, 'link', attrs)
+    return device
+
+
+def _address_attrs(address: str) -> dict:
+    domain, bus, slot, function = _split(address)
+    return {'domain': '0x%04x' % domain, 'bus': '0x%02x' % bus,
+            'slot': '0x%02x' % slot, 'function': '0x%x' % function}
+
+
+def node_xml_from_devices(devices: list[dict], memory_mb: int = 2097152,
+                          numa_nodes: int = 2, sockets_per_node: int = 1,
+                          cores_per_socket: int = 56,
+                          threads_per_core: int = 2,
+                          cpu_mhz: int = 2000) -> str:
+    """Return a test-driver node XML with the given host and devices.
+
+    ``devices`` are descriptions as ``hgx_h200_devices`` returns them;
+    only address, vendor_id and product_id are required, a type-VF also
+    needs parent_addr.
+    All CPUs are online, so the host has ``numa_nodes * sockets_per_node *
+    cores_per_socket * threads_per_core`` vCPUs.
+    """
+    for what, value in (('memory_mb', memory_mb), ('numa_nodes', numa_nodes),
+                        ('sockets_per_node', sockets_per_node),
+                        ('cores_per_socket', cores_per_socket),
+                        ('threads_per_core', threads_per_core),
+                        ('cpu_mhz', cpu_mhz)):
+        if isinstance(value, bool) or not isinstance(value, int) or (
+                value < 1):
+            raise exception.Invalid(reason=(
+                '%s %r is not allowed; a positive integer is required' % (
+                    what, value)))
+    addresses = [pci_utils.normalize_address(d['address']) for d in devices]
+    if len(set(addresses)) != len(addresses):
+        raise exception.Invalid(reason=(
+            'device addresses %s are not allowed; each address must be '
+            'unique' % ', '.join(addresses)))
+
+    node = ET.Element('node')
+    cpu = ET.SubElement(node, 'cpu')
+    cpus = numa_nodes * sockets_per_node * cores_per_socket * threads_per_core
+    for tag, value in (('mode', 'fixed'), ('nodes', numa_nodes),
+                       ('sockets', sockets_per_node),
+                       ('cores', cores_per_socket),
+                       ('threads', threads_per_core), ('active', cpus),
+                       ('mhz', cpu_mhz), ('model', 'x86_64')):
+        ET.SubElement(cpu, tag).text = str(value)
+    ET.SubElement(node, 'memory').text = str(memory_mb * 1024)
+    for dev in devices:
+        node.append(_device_element(dev))
+    ET.indent(node)
+    return ET.tostring(node, encoding='unicode') + '\n'
+
+
+def hgx_h200_node_xml(num_gpus: int = 8, memory_mb: int = 2097152,
+                      extra_devices: bool = True) -> str:
+    """Return the node XML of an HGX H200 server.
+
+    Two NUMA nodes with one 56-core, 2-thread socket each (224 vCPUs),
+    ``memory_mb`` of RAM (2 TiB by default) and the devices of
+    ``hgx_h200_devices``.
+    """
+    return node_xml_from_devices(hgx_h200_devices(num_gpus, extra_devices),
+                                 memory_mb=memory_mb)
+
+
+def write_node_xml(path: str, xml: str) -> str:
+    """Write ``xml`` to ``path`` and return the ``test:///`` URI for it."""
+    path = os.path.abspath(path)
+    with open(path, 'w', encoding='utf-8') as node_file:
+        node_file.write(xml)
+    return 'test://' + path
