@@ -1,0 +1,215 @@
+import xml.etree.ElementTree as ET
+
+import testtools
+
+from nova import exception
+from nova.virt.libvirt import config
+
+GPU_XML = """
+<device>
+  <name>pci_0000_1b_00_0</name>
+  <path>/sys/devices/pci0000:15/0000:15:01.0/0000:1b:00.0</path>
+  <parent>pci_0000_18_10_0</parent>
+  <driver><name>vfio-pci</name></driver>
+  <capability type='pci'>
+    <class>0x030200</class>
+    <domain>0</domain>
+    <bus>27</bus>
+    <slot>0</slot>
+    <function>0</function>
+    <product id='0x2335'>GH100 [H200 SXM 141GB]</product>
+    <vendor id='0x10DE'>NVIDIA Corporation</vendor>
+    <iommuGroup number='29'>
+      <address domain='0x0000' bus='0x1b' slot='0x00' function='0x0'/>
+    </iommuGroup>
+    <numa node='0'/>
+    <pci-express>
+      <link validity='cap' port='0' speed='32' width='16'/>
+      <link validity='sta' speed='32' width='16'/>
+    </pci-express>
+  </capability>
+</device>
+"""
+
+
+def _pci_xml(inner: str, bus: int = 27, slot: int = 0,
+             function: int = 0) -> str:
+    return ("<device><name>pci_x</name><capability type='pci'>"
+            "<domain>0</domain><bus>%d</bus><slot>%d</slot>"
+            "<function>%d</function><product id='0x1021'/>"
+            "<vendor id='0x15b3'/>%s</capability></device>" % (
+                bus, slot, function, inner))
+
+
+class ParseNodedevTest(testtools.TestCase):
+
+    def test_gpu(self):
+        self.assertEqual({
+            'address': '0000:1b:00.0', 'vendor_id': '10de',
+            'product_id': '2335', 'dev_type': 'type-PCI',
+            'parent_addr': None, 'numa_node': 0,
+            'dev_id': 'pci_0000_1b_00_0', 'label': 'label_10de_2335',
+            'iommu_group': 29, 'driver': 'vfio-pci', 'class': '030200',
+        }, config.parse_pci_nodedev(GPU_XML))
+
+    def test_decimal_fields_become_hex_address(self):
+        dev = config.parse_pci_nodedev(_pci_xml('', bus=219, slot=31,
+                                                function=7))
+        self.assertEqual('0000:db:1f.7', dev['address'])
+        self.assertEqual('pci_0000_db_1f_7', dev['dev_id'])
+
+    def test_optional_fields_absent(self):
+        dev = config.parse_pci_nodedev(_pci_xml(''))
+        self.assertIsNone(dev['numa_node'])
+        self.assertIsNone(dev['iommu_group'])
+        self.assertIsNone(dev['driver'])
+        self.assertIsNone(dev['class'])
+
+    def test_negative_numa_node_is_none(self):
+        dev = config.parse_pci_nodedev(_pci_xml("<numa node='-1'/>"))
+        self.assertIsNone(dev['numa_node'])
+
+    def test_numa_node_one(self):
+        dev = config.parse_pci_nodedev(_pci_xml("<numa node='1'/>"))
+        self.assertEqual(1, dev['numa_node'])
+
+    def test_pf_with_only_max_count(self):
+        dev = config.parse_pci_nodedev(_pci_xml(
+            "<capability type='virt_functions' maxCount='8'/>"))
+        self.assertEqual('type-PF', dev['dev_type'])
+        self.assertIsNone(dev['parent_addr'])
+
+    def test_pf_with_vfs(self):
+        dev = config.parse_pci_nodedev(_pci_xml(
+            "<capability type='virt_functions' maxCount='8'>"
+            "<address domain='0x0000' bus='0x1b' slot='0x00' "
+            "function='0x1'/></capability>"))
+        self.assertEqual('type-PF', dev['dev_type'])
+
+    def test_vf(self):
+        dev = config.parse_pci_nodedev(_pci_xml(
+            "<capability type='phys_function'>"
+            "<address domain='0x0000' bus='0x4B' slot='0x00' "
+            "function='0x0'/></capability>", function=2))
+        self.assertEqual('type-VF', dev['dev_type'])
+        self.assertEqual('0000:4b:00.0', dev['parent_addr'])
+        self.assertEqual('0000:1b:00.2', dev['address'])
+
+    def test_not_pci(self):
+        xml = ("<device><name>net_eth0</name><capability type='net'>"
+               "<interface>eth0</interface></capability></device>")
+        self.assertIsNone(config.parse_pci_nodedev(xml))
+
+    def test_bad_vendor_id(self):
+        xml = _pci_xml('').replace("0x15b3", "zz")
+        exc = self.assertRaises(exception.Invalid,
+                                config.parse_pci_nodedev, xml)
+        self.assertIn("'zz'", str(exc))
+
+    def test_missing_product(self):
+        xml = _pci_xml('').replace("<product id='0x1021'/>", '')
+        exc = self.assertRaises(exception.Invalid,
+                                config.parse_pci_nodedev, xml)
+        self.assertIn('product', str(exc))
+
+    def test_bad_bus(self):
+        xml = _pci_xml('').replace('<bus>27</bus>', '<bus>0x1b</bus>')
+        exc = self.assertRaises(exception.Invalid,
+                                config.parse_pci_nodedev, xml)
+        self.assertIn("'0x1b'", str(exc))
+
+    def test_malformed_xml(self):
+        self.assertRaises(exception.Invalid, config.parse_pci_nodedev,
+                          '<device>')
+
+
+class GuestXmlTest(testtools.TestCase):
+
+    UUID = '6f0a4b1e-6c39-4d5f-9d0e-1a2b3c4d5e6f'
+
+    def _build(self, devices, domain_type='test', **kwargs):
+        args = dict(instance_uuid=self.UUID, name='vm1', vcpus=8,
+                    memory_mb=4096)
+        args.update(kwargs)
+        return ET.fromstring(config.build_guest_xml(
+            pci_devices=devices, domain_type=domain_type, **args))
+
+    def test_domain_fields(self):
+        root = self._build([], domain_type='kvm')
+        self.assertEqual('kvm', root.get('type'))
+        self.assertEqual('vm1', root.findtext('name'))
+        self.assertEqual(self.UUID, root.findtext('uuid'))
+        self.assertEqual('8', root.findtext('vcpu'))
+        self.assertEqual('4096', root.findtext('memory'))
+        self.assertEqual('MiB', root.find('memory').get('unit'))
+        self.assertEqual([], root.findall('devices/hostdev'))
+
+    def test_uuid_is_canonical(self):
+        root = self._build([], instance_uuid=self.UUID.upper())
+        self.assertEqual(self.UUID, root.findtext('uuid'))
+
+    def test_hostdevs(self):
+        root = self._build([
+            {'address': '0000:1B:00.0', 'managed': 'true'},
+            {'address': '0000:db:1f.7', 'managed': 'false'},
+            {'address': '0000:2a:00.0'},
+        ])
+        hostdevs = root.findall('devices/hostdev')
+        self.assertEqual(3, len(hostdevs))
+        for hostdev in hostdevs:
+            self.assertEqual('subsystem', hostdev.get('mode'))
+            self.assertEqual('pci', hostdev.get('type'))
+            # nova leaves the guest side address to libvirt.
+            self.assertEqual(1, len(list(hostdev)))
+        self.assertEqual(['yes', 'no', 'yes'],
+                         [h.get('managed') for h in hostdevs])
+        self.assertEqual(
+            {'domain': '0x0000', 'bus': '0x1b', 'slot': '0x00',
+             'function': '0x0'},
+            hostdevs[0].find('source/address').attrib)
+        self.assertEqual(
+            {'domain': '0x0000', 'bus': '0xdb', 'slot': '0x1f',
+             'function': '0x7'},
+            hostdevs[1].find('source/address').attrib)
+
+    def test_parse_guest_hostdevs_round_trip(self):
+        devices = [{'address': '0000:18:00.0', 'managed': 'false'},
+                   {'address': '0000:9a:00.0', 'managed': 'true'}]
+        xml = config.build_guest_xml(self.UUID, 'vm', 1, 1, devices, 'test')
+        self.assertEqual(devices, config.parse_guest_hostdevs(xml))
+
+    def test_bad_uuid(self):
+        exc = self.assertRaises(exception.Invalid, self._build, [],
+                                instance_uuid='not-a-uuid')
+        self.assertIn('not-a-uuid', str(exc))
+
+    def test_bad_counts(self):
+        for kwargs in ({'vcpus': 0}, {'memory_mb': -1}, {'vcpus': '2'},
+                       {'vcpus': True}):
+            exc = self.assertRaises(exception.Invalid, self._build, [],
+                                    **kwargs)
+            self.assertIn(repr(list(kwargs.values())[0]), str(exc))
+
+    def test_empty_name(self):
+        self.assertRaises(exception.Invalid, self._build, [], name=' ')
+
+    def test_bad_address(self):
+        self.assertRaises(exception.PciDeviceWrongAddressFormat,
+                          self._build, [{'address': '0000:1b:*.0'}])
+
+    def test_duplicate_device(self):
+        exc = self.assertRaises(
+            exception.Invalid, self._build,
+            [{'address': '0000:1b:00.0'}, {'address': '0000:1B:00.0'}])
+        self.assertIn('0000:1b:00.0', str(exc))
+
+
+class DomainTypeTest(testtools.TestCase):
+
+    def test_test_uri(self):
+        self.assertEqual('test',
+                         config.domain_type_for_uri('test:///tmp/node.xml'))
+
+    def test_other_uris(self):
+        for uri in ('qemu:///system', 'qemu+ssh://h/system'):
+            self.assertEqual('kvm', config.domain_type_for_uri(uri))
