@@ -1,0 +1,1 @@
+"""The nova database: models, migrations and the access API."""

@@ -1,0 +1,500 @@
+"""Database access for the nova services.
+
+Every function takes a ``nova.context.RequestContext`` first and runs in
+the enginefacade transaction kept on that context: calling several of them
+inside ``with context_manager.writer.using(context):`` makes them one
+transaction. They return plain dicts (column name -> value, JSON columns
+decoded) so callers never hold ORM objects bound to a closed session.
+
+Missing rows raise ``nova.exception`` NotFound subclasses, duplicates
+Conflict subclasses, unknown field names ``DBFieldInvalid``.
+"""
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+
+from nova import exception
+from nova.db import models
+
+context_manager = enginefacade.transaction_context()
+
+_configure_lock = threading.Lock()
+_configured_connection: str | None = None
+
+# Columns callers never set: keys and timestamps kept by the database.
+_MANAGED_COLUMNS = frozenset(('id', 'created_at', 'updated_at'))
+
+
+def configure(conf: cfg.ConfigOpts) -> None:
+    """Point ``context_manager`` at ``conf.database`` (once per process).
+
+    Calling it again with the same connection is a no-op, so every service
+    of an all-in-one process may call it; a different connection is a
+    configuration error. The directory of a SQLite file is created.
+    """
+    global _configured_connection
+    connection = conf.database.connection
+    with _configure_lock:
+        if _configured_connection is not None:
+            if connection != _configured_connection:
+                raise exception.InvalidConfiguration(
+                    reason='[database]connection is already %s for this '
+                           'process, cannot switch to %s' % (
+                               _configured_connection, connection))
+            return
+        _ensure_sqlite_directory(connection)
+        options = dict(conf.database.items())
+        context_manager.configure(sqlite_fk=True, **options)
+        _configured_connection = connection
+
+
+def _ensure_sqlite_directory(connection: str | None) -> None:
+    if not connection:
+        return
+    url = sa.engine.make_url(connection)
+    if url.get_backend_name() == 'sqlite' and url.database not in (
+            None, '', ':memory:'):
+        directory = os.path.dirname(os.path.abspath(url.database))
+        os.makedirs(directory, exist_ok=True)
+
+
+def get_engine() -> sa.engine.Engine:
+    """Return the writer engine (starts the facade if needed)."""
+    return context_manager.writer.get_engine()
+
+
+# Helpers -------------------------------------------------------------------
+
+def _check_fields(model: type[models.Base], values: Iterable[str]) -> None:
+    allowed = {c.key for c in model.__table__.columns} - _MANAGED_COLUMNS
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise exception.DBFieldInvalid(table=model.__tablename__,
+                                       fields=', '.join(unknown),
+                                       allowed=', '.join(sorted(allowed)))
+
+
+def _flush(session, on_duplicate, on_missing_reference=None) -> None:
+    """Flush pending changes, translating constraint errors.
+
+    ``on_duplicate(columns)`` and ``on_missing_reference()`` build the nova
+    exception to raise for a unique or foreign key violation.
+    """
+    try:
+        session.flush()
+    except db_exc.DBDuplicateEntry as error:
+        raise on_duplicate(error.columns) from error
+    except db_exc.DBReferenceError as error:
+        if on_missing_reference is None:
+            raise
+        raise on_missing_reference() from error
+
+
+def _update_row(session, row: models.Base, values: dict, on_duplicate,
+                on_missing_reference=None) -> dict:
+    _check_fields(type(row), values)
+    for key, value in values.items():
+        setattr(row, key, value)
+    _flush(session, on_duplicate, on_missing_reference)
+    return row.to_dict()
+
+
+# Services ------------------------------------------------------------------
+
+def _service_exists(values: dict):
+    return lambda columns: exception.ServiceExists(
+        host=values.get('host'), binary=values.get('binary'))
+
+
+@context_manager.writer
+def service_create(context, values: dict) -> dict:
+    """Create a service row; ServiceExists if host+binary is taken."""
+    _check_fields(models.Service, values)
+    service = models.Service(**values)
+    context.session.add(service)
+    _flush(context.session, _service_exists(values))
+    return service.to_dict()
+
+
+@context_manager.reader
+def service_get_by_host_and_binary(context, host: str, binary: str) -> dict:
+    """Return the service ``binary`` running on ``host``."""
+    service = context.session.scalars(
+        sa.select(models.Service).filter_by(host=host, binary=binary)
+    ).first()
+    if service is None:
+        raise exception.ServiceHostBinaryNotFound(host=host, binary=binary)
+    return service.to_dict()
+
+
+@context_manager.reader
+def service_get_all(context, binary: str | None = None) -> list[dict]:
+    """Return all services (of one binary if given), ordered by id."""
+    query = sa.select(models.Service).order_by(models.Service.id)
+    if binary is not None:
+        query = query.filter_by(binary=binary)
+    return [service.to_dict() for service in context.session.scalars(query)]
+
+
+@context_manager.writer
+def service_update(context, service_id: int, values: dict) -> dict:
+    """Update the service with id ``service_id`` and return it."""
+    service = context.session.get(models.Service, service_id)
+    if service is None:
+        raise exception.ServiceNotFound(service_id=service_id)
+    merged = {'host': service.host, 'binary': service.binary, **values}
+    return _update_row(context.session, service, values,
+                       _service_exists(merged))
+
+
+# Compute nodes -------------------------------------------------------------
+
+def _compute_node_exists(values: dict):
+    return lambda columns: exception.ComputeNodeExists(
+        node=values.get('hypervisor_hostname'), uuid=values.get('uuid'))
+
+
+def _service_missing(values: dict):
+    return lambda: exception.ServiceNotFound(
+        service_id=values.get('service_id'))
+
+
+@context_manager.writer
+def compute_node_create(context, values: dict) -> dict:
+    """Create a compute node (a fresh uuid unless ``values`` has one)."""
+    _check_fields(models.ComputeNode, values)
+    values = {'uuid': uuidutils.generate_uuid(), **values}
+    node = models.ComputeNode(**values)
+    context.session.add(node)
+    _flush(context.session, _compute_node_exists(values),
+           _service_missing(values))
+    return node.to_dict()
+
+
+@context_manager.reader
+def compute_node_get_by_nodename(context, nodename: str) -> dict:
+    """Return the (not deleted) compute node with this hypervisor name."""
+    node = context.session.scalars(
+        sa.select(models.ComputeNode).filter_by(
+            hypervisor_hostname=nodename, deleted_at=None)).first()
+    if node is None:
+        raise exception.ComputeHostNotFound(node=nodename)
+    return node.to_dict()
+
+
+@context_manager.reader
+def compute_node_get_all(context) -> list[dict]:
+    """Return every compute node that is not deleted, ordered by id."""
+    nodes = context.session.scalars(
+        sa.select(models.ComputeNode).filter_by(deleted_at=None)
+        .order_by(models.ComputeNode.id))
+    return [node.to_dict() for node in nodes]
+
+
+@context_manager.writer
+def compute_node_update(context, compute_id: int, values: dict) -> dict:
+    """Update the compute node with id ``compute_id`` and return it."""
+    node = context.session.get(models.ComputeNode, compute_id)
+    if node is None or node.deleted_at is not None:
+        raise exception.ComputeHostNotFound(node=compute_id)
+    merged = {'hypervisor_hostname': node.hypervisor_hostname,
+              'uuid': node.uuid, **values}
+    return _update_row(context.session, node, values,
+                       _compute_node_exists(merged),
+                       _service_missing(values))
+
+
+# PCI devices ---------------------------------------------------------------
+
+def _pci_device_exists(values: dict):
+    return lambda columns: exception.PciDeviceExists(
+        address=values.get('address'),
+        compute_node_id=values.get('compute_node_id'))
+
+
+@context_manager.reader
+def pci_device_get_all_by_node(context, compute_node_id: int) -> list[dict]:
+    """Return the PCI devices of one compute node, ordered by address."""
+    devices = context.session.scalars(
+        sa.select(models.PciDevice)
+        .filter_by(compute_node_id=compute_node_id)
+        .order_by(models.PciDevice.address))
+    return [device.to_dict() for device in devices]
+
+
+@context_manager.writer
+def pci_device_create(context, values: dict) -> dict:
+    """Create a PCI device row; PciDeviceExists if node+address is taken
+    and ComputeHostNotFound if the compute node does not exist."""
+    _check_fields(models.PciDevice, values)
+    device = models.PciDevice(**values)
+    context.session.add(device)
+    _flush(context.session, _pci_device_exists(values),
+           lambda: exception.ComputeHostNotFound(
+               node=values.get('compute_node_id')))
+    return device.to_dict()
+
+
+@context_manager.writer
+def pci_device_update(context, device_id: int, values: dict) -> dict:
+    """Update the PCI device with id ``device_id`` and return it."""
+    device = context.session.get(models.PciDevice, device_id)
+    if device is None:
+        raise exception.PciDeviceNotFoundById(id=device_id)
+    merged = {'address': device.address,
+              'compute_node_id': device.compute_node_id, **values}
+    return _update_row(context.session, device, values,
+                       _pci_device_exists(merged),
+                       lambda: exception.ComputeHostNotFound(
+                           node=merged['compute_node_id']))
+
+
+@context_manager.writer
+def pci_device_destroy(context, device_id: int) -> None:
+    """Delete the PCI device row with id ``device_id``."""
+    device = context.session.get(models.PciDevice, device_id)
+    if device is None:
+        raise exception.PciDeviceNotFoundById(id=device_id)
+    context.session.delete(device)
+    context.session.flush()
+
+
+# Flavors -------------------------------------------------------------------
+
+def _flavor_exists(values: dict):
+    def build(columns):
+        field = next((c for c in columns if c in ('flavorid', 'name')),
+                     'name')
+        return exception.FlavorExists(field=field, value=values.get(field))
+    return build
+
+
+def _flavor_row(session, flavorid: str) -> models.Flavor:
+    flavor = session.scalars(
+        sa.select(models.Flavor).filter_by(flavorid=flavorid)).first()
+    if flavor is None:
+        raise exception.FlavorNotFound(flavor_id=flavorid)
+    return flavor
+
+
+def _extra_specs(session, flavor_id: int) -> dict[str, str]:
+    specs = session.scalars(
+        sa.select(models.FlavorExtraSpec).filter_by(flavor_id=flavor_id))
+    return {spec.key: spec.value for spec in specs}
+
+
+def _flavor_dict(session, flavor: models.Flavor) -> dict:
+    return {**flavor.to_dict(),
+            'extra_specs': _extra_specs(session, flavor.id)}
+
+
+@context_manager.writer
+def flavor_create(context, values: dict,
+                  extra_specs: dict[str, str] | None = None) -> dict:
+    """Create a flavor (a uuid ``flavorid`` unless given) with its extra
+    specs; FlavorExists names the taken ``flavorid`` or ``name``."""
+    _check_fields(models.Flavor, values)
+    values = {'flavorid': uuidutils.generate_uuid(), **values}
+    flavor = models.Flavor(**values)
+    context.session.add(flavor)
+    _flush(context.session, _flavor_exists(values))
+    for key, value in (extra_specs or {}).items():
+        context.session.add(models.FlavorExtraSpec(
+            flavor_id=flavor.id, key=key, value=value))
+    context.session.flush()
+    return _flavor_dict(context.session, flavor)
+
+
+@context_manager.reader
+def flavor_get_by_flavorid(context, flavorid: str) -> dict:
+    """Return the flavor with public id ``flavorid``, with extra_specs."""
+    return _flavor_dict(context.session,
+                        _flavor_row(context.session, flavorid))
+
+
+@context_manager.reader
+def flavor_get_all(context, is_public: bool | None = None) -> list[dict]:
+    """Return all flavors (only public or private ones if ``is_public`` is
+    set), ordered by creation, each with extra_specs."""
+    query = sa.select(models.Flavor).order_by(models.Flavor.id)
+    if is_public is not None:
+        query = query.filter_by(is_public=is_public)
+    return [_flavor_dict(context.session, flavor)
+            for flavor in context.session.scalars(query)]
+
+
+@context_manager.writer
+def flavor_destroy(context, flavorid: str) -> None:
+    """Delete a flavor and its extra specs (instances keep snapshots)."""
+    flavor = _flavor_row(context.session, flavorid)
+    context.session.execute(sa.delete(models.FlavorExtraSpec).filter_by(
+        flavor_id=flavor.id))
+    context.session.delete(flavor)
+    context.session.flush()
+
+
+@context_manager.reader
+def flavor_extra_specs_get(context, flavorid: str) -> dict[str, str]:
+    """Return the extra specs of a flavor as a dict."""
+    flavor = _flavor_row(context.session, flavorid)
+    return _extra_specs(context.session, flavor.id)
+
+
+@context_manager.writer
+def flavor_extra_specs_update_or_create(context, flavorid: str,
+                                        specs: dict[str, str]
+                                        ) -> dict[str, str]:
+    """Set the given extra specs (others are kept); return all of them."""
+    flavor = _flavor_row(context.session, flavorid)
+    existing = {spec.key: spec for spec in context.session.scalars(
+        sa.select(models.FlavorExtraSpec).filter_by(flavor_id=flavor.id))}
+    for key, value in specs.items():
+        if key in existing:
+            existing[key].value = value
+        else:
+            context.session.add(models.FlavorExtraSpec(
+                flavor_id=flavor.id, key=key, value=value))
+    context.session.flush()
+    return _extra_specs(context.session, flavor.id)
+
+
+@context_manager.writer
+def flavor_extra_specs_delete(context, flavorid: str, key: str) -> None:
+    """Delete one extra spec; FlavorExtraSpecNotFound if it is not set."""
+    flavor = _flavor_row(context.session, flavorid)
+    result = context.session.execute(
+        sa.delete(models.FlavorExtraSpec).filter_by(flavor_id=flavor.id,
+                                                    key=key))
+    if result.rowcount == 0:
+        raise exception.FlavorExtraSpecNotFound(flavor_id=flavorid, key=key)
+
+
+# Instances -----------------------------------------------------------------
+
+def _instance_query(uuid: str, read_deleted: bool = False):
+    query = sa.select(models.Instance).filter_by(uuid=uuid)
+    if not read_deleted:
+        query = query.filter_by(deleted_at=None)
+    return query
+
+
+def _matches(column, expected: Any):
+    """SQL condition: ``column`` equals ``expected`` or one of its items
+    (a list or tuple); None matches NULL."""
+    choices = (list(expected) if isinstance(expected, (list, tuple))
+               else [expected])
+    conditions = []
+    if None in choices:
+        conditions.append(column.is_(None))
+    values = [choice for choice in choices if choice is not None]
+    if values:
+        conditions.append(column.in_(values))
+    return sa.or_(*conditions)
+
+
+@context_manager.writer
+def instance_create(context, values: dict) -> dict:
+    """Create an instance (a fresh uuid unless given)."""
+    _check_fields(models.Instance, values)
+    values = {'uuid': uuidutils.generate_uuid(), **values}
+    instance = models.Instance(**values)
+    context.session.add(instance)
+    _flush(context.session,
+           lambda columns: exception.InstanceExists(uuid=values['uuid']))
+    return instance.to_dict()
+
+
+@context_manager.reader
+def instance_get_by_uuid(context, uuid: str,
+                         read_deleted: bool = False) -> dict:
+    """Return one instance; deleted ones only with ``read_deleted``."""
+    instance = context.session.scalars(
+        _instance_query(uuid, read_deleted)).first()
+    if instance is None:
+        raise exception.InstanceNotFound(instance_id=uuid)
+    return instance.to_dict()
+
+
+@context_manager.reader
+def instance_get_all(context, filters: dict | None = None,
+                     read_deleted: bool = False) -> list[dict]:
+    """Return instances, oldest first.
+
+    ``filters`` maps column names to a value or a list of accepted values,
+    e.g. ``{'project_id': 'p1', 'vm_state': ['active', 'error']}``.
+    """
+    filters = filters or {}
+    _check_fields(models.Instance, filters)
+    query = sa.select(models.Instance).order_by(models.Instance.id)
+    if not read_deleted:
+        query = query.filter_by(deleted_at=None)
+    for key, expected in filters.items():
+        query = query.where(_matches(getattr(models.Instance, key),
+                                     expected))
+    return [instance.to_dict()
+            for instance in context.session.scalars(query)]
+
+
+@context_manager.writer
+def instance_update(context, uuid: str, values: dict,
+                    expected: dict | None = None) -> dict:
+    """Update an instance and return it.
+
+    ``expected`` maps columns to the value (or list of values) they must
+    have for the update to happen, e.g. ``{'task_state': [None]}``; the
+    check and the update are one UPDATE statement, so concurrent callers
+    cannot both win. A mismatch raises InstanceUpdateConflict.
+    """
+    expected = expected or {}
+    _check_fields(models.Instance, values)
+    _check_fields(models.Instance, expected)
+    statement = sa.update(models.Instance).where(
+        models.Instance.uuid == uuid,
+        models.Instance.deleted_at.is_(None))
+    for key, value in expected.items():
+        statement = statement.where(_matches(getattr(models.Instance, key),
+                                             value))
+    if values:
+        statement = statement.values(**values)
+    else:
+        # Nothing to change: still run the conditional statement so a
+        # mismatch is detected, by touching only updated_at.
+        statement = statement.values(updated_at=timeutils.utcnow())
+    result = context.session.execute(
+        statement.execution_options(synchronize_session=False))
+    if result.rowcount == 0 and expected:
+        # Not updated: either the instance is gone (NotFound) or a value
+        # differed; report the differing one (or the first, if another
+        # writer changed it back meanwhile).
+        current = instance_get_by_uuid(context, uuid)
+        choices = {key: list(value) if isinstance(value, (list, tuple))
+                   else [value] for key, value in expected.items()}
+        field = next((key for key in choices
+                      if current[key] not in choices[key]),
+                     next(iter(choices)))
+        raise exception.InstanceUpdateConflict(
+            uuid=uuid, field=field, actual=current[field],
+            expected=choices[field])
+    context.session.expire_all()
+    return instance_get_by_uuid(context, uuid)
+
+
+@context_manager.writer
+def instance_destroy(context, uuid: str) -> dict:
+    """Soft-delete an instance (sets ``deleted_at``; the row stays for
+    ``read_deleted`` readers) and return its last state."""
+    instance = context.session.scalars(_instance_query(uuid)).first()
+    if instance is None:
+        raise exception.InstanceNotFound(instance_id=uuid)
+    instance.deleted_at = timeutils.utcnow()
+    context.session.flush()
+    return instance.to_dict()

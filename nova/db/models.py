@@ -1,0 +1,203 @@
+"""SQLAlchemy models of the nova database.
+
+The schema itself is created by the alembic migrations in
+``nova/db/migrations``; these classes must describe the same tables (a unit
+test compares them). Timestamps are naive UTC datetimes.
+"""
+
+import datetime
+
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy import types
+
+# Every table is InnoDB/utf8mb4 on MySQL and MariaDB.
+_MYSQL_ARGS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+
+
+class JSONEncoded(types.TypeDecorator):
+    """A JSON document stored as text, the same way on every backend."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else jsonutils.dumps(value)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else jsonutils.loads(value)
+
+
+def _utcnow() -> datetime.datetime:
+    return timeutils.utcnow()
+
+
+class Base(orm.DeclarativeBase):
+    """Declarative base with the created/updated timestamps of every table."""
+
+    created_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, default=_utcnow)
+    updated_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, onupdate=_utcnow)
+
+    def to_dict(self) -> dict:
+        """Return the column values as a plain dict (no ORM state)."""
+        return {column.key: getattr(self, column.key)
+                for column in self.__table__.columns}
+
+
+class Service(Base):
+    """One running nova service (binary) on one host."""
+
+    __tablename__ = 'services'
+    __table_args__ = (
+        sa.UniqueConstraint('host', 'binary',
+                            name='uniq_services0host0binary'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    binary: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    topic: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    disabled: orm.Mapped[bool] = orm.mapped_column(sa.Boolean,
+                                                   default=False)
+    report_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    last_seen_up: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+
+class ComputeNode(Base):
+    """A hypervisor managed by a nova-compute service."""
+
+    __tablename__ = 'compute_nodes'
+    __table_args__ = (
+        sa.UniqueConstraint('hypervisor_hostname',
+                            name='uniq_compute_nodes0hypervisor_hostname'),
+        sa.UniqueConstraint('uuid', name='uniq_compute_nodes0uuid'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    hypervisor_hostname: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255))
+    vcpus: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    local_gb: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    hypervisor_type: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    service_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, sa.ForeignKey('services.id',
+                                  name='fk_compute_nodes_service_id'))
+    deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+
+class PciDevice(Base):
+    """A host PCI device that a device_spec makes assignable."""
+
+    __tablename__ = 'pci_devices'
+    __table_args__ = (
+        sa.UniqueConstraint('compute_node_id', 'address',
+                            name='uniq_pci_devices0compute_node_id0address'),
+        sa.Index('ix_pci_devices_instance_uuid', 'instance_uuid'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    compute_node_id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, sa.ForeignKey('compute_nodes.id',
+                                  name='fk_pci_devices_compute_node_id'))
+    address: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    vendor_id: orm.Mapped[str] = orm.mapped_column(sa.String(4))
+    product_id: orm.Mapped[str] = orm.mapped_column(sa.String(4))
+    dev_type: orm.Mapped[str] = orm.mapped_column(sa.String(8))
+    dev_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    label: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    numa_node: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    parent_addr: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                default='available')
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    request_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    group_path: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                    default='')
+    rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    extra_info: orm.Mapped[dict] = orm.mapped_column(JSONEncoded,
+                                                     default=dict)
+
+
+class Flavor(Base):
+    """A size of server that users can request."""
+
+    __tablename__ = 'flavors'
+    __table_args__ = (
+        sa.UniqueConstraint('flavorid', name='uniq_flavors0flavorid'),
+        sa.UniqueConstraint('name', name='uniq_flavors0name'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    flavorid: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    vcpus: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    root_gb: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    is_public: orm.Mapped[bool] = orm.mapped_column(sa.Boolean,
+                                                    default=True)
+    disabled: orm.Mapped[bool] = orm.mapped_column(sa.Boolean,
+                                                   default=False)
+
+
+class FlavorExtraSpec(Base):
+    """One key/value extra spec of a flavor (e.g. pci_passthrough:alias)."""
+
+    __tablename__ = 'flavor_extra_specs'
+    __table_args__ = (
+        sa.UniqueConstraint('flavor_id', 'key',
+                            name='uniq_flavor_extra_specs0flavor_id0key'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    flavor_id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, sa.ForeignKey('flavors.id', ondelete='CASCADE',
+                                  name='fk_flavor_extra_specs_flavor_id'))
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    value: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class Instance(Base):
+    """A server. ``flavor`` is the flavor as it was at boot (with extra
+    specs), so deleting or changing the flavor never changes the server;
+    ``flavor_id`` is therefore not a foreign key."""
+
+    __tablename__ = 'instances'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_instances0uuid'),
+        sa.Index('ix_instances_project_id', 'project_id'),
+        sa.Index('ix_instances_host', 'host'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    display_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    flavor_id: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    flavor: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    vm_state: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    task_state: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    power_state: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    node: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    fault_message: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    fault_details: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    pci_requests: orm.Mapped[list | None] = orm.mapped_column(JSONEncoded)
+    deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
