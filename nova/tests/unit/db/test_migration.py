@@ -1,0 +1,118 @@
+"""Tests for the alembic migrations and nova.db.migration."""
+
+import importlib
+import os
+
+from alembic import autogenerate
+from alembic.runtime import migration as alembic_migration
+import fixtures
+import sqlalchemy as sa
+import testtools
+
+from nova.db import migration
+from nova.db import models
+from nova.tests.fixtures import database as db_fixture
+
+TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
+          'flavor_extra_specs', 'instances'}
+
+# Server databases used when their driver is installed and they answer;
+# override with NOVA_TEST_MYSQL_URL / NOVA_TEST_POSTGRESQL_URL.
+SERVER_BACKENDS = {
+    'mysql': ('pymysql', 'NOVA_TEST_MYSQL_URL',
+              'mysql+pymysql://root@127.0.0.1:3306/test'),
+    'postgresql': ('psycopg2', 'NOVA_TEST_POSTGRESQL_URL',
+                   'postgresql+psycopg2://postgres@127.0.0.1:5432/test'),
+}
+
+
+def server_url_or_skip(test: testtools.TestCase, backend: str) -> str:
+    """Return the server URL for ``backend`` or skip ``test`` if the driver
+    is not importable or the server does not answer."""
+    driver, env_var, default = SERVER_BACKENDS[backend]
+    try:
+        importlib.import_module(driver)
+    except ImportError:
+        test.skipTest('%s driver %s is not installed' % (backend, driver))
+    url = os.environ.get(env_var, default)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except sa.exc.OperationalError as error:
+        test.skipTest('%s server %s unreachable: %s' % (backend, url, error))
+    finally:
+        engine.dispose()
+    return url
+
+
+class TestMigrationSqlite(testtools.TestCase):
+    """The migrations on a SQLite file, and on servers in subclasses."""
+
+    BACKEND = None
+
+    def _database(self) -> db_fixture.Database:
+        url = (server_url_or_skip(self, self.BACKEND)
+               if self.BACKEND else None)
+        return self.useFixture(db_fixture.Database(url))
+
+    def test_creates_all_tables_at_head(self):
+        db = self._database()
+        tables = set(sa.inspect(db.engine).get_table_names())
+        self.assertEqual(TABLES | {'alembic_version'}, tables)
+        self.assertEqual('0001_initial', migration.db_version(db.engine))
+
+    def test_db_sync_is_idempotent(self):
+        db = self._database()
+        migration.db_sync(db.engine)
+        self.assertEqual('0001_initial', migration.db_version(db.engine))
+
+    def test_migrated_schema_matches_models(self):
+        db = self._database()
+        with db.engine.connect() as connection:
+            context = alembic_migration.MigrationContext.configure(
+                connection, opts={'compare_type': True})
+            diff = autogenerate.compare_metadata(context,
+                                                 models.Base.metadata)
+        self.assertEqual([], diff)
+
+    def test_unique_constraints(self):
+        db = self._database()
+        inspector = sa.inspect(db.engine)
+        uniques = {
+            table: {tuple(u['column_names'])
+                    for u in inspector.get_unique_constraints(table)}
+            for table in TABLES}
+        self.assertIn(('host', 'binary'), uniques['services'])
+        self.assertIn(('hypervisor_hostname',), uniques['compute_nodes'])
+        self.assertIn(('compute_node_id', 'address'),
+                      uniques['pci_devices'])
+        self.assertIn(('flavorid',), uniques['flavors'])
+        self.assertIn(('name',), uniques['flavors'])
+        self.assertIn(('flavor_id', 'key'), uniques['flavor_extra_specs'])
+        self.assertIn(('uuid',), uniques['instances'])
+
+
+class TestMigrationMySQL(TestMigrationSqlite):
+    BACKEND = 'mysql'
+
+
+class TestMigrationPostgreSQL(TestMigrationSqlite):
+    BACKEND = 'postgresql'
+
+
+class TestDbSyncByUrl(testtools.TestCase):
+
+    def test_empty_database_has_no_version(self):
+        path = self.useFixture(fixtures.TempDir()).path
+        url = 'sqlite:///' + os.path.join(path, 'empty.sqlite')
+        self.assertIsNone(migration.db_version(url))
+
+    def test_sync_by_url(self):
+        path = self.useFixture(fixtures.TempDir()).path
+        url = 'sqlite:///' + os.path.join(path, 'nova.sqlite')
+        migration.db_sync(url)
+        self.assertEqual('0001_initial', migration.db_version(url))
+        engine = sa.create_engine(url)
+        self.addCleanup(engine.dispose)
+        self.assertTrue(TABLES <= set(sa.inspect(engine).get_table_names()))
