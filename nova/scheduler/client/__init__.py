@@ -1,0 +1,1 @@
+"""Clients the scheduler and compute use to reach other services."""

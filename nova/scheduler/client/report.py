@@ -1,0 +1,450 @@
+"""HTTP client for the Placement API, shared by compute and scheduler.
+
+Every request names its microversion explicitly (1.39 unless stated:
+re-parenting needs >= 1.37, consumer types 1.38). Failures surface as nova
+exceptions naming the method, URL, status and Placement's own error detail
+so an operator can tell "Placement is down" from "Placement said no".
+
+Provider trees: :meth:`SchedulerReportClient.get_provider_tree` reads a
+compute node's whole tree and remembers a copy of it;
+:meth:`SchedulerReportClient.update_from_provider_tree` diffs a desired
+tree against that copy (reading Placement when there is none) and sends
+only the writes needed, so an unchanged tree costs no requests at all.
+Generation conflicts are retried per provider with a fresh generation.
+"""
+
+import logging
+import threading
+from typing import Iterable
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from oslo_utils import uuidutils
+
+from nova.compute import provider_tree as ptree
+import nova.conf
+from nova import exception
+
+LOG = logging.getLogger(__name__)
+
+MICROVERSION = '1.39'
+CONF_GROUP = 'placement'
+# Attempts at one provider write when its generation keeps moving.
+MAX_GENERATION_TRIES = 4
+CONSUMER_TYPE_INSTANCE = 'INSTANCE'
+
+# Placement's machine-readable error codes (placement/errors.py).
+_CONCURRENT_UPDATE = 'placement.concurrent_update'
+_INVENTORY_INUSE = 'placement.inventory.inuse'
+
+
+def _error_body(resp) -> tuple[str, str | None]:
+    """Placement's error ``detail`` and ``code`` from a failed response."""
+    try:
+        error = resp.json()['errors'][0]
+        return error.get('detail') or error.get('title', ''), error.get('code')
+    except (ValueError, KeyError, IndexError, TypeError):
+        return resp.text.strip() or resp.reason or '', None
+
+
+def _inventory_matches(current: dict[str, dict],
+                       desired: dict[str, dict]) -> bool:
+    """True if Placement already holds ``desired``.
+
+    Only the fields nova sends are compared, so fields it leaves to
+    Placement's defaults (or an operator's ``reserved``) cause no rewrite.
+    """
+    if set(current) != set(desired):
+        return False
+    return all(current[rc].get(field) == value
+               for rc, record in desired.items()
+               for field, value in record.items())
+
+
+class SchedulerReportClient:
+    """Placement client configured from nova's [placement] options."""
+
+    def __init__(self, conf: cfg.ConfigOpts | None = None,
+                 adapter=None) -> None:
+        if adapter is None:
+            conf = conf if conf is not None else nova.conf.CONF
+            auth = ks_loading.load_auth_from_conf_options(conf, CONF_GROUP)
+            session = ks_loading.load_session_from_conf_options(
+                conf, CONF_GROUP, auth=auth)
+            adapter = ks_loading.load_adapter_from_conf_options(
+                conf, CONF_GROUP, session=session, auth=auth)
+        self._adapter = adapter
+        # Root UUID -> copy of what Placement held after our last read or
+        # sync of that tree.
+        self._trees: dict[str, ptree.ProviderTree] = {}
+        # CUSTOM_ traits known to exist in Placement.
+        self._custom_traits: set[str] = set()
+        self._lock = threading.RLock()
+
+    # HTTP plumbing ---------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        """Absolute URL of ``path`` for messages; falls back to the path."""
+        try:
+            endpoint = self._adapter.get_endpoint()
+        except ks_exc.ClientException:
+            endpoint = None
+        return (endpoint or '<no [placement] endpoint>').rstrip('/') + path
+
+    def _call(self, method: str, path: str, *, json=None, params=None,
+              microversion: str = MICROVERSION, allow: Iterable[int] = ()):
+        """Send one request; return the response if 2xx or in ``allow``.
+
+        Raises PlacementAPIConnectFailure when Placement cannot be reached
+        and PlacementAPIError for any other status.
+        """
+        headers = {'OpenStack-API-Version': 'placement %s' % microversion}
+        try:
+            resp = self._adapter.request(
+                path, method, json=json, params=params, headers=headers,
+                raise_exc=False)
+        except (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
+                ks_exc.DiscoveryFailure, ks_exc.MissingAuthPlugin) as e:
+            raise exception.PlacementAPIConnectFailure(
+                url=self._url(path), error=e) from e
+        if resp.status_code < 300 or resp.status_code in allow:
+            return resp
+        raise self._api_error(method, path, resp)
+
+    def _api_error(self, method: str, path: str,
+                   resp) -> exception.PlacementAPIError:
+        detail, code = _error_body(resp)
+        return exception.PlacementAPIError(
+            method=method, url=self._url(path), status=resp.status_code,
+            detail=detail, code=code)
+
+    # Simple reads ----------------------------------------------------------
+
+    def get_provider_by_name(self, name: str) -> dict | None:
+        """The provider named ``name`` as Placement returns it, or None."""
+        resp = self._call('GET', '/resource_providers',
+                          params={'name': name})
+        providers = resp.json()['resource_providers']
+        return providers[0] if providers else None
+
+    def get_providers_by_name(self, names: Iterable[str]) -> dict[str, dict]:
+        """Name -> provider for each of ``names`` that exists."""
+        found = {}
+        for name in names:
+            provider = self.get_provider_by_name(name)
+            if provider is not None:
+                found[name] = provider
+        return found
+
+    def get_inventories(self, rp_uuid: str) -> dict[str, dict]:
+        """Resource class -> inventory record of one provider."""
+        resp = self._call('GET', '/resource_providers/%s/inventories' %
+                          rp_uuid)
+        return resp.json()['inventories']
+
+    def get_traits(self, rp_uuid: str) -> set[str]:
+        resp = self._call('GET', '/resource_providers/%s/traits' % rp_uuid)
+        return set(resp.json()['traits'])
+
+    def get_usages(self, rp_uuid: str) -> dict[str, int]:
+        """Resource class -> amount allocated from one provider."""
+        resp = self._call('GET', '/resource_providers/%s/usages' % rp_uuid)
+        return resp.json()['usages']
+
+    def _root_uuid(self, root_name_or_uuid: str) -> str | None:
+        if uuidutils.is_uuid_like(root_name_or_uuid):
+            return root_name_or_uuid
+        provider = self.get_provider_by_name(root_name_or_uuid)
+        return provider['uuid'] if provider else None
+
+    def _tree_listing(self, root_uuid: str) -> list[dict]:
+        resp = self._call('GET', '/resource_providers',
+                          params={'in_tree': root_uuid})
+        return resp.json()['resource_providers']
+
+    # Provider trees --------------------------------------------------------
+
+    def get_provider_tree(self, root_name_or_uuid: str
+                          ) -> ptree.ProviderTree | None:
+        """Read the whole tree containing a provider from Placement.
+
+        Returns None when no such provider exists. The tree carries every
+        provider's parent, inventory, traits and generation.
+        """
+        root_uuid = self._root_uuid(root_name_or_uuid)
+        if root_uuid is None:
+            return None
+        tree = self._read_tree(root_uuid)
+        if tree is None:
+            return None
+        with self._lock:
+            self._trees[tree.roots()[0].uuid] = tree.copy()
+        return tree
+
+    def _read_tree(self, any_uuid: str) -> ptree.ProviderTree | None:
+        listing = self._tree_listing(any_uuid)
+        if not listing:
+            return None
+        children: dict[str | None, list[dict]] = {}
+        for rp in listing:
+            children.setdefault(rp['parent_provider_uuid'], []).append(rp)
+        tree = ptree.ProviderTree()
+        pending = list(children.get(None, []))
+        while pending:
+            rp = pending.pop(0)
+            provider = tree.add(rp['name'], parent=rp['parent_provider_uuid'],
+                                uuid=rp['uuid'])
+            self._refresh_provider(provider)
+            pending.extend(children.get(rp['uuid'], []))
+        return tree
+
+    def _refresh_provider(self, provider: ptree.ProviderData) -> None:
+        """Load inventory, traits and generation of one provider.
+
+        Two reads cannot be atomic; if the generation moved between them,
+        read again so the three values belong together.
+        """
+        base = '/resource_providers/%s' % provider.uuid
+        for _attempt in range(MAX_GENERATION_TRIES):
+            inv = self._call('GET', base + '/inventories').json()
+            traits = self._call('GET', base + '/traits').json()
+            if (inv['resource_provider_generation'] ==
+                    traits['resource_provider_generation']):
+                break
+        provider.inventory = inv['inventories']
+        provider.traits = set(traits['traits'])
+        provider.generation = traits['resource_provider_generation']
+
+    def _generation(self, rp_uuid: str) -> int:
+        resp = self._call('GET', '/resource_providers/%s' % rp_uuid)
+        return resp.json()['generation']
+
+    def update_from_provider_tree(self, desired: ptree.ProviderTree) -> None:
+        """Make Placement hold exactly the providers of ``desired``.
+
+        Creates missing providers (parents first, with nova's UUIDs),
+        re-parents moved ones in place (UUID and allocations kept), writes
+        changed inventories and traits, and deletes providers of the tree
+        that ``desired`` no longer has (children first, inventory removed
+        before the provider). The generations in ``desired`` are updated to
+        Placement's. On an unexpected failure the remembered copy of the
+        tree is dropped, so the next call starts from a fresh read.
+        """
+        roots = desired.roots()
+        if len(roots) != 1:
+            raise exception.Invalid(
+                reason='a provider tree to sync must have exactly one root, '
+                       'got %s' % sorted(r.name for r in roots))
+        root_uuid = roots[0].uuid
+        with self._lock:
+            current = self._trees.pop(root_uuid, None)
+            if current is None:
+                current = self._read_tree(root_uuid) or ptree.ProviderTree()
+            renamed = self._sync(current, desired)
+            if not renamed:
+                self._trees[root_uuid] = current
+        for provider in desired.providers():
+            provider.generation = current.data(provider.uuid).generation
+
+    def _sync(self, current: ptree.ProviderTree,
+              desired: ptree.ProviderTree) -> bool:
+        """Write the differences; ``current`` follows along.
+
+        Returns True if a provider was renamed (``current`` then indexes
+        it by its old name, so it must not be remembered).
+        """
+        renamed = False
+        for want in desired.providers():
+            if not current.exists(want.uuid):
+                self._create_provider(current, want)
+                continue
+            have = current.data(want.uuid)
+            if have.parent_uuid != want.parent_uuid or have.name != want.name:
+                self._move_provider(have, want)
+                renamed = renamed or have.name != want.name
+        for want in desired.providers():
+            have = current.data(want.uuid)
+            if not _inventory_matches(have.inventory, want.inventory):
+                self._put_inventory(have, want.inventory)
+            if have.traits != want.traits:
+                self._put_traits(have, want.traits)
+        for stale in reversed(current.providers()):
+            if not desired.exists(stale.uuid):
+                self._delete_provider(current, stale)
+        return renamed
+
+    def _create_provider(self, current: ptree.ProviderTree,
+                         want: ptree.ProviderData) -> None:
+        body = {'name': want.name, 'uuid': want.uuid}
+        if want.parent_uuid is not None:
+            body['parent_provider_uuid'] = want.parent_uuid
+        created = self._call('POST', '/resource_providers', json=body).json()
+        current.add(want.name, parent=want.parent_uuid, uuid=want.uuid,
+                    generation=created['generation'])
+        LOG.info('Created resource provider %s (%s)', want.name, want.uuid)
+
+    def _move_provider(self, have: ptree.ProviderData,
+                       want: ptree.ProviderData) -> None:
+        """Re-parent (and rename) in place; needs microversion >= 1.37."""
+        body = {'name': want.name, 'parent_provider_uuid': want.parent_uuid}
+        updated = self._call('PUT', '/resource_providers/%s' % want.uuid,
+                             json=body).json()
+        LOG.info('Moved resource provider %s (%s) from parent %s to %s',
+                 want.name, want.uuid, have.parent_uuid, want.parent_uuid)
+        have.parent_uuid = want.parent_uuid
+        have.name = want.name
+        have.generation = updated['generation']
+
+    def _put_with_generation(self, provider: ptree.ProviderData, path: str,
+                             body: dict) -> dict:
+        """PUT ``body`` plus the provider generation; retry on conflicts.
+
+        Returns the response body and updates ``provider.generation``.
+        """
+        for _attempt in range(MAX_GENERATION_TRIES):
+            payload = dict(body,
+                           resource_provider_generation=provider.generation)
+            resp = self._call('PUT', path, json=payload, allow=(409,))
+            if resp.status_code != 409:
+                result = resp.json()
+                provider.generation = result['resource_provider_generation']
+                return result
+            detail, code = _error_body(resp)
+            if code == _INVENTORY_INUSE:
+                raise exception.InventoryInUse(uuid=provider.uuid,
+                                               error=detail)
+            if code != _CONCURRENT_UPDATE:
+                raise self._api_error('PUT', path, resp)
+            LOG.debug('Generation of resource provider %s moved past %s; '
+                      're-reading it', provider.uuid, provider.generation)
+            provider.generation = self._generation(provider.uuid)
+        raise exception.ResourceProviderUpdateConflict(
+            uuid=provider.uuid, generation=provider.generation, error=detail)
+
+    def _put_inventory(self, provider: ptree.ProviderData,
+                       inventory: dict[str, dict]) -> None:
+        result = self._put_with_generation(
+            provider, '/resource_providers/%s/inventories' % provider.uuid,
+            {'inventories': inventory})
+        provider.inventory = result['inventories']
+
+    def _put_traits(self, provider: ptree.ProviderData,
+                    traits: set[str]) -> None:
+        self._ensure_custom_traits(traits - provider.traits)
+        result = self._put_with_generation(
+            provider, '/resource_providers/%s/traits' % provider.uuid,
+            {'traits': sorted(traits)})
+        provider.traits = set(result['traits'])
+
+    def _ensure_custom_traits(self, traits: Iterable[str]) -> None:
+        """Create the CUSTOM_ traits Placement may not know yet."""
+        for trait in sorted(traits):
+            if trait.startswith('CUSTOM_') and \
+                    trait not in self._custom_traits:
+                self._call('PUT', '/traits/%s' % trait)
+                self._custom_traits.add(trait)
+
+    def _delete_provider(self, current: ptree.ProviderTree,
+                         stale: ptree.ProviderData) -> None:
+        if stale.inventory:
+            # Explicit removal turns "still allocated" into InventoryInUse
+            # instead of an opaque provider-delete conflict.
+            self._put_inventory(stale, {})
+        self._call('DELETE', '/resource_providers/%s' % stale.uuid,
+                   allow=(404,))
+        current.remove(stale.uuid)
+        LOG.info('Deleted resource provider %s (%s)', stale.name, stale.uuid)
+
+    # Allocations -----------------------------------------------------------
+
+    def get_allocations_for_tree(self, root_uuid: str) -> dict[str, dict]:
+        """Allocations of every consumer using a provider of the tree.
+
+        consumer UUID -> {"allocations": {rp_uuid: {"resources": {...}}},
+        "project_id", "user_id", "consumer_generation"}; a consumer's
+        allocations outside the tree are included, as a reshape needs the
+        whole consumer.
+        """
+        consumers: set[str] = set()
+        for rp in self._tree_listing(root_uuid):
+            resp = self._call('GET', '/resource_providers/%s/allocations' %
+                              rp['uuid'])
+            consumers.update(resp.json()['allocations'])
+        result = {}
+        for consumer in sorted(consumers):
+            body = self.get_allocations_for_consumer(consumer)
+            if body['allocations']:
+                result[consumer] = {
+                    'allocations': body['allocations'],
+                    'project_id': body.get('project_id'),
+                    'user_id': body.get('user_id'),
+                    'consumer_generation': body.get('consumer_generation'),
+                }
+        return result
+
+    def get_allocations_for_consumer(self, consumer_uuid: str) -> dict:
+        """Placement's GET /allocations/{consumer} body.
+
+        ``allocations`` is empty for an unknown consumer.
+        """
+        return self._call('GET', '/allocations/%s' % consumer_uuid).json()
+
+    def get_allocation_candidates(self, query, microversion: str =
+                                  MICROVERSION) -> dict:
+        """GET /allocation_candidates; ``query`` is a dict or pairs.
+
+        Pairs allow repeating keys. Returns Placement's response body.
+        """
+        return self._call('GET', '/allocation_candidates', params=query,
+                          microversion=microversion).json()
+
+    def _put_allocations(self, consumer_uuid: str, allocations: dict,
+                         project_id: str, user_id: str,
+                         consumer_generation: int | None,
+                         consumer_type: str):
+        body = {'allocations': allocations, 'project_id': project_id,
+                'user_id': user_id,
+                'consumer_generation': consumer_generation,
+                'consumer_type': consumer_type}
+        return self._call('PUT', '/allocations/%s' % consumer_uuid,
+                          json=body, allow=(409,))
+
+    def put_allocations(self, consumer_uuid: str, allocations: dict,
+                        project_id: str, user_id: str,
+                        consumer_generation: int | None = None,
+                        consumer_type: str = CONSUMER_TYPE_INSTANCE) -> None:
+        """Replace a consumer's allocations; any refusal raises.
+
+        ``consumer_generation`` is None for a new consumer, else the value
+        read with its current allocations.
+        """
+        path = '/allocations/%s' % consumer_uuid
+        resp = self._put_allocations(consumer_uuid, allocations, project_id,
+                                     user_id, consumer_generation,
+                                     consumer_type)
+        if resp.status_code == 409:
+            raise self._api_error('PUT', path, resp)
+
+    def claim_resources(self, consumer_uuid: str, allocation_request: dict,
+                        project_id: str, user_id: str,
+                        consumer_generation: int | None = None) -> bool:
+        """Claim one allocation candidate for an instance.
+
+        Returns False when Placement refuses with 409 (capacity taken or
+        consumer changed concurrently) so the caller can try another one.
+        """
+        resp = self._put_allocations(
+            consumer_uuid, allocation_request['allocations'], project_id,
+            user_id, consumer_generation, CONSUMER_TYPE_INSTANCE)
+        if resp.status_code == 409:
+            detail, _code = _error_body(resp)
+            LOG.info('Placement refused the claim for %s: %s',
+                     consumer_uuid, detail)
+            return False
+        return True
+
+    def delete_allocation_for_instance(self, consumer_uuid: str) -> None:
+        """Drop every allocation of a consumer; no-op if it has none."""
+        self._call('DELETE', '/allocations/%s' % consumer_uuid,
+                   allow=(404,))
