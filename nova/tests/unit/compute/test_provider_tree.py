@@ -34,7 +34,8 @@ class TestProviderTree(testtools.TestCase):
 
     def test_reparent_keeps_uuid(self):
         self.tree.reparent(self.dev.uuid, 'cmp1')
-        self.assertEqual('root-uuid', self.tree.data(self.dev.uuid).parent_uuid)
+        self.assertEqual('root-uuid',
+                         self.tree.data(self.dev.uuid).parent_uuid)
         self.assertEqual(2, len(self.tree.children('cmp1')))
 
     def test_reparent_under_own_descendant_rejected(self):

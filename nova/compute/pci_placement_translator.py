@@ -1,0 +1,299 @@
+"""Translate a compute node's PCI devices and device groups into providers.
+
+The translator edits a ProviderTree in memory; the report client then makes
+Placement match it. Shape of the tree it builds::
+
+    <host>                              compute node (root)
+      <host>_<group>                    one per [pci]device_group, nested as
+        <host>_<group>                  declared, traits CUSTOM_PCI_GROUP_<T>
+          <host>_<ADDRESS>              and CUSTOM_PCI_GROUP_<T>_<SIZE>
+                                        device: 1 unit of its resource class
+                                        and one member-index trait per
+                                        enclosing group
+      <host>_<ADDRESS>                  ungrouped device (as upstream)
+      <host>_<static group name>        static spec group: 1 unit, whole
+
+Changing the grouping of existing providers re-parents them (their UUIDs,
+inventories and allocations stay). A change that would delete or redefine a
+provider somebody holds allocations on, or split a multi-device allocation
+across groups, is refused before anything is written, so the old tree
+stays in place.
+"""
+
+import collections
+import dataclasses
+import logging
+
+import os_traits
+
+from nova import exception
+from nova.compute import provider_tree as ptree
+from nova.pci import groups as pci_groups
+
+LOG = logging.getLogger(__name__)
+
+# Traits nova puts on every provider it owns for PCI.
+MANAGED_TRAITS = frozenset({os_traits.COMPUTE_MANAGED_PCI_DEVICE,
+                            'OWNER_NOVA'})
+_GROUP_TRAIT_PREFIX = 'CUSTOM_PCI_GROUP_'
+
+_PARENT_TYPES = ('type-PCI', 'type-PF')
+
+
+def device_rp_name(nodename: str, address: str) -> str:
+    """Provider name of a PCI device, upper-cased as upstream does."""
+    return '%s_%s' % (nodename, address.upper())
+
+
+def group_rp_name(nodename: str, group_name: str) -> str:
+    """Provider name of a device group (tree or static)."""
+    return '%s_%s' % (nodename, group_name)
+
+
+def _inventory(resource_class: str, total: int) -> dict[str, dict]:
+    return {resource_class: {'total': total, 'reserved': 0, 'min_unit': 1,
+                             'max_unit': total, 'step_size': 1,
+                             'allocation_ratio': 1.0}}
+
+
+@dataclasses.dataclass
+class _Wanted:
+    """A provider as the current config and devices want it."""
+
+    name: str
+    parent: str
+    inventory: dict[str, dict]
+    traits: set[str]
+    # Addresses of the devices behind this provider (empty for group RPs).
+    addresses: list[str] = dataclasses.field(default_factory=list)
+
+
+def is_pci_provider(provider: ptree.ProviderData) -> bool:
+    """True for providers the translator owns: devices and groups."""
+    return bool(provider.traits & {os_traits.COMPUTE_MANAGED_PCI_DEVICE}) or \
+        any(t.startswith(_GROUP_TRAIT_PREFIX) for t in provider.traits)
+
+
+class PlacementView:
+    """The providers that the PCI config and devices of one node want."""
+
+    def __init__(self, nodename: str, tree: ptree.ProviderTree) -> None:
+        self.nodename = nodename
+        self._current = tree
+        self.wanted: dict[str, _Wanted] = {}
+
+    def add_groups(self, group_tree: pci_groups.GroupTree) -> None:
+        """Add one provider per declared group, nested as declared."""
+        pending = [(group, self.nodename) for group in group_tree.roots]
+        while pending:
+            group, parent = pending.pop(0)
+            name = group_rp_name(self.nodename, group.name)
+            self.wanted[name] = _Wanted(name=name, parent=parent,
+                                        inventory={},
+                                        traits=set(group.traits))
+            pending.extend((member, name) for member in group.members)
+
+    def add_static_group(self, group: pci_groups.StaticGroup,
+                         traits: set[str]) -> None:
+        """Add a static spec group: one unit of its class, consumed whole."""
+        name = group_rp_name(self.nodename, group.name)
+        self.wanted[name] = _Wanted(
+            name=name, parent=self.nodename,
+            inventory=_inventory(group.resource_class, 1),
+            traits=set(traits) | MANAGED_TRAITS,
+            addresses=list(group.addresses))
+
+    def add_device(self, dev: dict, spec, group_tree: pci_groups.GroupTree
+                   ) -> None:
+        """Add a type-PCI/PF device, or a VF's unit on its parent PF."""
+        if dev['dev_type'] in _PARENT_TYPES:
+            address = dev['address']
+        else:
+            address = dev.get('parent_addr')
+            if not address:
+                raise exception.PlacementPciException(error=(
+                    'VF %s has no parent PF address' % dev['address']))
+        name = device_rp_name(self.nodename, address)
+        enclosing = group_tree.enclosing(address)
+        parent = (group_rp_name(self.nodename, enclosing[-1].name)
+                  if enclosing else self.nodename)
+        resource_class = spec.resource_class_for(dev)
+        traits = set(spec.traits) | MANAGED_TRAITS | \
+            group_tree.member_traits(address)
+        existing = self.wanted.get(name)
+        if existing is None:
+            self.wanted[name] = _Wanted(
+                name=name, parent=parent,
+                inventory=_inventory(resource_class, 1), traits=traits,
+                addresses=[dev['address']])
+            return
+        # Several VFs of one PF share the PF's provider.
+        if resource_class not in existing.inventory or \
+                existing.traits != traits:
+            raise exception.PlacementPciException(error=(
+                'VFs of PF %s are configured with different resource '
+                'classes or traits (%s vs %s); VFs of one PF must match' % (
+                    address, sorted(existing.inventory), resource_class)))
+        record = existing.inventory[resource_class]
+        record['total'] += 1
+        record['max_unit'] = record['total']
+        existing.addresses.append(dev['address'])
+
+    def keep_allocated_device(self, dev: dict) -> None:
+        """Keep the provider of an allocated device its spec no longer
+        matches, so the instance's allocation survives until it is freed.
+        """
+        name = device_rp_name(self.nodename, dev['address'])
+        if name in self.wanted or not self._current.exists(name):
+            return
+        current = self._current.data(name)
+        parent = self._current.data(current.parent_uuid).name
+        if parent not in self.wanted:
+            parent = self.nodename
+        LOG.warning('Device spec no longer matches device %s allocated to '
+                    'instance %s; keeping its provider %s until the device '
+                    'is freed.', dev['address'], dev['instance_uuid'], name)
+        self.wanted[name] = _Wanted(
+            name=name, parent=parent,
+            inventory={rc: dict(rec) for rc, rec in
+                       current.inventory.items()},
+            traits=set(current.traits), addresses=[dev['address']])
+
+
+def _consumers_on(allocations: dict, rp_uuid: str) -> dict[str, dict]:
+    return {consumer: data['allocations'][rp_uuid]['resources']
+            for consumer, data in allocations.items()
+            if rp_uuid in data.get('allocations', {})}
+
+
+def _check_allocations_fit(view: PlacementView, tree: ptree.ProviderTree,
+                           allocations: dict) -> None:
+    """Refuse a new tree that could not hold the existing allocations."""
+    for provider in tree.providers():
+        if provider.parent_uuid is None or not is_pci_provider(provider):
+            continue
+        used = _consumers_on(allocations, provider.uuid)
+        if not used:
+            continue
+        wanted = view.wanted.get(provider.name)
+        for consumer, resources in used.items():
+            for rc, amount in resources.items():
+                have = (wanted.inventory.get(rc, {}).get('total', 0)
+                        if wanted else 0)
+                if amount > have:
+                    raise exception.PlacementPciException(error=(
+                        'the new [pci] configuration cannot hold the '
+                        'allocation of consumer %s: it uses %d %s on '
+                        'provider %s, which the new configuration %s. '
+                        'Keeping the existing provider tree; free the '
+                        'devices first or restore the configuration.' % (
+                            consumer, amount, rc, provider.name,
+                            'removes' if wanted is None else
+                            'gives %d' % have)))
+
+
+def _check_multi_device_requests(devices: list[dict],
+                                 group_tree: pci_groups.GroupTree) -> None:
+    """Refuse a grouping that splits what one request already holds.
+
+    Devices handed to an instance by one request were valid together
+    (e.g. an NVLink pair). If the new groups put some of them in a group
+    and the set is not exactly one declared group, the instance would hold
+    a partition that no longer exists.
+    """
+    held = collections.defaultdict(list)
+    for dev in devices:
+        if dev.get('instance_uuid') and dev.get('request_id'):
+            held[(dev['instance_uuid'], dev['request_id'])].append(
+                dev['address'])
+    for (instance, _request), addresses in sorted(held.items()):
+        if len(addresses) < 2:
+            continue
+        if not any(group_tree.enclosing(a) for a in addresses):
+            continue
+        wanted = sorted(addresses)
+        if any(group.addresses == wanted for group in group_tree.groups()):
+            continue
+        raise exception.PlacementPciException(error=(
+            'instance %s holds devices %s together, which are not exactly '
+            'one group of the new [pci]device_group configuration. Keeping '
+            'the existing provider tree; delete or resize the instance '
+            'first or restore the configuration.' % (
+                instance, ', '.join(wanted))))
+
+
+def _apply(view: PlacementView, tree: ptree.ProviderTree) -> None:
+    """Make ``tree`` hold exactly the wanted PCI providers."""
+    for wanted in view.wanted.values():
+        if not tree.exists(wanted.name):
+            # Parents are added before children (dict order is pre-order
+            # for groups and groups come before devices).
+            tree.add(wanted.name, parent=wanted.parent)
+        elif tree.data(tree.data(wanted.name).parent_uuid).name != \
+                wanted.parent:
+            tree.reparent(wanted.name, wanted.parent)
+        tree.update_inventory(wanted.name, wanted.inventory)
+        tree.update_traits(wanted.name, wanted.traits)
+    stale = [p for p in tree.providers()
+             if p.parent_uuid is not None and is_pci_provider(p) and
+             p.name not in view.wanted]
+    # Children first: by now every wanted child has moved elsewhere.
+    for provider in reversed(stale):
+        if tree.exists(provider.uuid):
+            tree.remove(provider.uuid)
+
+
+def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
+                                 devices: list[dict], whitelist,
+                                 group_tree: pci_groups.GroupTree,
+                                 static_groups: list,
+                                 allocations: dict) -> None:
+    """Make ``tree`` reflect the node's PCI devices and groups.
+
+    ``devices`` are the PCI tracker's devices (status and instance
+    included); ``allocations`` are Placement's allocations on the tree, by
+    consumer. Raises PlacementPciException, leaving ``tree`` untouched,
+    when the result could not hold an existing allocation.
+    """
+    view = PlacementView(nodename, tree)
+    view.add_groups(group_tree)
+    in_static = {}
+    for group in static_groups:
+        for address in group.addresses:
+            in_static[address] = group
+    static_traits: dict[str, set[str]] = collections.defaultdict(set)
+    for dev in devices:
+        if dev['status'] == 'removed':
+            continue
+        spec = whitelist.device_assignable(dev)
+        if spec is None:
+            if dev.get('instance_uuid'):
+                view.keep_allocated_device(dev)
+            continue
+        if spec.tags.get('physical_network'):
+            continue
+        group = in_static.get(dev['address'])
+        if group is not None:
+            static_traits[group.name] |= set(spec.traits)
+            continue
+        view.add_device(dev, spec, group_tree)
+    for group in static_groups:
+        view.add_static_group(group, static_traits[group.name])
+
+    _check_multi_device_requests(devices, group_tree)
+    _check_allocations_fit(view, tree, allocations)
+    _apply(view, tree)
+
+
+def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:
+    """Refuse to run with reporting off on a node that reported PCI before.
+
+    Turning [pci]report_in_placement off again would orphan the device
+    providers and their allocations.
+    """
+    for provider in tree.providers():
+        if os_traits.COMPUTE_MANAGED_PCI_DEVICE in provider.traits:
+            raise exception.PlacementPciException(error=(
+                '[pci]report_in_placement is False but it was enabled '
+                'before on this compute (provider %s exists); disabling '
+                'it is not supported' % provider.name))

@@ -1,0 +1,220 @@
+"""Tests for the PCI placement translator on the HGX H200 layout."""
+
+import json
+
+import testtools
+
+from nova import exception
+from nova.compute import pci_placement_translator as translator
+from nova.compute import provider_tree
+from nova.pci import devspec
+from nova.pci import groups
+from nova.virt.libvirt import fakehost
+
+HOST = 'cmp1'
+GPUS = fakehost.H200_GPU_ADDRESSES  # GPU1..GPU8
+SPEC = json.dumps({'vendor_id': '10de', 'product_id': '2335',
+                   'resource_class': 'PGPU'})
+
+
+def h200_groups() -> list[str]:
+    def pair(name, a, b):
+        return json.dumps({'name': name, 'type': 'nvlink',
+                           'addresses': [GPUS[a - 1], GPUS[b - 1]]})
+
+    def parent(name, members):
+        return json.dumps({'name': name, 'type': 'nvlink',
+                           'members': members})
+    return [parent('board', ['quad-a', 'quad-b']),
+            parent('quad-a', ['pair-a1', 'pair-a2']),
+            parent('quad-b', ['pair-b1', 'pair-b2']),
+            pair('pair-a1', 1, 3), pair('pair-a2', 2, 4),
+            pair('pair-b1', 5, 7), pair('pair-b2', 6, 8)]
+
+
+def gpu_devices(**overrides) -> list[dict]:
+    devices = []
+    for address in GPUS:
+        dev = {'address': address, 'vendor_id': '10de',
+               'product_id': '2335', 'dev_type': 'type-PCI',
+               'parent_addr': None, 'status': 'available',
+               'instance_uuid': None, 'request_id': None}
+        dev.update(overrides.get(address, {}))
+        devices.append(dev)
+    return devices
+
+
+class TranslatorTestBase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.whitelist = devspec.Whitelist.from_config([SPEC], True)
+        self.tree = provider_tree.ProviderTree()
+        self.root = self.tree.add(HOST, uuid='root')
+
+    def translate(self, devices, group_config=(), statics=(),
+                  allocations=None, whitelist=None):
+        translator.update_provider_tree_for_pci(
+            self.tree, HOST, devices, whitelist or self.whitelist,
+            groups.GroupTree.from_config(list(group_config)), list(statics),
+            allocations or {})
+
+    def parent_name(self, name):
+        return self.tree.data(self.tree.data(name).parent_uuid).name
+
+    def dev_name(self, gpu):
+        return translator.device_rp_name(HOST, GPUS[gpu - 1])
+
+
+class TestFlatTree(TranslatorTestBase):
+
+    def test_devices_are_children_of_root_upper_cased(self):
+        self.translate(gpu_devices())
+        names = [p.name for p in self.tree.children(HOST)]
+        self.assertEqual(sorted('cmp1_' + a.upper() for a in GPUS),
+                         sorted(names))
+        data = self.tree.data('cmp1_0000:2A:00.0')
+        self.assertEqual({'PGPU': {'total': 1, 'reserved': 0,
+                                   'min_unit': 1, 'max_unit': 1,
+                                   'step_size': 1,
+                                   'allocation_ratio': 1.0}},
+                         data.inventory)
+        self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'},
+                         data.traits)
+
+    def test_removed_and_unmatched_devices_get_no_provider(self):
+        devices = gpu_devices(**{GPUS[0]: {'status': 'removed'}})
+        devices.append({'address': '0000:c1:00.0', 'vendor_id': '144d',
+                        'product_id': 'a80a', 'dev_type': 'type-PCI',
+                        'parent_addr': None, 'status': 'available',
+                        'instance_uuid': None, 'request_id': None})
+        self.translate(devices)
+        self.assertEqual(7, len(self.tree.children(HOST)))
+        self.assertFalse(self.tree.exists(self.dev_name(1)))
+
+    def test_second_run_is_stable(self):
+        self.translate(gpu_devices(), h200_groups())
+        before = {p.name: (p.uuid, p.parent_uuid, p.traits)
+                  for p in self.tree.providers()}
+        self.translate(gpu_devices(), h200_groups())
+        after = {p.name: (p.uuid, p.parent_uuid, p.traits)
+                 for p in self.tree.providers()}
+        self.assertEqual(before, after)
+
+
+class TestGroupedTree(TranslatorTestBase):
+
+    def test_h200_tree_shape_and_traits(self):
+        self.translate(gpu_devices(), h200_groups())
+        self.assertEqual(['cmp1_board'],
+                         [p.name for p in self.tree.children(HOST)])
+        self.assertEqual('cmp1_board', self.parent_name('cmp1_quad-a'))
+        self.assertEqual('cmp1_quad-b', self.parent_name('cmp1_pair-b2'))
+        self.assertEqual({'CUSTOM_PCI_GROUP_NVLINK',
+                          'CUSTOM_PCI_GROUP_NVLINK_4'},
+                         self.tree.data('cmp1_quad-a').traits)
+        self.assertEqual({}, self.tree.data('cmp1_pair-a1').inventory)
+        # GPU3 is the second device of pair-a1, the third of quad-a and of
+        # the board (addresses sorted).
+        self.assertEqual('cmp1_pair-a1', self.parent_name(self.dev_name(3)))
+        self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                          'CUSTOM_PCI_GROUP_NVLINK_2_M1',
+                          'CUSTOM_PCI_GROUP_NVLINK_4_M2',
+                          'CUSTOM_PCI_GROUP_NVLINK_8_M2'},
+                         self.tree.data(self.dev_name(3)).traits)
+        self.assertEqual(1 + 7 + 8, len(self.tree.providers()))
+
+    def test_flat_to_grouped_keeps_device_uuids(self):
+        self.translate(gpu_devices())
+        uuids = {p.name: p.uuid for p in self.tree.children(HOST)}
+        allocations = {'vm1': {'allocations': {
+            uuids[self.dev_name(1)]: {'resources': {'PGPU': 1}}}}}
+        self.translate(gpu_devices(**{GPUS[0]: {
+            'status': 'allocated', 'instance_uuid': 'vm1',
+            'request_id': 'r1'}}), h200_groups(), allocations=allocations)
+        for name, uuid in uuids.items():
+            self.assertEqual(uuid, self.tree.data(name).uuid)
+        self.assertEqual('cmp1_pair-a1', self.parent_name(self.dev_name(1)))
+
+    def test_grouped_to_flat_removes_group_providers(self):
+        self.translate(gpu_devices(), h200_groups())
+        self.translate(gpu_devices())
+        self.assertEqual(9, len(self.tree.providers()))
+        self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'},
+                         self.tree.data(self.dev_name(5)).traits)
+
+    def test_regrouping_that_splits_an_instance_is_refused(self):
+        self.translate(gpu_devices())
+        snapshot = [(p.name, p.parent_uuid) for p in self.tree.providers()]
+        held = {'status': 'allocated', 'instance_uuid': 'vm1',
+                'request_id': 'r1'}
+        devices = gpu_devices(**{GPUS[0]: held, GPUS[1]: held})
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.translate, devices, h200_groups())
+        self.assertIn('vm1', str(err))
+        self.assertIn(GPUS[0], str(err))
+        self.assertEqual(snapshot, [(p.name, p.parent_uuid)
+                                    for p in self.tree.providers()])
+
+    def test_instance_holding_a_whole_pair_is_accepted(self):
+        self.translate(gpu_devices())
+        held = {'status': 'allocated', 'instance_uuid': 'vm1',
+                'request_id': 'r1'}
+        self.translate(gpu_devices(**{GPUS[0]: held, GPUS[2]: held}),
+                       h200_groups())
+        self.assertEqual('cmp1_pair-a1', self.parent_name(self.dev_name(1)))
+
+
+class TestAllocationsAndStaticGroups(TranslatorTestBase):
+
+    def test_removing_allocated_provider_is_refused(self):
+        self.translate(gpu_devices())
+        rp = self.tree.data(self.dev_name(2))
+        allocations = {'vm2': {'allocations': {
+            rp.uuid: {'resources': {'PGPU': 1}}}}}
+        devices = gpu_devices()
+        del devices[1]
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.translate, devices,
+                                allocations=allocations)
+        self.assertIn('vm2', str(err))
+        self.assertIn(rp.name, str(err))
+        self.assertTrue(self.tree.exists(rp.uuid))
+
+    def test_allocated_device_without_spec_is_kept(self):
+        self.translate(gpu_devices())
+        rp = self.tree.data(self.dev_name(4))
+        allocations = {'vm4': {'allocations': {
+            rp.uuid: {'resources': {'PGPU': 1}}}}}
+        other = devspec.Whitelist.from_config([json.dumps(
+            {'vendor_id': '10de', 'product_id': '2335',
+             'address': '0000:18:00.0', 'resource_class': 'PGPU'})], True)
+        self.translate(gpu_devices(**{GPUS[3]: {
+            'status': 'allocated', 'instance_uuid': 'vm4',
+            'request_id': 'r4'}}), allocations=allocations,
+            whitelist=other)
+        self.assertEqual(rp.uuid, self.tree.data(self.dev_name(4)).uuid)
+        self.assertEqual({'PGPU'}, set(rp.inventory))
+        self.assertEqual(['cmp1_0000:18:00.0', self.dev_name(4)],
+                         sorted(p.name for p in self.tree.children(HOST)))
+
+    def test_static_group_is_one_unit(self):
+        spec = json.dumps({'vendor_id': '10de', 'product_id': '2335',
+                           'group_name': 'hgx1', 'group_type': 'nvlink'})
+        whitelist = devspec.Whitelist.from_config([spec], True)
+        devices = gpu_devices()
+        statics = groups.static_groups(devices, whitelist)
+        self.translate(devices, statics=statics, whitelist=whitelist)
+        self.assertEqual(['cmp1_hgx1'],
+                         [p.name for p in self.tree.children(HOST)])
+        data = self.tree.data('cmp1_hgx1')
+        self.assertEqual(1, data.inventory['CUSTOM_PCI_GROUP_NVLINK']
+                         ['total'])
+        self.assertIn('COMPUTE_MANAGED_PCI_DEVICE', data.traits)
+
+    def test_reporting_cannot_be_disabled(self):
+        self.translate(gpu_devices())
+        err = self.assertRaises(exception.PlacementPciException,
+                                translator.ensure_reporting_not_disabled,
+                                self.tree)
+        self.assertIn('report_in_placement', str(err))
