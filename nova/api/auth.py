@@ -1,0 +1,77 @@
+"""Authentication middleware: turn a request into a nova RequestContext.
+
+Two strategies, chosen by ``[api]auth_strategy``:
+
+* ``noauth2`` (default): no Keystone. ``X-Auth-Token: <user>[:<project>]``
+  names the caller; without a project part the project is
+  ``X-Auth-Project-Id`` or the user name. User ``admin`` gets the admin
+  role. A request without a token is refused with 401.
+* ``keystone``: keystonemiddleware's auth_token validates the token and
+  sets the X-User-Id / X-Project-Id / X-Roles headers this module reads.
+"""
+
+import webob.dec
+
+from nova.api import faults
+from nova import context as nova_context
+
+CONTEXT_KEY = 'nova.context'
+ADMIN_ROLE = 'admin'
+
+
+def _context(user_id: str, project_id: str, roles: list[str],
+             request_id: str | None = None) -> nova_context.RequestContext:
+    return nova_context.RequestContext(
+        user_id=user_id, project_id=project_id, roles=roles,
+        is_admin=ADMIN_ROLE in roles, request_id=request_id,
+        overwrite=False)
+
+
+class NoAuth(object):
+    """noauth2: trust the token as ``<user>[:<project>]``."""
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req: webob.Request):
+        token = req.headers.get('X-Auth-Token', '').strip()
+        if not token:
+            return faults.error_response(
+                401, 'Authentication required: send X-Auth-Token '
+                     '"<user>[:<project>]" (noauth2).')
+        user_id, _sep, project_id = token.partition(':')
+        project_id = (project_id or req.headers.get('X-Auth-Project-Id')
+                      or user_id)
+        roles = [ADMIN_ROLE] if user_id == ADMIN_ROLE else ['member']
+        req.environ[CONTEXT_KEY] = _context(user_id, project_id, roles)
+        return self.application
+
+
+class KeystoneContext(object):
+    """Build the context from headers set by keystonemiddleware."""
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req: webob.Request):
+        if req.headers.get('X-Identity-Status', 'Invalid') != 'Confirmed':
+            return faults.error_response(401, 'Authentication required.')
+        roles = [r.strip().lower()
+                 for r in req.headers.get('X-Roles', '').split(',')
+                 if r.strip()]
+        req.environ[CONTEXT_KEY] = _context(
+            req.headers.get('X-User-Id'), req.headers.get('X-Project-Id'),
+            roles, req.headers.get('X-Openstack-Request-Id'))
+        return self.application
+
+
+def pipeline(application, conf):
+    """Wrap ``application`` with the configured authentication."""
+    if conf.api.auth_strategy == 'keystone':
+        # Imported here: keystonemiddleware is only needed with Keystone.
+        from keystonemiddleware import auth_token
+        return auth_token.AuthProtocol(KeystoneContext(application),
+                                       {'oslo_config_config': conf})
+    return NoAuth(application)

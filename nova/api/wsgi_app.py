@@ -1,0 +1,243 @@
+"""The Compute API WSGI application: routing, JSON, errors, microversions.
+
+``make_app(conf, compute_api)`` returns a WSGI callable serving the version
+documents at ``/`` and ``/v2.1`` and the v2.1 resources below it. Handlers
+are plain functions ``handler(req, **path_vars)`` returning
+``(status, body)`` or ``(status, body, headers)``; everything around them
+(authentication, microversion negotiation, nova exception to HTTP error
+mapping, JSON encoding) lives here so handlers stay small.
+"""
+
+import datetime
+import json
+import logging
+
+import routes
+import webob
+import webob.dec
+
+from nova.api import auth
+from nova.api import faults
+from nova.api import flavors
+from nova.api import microversion
+from nova.api import misc
+from nova.api import policy
+from nova.api import servers
+from nova.api import versions
+from nova.conf import api as api_conf
+from nova import exception
+
+LOG = logging.getLogger(__name__)
+
+PREFIX = '/v2.1'
+VERSION_KEY = 'nova.api_version'
+
+
+class Request(webob.Request):
+    """A request plus the API state handlers need."""
+
+    # Set by the application before a handler runs: the oslo.config
+    # object, the boot-path compute_api and the policy Enforcer.
+    conf = None
+    compute_api = None
+    policy = None
+
+    @property
+    def api_version(self) -> microversion.APIVersion:
+        """The microversion this request runs at."""
+        return self.environ.get(VERSION_KEY, microversion.MIN)
+
+    @property
+    def context(self):
+        """The caller's nova RequestContext (set by the auth middleware)."""
+        return self.environ[auth.CONTEXT_KEY]
+
+    def body_object(self, root: str | None = None) -> dict:
+        """The JSON body as a dict; with ``root``, the dict under that key.
+
+        Raises APIValidationError (400) for a missing or malformed body.
+        """
+        try:
+            body = json.loads(self.body or b'null')
+        except ValueError as exc:
+            raise exception.APIValidationError(
+                field='body', reason='malformed JSON: %s' % exc)
+        if not isinstance(body, dict):
+            raise exception.APIValidationError(
+                field='body', reason='expected a JSON object, got %r' % (
+                    body,))
+        if root is None:
+            return body
+        inner = body.get(root)
+        if not isinstance(inner, dict):
+            raise exception.APIValidationError(
+                field=root, reason="the body must be {%r: {...}}" % root)
+        return inner
+
+    def link(self, *parts: str, versioned: bool = True) -> str:
+        """Absolute URL of a resource: versioned (self) or bookmark."""
+        base = self.application_url + (PREFIX if versioned else '')
+        return '/'.join([base] + [str(p) for p in parts])
+
+
+def _json_default(value):
+    if isinstance(value, datetime.datetime):
+        return value.strftime('%Y-%m-%dT%H:%M:%SZ')
+    raise TypeError('%r is not JSON serializable' % (value,))
+
+
+def _respond(result) -> webob.Response:
+    status, body = result[0], result[1]
+    headers = result[2] if len(result) > 2 else {}
+    response = webob.Response(status=status)
+    if body is not None:
+        response.content_type = 'application/json'
+        response.charset = 'utf-8'
+        response.body = json.dumps(body, default=_json_default).encode()
+    else:
+        # webob defaults to text/html with an empty body; say nothing.
+        response.content_type = None
+    response.headers.update(headers)
+    return response
+
+
+class _Router(object):
+    """Maps (path, method) to handlers; 404 and 405 as JSON faults."""
+
+    def __init__(self):
+        self._mapper = routes.Mapper()
+        self._handlers: dict[str, dict] = {}
+
+    def add(self, path: str, **handlers) -> None:
+        """Route ``path`` with handlers keyed by HTTP method (GET=...)."""
+        name = 'r%d' % len(self._handlers)
+        self._handlers[name] = handlers
+        self._mapper.connect(name, path)
+
+    def match(self, path: str):
+        """(handlers by method, path variables) or None."""
+        found = self._mapper.routematch(path)
+        if found is None:
+            return None
+        path_vars, route = found
+        return self._handlers[route.name], dict(path_vars)
+
+
+def _build_router() -> _Router:
+    router = _Router()
+    router.add('/', GET=versions.index)
+    router.add(PREFIX, GET=versions.show)
+    router.add(PREFIX + '/', GET=versions.show)
+    p = PREFIX
+    router.add(p + '/flavors', GET=flavors.index, POST=flavors.create)
+    router.add(p + '/flavors/detail', GET=flavors.detail)
+    router.add(p + '/flavors/{flavor_id}', GET=flavors.show,
+               DELETE=flavors.delete)
+    router.add(p + '/flavors/{flavor_id}/os-extra_specs',
+               GET=flavors.specs_index, POST=flavors.specs_create)
+    router.add(p + '/flavors/{flavor_id}/os-extra_specs/{key}',
+               GET=flavors.specs_show, PUT=flavors.specs_update,
+               DELETE=flavors.specs_delete)
+    router.add(p + '/servers', GET=servers.index, POST=servers.create)
+    router.add(p + '/servers/detail', GET=servers.detail)
+    router.add(p + '/servers/{server_id}', GET=servers.show,
+               DELETE=servers.delete)
+    router.add(p + '/limits', GET=misc.limits)
+    router.add(p + '/os-availability-zone', GET=misc.availability_zones)
+    router.add(p + '/os-availability-zone/detail',
+               GET=misc.availability_zones)
+    return router
+
+
+# Paths answered without authentication (version discovery).
+_PUBLIC = {versions.index, versions.show}
+
+
+class ComputeAPI(object):
+    """The routed application behind the authentication middleware."""
+
+    def __init__(self, conf, compute_api):
+        self.conf = conf
+        self.compute_api = compute_api
+        self.policy = policy.Enforcer(conf)
+        self.router = _build_router()
+        self.authenticated = auth.pipeline(self._dispatch, conf)
+
+    def _lookup(self, req: Request):
+        """(handler or None, methods the path allows, path variables)."""
+        path = req.path_info
+        if len(path) > 1 and path.endswith('/') and path != PREFIX + '/':
+            path = path.rstrip('/')
+        found = self.router.match(path)
+        if found is None:
+            return None, [], {}
+        handlers, path_vars = found
+        handler = handlers.get(req.method)
+        if handler is None and req.method == 'HEAD':
+            handler = handlers.get('GET')
+        return handler, sorted(handlers), path_vars
+
+    def _strip_project(self, req: Request) -> None:
+        """Accept ``/v2.1/<project_id>/...`` URLs (older catalogs)."""
+        parts = req.path_info.split('/')
+        if (len(parts) > 3 and parts[1] == PREFIX.strip('/')
+                and parts[2] == req.context.project_id):
+            req.path_info = '/'.join(parts[:2] + parts[3:])
+
+    @webob.dec.wsgify(RequestClass=Request)
+    def __call__(self, req: Request):
+        versioned = req.path_info.startswith(PREFIX)
+        try:
+            req.environ[VERSION_KEY] = microversion.from_headers(
+                req.headers)
+        except exception.NovaException as exc:
+            return faults.from_exception(exc)
+        handler, _methods, _vars = self._lookup(req)
+        if handler in _PUBLIC:
+            response = req.get_response(self._dispatch)
+        else:
+            response = req.get_response(self.authenticated)
+        if versioned:
+            response.headers.update(
+                microversion.response_headers(req.api_version))
+        return response
+
+    @webob.dec.wsgify(RequestClass=Request)
+    def _dispatch(self, req: Request):
+        if auth.CONTEXT_KEY in req.environ:
+            self._strip_project(req)
+        handler, methods, path_vars = self._lookup(req)
+        if not methods:
+            return faults.error_response(
+                404, 'No resource at %s %s.' % (req.method, req.path))
+        if handler is None:
+            return faults.error_response(
+                405, 'Method %s is not allowed on %s; allowed: %s.' % (
+                    req.method, req.path, ', '.join(methods)))
+        req.conf = self.conf
+        req.compute_api = self.compute_api
+        req.policy = self.policy
+        try:
+            response = _respond(handler(req, **path_vars))
+        except exception.NovaException as exc:
+            LOG.info('%s %s failed: %s', req.method, req.path, exc.message)
+            return faults.from_exception(exc)
+        except Exception:
+            LOG.exception('Unexpected error in %s %s', req.method, req.path)
+            return faults.error_response(
+                500, 'Unexpected API error; see the nova-api log.')
+        if auth.CONTEXT_KEY in req.environ:
+            response.headers['X-Openstack-Request-Id'] = (
+                req.context.request_id)
+        return response
+
+
+def make_app(conf, compute_api):
+    """Build the Compute API WSGI application.
+
+    ``compute_api`` creates, reads and deletes servers (see
+    nova.api.servers); flavors go straight to nova.db.api. ``conf`` needs
+    the [api], [pci] and [filter_scheduler] options.
+    """
+    api_conf.register_opts(conf)
+    return ComputeAPI(conf, compute_api)

@@ -1,0 +1,36 @@
+"""[api] options of the nova-api service (Compute API v2.1)."""
+
+from oslo_config import cfg
+
+api_group = cfg.OptGroup(
+    'api', title='Compute API options',
+    help='How nova-api authenticates requests and where it listens.')
+
+api_opts = [
+    cfg.StrOpt('auth_strategy',
+               default='noauth2',
+               choices=[
+                   ('noauth2', 'No Keystone: the X-Auth-Token header is '
+                               '"<user>[:<project>]"; user "admin" gets the '
+                               'admin role. For tests, demos and the '
+                               'all-in-one deployment only.'),
+                   ('keystone', 'Validate tokens with keystonemiddleware '
+                                '(configure [keystone_authtoken]).'),
+               ],
+               help='How incoming Compute API requests are authenticated.'),
+    cfg.HostAddressOpt('listen',
+                       default='0.0.0.0',
+                       help='Address nova-api binds to.'),
+    cfg.PortOpt('listen_port',
+                default=8774,
+                help='TCP port nova-api listens on.'),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(api_group)
+    conf.register_opts(api_opts, group=api_group)
+
+
+def list_opts() -> dict:
+    return {api_group: api_opts}
