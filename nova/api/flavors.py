@@ -1,0 +1,273 @@
+"""Flavors and flavor extra specs (``/flavors``, ``/os-extra_specs``).
+
+Flavors are read and written straight through nova.db.api. Writes are
+admin-only by policy. Extra specs that nova itself interprets are checked
+when they are set, so a bad flavor fails at ``openstack flavor set`` time
+instead of at every server boot: ``pci_passthrough:alias`` must parse and
+name aliases defined in ``[pci]alias``.
+"""
+
+import re
+
+from nova.api import validation
+from nova.db import api as db
+from nova import exception
+from nova.pci import request as pci_request
+from nova import policies
+
+# Keys of the pci_passthrough: namespace this API knows.
+_PCI_NAMESPACE = 'pci_passthrough:'
+_KNOWN_PCI_KEYS = (pci_request.EXTRA_SPEC_ALIAS,)
+_SPEC_KEY_RE = re.compile(r'^[\w.\-: ]{1,255}$')
+
+# Flavor fields the database does not store: accepted only at their
+# default value so a client is never silently ignored.
+_FIXED_FIELDS = {'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': 0,
+                 'rxtx_factor': 1.0}
+
+_CREATE_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
+                 'pattern': r'^\S(.*\S)?$'},
+        'id': {'type': ['string', 'null'], 'minLength': 1,
+               'maxLength': 255, 'pattern': r'^[\w.\- ]+$'},
+        'ram': validation.positive_integer(),
+        'vcpus': validation.positive_integer(),
+        'disk': validation.non_negative_integer(),
+        'OS-FLV-EXT-DATA:ephemeral': validation.non_negative_integer(),
+        'swap': {'anyOf': [validation.non_negative_integer(),
+                           {'enum': ['']}]},
+        'rxtx_factor': {'type': ['number', 'string']},
+        'os-flavor-access:is_public': {'type': 'boolean'},
+        'description': {'type': ['string', 'null'], 'maxLength': 65535},
+    },
+    'required': ['name', 'ram', 'vcpus', 'disk'],
+    'additionalProperties': False,
+}
+
+
+def _admin_list(req) -> bool:
+    return req.policy.allowed(req.context, policies.FLAVOR_CREATE)
+
+
+def _links(req, flavorid: str) -> list[dict]:
+    return [{'rel': 'self', 'href': req.link('flavors', flavorid)},
+            {'rel': 'bookmark',
+             'href': req.link('flavors', flavorid, versioned=False)}]
+
+
+def _brief_view(req, flavor: dict) -> dict:
+    view = {'id': flavor['flavorid'], 'name': flavor['name'],
+            'links': _links(req, flavor['flavorid'])}
+    if req.api_version.at_least('2.55'):
+        view['description'] = None
+    return view
+
+
+def _detail_view(req, flavor: dict) -> dict:
+    view = _brief_view(req, flavor)
+    view.update({
+        'ram': flavor['memory_mb'],
+        'vcpus': flavor['vcpus'],
+        'disk': flavor['root_gb'],
+        'OS-FLV-EXT-DATA:ephemeral': 0,
+        # Before 2.75 an unset swap is rendered as an empty string.
+        'swap': 0 if req.api_version.at_least('2.75') else '',
+        'rxtx_factor': 1.0,
+        'os-flavor-access:is_public': flavor['is_public'],
+        'OS-FLV-DISABLED:disabled': flavor['disabled'],
+    })
+    if req.api_version.at_least('2.61'):
+        view['extra_specs'] = dict(flavor.get('extra_specs') or {})
+    return view
+
+
+def _is_public_filter(req) -> bool | None:
+    """Which flavors a listing shows: public only, unless an admin asks
+    for ``is_public=false`` or ``is_public=none`` (all)."""
+    value = req.GET.get('is_public')
+    if value is None or not _admin_list(req):
+        return True
+    value = value.strip().lower()
+    if value == 'none':
+        return None
+    return validation.boolean('is_public', value)
+
+
+def _filtered(req) -> list[dict]:
+    """Flavors of a listing, after is_public, minRam, minDisk, marker and
+    limit, in flavorid order."""
+    flavors = db.flavor_get_all(req.context,
+                                is_public=_is_public_filter(req))
+    min_ram = validation.query_int(req, 'minRam')
+    min_disk = validation.query_int(req, 'minDisk')
+    flavors = [f for f in flavors
+               if (min_ram is None or f['memory_mb'] >= min_ram)
+               and (min_disk is None or f['root_gb'] >= min_disk)]
+    flavors.sort(key=lambda f: f['flavorid'])
+    return validation.paginate(req, flavors, 'flavorid')
+
+
+def index(req) -> tuple:
+    """GET /flavors: id, name and links of each flavor."""
+    return 200, {'flavors': [_brief_view(req, f) for f in _filtered(req)]}
+
+
+def detail(req) -> tuple:
+    """GET /flavors/detail: full flavor views."""
+    return 200, {'flavors': [_detail_view(req, f) for f in _filtered(req)]}
+
+
+def show(req, flavor_id: str) -> tuple:
+    """GET /flavors/{id}."""
+    flavor = db.flavor_get_by_flavorid(req.context, flavor_id)
+    return 200, {'flavor': _detail_view(req, flavor)}
+
+
+def _check_fixed_fields(body: dict) -> None:
+    for field, default in _FIXED_FIELDS.items():
+        value = body.get(field, default)
+        if value in ('', None):
+            continue
+        try:
+            same = float(value) == float(default)
+        except ValueError:
+            same = False
+        if not same:
+            raise exception.APIValidationError(
+                field=field, reason='%r is not supported; this deployment '
+                'only stores %r' % (value, default))
+    if body.get('description') is not None:
+        raise exception.APIValidationError(
+            field='description',
+            reason='flavor descriptions are not stored by this deployment')
+
+
+def create(req) -> tuple:
+    """POST /flavors (admin): create a flavor, a uuid id unless given."""
+    req.policy.authorize(req.context, policies.FLAVOR_CREATE)
+    body = req.body_object('flavor')
+    validation.validate(body, _CREATE_SCHEMA)
+    _check_fixed_fields(body)
+    values = {'name': body['name'],
+              'memory_mb': int(body['ram']),
+              'vcpus': int(body['vcpus']),
+              'root_gb': int(body['disk']),
+              'is_public': body.get('os-flavor-access:is_public', True)}
+    if body.get('id') is not None:
+        values['flavorid'] = body['id'].strip()
+    flavor = db.flavor_create(req.context, values)
+    return 200, {'flavor': _detail_view(req, flavor)}
+
+
+def delete(req, flavor_id: str) -> tuple:
+    """DELETE /flavors/{id} (admin)."""
+    req.policy.authorize(req.context, policies.FLAVOR_DELETE)
+    db.flavor_destroy(req.context, flavor_id)
+    return 202, None
+
+
+# Extra specs ---------------------------------------------------------------
+
+def _check_pci_alias(conf, value: str) -> None:
+    """Syntax of pci_passthrough:alias, and that each alias is defined."""
+    aliases = pci_request.get_alias_from_config(
+        conf.pci.alias, conf.filter_scheduler.pci_in_placement)
+    defined = ', '.join(sorted(aliases)) or 'none'
+    key = pci_request.EXTRA_SPEC_ALIAS
+    try:
+        requested = pci_request.parse_alias_extra_spec(value)
+    except exception.PciInvalidFlavorRequest as exc:
+        raise exception.FlavorExtraSpecInvalid(
+            key=key, value=value, reason='%s; aliases defined in '
+            '[pci]alias: %s' % (exc.kwargs['reason'], defined))
+    unknown = sorted({name for name, _count in requested
+                      if name not in aliases})
+    if unknown:
+        raise exception.FlavorExtraSpecInvalid(
+            key=key, value=value, reason='alias %s not defined in '
+            '[pci]alias; aliases defined: %s' % (
+                ', '.join(repr(n) for n in unknown), defined))
+
+
+def _check_specs(conf, specs: dict) -> dict[str, str]:
+    """Validate extra specs and return them with string values."""
+    checked = {}
+    for key, value in specs.items():
+        if not _SPEC_KEY_RE.match(key):
+            raise exception.APIValidationError(
+                field='extra_specs', reason='key %r must be 1-255 '
+                'letters, digits, spaces or "_.-:"' % key)
+        if isinstance(value, bool) or not isinstance(
+                value, (str, int, float)):
+            raise exception.APIValidationError(
+                field='extra_specs', reason='value of %r must be a string '
+                'or a number, got %r' % (key, value))
+        value = str(value)
+        if len(value) > 255:
+            raise exception.APIValidationError(
+                field='extra_specs', reason='value of %r is longer than '
+                '255 characters' % key)
+        if key.startswith(_PCI_NAMESPACE) and key not in _KNOWN_PCI_KEYS:
+            raise exception.FlavorExtraSpecInvalid(
+                key=key, value=value, reason='unknown key in the %s '
+                'namespace; known keys: %s' % (
+                    _PCI_NAMESPACE, ', '.join(_KNOWN_PCI_KEYS)))
+        if key == pci_request.EXTRA_SPEC_ALIAS:
+            _check_pci_alias(conf, value)
+        if (key == pci_request.EXTRA_SPEC_NUMA_POLICY
+                and value not in pci_request.NUMA_POLICIES):
+            raise exception.InvalidPCINUMAAffinity(
+                policy=value, allowed=', '.join(pci_request.NUMA_POLICIES))
+        checked[key] = value
+    return checked
+
+
+def specs_index(req, flavor_id: str) -> tuple:
+    """GET /flavors/{id}/os-extra_specs."""
+    return 200, {'extra_specs': db.flavor_extra_specs_get(req.context,
+                                                          flavor_id)}
+
+
+def specs_create(req, flavor_id: str) -> tuple:
+    """POST /flavors/{id}/os-extra_specs (admin): add or change specs."""
+    req.policy.authorize(req.context, policies.EXTRA_SPECS_CREATE)
+    specs = _check_specs(req.conf, req.body_object('extra_specs'))
+    # Look the flavor up first so a missing flavor is a 404, not a 400.
+    db.flavor_get_by_flavorid(req.context, flavor_id)
+    db.flavor_extra_specs_update_or_create(req.context, flavor_id, specs)
+    return 200, {'extra_specs': specs}
+
+
+def specs_show(req, flavor_id: str, key: str) -> tuple:
+    """GET /flavors/{id}/os-extra_specs/{key}."""
+    specs = db.flavor_extra_specs_get(req.context, flavor_id)
+    if key not in specs:
+        raise exception.FlavorExtraSpecNotFound(flavor_id=flavor_id,
+                                                key=key)
+    return 200, {key: specs[key]}
+
+
+def specs_update(req, flavor_id: str, key: str) -> tuple:
+    """PUT /flavors/{id}/os-extra_specs/{key} (admin): body ``{key: v}``."""
+    req.policy.authorize(req.context, policies.EXTRA_SPECS_UPDATE)
+    body = req.body_object()
+    if len(body) != 1:
+        raise exception.APIValidationError(
+            field='body', reason='expected exactly one item {%r: value}, '
+            'got %d' % (key, len(body)))
+    if key not in body:
+        raise exception.APIValidationError(
+            field='body', reason='key %r does not match the URL key %r' % (
+                next(iter(body)), key))
+    specs = _check_specs(req.conf, body)
+    db.flavor_extra_specs_update_or_create(req.context, flavor_id, specs)
+    return 200, specs
+
+
+def specs_delete(req, flavor_id: str, key: str) -> tuple:
+    """DELETE /flavors/{id}/os-extra_specs/{key} (admin)."""
+    req.policy.authorize(req.context, policies.EXTRA_SPECS_DELETE)
+    db.flavor_extra_specs_delete(req.context, flavor_id, key)
+    return 200, None
