@@ -1,0 +1,248 @@
+"""Servers (``/servers``): create, list, show and delete.
+
+The work is done by the ``compute_api`` given to ``make_app`` (the boot
+path); this module validates requests, scopes them to the caller's project
+and renders instance dicts (from nova.db.api) as Compute API server views.
+
+``compute_api`` must provide::
+
+    create(context, name, flavor_ref, image_ref, metadata) -> dict
+    get(context, uuid) -> dict
+    get_all(context, detail: bool) -> list[dict]
+    delete(context, uuid) -> None
+"""
+
+import hashlib
+
+from nova.api import validation
+from nova.db import api as db
+from nova import exception
+from nova import policies
+
+# vm_state -> the status clients see.
+_STATUS = {
+    'building': 'BUILD',
+    'active': 'ACTIVE',
+    'error': 'ERROR',
+    'deleted': 'DELETED',
+    'stopped': 'SHUTOFF',
+    'paused': 'PAUSED',
+    'suspended': 'SUSPENDED',
+    'soft-delete': 'SOFT_DELETED',
+}
+_STATUS_BY_NAME = {status: vm_state for vm_state, status in _STATUS.items()}
+
+# This deployment has no Glance and no Neutron: the image reference is
+# passed through unchecked, networks are accepted and not configured.
+_CREATE_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
+                 'pattern': r'^\S(.*\S)?$'},
+        'flavorRef': {'type': ['string', 'integer'], 'minLength': 1},
+        'imageRef': {'type': 'string', 'maxLength': 255},
+        'metadata': {
+            'type': 'object',
+            'propertyNames': {'minLength': 1, 'maxLength': 255},
+            'additionalProperties': {'type': 'string', 'maxLength': 255},
+        },
+        'networks': {'anyOf': [{'enum': ['auto', 'none']},
+                               {'type': 'array'}]},
+        'min_count': {'enum': [1, '1']},
+        'max_count': {'enum': [1, '1']},
+    },
+    'required': ['name', 'flavorRef'],
+}
+
+_HOST_ATTRIBUTES = ('OS-EXT-SRV-ATTR:host',
+                    'OS-EXT-SRV-ATTR:hypervisor_hostname',
+                    'OS-EXT-SRV-ATTR:instance_name')
+
+
+def _links(req, uuid: str) -> list[dict]:
+    return [{'rel': 'self', 'href': req.link('servers', uuid)},
+            {'rel': 'bookmark',
+             'href': req.link('servers', uuid, versioned=False)}]
+
+
+def _flavor_view(req, instance: dict) -> dict:
+    """The server's flavor: a link before 2.47, the boot-time copy after."""
+    flavor = instance.get('flavor') or {}
+    if not req.api_version.at_least('2.47'):
+        flavorid = flavor.get('flavorid', instance.get('flavor_id'))
+        return {'id': flavorid,
+                'links': [{'rel': 'bookmark', 'href': req.link(
+                    'flavors', flavorid, versioned=False)}]}
+    return {'original_name': flavor.get('name'),
+            'vcpus': flavor.get('vcpus'),
+            'ram': flavor.get('memory_mb'),
+            'disk': flavor.get('root_gb'),
+            'ephemeral': 0,
+            'swap': 0,
+            'extra_specs': dict(flavor.get('extra_specs') or {})}
+
+
+def _fault_view(instance: dict, is_admin: bool) -> dict | None:
+    """The fault of an ERROR server; details (possibly a traceback) are
+    for admins only."""
+    if instance.get('vm_state') != 'error' or not (
+            instance.get('fault_message') or instance.get('fault_details')):
+        return None
+    fault = {'code': 500,
+             'message': instance.get('fault_message') or '',
+             'created': instance.get('updated_at')
+             or instance.get('created_at')}
+    if is_admin:
+        fault['details'] = instance.get('fault_details') or ''
+    return fault
+
+
+def _host_id(instance: dict) -> str:
+    """Opaque per-project host identifier (never the host name)."""
+    if not instance.get('host'):
+        return ''
+    key = '%s%s' % (instance.get('project_id') or '', instance['host'])
+    return hashlib.sha224(key.encode()).hexdigest()
+
+
+def _brief_view(req, instance: dict) -> dict:
+    return {'id': instance['uuid'], 'name': instance.get('display_name'),
+            'links': _links(req, instance['uuid'])}
+
+
+def _detail_view(req, instance: dict) -> dict:
+    version = req.api_version
+    vm_state = instance.get('vm_state')
+    view = _brief_view(req, instance)
+    view.update({
+        'status': _STATUS.get(vm_state, 'UNKNOWN'),
+        'tenant_id': instance.get('project_id'),
+        'user_id': instance.get('user_id'),
+        'metadata': {},
+        'hostId': _host_id(instance),
+        'image': '',
+        'flavor': _flavor_view(req, instance),
+        'created': instance.get('created_at'),
+        'updated': instance.get('updated_at') or instance.get('created_at'),
+        'addresses': {},
+        'accessIPv4': '',
+        'accessIPv6': '',
+        'OS-DCF:diskConfig': 'MANUAL',
+        'progress': 0,
+        'OS-EXT-AZ:availability_zone': 'nova',
+        'config_drive': '',
+        'key_name': None,
+        'OS-SRV-USG:launched_at': None,
+        'OS-SRV-USG:terminated_at': instance.get('deleted_at'),
+        'OS-EXT-STS:vm_state': vm_state,
+        'OS-EXT-STS:task_state': instance.get('task_state'),
+        'OS-EXT-STS:power_state': instance.get('power_state') or 0,
+        'os-extended-volumes:volumes_attached': [],
+        'security_groups': [{'name': 'default'}],
+    })
+    if req.policy.allowed(req.context, policies.HOST_ATTRIBUTES):
+        view['OS-EXT-SRV-ATTR:host'] = instance.get('host')
+        view['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.get('node')
+        view['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % (
+            instance['uuid'])
+    fault = _fault_view(instance, req.context.is_admin)
+    if fault is not None:
+        view['fault'] = fault
+    # Fields later microversions add; this deployment has no value for
+    # them beyond the defaults.
+    for since, key, value in (('2.9', 'locked', False),
+                              ('2.19', 'description', None),
+                              ('2.26', 'tags', []),
+                              ('2.63', 'trusted_image_certificates', None),
+                              ('2.71', 'server_groups', []),
+                              ('2.73', 'locked_reason', None),
+                              ('2.96', 'pinned_availability_zone', None)):
+        if version.at_least(since):
+            view[key] = value
+    return view
+
+
+def _get(req, server_id: str, rule: str) -> dict:
+    """The instance, if the caller may act on it by ``rule``; servers of
+    other projects are reported missing rather than forbidden."""
+    instance = req.compute_api.get(req.context, server_id)
+    if not req.policy.allowed(req.context, rule,
+                              {'project_id': instance.get('project_id')}):
+        raise exception.InstanceNotFound(instance_id=server_id)
+    return instance
+
+
+def _listed(req, detail: bool) -> list[dict]:
+    """Servers of the caller's project (every project for an admin asking
+    ``all_tenants``), filtered by name and status, newest first."""
+    all_projects = req.GET.get('all_tenants')
+    if all_projects is not None and (
+            all_projects == '' or validation.boolean('all_tenants',
+                                                     all_projects)):
+        req.policy.authorize(req.context, policies.SERVERS_ALL_PROJECTS)
+        instances = req.compute_api.get_all(req.context, detail)
+    else:
+        instances = [i for i in req.compute_api.get_all(req.context, detail)
+                     if i.get('project_id') == req.context.project_id]
+    name = req.GET.get('name')
+    if name:
+        instances = [i for i in instances
+                     if name in (i.get('display_name') or '')]
+    status = req.GET.get('status')
+    if status:
+        vm_state = _STATUS_BY_NAME.get(status.upper())
+        instances = [i for i in instances if i.get('vm_state') == vm_state]
+    instances.sort(key=lambda i: str(i.get('created_at') or ''),
+                   reverse=True)
+    return validation.paginate(req, instances, 'uuid')
+
+
+def index(req) -> tuple:
+    """GET /servers: id, name and links."""
+    return 200, {'servers': [_brief_view(req, i)
+                             for i in _listed(req, detail=False)]}
+
+
+def detail(req) -> tuple:
+    """GET /servers/detail: full server views."""
+    return 200, {'servers': [_detail_view(req, i)
+                             for i in _listed(req, detail=True)]}
+
+
+def show(req, server_id: str) -> tuple:
+    """GET /servers/{id}."""
+    instance = _get(req, server_id, policies.SERVERS_SHOW)
+    return 200, {'server': _detail_view(req, instance)}
+
+
+def _flavor_id(ref) -> str:
+    """A flavorRef may be an id or a flavor URL; keep the id."""
+    return str(ref).rstrip('/').rsplit('/', 1)[-1]
+
+
+def create(req) -> tuple:
+    """POST /servers: boot one server; 202 with its id and links."""
+    body = req.body_object('server')
+    validation.validate(body, _CREATE_SCHEMA)
+    flavor_ref = _flavor_id(body['flavorRef'])
+    try:
+        db.flavor_get_by_flavorid(req.context, flavor_ref)
+    except exception.FlavorNotFound:
+        raise exception.APIValidationError(
+            field='flavorRef', reason='flavor %r does not exist' % (
+                body['flavorRef'],))
+    instance = req.compute_api.create(
+        req.context, body['name'], flavor_ref, body.get('imageRef', ''),
+        body.get('metadata', {}))
+    uuid = instance['uuid']
+    server = {'id': uuid, 'links': _links(req, uuid),
+              'OS-DCF:diskConfig': 'MANUAL',
+              'security_groups': [{'name': 'default'}]}
+    return 202, {'server': server}, {'Location': req.link('servers', uuid)}
+
+
+def delete(req, server_id: str) -> tuple:
+    """DELETE /servers/{id}."""
+    _get(req, server_id, policies.SERVERS_DELETE)
+    req.compute_api.delete(req.context, server_id)
+    return 204, None
