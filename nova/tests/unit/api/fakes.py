@@ -1,0 +1,95 @@
+"""Shared test helpers: an app on a real test database and a compute_api
+double that records its calls and writes instances through nova.db.api."""
+
+import json
+
+from oslo_config import cfg
+import testtools
+import webob
+
+from nova.api import wsgi_app
+import nova.conf
+from nova import context as nova_context
+from nova.db import api as db
+from nova.tests.fixtures import database
+
+ADMIN = 'admin'
+MEMBER = 'alice:proj-a'
+OTHER = 'bob:proj-b'
+
+
+class FakeComputeAPI(object):
+    """Boot-path double: creates BUILD instances with the flavor copied,
+    records every call as (method, args)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def create(self, context, name, flavor_ref, image_ref, metadata):
+        self.calls.append(('create', name, flavor_ref, image_ref, metadata))
+        flavor = db.flavor_get_by_flavorid(context, flavor_ref)
+        return db.instance_create(context, {
+            'display_name': name, 'project_id': context.project_id,
+            'user_id': context.user_id, 'flavor_id': flavor['id'],
+            'flavor': flavor, 'vm_state': 'building',
+            'task_state': 'scheduling'})
+
+    def get(self, context, uuid):
+        self.calls.append(('get', uuid))
+        return db.instance_get_by_uuid(context, uuid)
+
+    def get_all(self, context, detail):
+        self.calls.append(('get_all', detail))
+        return db.instance_get_all(context)
+
+    def delete(self, context, uuid):
+        self.calls.append(('delete', uuid))
+        db.instance_destroy(context, uuid)
+
+
+class APITestCase(testtools.TestCase):
+    """Runs requests through make_app with a migrated SQLite database."""
+
+    aliases = ['{"name": "h200", "vendor_id": "10de", '
+               '"product_id": "2335"}']
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(database.Database())
+        self.conf = cfg.ConfigOpts()
+        nova.conf.register_all(self.conf)
+        self.conf([], project='nova')
+        self.conf.set_override('alias', self.aliases, group='pci')
+        self.compute_api = FakeComputeAPI()
+        self.app = wsgi_app.make_app(self.conf, self.compute_api)
+        self.admin_context = nova_context.get_admin_context()
+
+    def request(self, method, path, body=None, token=ADMIN, version=None,
+                headers=None):
+        """Send one request; returns the webob response."""
+        req = webob.Request.blank(path, method=method)
+        if token is not None:
+            req.headers['X-Auth-Token'] = token
+        if version is not None:
+            req.headers['OpenStack-API-Version'] = 'compute %s' % version
+        if body is not None:
+            req.body = json.dumps(body).encode()
+            req.content_type = 'application/json'
+        req.headers.update(headers or {})
+        return req.get_response(self.app)
+
+    def assertFault(self, response, status, name, *fragments):
+        """The response is a Nova-shaped fault whose message contains
+        every fragment."""
+        self.assertEqual(status, response.status_int, response.text)
+        fault = response.json[name]
+        self.assertEqual(status, fault['code'])
+        for fragment in fragments:
+            self.assertIn(fragment, fault['message'])
+        return fault['message']
+
+    def make_flavor(self, flavorid='f1', name='small', extra_specs=None,
+                    **values):
+        values = {'flavorid': flavorid, 'name': name, 'vcpus': 2,
+                  'memory_mb': 2048, 'root_gb': 20, **values}
+        return db.flavor_create(self.admin_context, values, extra_specs)

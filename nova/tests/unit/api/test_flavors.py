@@ -1,0 +1,187 @@
+"""Flavor CRUD, extra specs, pci_passthrough:alias checks, admin policy."""
+
+from nova.tests.unit.api import fakes
+
+FLAVOR_BODY = {'flavor': {'name': 'gpu.2', 'ram': 4096, 'vcpus': 8,
+                          'disk': 40, 'id': 'gpu2'}}
+
+
+class TestFlavors(fakes.APITestCase):
+
+    def test_create_show_list_delete(self):
+        response = self.request('POST', '/v2.1/flavors', FLAVOR_BODY)
+        self.assertEqual(200, response.status_int, response.text)
+        flavor = response.json['flavor']
+        self.assertEqual(('gpu2', 'gpu.2', 4096, 8, 40),
+                         (flavor['id'], flavor['name'], flavor['ram'],
+                          flavor['vcpus'], flavor['disk']))
+        self.assertEqual('http://localhost/v2.1/flavors/gpu2',
+                         flavor['links'][0]['href'])
+
+        shown = self.request('GET', '/v2.1/flavors/gpu2',
+                             token=fakes.MEMBER).json['flavor']
+        self.assertEqual(flavor, shown)
+        listed = self.request('GET', '/v2.1/flavors').json['flavors']
+        self.assertEqual([{'id': 'gpu2', 'name': 'gpu.2',
+                           'links': flavor['links']}], listed)
+        detail = self.request('GET', '/v2.1/flavors/detail').json
+        self.assertEqual([flavor], detail['flavors'])
+
+        self.assertEqual(202, self.request(
+            'DELETE', '/v2.1/flavors/gpu2').status_int)
+        self.assertFault(self.request('GET', '/v2.1/flavors/gpu2'),
+                         404, 'itemNotFound', 'gpu2')
+
+    def test_create_without_id_gets_uuid(self):
+        body = {'flavor': dict(FLAVOR_BODY['flavor'], id=None)}
+        flavor = self.request('POST', '/v2.1/flavors', body).json['flavor']
+        self.assertEqual(36, len(flavor['id']))
+
+    def test_create_duplicate_name_is_409(self):
+        self.make_flavor(name='gpu.2')
+        self.assertFault(self.request('POST', '/v2.1/flavors', FLAVOR_BODY),
+                         409, 'conflictingRequest', 'gpu.2')
+
+    def test_create_rejects_bad_ram(self):
+        body = {'flavor': dict(FLAVOR_BODY['flavor'], ram=0)}
+        self.assertFault(self.request('POST', '/v2.1/flavors', body),
+                         400, 'badRequest', 'ram')
+
+    def test_create_rejects_unstored_swap(self):
+        body = {'flavor': dict(FLAVOR_BODY['flavor'], swap=512)}
+        self.assertFault(self.request('POST', '/v2.1/flavors', body),
+                         400, 'badRequest', 'swap', '512')
+
+    def test_member_cannot_create_or_delete(self):
+        self.assertFault(self.request('POST', '/v2.1/flavors', FLAVOR_BODY,
+                                      token=fakes.MEMBER),
+                         403, 'forbidden', 'os-flavor-manage:create')
+        self.make_flavor()
+        self.assertFault(self.request('DELETE', '/v2.1/flavors/f1',
+                                      token=fakes.MEMBER),
+                         403, 'forbidden')
+        self.assertEqual(200, self.request('GET', '/v2.1/flavors/f1')
+                         .status_int)
+
+    def test_microversion_fields(self):
+        self.make_flavor(extra_specs={'hw:cpu_policy': 'dedicated'})
+        old = self.request('GET', '/v2.1/flavors/f1').json['flavor']
+        self.assertNotIn('extra_specs', old)
+        self.assertEqual('', old['swap'])
+        new = self.request('GET', '/v2.1/flavors/f1',
+                           version='2.75').json['flavor']
+        self.assertEqual({'hw:cpu_policy': 'dedicated'}, new['extra_specs'])
+        self.assertEqual(0, new['swap'])
+        self.assertIsNone(new['description'])
+
+    def test_private_flavors_only_for_admins_asking(self):
+        self.make_flavor()
+        self.make_flavor('f2', 'hidden', is_public=False)
+        ids = [f['id'] for f in self.request(
+            'GET', '/v2.1/flavors?is_public=none').json['flavors']]
+        self.assertEqual(['f1', 'f2'], ids)
+        ids = [f['id'] for f in self.request(
+            'GET', '/v2.1/flavors?is_public=none',
+            token=fakes.MEMBER).json['flavors']]
+        self.assertEqual(['f1'], ids)
+
+    def test_min_ram_limit_and_marker(self):
+        self.make_flavor('f1', 'a', memory_mb=512)
+        self.make_flavor('f2', 'b', memory_mb=4096)
+        self.make_flavor('f3', 'c', memory_mb=8192)
+        ids = [f['id'] for f in self.request(
+            'GET', '/v2.1/flavors?minRam=1024').json['flavors']]
+        self.assertEqual(['f2', 'f3'], ids)
+        ids = [f['id'] for f in self.request(
+            'GET', '/v2.1/flavors?marker=f1&limit=1').json['flavors']]
+        self.assertEqual(['f2'], ids)
+
+
+class TestExtraSpecs(fakes.APITestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.make_flavor()
+        self.url = '/v2.1/flavors/f1/os-extra_specs'
+
+    def test_set_list_show_update_delete(self):
+        response = self.request('POST', self.url, {'extra_specs': {
+            'pci_passthrough:alias': 'h200:2', 'hw:numa_nodes': 1}})
+        self.assertEqual(200, response.status_int, response.text)
+        self.assertEqual({'pci_passthrough:alias': 'h200:2',
+                          'hw:numa_nodes': '1'},
+                         response.json['extra_specs'])
+        self.assertEqual(
+            {'pci_passthrough:alias': 'h200:2', 'hw:numa_nodes': '1'},
+            self.request('GET', self.url,
+                         token=fakes.MEMBER).json['extra_specs'])
+        key_url = self.url + '/pci_passthrough:alias'
+        self.assertEqual({'pci_passthrough:alias': 'h200:2'},
+                         self.request('GET', key_url).json)
+        response = self.request('PUT', key_url,
+                                {'pci_passthrough:alias': 'h200:4'})
+        self.assertEqual({'pci_passthrough:alias': 'h200:4'}, response.json)
+        self.assertEqual(200, self.request('DELETE', key_url).status_int)
+        self.assertEqual({'hw:numa_nodes': '1'},
+                         self.request('GET', self.url).json['extra_specs'])
+        self.assertFault(self.request('GET', key_url), 404, 'itemNotFound',
+                         'pci_passthrough:alias')
+
+    def test_unknown_alias_is_400_naming_value_and_defined(self):
+        response = self.request('POST', self.url, {'extra_specs': {
+            'pci_passthrough:alias': 'h100:2'}})
+        self.assertFault(response, 400, 'badRequest', "'h100:2'",
+                         "'h100' not defined", 'aliases defined: h200')
+        self.assertEqual({}, self.request('GET', self.url)
+                         .json['extra_specs'])
+
+    def test_bad_alias_syntax_is_400(self):
+        for value in ('h200', 'h200:0', 'h200:2,', 'h200:two'):
+            response = self.request('PUT', self.url + '/pci_passthrough:alias',
+                                    {'pci_passthrough:alias': value})
+            self.assertFault(response, 400, 'badRequest', repr(value),
+                             'defined in [pci]alias: h200')
+
+    def test_no_aliases_configured(self):
+        self.conf.set_override('alias', [], group='pci')
+        response = self.request('POST', self.url, {'extra_specs': {
+            'pci_passthrough:alias': 'h200:1'}})
+        self.assertFault(response, 400, 'badRequest', 'aliases defined: none')
+
+    def test_unknown_pci_key_is_400(self):
+        response = self.request('POST', self.url, {'extra_specs': {
+            'pci_passthrough:aliases': 'h200:1'}})
+        self.assertFault(response, 400, 'badRequest',
+                         'pci_passthrough:aliases',
+                         'known keys: pci_passthrough:alias')
+
+    def test_bad_numa_policy_is_400(self):
+        response = self.request('POST', self.url, {'extra_specs': {
+            'hw:pci_numa_affinity_policy': 'strict'}})
+        self.assertFault(response, 400, 'badRequest', "'strict'", 'socket')
+
+    def test_put_body_must_match_url(self):
+        response = self.request('PUT', self.url + '/hw:numa_nodes',
+                                {'hw:cpu_policy': 'dedicated'})
+        self.assertFault(response, 400, 'badRequest', 'hw:cpu_policy',
+                         'hw:numa_nodes')
+        response = self.request('PUT', self.url + '/hw:numa_nodes',
+                                {'hw:numa_nodes': '1', 'x': '2'})
+        self.assertFault(response, 400, 'badRequest', 'exactly one')
+
+    def test_member_cannot_write(self):
+        body = {'extra_specs': {'hw:numa_nodes': '1'}}
+        self.assertFault(self.request('POST', self.url, body,
+                                      token=fakes.MEMBER), 403, 'forbidden')
+        self.assertFault(self.request('PUT', self.url + '/hw:numa_nodes',
+                                      {'hw:numa_nodes': '1'},
+                                      token=fakes.MEMBER), 403, 'forbidden')
+        self.assertFault(self.request('DELETE', self.url + '/hw:numa_nodes',
+                                      token=fakes.MEMBER), 403, 'forbidden')
+        self.assertEqual({}, self.request('GET', self.url)
+                         .json['extra_specs'])
+
+    def test_missing_flavor_is_404(self):
+        response = self.request('POST', '/v2.1/flavors/nope/os-extra_specs',
+                                {'extra_specs': {'hw:numa_nodes': '1'}})
+        self.assertFault(response, 404, 'itemNotFound', 'nope')

@@ -1,0 +1,186 @@
+"""Server create/list/show/delete through the API and its views."""
+
+from nova.db import api as db
+from nova import exception
+from nova.tests.unit.api import fakes
+
+
+class TestServers(fakes.APITestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.make_flavor(extra_specs={'pci_passthrough:alias': 'h200:2'})
+
+    def boot(self, name='vm1', token=fakes.MEMBER, **extra):
+        body = {'server': {'name': name, 'flavorRef': 'f1',
+                           'imageRef': 'cirros', **extra}}
+        response = self.request('POST', '/v2.1/servers', body, token=token)
+        self.assertEqual(202, response.status_int, response.text)
+        return response
+
+    def test_create_returns_id_links_location(self):
+        response = self.boot(metadata={'k': 'v'}, networks='none')
+        server = response.json['server']
+        self.assertEqual(
+            'http://localhost/v2.1/servers/%s' % server['id'],
+            response.headers['Location'])
+        self.assertEqual(response.headers['Location'],
+                         server['links'][0]['href'])
+        self.assertEqual([('create', 'vm1', 'f1', 'cirros', {'k': 'v'})],
+                         self.compute_api.calls)
+
+    def test_create_accepts_flavor_url(self):
+        self.boot(flavorRef='http://localhost/flavors/f1')
+        self.assertEqual('f1', self.compute_api.calls[0][2])
+
+    def test_create_unknown_flavor_is_400(self):
+        body = {'server': {'name': 'vm1', 'flavorRef': 'nope'}}
+        self.assertFault(self.request('POST', '/v2.1/servers', body),
+                         400, 'badRequest', "'nope'", 'flavorRef')
+        self.assertEqual([], self.compute_api.calls)
+
+    def test_create_requires_name(self):
+        body = {'server': {'flavorRef': 'f1'}}
+        self.assertFault(self.request('POST', '/v2.1/servers', body),
+                         400, 'badRequest', 'name')
+
+    def test_create_rejects_several_servers(self):
+        body = {'server': {'name': 'a', 'flavorRef': 'f1', 'max_count': 3}}
+        self.assertFault(self.request('POST', '/v2.1/servers', body),
+                         400, 'badRequest', 'max_count')
+
+    def test_compute_api_errors_are_mapped(self):
+        def fail(*args):
+            raise exception.PciRequestAliasNotDefined(alias='h100')
+        self.compute_api.create = fail
+        body = {'server': {'name': 'a', 'flavorRef': 'f1'}}
+        self.assertFault(self.request('POST', '/v2.1/servers', body),
+                         400, 'badRequest', 'h100')
+
+    def test_show_member_view(self):
+        uuid = self.boot().json['server']['id']
+        server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              token=fakes.MEMBER,
+                              version='2.47').json['server']
+        self.assertEqual((uuid, 'vm1', 'BUILD', 'building', 'scheduling'),
+                         (server['id'], server['name'], server['status'],
+                          server['OS-EXT-STS:vm_state'],
+                          server['OS-EXT-STS:task_state']))
+        self.assertEqual({'original_name': 'small', 'vcpus': 2,
+                          'ram': 2048, 'disk': 20, 'ephemeral': 0,
+                          'swap': 0,
+                          'extra_specs': {'pci_passthrough:alias': 'h200:2'}},
+                         server['flavor'])
+        self.assertEqual(({}, '', 'proj-a', 'alice'),
+                         (server['addresses'], server['image'],
+                          server['tenant_id'], server['user_id']))
+        self.assertNotIn('OS-EXT-SRV-ATTR:host', server)
+        self.assertNotIn('OS-EXT-SRV-ATTR:hypervisor_hostname', server)
+        self.assertNotIn('fault', server)
+        self.assertRegex(server['created'],
+                         r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$')
+
+    def test_flavor_link_before_2_47(self):
+        uuid = self.boot().json['server']['id']
+        server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              token=fakes.MEMBER).json['server']
+        self.assertEqual('f1', server['flavor']['id'])
+        self.assertNotIn('original_name', server['flavor'])
+
+    def test_admin_sees_host_and_error_fault(self):
+        uuid = self.boot().json['server']['id']
+        db.instance_update(self.admin_context, uuid, {
+            'vm_state': 'error', 'task_state': None, 'host': 'cmp1',
+            'node': 'cmp1.example', 'fault_message': 'No valid host',
+            'fault_details': 'no free nvlink pair'})
+        server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              token=fakes.ADMIN).json['server']
+        self.assertEqual('ERROR', server['status'])
+        self.assertEqual('cmp1', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('cmp1.example',
+                         server['OS-EXT-SRV-ATTR:hypervisor_hostname'])
+        fault = server['fault']
+        self.assertEqual((500, 'No valid host', 'no free nvlink pair'),
+                         (fault['code'], fault['message'], fault['details']))
+        self.assertIn('created', fault)
+
+        member = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              token=fakes.MEMBER).json['server']
+        self.assertEqual('No valid host', member['fault']['message'])
+        self.assertNotIn('details', member['fault'])
+        self.assertNotIn('OS-EXT-SRV-ATTR:host', member)
+        self.assertNotEqual('', member['hostId'])
+        self.assertNotIn('cmp1', member['hostId'])
+
+    def test_active_status(self):
+        uuid = self.boot().json['server']['id']
+        db.instance_update(self.admin_context, uuid,
+                           {'vm_state': 'active', 'task_state': None})
+        server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              token=fakes.MEMBER).json['server']
+        self.assertEqual('ACTIVE', server['status'])
+
+    def test_list_is_scoped_to_project(self):
+        mine = self.boot('mine').json['server']['id']
+        theirs = self.boot('theirs', token=fakes.OTHER).json['server']['id']
+        listed = self.request('GET', '/v2.1/servers',
+                              token=fakes.MEMBER).json['servers']
+        self.assertEqual([mine], [s['id'] for s in listed])
+        self.assertEqual({'id', 'name', 'links'}, set(listed[0]))
+        detail = self.request('GET', '/v2.1/servers/detail',
+                              token=fakes.OTHER).json['servers']
+        self.assertEqual([theirs], [s['id'] for s in detail])
+        self.assertEqual('BUILD', detail[0]['status'])
+
+    def test_all_tenants_is_admin_only(self):
+        self.boot('mine')
+        self.boot('theirs', token=fakes.OTHER)
+        listed = self.request('GET', '/v2.1/servers?all_tenants=1',
+                              token=fakes.ADMIN).json['servers']
+        self.assertEqual({'mine', 'theirs'}, {s['name'] for s in listed})
+        self.assertFault(self.request('GET', '/v2.1/servers?all_tenants=1',
+                                      token=fakes.MEMBER),
+                         403, 'forbidden')
+
+    def test_list_filters_by_name_and_status(self):
+        self.boot('alpha')
+        self.boot('beta')
+        names = [s['name'] for s in self.request(
+            'GET', '/v2.1/servers?name=alp', token=fakes.MEMBER)
+            .json['servers']]
+        self.assertEqual(['alpha'], names)
+        names = [s['name'] for s in self.request(
+            'GET', '/v2.1/servers/detail?status=ACTIVE',
+            token=fakes.MEMBER).json['servers']]
+        self.assertEqual([], names)
+
+    def test_other_project_gets_404(self):
+        uuid = self.boot().json['server']['id']
+        for method in ('GET', 'DELETE'):
+            self.assertFault(
+                self.request(method, '/v2.1/servers/%s' % uuid,
+                             token=fakes.OTHER),
+                404, 'itemNotFound', uuid)
+        self.assertNotIn(('delete', uuid), self.compute_api.calls)
+
+    def test_delete(self):
+        uuid = self.boot().json['server']['id']
+        response = self.request('DELETE', '/v2.1/servers/%s' % uuid,
+                                token=fakes.MEMBER)
+        self.assertEqual(204, response.status_int)
+        self.assertIn(('delete', uuid), self.compute_api.calls)
+        self.assertFault(self.request('GET', '/v2.1/servers/%s' % uuid),
+                         404, 'itemNotFound', uuid)
+
+    def test_missing_server_is_404(self):
+        self.assertFault(self.request('GET', '/v2.1/servers/nope'),
+                         404, 'itemNotFound', 'nope')
+
+    def test_later_microversion_fields(self):
+        uuid = self.boot().json['server']['id']
+        server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              version='2.96').json['server']
+        self.assertIsNone(server['pinned_availability_zone'])
+        self.assertEqual([], server['tags'])
+        old = self.request('GET', '/v2.1/servers/%s' % uuid).json['server']
+        self.assertNotIn('tags', old)

@@ -1,0 +1,108 @@
+"""Version documents, microversion negotiation, authentication, routing."""
+
+import webob
+
+from nova.tests.unit.api import fakes
+
+
+class TestVersions(fakes.APITestCase):
+
+    def test_root_lists_v21_without_token(self):
+        response = self.request('GET', '/', token=None)
+        self.assertEqual(200, response.status_int)
+        (version,) = response.json['versions']
+        self.assertEqual('v2.1', version['id'])
+        self.assertEqual('CURRENT', version['status'])
+        self.assertEqual('2.96', version['version'])
+        self.assertEqual('2.1', version['min_version'])
+        self.assertIn({'rel': 'self', 'href': 'http://localhost/v2.1/'},
+                      version['links'])
+
+    def test_v21_document(self):
+        for path in ('/v2.1', '/v2.1/'):
+            response = self.request('GET', path, token=None)
+            self.assertEqual(200, response.status_int)
+            self.assertEqual('2.96', response.json['version']['version'])
+            self.assertEqual('2.1', response.json['version']['min_version'])
+
+
+class TestMicroversions(fakes.APITestCase):
+
+    def test_default_is_minimum(self):
+        response = self.request('GET', '/v2.1/flavors')
+        self.assertEqual('compute 2.1',
+                         response.headers['OpenStack-API-Version'])
+        self.assertEqual('2.1',
+                         response.headers['X-OpenStack-Nova-API-Version'])
+        self.assertIn('OpenStack-API-Version', response.headers['Vary'])
+
+    def test_new_header(self):
+        response = self.request('GET', '/v2.1/flavors', version='2.61')
+        self.assertEqual('compute 2.61',
+                         response.headers['OpenStack-API-Version'])
+
+    def test_legacy_header(self):
+        response = self.request(
+            'GET', '/v2.1/flavors',
+            headers={'X-OpenStack-Nova-API-Version': '2.47'})
+        self.assertEqual('2.47',
+                         response.headers['X-OpenStack-Nova-API-Version'])
+
+    def test_latest(self):
+        response = self.request('GET', '/v2.1/flavors', version='latest')
+        self.assertEqual('compute 2.96',
+                         response.headers['OpenStack-API-Version'])
+
+    def test_out_of_range_is_406(self):
+        response = self.request('GET', '/v2.1/flavors', version='2.200')
+        self.assertFault(response, 406, 'notAcceptable', '2.200',
+                         'Minimum is 2.1 and maximum is 2.96')
+
+    def test_malformed_is_400(self):
+        response = self.request('GET', '/v2.1/flavors', version='two')
+        self.assertFault(response, 400, 'badRequest', "'two'")
+
+
+class TestAuth(fakes.APITestCase):
+
+    def test_no_token_is_401(self):
+        response = self.request('GET', '/v2.1/flavors', token=None)
+        self.assertFault(response, 401, 'unauthorized', 'X-Auth-Token')
+
+    def test_member_token_is_accepted(self):
+        response = self.request('GET', '/v2.1/flavors', token=fakes.MEMBER)
+        self.assertEqual(200, response.status_int)
+        self.assertIn('X-Openstack-Request-Id', response.headers)
+
+    def test_project_id_in_url_is_accepted(self):
+        self.make_flavor()
+        response = self.request('GET', '/v2.1/proj-a/flavors/f1',
+                                token=fakes.MEMBER)
+        self.assertEqual(200, response.status_int)
+        self.assertEqual('f1', response.json['flavor']['id'])
+
+
+class TestRouting(fakes.APITestCase):
+
+    def test_unknown_path_is_404(self):
+        response = self.request('GET', '/v2.1/nothing-here')
+        self.assertFault(response, 404, 'itemNotFound', '/v2.1/nothing-here')
+
+    def test_wrong_method_is_405(self):
+        response = self.request('PUT', '/v2.1/flavors')
+        self.assertFault(response, 405, 'badMethod', 'GET, POST')
+
+    def test_malformed_json_is_400(self):
+        req = webob.Request.blank('/v2.1/flavors', method='POST',
+                                  headers={'X-Auth-Token': 'admin'})
+        req.body = b'{not json'
+        response = req.get_response(self.app)
+        self.assertFault(response, 400, 'badRequest', 'malformed JSON')
+
+    def test_availability_zone_and_limits(self):
+        response = self.request('GET', '/v2.1/os-availability-zone')
+        self.assertEqual(
+            'nova', response.json['availabilityZoneInfo'][0]['zoneName'])
+        response = self.request('GET', '/v2.1/limits')
+        self.assertEqual(
+            0, response.json['limits']['absolute']['totalInstancesUsed'])
