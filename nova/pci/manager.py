@@ -1,0 +1,254 @@
+"""The PCI device tracker of one compute node.
+
+It keeps the ``pci_devices`` rows of the node in line with what the
+hypervisor reports and ``[pci]device_spec`` allows, and hands devices to
+instances and back.
+
+Device lifecycle: a newly reported, assignable device is created
+``available``; ``claim`` makes it ``allocated`` to one instance and PCI
+request; ``free_instance`` makes it ``available`` again. A device that
+disappears (from the hypervisor, or from the config) while free is
+**deleted** from the database rather than kept with status ``removed``, so
+every row is a device the node can still use or an instance still holds. A
+device that disappears while in use cannot be taken from its instance: it
+stays tracked, a warning names it and its instance, and it is deleted when
+that instance frees it (the set ``to_be_removed_when_freed`` lives in
+memory only; if the service restarts meanwhile, the next sync notices the
+device is gone again).
+"""
+
+import copy
+import threading
+from collections.abc import Callable
+
+from oslo_log import log as logging
+
+from nova.db import api as db_api
+from nova import exception
+from nova.pci import utils
+
+LOG = logging.getLogger(__name__)
+
+AVAILABLE = 'available'
+CLAIMED = 'claimed'
+ALLOCATED = 'allocated'
+
+# Statuses in which a device belongs to an instance.
+_IN_USE = (CLAIMED, ALLOCATED)
+
+
+class PciDevTracker:
+    """Tracks the assignable PCI devices of compute node
+    ``compute_node_id``; every change is written to the database at once
+    (one transaction per call), so there is nothing to save."""
+
+    def __init__(self, context, compute_node_id: int) -> None:
+        self._context = context
+        self.compute_node_id = compute_node_id
+        # Serializes this tracker's read-check-write sequences.
+        self._lock = threading.Lock()
+        self._to_be_removed_when_freed: set[str] = set()
+        self._devices: dict[str, dict] = {}
+        self._load()
+
+    def _load(self) -> None:
+        """Refresh the in-memory copy from the database."""
+        self._devices = {device['address']: device for device in
+                         db_api.pci_device_get_all_by_node(
+                             self._context, self.compute_node_id)}
+
+    @property
+    def pci_devs(self) -> list[dict]:
+        """Copies of all tracked devices (pci_devices rows), by address."""
+        return [copy.deepcopy(self._devices[address])
+                for address in sorted(self._devices)]
+
+    @property
+    def to_be_removed_when_freed(self) -> frozenset[str]:
+        """Addresses of in-use devices that are gone and will be deleted
+        when their instance frees them."""
+        return frozenset(self._to_be_removed_when_freed)
+
+    def get_by_address(self, address: str) -> dict | None:
+        """Return a copy of the tracked device at ``address``, or None."""
+        device = self._devices.get(utils.normalize_address(address))
+        return copy.deepcopy(device) if device is not None else None
+
+    # Sync with the hypervisor ----------------------------------------------
+
+    @staticmethod
+    def _wanted_devices(devices: list[dict], whitelist,
+                        group_path: Callable[[str], str] | None
+                        ) -> dict[str, dict]:
+        """Map address -> tracked fields of each assignable device."""
+        wanted = {}
+        for dev in devices:
+            spec = whitelist.device_assignable(dev)
+            if spec is None:
+                continue
+            address = utils.normalize_address(dev['address'])
+            parent = dev.get('parent_addr')
+            wanted[address] = {
+                'vendor_id': dev['vendor_id'],
+                'product_id': dev['product_id'],
+                'dev_type': dev['dev_type'],
+                'dev_id': dev.get('dev_id'),
+                'label': dev.get('label'),
+                'numa_node': dev.get('numa_node'),
+                'parent_addr': (utils.normalize_address(parent)
+                                if parent else None),
+                'group_path': group_path(address) if group_path else '',
+                # What the libvirt driver and live migration need to know
+                # about the device, from its spec (defaults as upstream).
+                'extra_info': {
+                    'managed': spec.tags.get('managed', 'true'),
+                    'live_migratable': spec.tags.get('live_migratable',
+                                                     'false'),
+                },
+            }
+        return wanted
+
+    def update_devices_from_hypervisor_resources(
+            self, devices: list[dict], whitelist,
+            group_path: Callable[[str], str] | None = None) -> None:
+        """Make the tracked devices match the hypervisor's ``devices``
+        (contract device dicts) filtered by ``whitelist``.
+
+        New devices are created available, changed fields are updated,
+        vanished free devices are deleted and vanished in-use devices are
+        kept until freed (see the module docstring). ``group_path(address)``
+        gives the device's group path, e.g. ``quad-a/pair-a1``.
+        """
+        wanted = self._wanted_devices(devices, whitelist, group_path)
+        with self._lock:
+            pending = self._sync(wanted)
+            # Only once the transaction has committed.
+            self._to_be_removed_when_freed = pending
+
+    def _sync(self, wanted: dict[str, dict]) -> set[str]:
+        """Apply ``wanted`` in one transaction; return the addresses to
+        remove when freed."""
+        with db_api.context_manager.writer.using(self._context):
+            current = {device['address']: device for device in
+                       db_api.pci_device_get_all_by_node(
+                           self._context, self.compute_node_id)}
+            pending = set(self._to_be_removed_when_freed) & set(current)
+            for address, device in current.items():
+                if address in wanted:
+                    pending.discard(address)
+                    self._update_fields(device, wanted[address])
+                elif device['status'] in _IN_USE:
+                    if address not in pending:
+                        LOG.warning(
+                            'Unable to remove PCI device %(address)s with '
+                            'status %(status)s: it is no longer reported '
+                            'or assignable but instance %(instance)s uses '
+                            'it. It will be removed when freed.',
+                            {'address': address,
+                             'status': device['status'],
+                             'instance': device['instance_uuid']})
+                    pending.add(address)
+                else:
+                    LOG.info('Removing PCI device %s: no longer reported or '
+                             'assignable.', address)
+                    db_api.pci_device_destroy(self._context, device['id'])
+            for address in sorted(set(wanted) - set(current)):
+                LOG.info('Tracking new PCI device %s.', address)
+                db_api.pci_device_create(self._context, {
+                    **wanted[address], 'address': address,
+                    'compute_node_id': self.compute_node_id,
+                    'status': AVAILABLE})
+        self._load()
+        return pending
+
+    def _update_fields(self, device: dict, fields: dict) -> None:
+        changes = {key: value for key, value in fields.items()
+                   if device[key] != value}
+        if changes:
+            LOG.info('Updating PCI device %s: %s', device['address'],
+                     ', '.join(sorted(changes)))
+            db_api.pci_device_update(self._context, device['id'], changes)
+
+    # Claims ----------------------------------------------------------------
+
+    def claim(self, instance_uuid: str, request_id: str,
+              addresses: list[str]) -> list[dict]:
+        """Allocate the devices at ``addresses`` to one PCI request of an
+        instance, all or nothing, and return copies of them.
+
+        Raises PciDeviceRequestFailed naming every address that is not
+        available (in use, not tracked, or repeated) and changes nothing.
+        """
+        wanted = [utils.normalize_address(address) for address in addresses]
+        with self._lock:
+            with db_api.context_manager.writer.using(self._context):
+                current = {device['address']: device for device in
+                           db_api.pci_device_get_all_by_node(
+                               self._context, self.compute_node_id)}
+                problems = self._claim_problems(wanted, current)
+                if problems:
+                    raise exception.PciDeviceRequestFailed(
+                        requests='%s of instance %s (not available: %s)' % (
+                            request_id, instance_uuid, '; '.join(problems)))
+                claimed = [db_api.pci_device_update(
+                    self._context, current[address]['id'],
+                    {'status': ALLOCATED, 'instance_uuid': instance_uuid,
+                     'request_id': request_id}) for address in wanted]
+            self._load()
+        return claimed
+
+    def _claim_problems(self, wanted: list[str],
+                        current: dict[str, dict]) -> list[str]:
+        """Say why each of the ``wanted`` addresses cannot be claimed."""
+        problems = []
+        for index, address in enumerate(wanted):
+            device = current.get(address)
+            if address in wanted[:index]:
+                problems.append('%s is requested twice' % address)
+            elif device is None:
+                problems.append('%s is not tracked on compute node %s' % (
+                    address, self.compute_node_id))
+            elif device['status'] != AVAILABLE:
+                problems.append('%s is %s to instance %s' % (
+                    address, device['status'], device['instance_uuid']))
+        return problems
+
+    def free_instance(self, instance_uuid: str) -> list[str]:
+        """Release every device of ``instance_uuid`` and return their
+        addresses: available again, or deleted if marked to be removed."""
+        with self._lock:
+            freed = self._free(instance_uuid)
+            self._to_be_removed_when_freed.difference_update(freed)
+        return freed
+
+    def _free(self, instance_uuid: str) -> list[str]:
+        with db_api.context_manager.writer.using(self._context):
+            devices = [device for device in db_api.pci_device_get_all_by_node(
+                self._context, self.compute_node_id)
+                if device['instance_uuid'] == instance_uuid]
+            for device in devices:
+                if device['address'] in self._to_be_removed_when_freed:
+                    LOG.info('Removing PCI device %s freed by instance %s: '
+                             'it is no longer reported or assignable.',
+                             device['address'], instance_uuid)
+                    db_api.pci_device_destroy(self._context, device['id'])
+                else:
+                    db_api.pci_device_update(
+                        self._context, device['id'],
+                        {'status': AVAILABLE, 'instance_uuid': None,
+                         'request_id': None})
+        self._load()
+        return sorted(device['address'] for device in devices)
+
+    def set_rp_uuid(self, address: str, rp_uuid: str | None) -> dict:
+        """Record the Placement resource provider of a device."""
+        address = utils.normalize_address(address)
+        with self._lock:
+            device = self._devices.get(address)
+            if device is None:
+                raise exception.PciDeviceNotFound(
+                    address=address, compute_node_id=self.compute_node_id)
+            updated = db_api.pci_device_update(
+                self._context, device['id'], {'rp_uuid': rp_uuid})
+            self._devices[address] = updated
+        return copy.deepcopy(updated)
