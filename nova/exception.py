@@ -236,3 +236,15 @@ class InstanceUpdateConflict(Conflict):
 class InventoryInUse(Conflict):
     msg_fmt = ('Inventory of resource provider %(uuid)s is in use and '
                'cannot be removed or shrunk below its usage: %(error)s')
+
+
+# Boot path ------------------------------------------------------------------
+
+class NoValidHost(NovaException):
+    msg_fmt = ('No valid host was found. There are not enough hosts '
+               'available: %(reason)s')
+
+
+class RescheduledException(NovaException):
+    msg_fmt = ('Build of instance %(instance_uuid)s was re-scheduled: '
+               '%(reason)s')
