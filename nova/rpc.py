@@ -1,0 +1,130 @@
+"""Messaging between the nova services over oslo.messaging.
+
+One transport per process, created by :func:`init`. The default
+``[DEFAULT]transport_url`` is ``fake:/``: oslo.messaging's in-memory
+driver, which delivers calls and casts between threads of one process (the
+all-in-one ``nova-all`` and the tests). A deployment of separate processes
+sets ``transport_url = rabbit://user:password@host:5672/``.
+
+Servers dispatch with oslo.messaging's threading executor (services use
+plain threads, never eventlet). Request contexts cross the wire as dicts
+(``RequestContext.to_dict`` / ``from_dict``); exceptions from
+``nova.exception`` raised by an endpoint are re-raised in the caller as the
+same class, so callers can ``except exception.NoValidHost``.
+"""
+
+import threading
+
+from oslo_config import cfg
+import oslo_messaging
+from oslo_messaging import conffixture as messaging_conffixture
+
+from nova import context as nova_context
+
+DEFAULT_TRANSPORT_URL = 'fake:/'
+CONTROL_EXCHANGE = 'nova'
+# Modules whose exceptions are rebuilt as their own class on the caller's
+# side instead of oslo.messaging's generic RemoteError.
+ALLOWED_EXMODS = ['nova.exception']
+
+_lock = threading.Lock()
+TRANSPORT: oslo_messaging.Transport | None = None
+
+
+def set_defaults(conf: cfg.ConfigOpts) -> None:
+    """Register oslo.messaging's [DEFAULT] options with nova's defaults.
+
+    oslo.messaging only registers its options when a transport is made;
+    registering them here lets nova default ``transport_url`` to the
+    in-process driver before the config is read.
+    """
+    oslo_messaging.set_transport_defaults(control_exchange=CONTROL_EXCHANGE)
+    # Constructing (not setting up) ConfFixture registers every option
+    # oslo.messaging reads, on ``conf``. Plain registration would miss
+    # [oslo_messaging_tracing], which oslo.messaging registers only on the
+    # global CONF although clients read it from their own conf.
+    messaging_conffixture.ConfFixture(conf)
+    conf.set_default('transport_url', DEFAULT_TRANSPORT_URL)
+
+
+def init(conf: cfg.ConfigOpts) -> None:
+    """Create the process's transport from ``conf`` (once).
+
+    Calling it again while a transport exists is a no-op, so every service
+    of an all-in-one process may call it.
+    """
+    global TRANSPORT
+    with _lock:
+        if TRANSPORT is not None:
+            return
+        set_defaults(conf)
+        TRANSPORT = oslo_messaging.get_rpc_transport(
+            conf, allowed_remote_exmods=ALLOWED_EXMODS)
+
+
+def cleanup() -> None:
+    """Close the transport (for service shutdown and tests)."""
+    global TRANSPORT
+    with _lock:
+        if TRANSPORT is not None:
+            TRANSPORT.cleanup()
+            TRANSPORT = None
+
+
+def _transport() -> oslo_messaging.Transport:
+    if TRANSPORT is None:
+        raise RuntimeError('nova.rpc.init(conf) must be called before '
+                           'RPC servers or clients are made')
+    return TRANSPORT
+
+
+class RequestContextSerializer(oslo_messaging.Serializer):
+    """Send contexts as dicts and rebuild nova RequestContexts on receipt.
+
+    Arguments and results pass unchanged: the boot path only sends JSON
+    types (strings, lists, dicts).
+    """
+
+    def serialize_entity(self, ctxt, entity):
+        return entity
+
+    def deserialize_entity(self, ctxt, entity):
+        return entity
+
+    def serialize_context(self, ctxt) -> dict:
+        return ctxt.to_dict()
+
+    def deserialize_context(self, ctxt: dict):
+        return nova_context.RequestContext.from_dict(ctxt)
+
+
+def get_server(topic: str, server: str,
+               endpoints: list) -> oslo_messaging.MessageHandlingServer:
+    """An RPC server for ``topic`` on ``server`` (not started).
+
+    It receives messages sent to the topic and those sent to this server
+    by name. Endpoint methods are called as ``method(context, **kwargs)``.
+    """
+    target = oslo_messaging.Target(topic=topic, server=server)
+    # The executor defaults to 'threading' unless eventlet monkey patched
+    # the process, which nova never does.
+    return oslo_messaging.get_rpc_server(
+        _transport(), target, endpoints,
+        serializer=RequestContextSerializer())
+
+
+def get_client(topic: str, server: str | None = None,
+               timeout: float | None = None,
+               call_monitor_timeout: float | None = None
+               ) -> oslo_messaging.RPCClient:
+    """An RPC client for ``topic`` (optionally one ``server`` of it).
+
+    ``timeout`` bounds a call (None: ``[DEFAULT]rpc_response_timeout``).
+    ``call_monitor_timeout`` makes long calls fail early when the server
+    stops sending heartbeats (a dead peer), on drivers that support them.
+    """
+    target = oslo_messaging.Target(topic=topic, server=server)
+    return oslo_messaging.get_rpc_client(
+        _transport(), target, timeout=timeout,
+        call_monitor_timeout=call_monitor_timeout,
+        serializer=RequestContextSerializer())

@@ -1,0 +1,131 @@
+"""Tests for nova.rpc: calls, casts, contexts and errors across threads."""
+
+import socket
+import threading
+import uuid
+
+from oslo_config import cfg
+import oslo_messaging
+import testtools
+
+from nova import context as nova_context
+from nova import exception
+from nova import rpc
+from nova.tests.fixtures import rpc as rpc_fixture
+
+RABBIT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
+
+
+class Endpoint:
+    """Records who called it and from which thread."""
+
+    def __init__(self):
+        self.casts = []
+        self.cast_done = threading.Event()
+
+    def echo(self, context, value):
+        return {'value': value, 'user_id': context.user_id,
+                'project_id': context.project_id,
+                'request_id': context.request_id,
+                'context_class': type(context).__name__,
+                'thread': threading.get_ident()}
+
+    def record(self, context, value):
+        self.casts.append((context.request_id, value))
+        self.cast_done.set()
+
+    def fail(self, context, instance_uuid):
+        raise exception.RescheduledException(instance_uuid=instance_uuid,
+                                             reason='disk on fire')
+
+
+class _RPCTests:
+    """Checks every transport must pass; subclasses pick the transport."""
+
+    transport_url = None
+
+    def setUp(self):
+        super().setUp()
+        self.rpc = self.useFixture(rpc_fixture.RPCFixture(
+            transport_url=self.transport_url))
+        # A unique topic keeps a shared broker's queues apart per test.
+        self.topic = 'test-%s' % uuid.uuid4().hex[:8]
+        self.endpoint = Endpoint()
+        self.rpc.start_server(self.topic, 'host1', [self.endpoint])
+        self.context = nova_context.RequestContext(
+            user_id='alice', project_id='proj')
+
+    def test_call_returns_result_and_context_from_another_thread(self):
+        client = rpc.get_client(self.topic, timeout=30)
+        result = client.call(self.context, 'echo', value=[1, 'two'])
+        self.assertEqual([1, 'two'], result['value'])
+        self.assertEqual('alice', result['user_id'])
+        self.assertEqual('proj', result['project_id'])
+        self.assertEqual(self.context.request_id, result['request_id'])
+        self.assertEqual('RequestContext', result['context_class'])
+        self.assertNotEqual(threading.get_ident(), result['thread'])
+
+    def test_call_to_named_server(self):
+        client = rpc.get_client(self.topic, server='host1', timeout=30)
+        self.assertEqual('x', client.call(self.context, 'echo',
+                                          value='x')['value'])
+
+    def test_cast_is_delivered(self):
+        rpc.get_client(self.topic).cast(self.context, 'record', value=7)
+        self.assertTrue(self.endpoint.cast_done.wait(30))
+        self.assertEqual([(self.context.request_id, 7)],
+                         self.endpoint.casts)
+
+    def test_nova_exception_keeps_its_class(self):
+        client = rpc.get_client(self.topic, timeout=30)
+        error = self.assertRaises(
+            exception.RescheduledException, client.call, self.context,
+            'fail', instance_uuid='abc')
+        self.assertIn('Build of instance abc was re-scheduled: '
+                      'disk on fire', str(error))
+        self.assertEqual('disk on fire', error.kwargs['reason'])
+
+
+class TestFakeTransport(_RPCTests, testtools.TestCase):
+    """The default in-process transport."""
+
+    def test_default_transport_url_is_in_process(self):
+        self.assertEqual('fake:/', self.rpc.conf.transport_url)
+
+    def test_call_to_unserved_server_times_out(self):
+        client = rpc.get_client(self.topic, server='nobody', timeout=0.2)
+        self.assertRaises(oslo_messaging.MessagingTimeout, client.call,
+                          self.context, 'echo', value=1)
+
+    def test_init_twice_keeps_the_transport(self):
+        transport = rpc.TRANSPORT
+        rpc.init(cfg.ConfigOpts())
+        self.assertIs(transport, rpc.TRANSPORT)
+
+
+class TestClientWithoutInit(testtools.TestCase):
+
+    def test_get_client_before_init_is_an_error(self):
+        rpc.cleanup()
+        error = self.assertRaises(RuntimeError, rpc.get_client, 'compute')
+        self.assertIn('nova.rpc.init', str(error))
+
+
+def _rabbit_reachable() -> bool:
+    try:
+        with socket.create_connection(('127.0.0.1', 5672), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@testtools.skipUnless(_rabbit_reachable(),
+                      'RabbitMQ is not reachable on 127.0.0.1:5672')
+class TestRabbitTransport(_RPCTests, testtools.TestCase):
+    """The same checks through a real RabbitMQ broker."""
+
+    transport_url = RABBIT_URL
+
+    def test_transport_is_rabbit(self):
+        self.assertEqual(RABBIT_URL, self.rpc.conf.transport_url)
+        self.assertEqual('RabbitDriver', type(rpc.TRANSPORT._driver).__name__)
