@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova.conf import groups
+
 libvirt_group = cfg.OptGroup(
     'libvirt', title='Libvirt options',
     help='Options of the libvirt compute driver.')
@@ -17,8 +19,7 @@ libvirt_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(libvirt_group)
-    conf.register_opts(libvirt_opts, group=libvirt_group)
+    groups.register_group_opts(conf, libvirt_group, libvirt_opts)
 
 
 def list_opts() -> dict:

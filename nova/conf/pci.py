@@ -3,6 +3,8 @@ and the aliases flavors use to request them."""
 
 from oslo_config import cfg
 
+from nova.conf import groups
+
 pci_group = cfg.OptGroup(
     'pci', title='PCI passthrough options',
     help='Options describing the PCI devices nova may pass through to '
@@ -100,8 +102,7 @@ them. Example::
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(pci_group)
-    conf.register_opts(pci_opts, group=pci_group)
+    groups.register_group_opts(conf, pci_group, pci_opts)
 
 
 def list_opts() -> dict:

@@ -3,17 +3,20 @@
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from nova.conf import groups
+
 placement_group = cfg.OptGroup(
     'placement', title='Placement service options',
     help='How nova authenticates to and finds the Placement service. '
-         'Use auth_type = none with endpoint_override for a Placement '
-         'running with noauth2 (the all-in-one default).')
+         'For a Placement running with noauth2 (the all-in-one default) '
+         'use auth_type = admin_token, endpoint = <placement URL> and '
+         'token = admin.')
 
 DEFAULT_SERVICE_TYPE = 'placement'
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(placement_group)
+    groups.register_group_opts(conf, placement_group, [])
     ks_loading.register_session_conf_options(conf, placement_group.name)
     ks_loading.register_auth_conf_options(conf, placement_group.name)
     ks_loading.register_adapter_conf_options(

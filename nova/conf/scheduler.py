@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova.conf import groups
+
 scheduler_group = cfg.OptGroup(
     'scheduler', title='Scheduler options',
     help='Options of the nova-scheduler service.')
@@ -35,10 +37,9 @@ filter_scheduler_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(scheduler_group)
-    conf.register_opts(scheduler_opts, group=scheduler_group)
-    conf.register_group(filter_scheduler_group)
-    conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
+    groups.register_group_opts(conf, scheduler_group, scheduler_opts)
+    groups.register_group_opts(conf, filter_scheduler_group,
+                               filter_scheduler_opts)
 
 
 def list_opts() -> dict:

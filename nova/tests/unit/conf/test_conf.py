@@ -58,3 +58,11 @@ class TestOptionRegistration(testtools.TestCase):
         for expected in ('DEFAULT', 'pci', 'placement', 'database',
                          'filter_scheduler', 'scheduler', 'libvirt'):
             self.assertIn(expected, names)
+
+    def test_overrides_do_not_leak_between_config_objects(self):
+        first = self._fresh_conf()
+        first.set_override('report_in_placement', True, group='pci')
+        first.set_override('endpoint_override', 'http://x', group='placement')
+        second = self._fresh_conf()
+        self.assertFalse(second.pci.report_in_placement)
+        self.assertIsNone(second.placement.endpoint_override)
