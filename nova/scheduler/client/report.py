@@ -78,8 +78,9 @@ class SchedulerReportClient:
         # Root UUID -> copy of what Placement held after our last read or
         # sync of that tree.
         self._trees: dict[str, ptree.ProviderTree] = {}
-        # CUSTOM_ traits known to exist in Placement.
-        self._custom_traits: set[str] = set()
+        # (kind, name) of CUSTOM_ traits and resource classes known to
+        # exist in Placement.
+        self._custom_names: set[tuple[str, str]] = set()
         self._lock = threading.RLock()
 
     # HTTP plumbing ---------------------------------------------------------
@@ -324,6 +325,7 @@ class SchedulerReportClient:
 
     def _put_inventory(self, provider: ptree.ProviderData,
                        inventory: dict[str, dict]) -> None:
+        self._ensure_custom_names('resource_classes', inventory)
         result = self._put_with_generation(
             provider, '/resource_providers/%s/inventories' % provider.uuid,
             {'inventories': inventory})
@@ -331,19 +333,20 @@ class SchedulerReportClient:
 
     def _put_traits(self, provider: ptree.ProviderData,
                     traits: set[str]) -> None:
-        self._ensure_custom_traits(traits - provider.traits)
+        self._ensure_custom_names('traits', traits - provider.traits)
         result = self._put_with_generation(
             provider, '/resource_providers/%s/traits' % provider.uuid,
             {'traits': sorted(traits)})
         provider.traits = set(result['traits'])
 
-    def _ensure_custom_traits(self, traits: Iterable[str]) -> None:
-        """Create the CUSTOM_ traits Placement may not know yet."""
-        for trait in sorted(traits):
-            if trait.startswith('CUSTOM_') and \
-                    trait not in self._custom_traits:
-                self._call('PUT', '/traits/%s' % trait)
-                self._custom_traits.add(trait)
+    def _ensure_custom_names(self, kind: str, names: Iterable[str]) -> None:
+        """Create the CUSTOM_ traits or resource classes Placement may not
+        know yet (``kind`` is ``traits`` or ``resource_classes``)."""
+        for name in sorted(names):
+            if name.startswith('CUSTOM_') and \
+                    (kind, name) not in self._custom_names:
+                self._call('PUT', '/%s/%s' % (kind, name))
+                self._custom_names.add((kind, name))
 
     def _delete_provider(self, current: ptree.ProviderTree,
                          stale: ptree.ProviderData) -> None:

@@ -9,6 +9,7 @@ a custom host (a GPU removed, a different product) are made by editing the
 list from ``hgx_h200_devices`` and passing it to ``node_xml_from_devices``.
 """
 
+import json
 import os
 import xml.etree.ElementTree as ET
 
@@ -234,3 +235,37 @@ def write_node_xml(path: str, xml: str) -> str:
     with open(path, 'w', encoding='utf-8') as node_file:
         node_file.write(xml)
     return 'test://' + path
+
+
+# NVLink partitions of the HGX H200 board, by 1-based GPU number: the
+# groups an operator declares in [pci]device_group for this host.
+H200_NVLINK_PAIRS = {'pair-a1': (1, 3), 'pair-a2': (2, 4),
+                     'pair-b1': (5, 7), 'pair-b2': (6, 8)}
+H200_NVLINK_QUADS = {'quad-a': ('pair-a1', 'pair-a2'),
+                     'quad-b': ('pair-b1', 'pair-b2')}
+H200_NVLINK_BOARD = {'board': ('quad-a', 'quad-b')}
+
+
+def h200_pci_config() -> dict[str, list[str]]:
+    """The [pci] option values an operator writes for the HGX H200 host.
+
+    Returns ``device_spec``, ``device_group`` and ``alias`` values (JSON
+    strings), shared by the demo and the functional tests.
+    """
+
+    groups = []
+    for name, (first, second) in H200_NVLINK_PAIRS.items():
+        groups.append({'name': name, 'type': 'nvlink', 'addresses': [
+            H200_GPU_ADDRESSES[first - 1], H200_GPU_ADDRESSES[second - 1]]})
+    for parents in (H200_NVLINK_QUADS, H200_NVLINK_BOARD):
+        for name, members in parents.items():
+            groups.append({'name': name, 'type': 'nvlink',
+                           'members': list(members)})
+    return {
+        'device_spec': [json.dumps({'vendor_id': H200_VENDOR_ID,
+                                    'product_id': H200_PRODUCT_ID,
+                                    'resource_class': 'PGPU'})],
+        'device_group': [json.dumps(group) for group in groups],
+        'alias': [json.dumps({'name': 'h200', 'resource_class': 'PGPU',
+                              'group_type': 'nvlink'})],
+    }

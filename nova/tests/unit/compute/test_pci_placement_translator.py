@@ -13,23 +13,12 @@ from nova.virt.libvirt import fakehost
 
 HOST = 'cmp1'
 GPUS = fakehost.H200_GPU_ADDRESSES  # GPU1..GPU8
-SPEC = json.dumps({'vendor_id': '10de', 'product_id': '2335',
-                   'resource_class': 'PGPU'})
+H200_CONFIG = fakehost.h200_pci_config()
+SPEC = H200_CONFIG['device_spec'][0]
 
 
 def h200_groups() -> list[str]:
-    def pair(name, a, b):
-        return json.dumps({'name': name, 'type': 'nvlink',
-                           'addresses': [GPUS[a - 1], GPUS[b - 1]]})
-
-    def parent(name, members):
-        return json.dumps({'name': name, 'type': 'nvlink',
-                           'members': members})
-    return [parent('board', ['quad-a', 'quad-b']),
-            parent('quad-a', ['pair-a1', 'pair-a2']),
-            parent('quad-b', ['pair-b1', 'pair-b2']),
-            pair('pair-a1', 1, 3), pair('pair-a2', 2, 4),
-            pair('pair-b1', 5, 7), pair('pair-b2', 6, 8)]
+    return H200_CONFIG['device_group']
 
 
 def gpu_devices(**overrides) -> list[dict]:
