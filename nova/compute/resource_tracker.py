@@ -1,0 +1,157 @@
+"""Keep one compute node's resources in the database and in Placement.
+
+Each update reads the hypervisor (CPUs, memory, PCI devices), syncs the
+PCI tracker, rebuilds the node's provider tree (root inventory, then PCI
+devices and groups through the translator) and makes Placement match it.
+Configuration is parsed once, when the tracker is made, so bad config stops
+the compute at start with a message naming the bad value.
+"""
+
+import logging
+import threading
+import uuid as uuidlib
+
+from oslo_config import cfg
+
+from nova import exception
+from nova.compute import pci_placement_translator as translator
+from nova.compute import provider_tree as ptree
+from nova.db import api as db
+from nova.pci import devspec
+from nova.pci import groups as pci_groups
+from nova.pci import manager as pci_manager
+from nova.pci import request as pci_request
+
+LOG = logging.getLogger(__name__)
+
+# Placement generation conflicts are retried this many times per update.
+_UPDATE_ATTEMPTS = 4
+
+
+class ResourceTracker:
+    """Resources of the single node a nova-compute service manages."""
+
+    def __init__(self, conf: cfg.ConfigOpts, host: str, driver,
+                 reportclient) -> None:
+        self.host = host
+        self.driver = driver
+        self.reportclient = reportclient
+        self.report_in_placement = conf.pci.report_in_placement
+        self.whitelist = devspec.Whitelist.from_config(
+            conf.pci.device_spec, self.report_in_placement)
+        self.group_tree = pci_groups.GroupTree.from_config(
+            conf.pci.device_group)
+        if self.group_tree.groups() and not self.report_in_placement:
+            raise exception.InvalidConfiguration(reason=(
+                '[pci]device_group is set but [pci]report_in_placement is '
+                'False; device groups are scheduled through Placement, so '
+                'enable report_in_placement'))
+        aliases = pci_request.get_alias_from_config(
+            conf.pci.alias, conf.filter_scheduler.pci_in_placement)
+        self._aliases = aliases
+        self._lock = threading.Lock()
+        self.compute_node: dict | None = None
+        self.pci_tracker: pci_manager.PciDevTracker | None = None
+        self.static_groups: list[pci_groups.StaticGroup] = []
+
+    @property
+    def nodename(self) -> str:
+        return self.host
+
+    def update_available_resource(self, context) -> None:
+        """Refresh the node from the hypervisor and report it."""
+        with self._lock:
+            resources = self.driver.get_available_resource()
+            devices = self.driver.get_pci_devices()
+            self.group_tree.validate_devices(devices, self.whitelist)
+            self.static_groups = pci_groups.static_groups(
+                devices, self.whitelist)
+            for warning in pci_groups.check_aliases(
+                    self._aliases, self.group_tree, self.static_groups):
+                LOG.warning('%s', warning)
+            self.compute_node = self._sync_compute_node(context, resources)
+            if self.pci_tracker is None:
+                self.pci_tracker = pci_manager.PciDevTracker(
+                    context, self.compute_node['id'])
+            self.pci_tracker.update_devices_from_hypervisor_resources(
+                devices, self.whitelist, self._group_path)
+            self._update_placement(resources)
+
+    def _group_path(self, address: str) -> str:
+        return '/'.join(g.name for g in self.group_tree.enclosing(address))
+
+    def _sync_compute_node(self, context, resources: dict) -> dict:
+        values = {'host': self.host,
+                  'hypervisor_hostname': self.nodename,
+                  'vcpus': resources['vcpus'],
+                  'memory_mb': resources['memory_mb'],
+                  'local_gb': resources.get('local_gb', 0),
+                  'hypervisor_type': resources.get('hypervisor_type')}
+        try:
+            node = db.compute_node_get_by_nodename(context, self.nodename)
+        except exception.NotFound:
+            values['uuid'] = str(uuidlib.uuid4())
+            return db.compute_node_create(context, values)
+        return db.compute_node_update(context, node['id'], values)
+
+    def _update_placement(self, resources: dict) -> None:
+        for attempt in range(1, _UPDATE_ATTEMPTS + 1):
+            try:
+                self._sync_provider_tree(resources)
+                return
+            except exception.ResourceProviderUpdateConflict:
+                if attempt == _UPDATE_ATTEMPTS:
+                    raise
+                LOG.info('Provider tree of %s changed concurrently; '
+                         'retrying (%d/%d)', self.nodename, attempt,
+                         _UPDATE_ATTEMPTS)
+
+    def _sync_provider_tree(self, resources: dict) -> None:
+        tree = self.reportclient.get_provider_tree(self.nodename)
+        if tree is None:
+            tree = ptree.ProviderTree()
+            tree.add(self.nodename, uuid=self.compute_node['uuid'])
+        root = tree.data(self.nodename)
+        tree.update_inventory(root.uuid, _root_inventory(resources))
+        tree.update_traits(root.uuid, root.traits | {'OWNER_NOVA'})
+        if self.report_in_placement:
+            allocations = self.reportclient.get_allocations_for_tree(
+                root.uuid)
+            translator.update_provider_tree_for_pci(
+                tree, self.nodename, self.pci_tracker.pci_devs,
+                self.whitelist, self.group_tree, self.static_groups,
+                allocations)
+        else:
+            translator.ensure_reporting_not_disabled(tree)
+        self.reportclient.update_from_provider_tree(tree)
+        self._record_rp_uuids(tree)
+
+    def _record_rp_uuids(self, tree: ptree.ProviderTree) -> None:
+        """Remember on each device the provider that represents it."""
+        by_address = {}
+        for group in self.static_groups:
+            name = translator.group_rp_name(self.nodename, group.name)
+            for address in group.addresses:
+                by_address[address] = name
+        for dev in self.pci_tracker.pci_devs:
+            if dev['status'] == 'removed':
+                continue
+            owner = dev.get('parent_addr') if dev['dev_type'] == \
+                'type-VF' else dev['address']
+            name = by_address.get(dev['address']) or \
+                translator.device_rp_name(self.nodename, owner)
+            rp_uuid = tree.data(name).uuid if tree.exists(name) else None
+            if dev.get('rp_uuid') != rp_uuid:
+                self.pci_tracker.set_rp_uuid(dev['address'], rp_uuid)
+
+
+def _root_inventory(resources: dict) -> dict[str, dict]:
+    inventory = {}
+    for rc, key in (('VCPU', 'vcpus'), ('MEMORY_MB', 'memory_mb'),
+                    ('DISK_GB', 'local_gb')):
+        total = resources.get(key) or 0
+        if total > 0:
+            inventory[rc] = {'total': total, 'reserved': 0, 'min_unit': 1,
+                             'max_unit': total, 'step_size': 1,
+                             'allocation_ratio': 1.0}
+    return inventory

@@ -1,0 +1,80 @@
+"""Running a nova service: its manager, periodic tasks and RPC server.
+
+Services use plain threads. A periodic task runs in its own daemon thread
+and never overlaps itself; a failing run is logged and retried at the next
+interval, so one bad run does not stop a compute from reporting.
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+
+LOG = logging.getLogger(__name__)
+
+
+class PeriodicTask:
+    """Call ``func`` now and then every ``interval`` seconds until stopped."""
+
+    def __init__(self, name: str, func: Callable[[], None],
+                 interval: float) -> None:
+        self.name = name
+        self._func = func
+        self._interval = interval
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name,
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval):
+            try:
+                self._func()
+            except Exception:
+                LOG.exception('Periodic task %s failed; retrying in %ss',
+                              self.name, self._interval)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread.is_alive() and \
+                self._thread is not threading.current_thread():
+            self._thread.join()
+
+
+class Service:
+    """A manager plus its periodic tasks and optional RPC server.
+
+    ``manager`` provides ``init_host()``, ``periodic_tasks()`` returning
+    ``[(name, func, interval)]`` and, for RPC services, is the endpoint of
+    ``rpc_server_factory(manager)``.
+    """
+
+    def __init__(self, manager, rpc_server_factory=None) -> None:
+        self.manager = manager
+        self._rpc_server_factory = rpc_server_factory
+        self._rpc_server = None
+        self._tasks: list[PeriodicTask] = []
+
+    def start(self) -> None:
+        self.manager.init_host()
+        if self._rpc_server_factory is not None:
+            self._rpc_server = self._rpc_server_factory(self.manager)
+            self._rpc_server.start()
+        for name, func, interval in self.manager.periodic_tasks():
+            if interval and interval > 0:
+                task = PeriodicTask(name, func, interval)
+                task.start()
+                self._tasks.append(task)
+
+    def stop(self) -> None:
+        for task in self._tasks:
+            task.stop()
+        self._tasks = []
+        if self._rpc_server is not None:
+            self._rpc_server.stop()
+            self._rpc_server.wait()
+            self._rpc_server = None
+        cleanup = getattr(self.manager, 'cleanup_host', None)
+        if cleanup is not None:
+            cleanup()
