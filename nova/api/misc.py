@@ -36,3 +36,48 @@ def availability_zones(req) -> tuple:
     zone = {'zoneName': AVAILABILITY_ZONE,
             'zoneState': {'available': True}, 'hosts': None}
     return 200, {'availabilityZoneInfo': [zone]}
+
+
+# No Glance ------------------------------------------------------------------
+# This deployment has no image service: nova-api accepts any image
+# reference. python-openstackclient still resolves ``--image`` through the
+# image API; when a client uses one endpoint for every service
+# (``--os-endpoint``), those calls arrive here, so they are answered with
+# a Glance-v2-shaped image whose id and name are the reference itself.
+
+def _image(ref: str) -> dict:
+    return {'id': ref, 'name': ref, 'status': 'active',
+            'visibility': 'public', 'protected': False, 'tags': [],
+            'container_format': 'bare', 'disk_format': 'raw',
+            'min_disk': 0, 'min_ram': 0, 'size': None,
+            'self': '/v2/images/%s' % ref, 'schema': '/v2/schemas/image'}
+
+
+def image_show(req, image_id: str) -> tuple:
+    """GET /images/{ref}: any reference exists (no image service)."""
+    return 200, _image(image_id)
+
+
+def image_index(req) -> tuple:
+    """GET /images?name=<ref>: the named reference, else nothing."""
+    name = req.GET.get('name') or req.GET.get('id')
+    return 200, {'images': [_image(name)] if name else [],
+                 'schema': '/v2/schemas/images'}
+
+
+def identity_version(req) -> tuple:
+    """GET /identity/v3: a discovery document only (noauth2 mode).
+
+    python-openstackclient builds an identity v3 client for some compute
+    commands (``flavor create``); pointing OS_IDENTITY_ENDPOINT_OVERRIDE
+    here satisfies its version check. No identity resource is served.
+    """
+    return 200, {'version': {
+        'id': 'v3.14', 'status': 'stable',
+        'updated': '2020-04-07T00:00:00Z',
+        'links': [{'rel': 'self',
+                   'href': req.application_url + '/identity/v3/'}],
+        'media-types': [{
+            'base': 'application/json',
+            'type': 'application/vnd.openstack.identity-v3+json'}],
+    }}

@@ -146,11 +146,13 @@ def _build_router() -> _Router:
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',
                GET=misc.availability_zones)
+    router.add(p + '/images', GET=misc.image_index)
+    router.add(p + '/images/{image_id}', GET=misc.image_show)
     return router
 
 
 # Paths answered without authentication (version discovery).
-_PUBLIC = {versions.index, versions.show}
+_PUBLIC = frozenset((versions.index, versions.show, misc.identity_version))
 
 
 class ComputeAPI(object):
@@ -161,6 +163,9 @@ class ComputeAPI(object):
         self.compute_api = compute_api
         self.policy = policy.Enforcer(conf)
         self.router = _build_router()
+        if conf.api.auth_strategy == 'noauth2':
+            # Without Keystone there is no identity endpoint to discover.
+            self.router.add('/identity/v3', GET=misc.identity_version)
         self.authenticated = auth.pipeline(self._dispatch, conf)
 
     def _lookup(self, req: Request):
