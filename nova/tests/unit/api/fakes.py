@@ -4,6 +4,7 @@ double that records its calls and writes instances through nova.db.api."""
 import json
 
 from oslo_config import cfg
+from oslo_config import fixture as config_fixture
 import testtools
 import webob
 
@@ -59,9 +60,12 @@ class APITestCase(testtools.TestCase):
         self.conf = cfg.ConfigOpts()
         nova.conf.register_all(self.conf)
         self.conf([], project='nova')
-        self.conf.set_override('alias', self.aliases, group='pci')
         self.compute_api = FakeComputeAPI()
         self.app = wsgi_app.make_app(self.conf, self.compute_api)
+        # Overrides live on option groups shared between ConfigOpts
+        # objects; the fixture resets them when the test ends.
+        self.config = self.useFixture(config_fixture.Config(self.conf))
+        self.config.config(alias=self.aliases, group='pci')
         self.admin_context = nova_context.get_admin_context()
 
     def request(self, method, path, body=None, token=ADMIN, version=None,

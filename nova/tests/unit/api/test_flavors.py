@@ -143,7 +143,7 @@ class TestExtraSpecs(fakes.APITestCase):
                              'defined in [pci]alias: h200')
 
     def test_no_aliases_configured(self):
-        self.conf.set_override('alias', [], group='pci')
+        self.config.config(alias=[], group='pci')
         response = self.request('POST', self.url, {'extra_specs': {
             'pci_passthrough:alias': 'h200:1'}})
         self.assertFault(response, 400, 'badRequest', 'aliases defined: none')

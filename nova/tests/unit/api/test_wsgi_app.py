@@ -2,6 +2,7 @@
 
 import webob
 
+from nova.api import auth
 from nova.tests.unit.api import fakes
 
 
@@ -106,3 +107,52 @@ class TestRouting(fakes.APITestCase):
         response = self.request('GET', '/v2.1/limits')
         self.assertEqual(
             0, response.json['limits']['absolute']['totalInstancesUsed'])
+
+
+class TestNoGlanceNoKeystone(fakes.APITestCase):
+
+    def test_any_image_reference_exists(self):
+        response = self.request('GET', '/v2.1/images/cirros')
+        self.assertEqual(('cirros', 'cirros', 'active'),
+                         (response.json['id'], response.json['name'],
+                          response.json['status']))
+        listed = self.request('GET', '/v2.1/images?name=cirros').json
+        self.assertEqual(['cirros'], [i['id'] for i in listed['images']])
+        self.assertEqual([], self.request('GET', '/v2.1/images')
+                         .json['images'])
+
+    def test_identity_discovery_only_with_noauth2(self):
+        response = self.request('GET', '/identity/v3', token=None)
+        self.assertEqual('v3.14', response.json['version']['id'])
+        self.config.config(auth_strategy='keystone', group='api')
+        app = fakes.wsgi_app.make_app(self.conf, self.compute_api)
+        self.assertIsNone(app.router.match('/identity/v3'))
+        self.assertIsNotNone(app.router.match('/v2.1/servers'))
+
+
+class TestKeystoneContext(fakes.APITestCase):
+
+    def _seen(self, headers):
+        seen = {}
+
+        def inner(environ, start_response):
+            seen['context'] = environ[auth.CONTEXT_KEY]
+            start_response('204 No Content', [])
+            return []
+        req = webob.Request.blank('/v2.1/servers', headers=headers)
+        return req.get_response(auth.KeystoneContext(inner)), seen
+
+    def test_confirmed_identity_becomes_context(self):
+        response, seen = self._seen({
+            'X-Identity-Status': 'Confirmed', 'X-User-Id': 'u1',
+            'X-Project-Id': 'p1', 'X-Roles': 'reader, Admin'})
+        self.assertEqual(204, response.status_int)
+        context = seen['context']
+        self.assertEqual(('u1', 'p1', True),
+                         (context.user_id, context.project_id,
+                          context.is_admin))
+
+    def test_unconfirmed_identity_is_401(self):
+        response, seen = self._seen({'X-Identity-Status': 'Invalid'})
+        self.assertFault(response, 401, 'unauthorized')
+        self.assertEqual({}, seen)
