@@ -91,7 +91,8 @@ class TestGroupedTree(base.FunctionalTestCase):
         view = self.provider_view('cmp1')
         devices = {d['address']: d for d in compute.rt.pci_tracker.pci_devs}
         self.assertEqual(sorted(GPUS), sorted(devices))
-        self.assertEqual('board/quad-a/pair-a1', devices[GPUS[2]]['group_path'])
+        self.assertEqual('board/quad-a/pair-a1',
+                         devices[GPUS[2]]['group_path'])
         self.assertEqual(view[dev('cmp1', 3)]['uuid'],
                          devices[GPUS[2]]['rp_uuid'])
 
