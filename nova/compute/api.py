@@ -1,0 +1,156 @@
+"""The compute API behind the REST API: create, read and delete servers.
+
+``create`` checks everything that can be checked without a host (the
+flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
+400 naming the bad value, not a server in ERROR. It then records the
+instance and hands the build to nova-conductor.
+"""
+
+import dataclasses
+import logging
+
+from oslo_config import cfg
+import oslo_messaging
+
+from nova.compute import rpcapi as compute_rpcapi
+from nova.conductor import rpcapi as conductor_rpcapi
+from nova.db import api as db
+from nova import exception
+from nova.pci import request as pci_request
+from nova.scheduler.client import report
+from nova.scheduler import request_builder
+
+LOG = logging.getLogger(__name__)
+
+# Flavor fields copied into the instance: later flavor edits or deletion
+# must not change what a running instance was built with.
+_FLAVOR_SNAPSHOT_FIELDS = ('id', 'flavorid', 'name', 'vcpus', 'memory_mb',
+                           'root_gb', 'extra_specs')
+
+
+def pci_requests_to_primitive(
+        requests: list[pci_request.InstancePCIRequest]) -> list[dict]:
+    """JSON-ready form of PCI requests for ``instances.pci_requests``."""
+    result = []
+    for request in requests:
+        value = dataclasses.asdict(request)
+        value['traits'] = sorted(request.traits)
+        result.append(value)
+    return result
+
+
+def pci_requests_from_primitive(
+        values: list[dict] | None) -> list[pci_request.InstancePCIRequest]:
+    """PCI requests from ``instances.pci_requests`` (None: no requests)."""
+    return [pci_request.InstancePCIRequest(
+        **dict(value, traits=set(value.get('traits') or ())))
+        for value in values or []]
+
+
+def flavor_snapshot(flavor: dict) -> dict:
+    """The part of a flavor row an instance keeps (JSON-ready)."""
+    snapshot = {field: flavor.get(field) for field in
+                _FLAVOR_SNAPSHOT_FIELDS}
+    snapshot['extra_specs'] = dict(flavor.get('extra_specs') or {})
+    return snapshot
+
+
+class API:
+    """Server lifecycle entry points used by ``nova.api.servers``."""
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 reportclient: report.SchedulerReportClient | None = None
+                 ) -> None:
+        self.conf = conf
+        self.pci_in_placement = conf.filter_scheduler.pci_in_placement
+        # Parsed once: a bad [pci]alias stops nova-api at start.
+        self.aliases = pci_request.get_alias_from_config(
+            conf.pci.alias, self.pci_in_placement)
+        self.reportclient = reportclient or report.SchedulerReportClient(
+            conf)
+        self.conductor_api = conductor_rpcapi.ConductorAPI()
+        self.compute_rpcapi = compute_rpcapi.ComputeAPI()
+
+    def _flavor(self, context, flavor_ref: str) -> dict:
+        try:
+            flavor = db.flavor_get_by_flavorid(context, flavor_ref)
+        except exception.FlavorNotFound:
+            raise exception.APIValidationError(
+                field='flavorRef',
+                reason='flavor %r does not exist' % (flavor_ref,))
+        if flavor.get('disabled'):
+            raise exception.APIValidationError(
+                field='flavorRef',
+                reason='flavor %r is disabled' % (flavor_ref,))
+        return flavor
+
+    def create(self, context, name: str, flavor_ref: str, image_ref: str,
+               metadata: dict) -> dict:
+        """Record a new instance and start building it; return it.
+
+        Raises (HTTP 400) APIValidationError for an unknown or disabled
+        flavor, PciRequestAliasNotDefined / PciInvalidFlavorRequest /
+        InvalidPCINUMAAffinity for a bad ``pci_passthrough:alias`` and
+        FlavorExtraSpecInvalid for other bad extra specs. ``image_ref``
+        and ``metadata`` are accepted but not stored: this deployment has
+        no image service and the instance record has no metadata.
+        """
+        flavor = flavor_snapshot(self._flavor(context, flavor_ref))
+        pci_requests = pci_request.get_pci_requests_from_flavor(
+            flavor['extra_specs'], self.aliases)
+        # Validates the remaining extra specs the scheduler will use.
+        request_builder.build_resource_request(
+            flavor, pci_requests, self.pci_in_placement)
+        instance = db.instance_create(context, {
+            'display_name': name,
+            'project_id': context.project_id,
+            'user_id': context.user_id,
+            'flavor_id': flavor['id'],
+            'flavor': flavor,
+            'vm_state': 'building',
+            'task_state': 'scheduling',
+            'power_state': 0,
+            'pci_requests': pci_requests_to_primitive(pci_requests),
+        })
+        LOG.info('Instance %s (%s) created with flavor %s; image %r and '
+                 '%d metadata item(s) are not stored', instance['uuid'],
+                 name, flavor['flavorid'], image_ref, len(metadata or {}))
+        try:
+            self.conductor_api.build_instance(context, instance['uuid'])
+        except oslo_messaging.MessagingException as exc:
+            LOG.error('Could not hand instance %s to nova-conductor: %s',
+                      instance['uuid'], exc)
+            instance = db.instance_update(context, instance['uuid'], {
+                'vm_state': 'error', 'task_state': None,
+                'fault_message': 'The build could not be handed to '
+                                 'nova-conductor: %s' % exc})
+        return instance
+
+    def get(self, context, uuid: str) -> dict:
+        """The instance; InstanceNotFound (404) if missing or deleted."""
+        return db.instance_get_by_uuid(context, uuid)
+
+    def get_all(self, context, detail: bool = True) -> list[dict]:
+        """Every instance that is not deleted (the REST layer scopes them
+        to the caller's project); ``detail`` changes nothing here."""
+        return db.instance_get_all(context)
+
+    def delete(self, context, uuid: str) -> None:
+        """Delete the instance and free everything it holds.
+
+        The task state is set to ``deleting`` first, in one statement that
+        also returns the host: the conductor only records a host while the
+        task state is still ``scheduling``, so either the host is known now
+        (the compute there tears the instance down: guest, devices,
+        allocation, record) or it never will be and the allocation the
+        scheduler may have claimed is freed here.
+        """
+        instance = db.instance_update(context, uuid,
+                                      {'task_state': 'deleting'})
+        if instance['host']:
+            self.compute_rpcapi.terminate_instance(context, instance['host'],
+                                                   uuid)
+            return
+        self.reportclient.delete_allocation_for_instance(uuid)
+        db.instance_destroy(context, uuid)
+        LOG.info('Instance %s deleted before it reached a host', uuid)

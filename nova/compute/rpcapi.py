@@ -1,0 +1,41 @@
+"""Client side of the nova-compute RPC API (topic ``compute``, server =
+the compute host name)."""
+
+from nova import rpc
+
+TOPIC = 'compute'
+# A build may wait for devices to be bound, the guest to start and the
+# NVLink partition to be activated; 30 minutes bounds a stuck compute
+# without failing slow but healthy builds.
+BUILD_TIMEOUT = 1800
+# Without a heartbeat for this long the compute is considered gone (on
+# drivers with heartbeats, e.g. RabbitMQ), long before BUILD_TIMEOUT.
+CALL_MONITOR_TIMEOUT = 60
+
+
+class ComputeAPI:
+    """Calls the ComputeManager of one host."""
+
+    def __init__(self) -> None:
+        self.client = rpc.get_client(TOPIC)
+
+    def build_and_run_instance(self, context, host: str, instance_uuid: str,
+                               mappings: dict) -> None:
+        """Build the instance on ``host`` and wait until it runs.
+
+        ``mappings`` is the claimed allocation candidate's request group
+        suffix -> [provider UUID]. Raises RescheduledException when the
+        compute failed and cleaned up, so another host may be tried.
+        """
+        cctxt = self.client.prepare(
+            server=host, timeout=BUILD_TIMEOUT,
+            call_monitor_timeout=CALL_MONITOR_TIMEOUT)
+        cctxt.call(context, 'build_and_run_instance',
+                   instance_uuid=instance_uuid, mappings=mappings)
+
+    def terminate_instance(self, context, host: str,
+                           instance_uuid: str) -> None:
+        """Destroy the instance on ``host``; returns when it is gone."""
+        cctxt = self.client.prepare(server=host)
+        cctxt.call(context, 'terminate_instance',
+                   instance_uuid=instance_uuid)

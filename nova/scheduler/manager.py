@@ -1,0 +1,170 @@
+"""The nova-scheduler manager: choose a host and claim it in Placement.
+
+Placement does the filtering: the request builder turns the flavor and its
+PCI requests into one ``GET /allocation_candidates`` query whose candidates
+all fit (for device groups, exactly one candidate per free group of the
+requested size). The scheduler then drops hosts it must not use, orders
+the rest (``weights.select_candidates``: pack GPU hosts, buddy rule) and
+claims the first candidate Placement still accepts. Claiming here, not on
+the compute, means two concurrent boots can never be promised the same
+devices: the loser gets a 409 and takes the next candidate.
+"""
+
+import logging
+
+from oslo_config import cfg
+import oslo_messaging
+
+from nova.compute import api as compute_api
+from nova.db import api as db
+from nova import exception
+from nova.scheduler.client import report
+from nova.scheduler import request_builder
+from nova.scheduler import weights
+
+LOG = logging.getLogger(__name__)
+
+BINARY = 'nova-scheduler'
+COMPUTE_BINARY = 'nova-compute'
+
+
+def describe_request(request: request_builder.ResourceRequest,
+                     pci_requests: list, pci_in_placement: bool) -> str:
+    """What an instance asks for, in words, for NoValidHost reasons.
+
+    e.g. "4 VCPU, 4096 MEMORY_MB and a free nvlink group of 2 x PGPU".
+    """
+    parts = []
+    flavor_group = request.groups[0]
+    parts.extend('%d %s' % (amount, rc)
+                 for rc, amount in flavor_group.resources.items())
+    if pci_in_placement:
+        for pci_req in pci_requests:
+            if pci_req.group_type and pci_req.count >= 2:
+                parts.append('a free %s group of %d x %s' % (
+                    pci_req.group_type, pci_req.count,
+                    pci_req.resource_class))
+            else:
+                parts.append('%d x %s' % (pci_req.count,
+                                          pci_req.resource_class))
+    if not parts:
+        return 'no resources'
+    if len(parts) == 1:
+        return parts[0]
+    return '%s and %s' % (', '.join(parts[:-1]), parts[-1])
+
+
+class SchedulerManager:
+    """RPC endpoint of the scheduler (topic ``scheduler``)."""
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 reportclient: report.SchedulerReportClient | None = None
+                 ) -> None:
+        self.conf = conf
+        self.reportclient = reportclient or report.SchedulerReportClient(
+            conf)
+
+    def init_host(self) -> None:
+        """Nothing to prepare: every decision reads Placement afresh."""
+
+    def periodic_tasks(self) -> list:
+        return []
+
+    @oslo_messaging.expected_exceptions(exception.NoValidHost)
+    def select_destination(self, context, instance_uuid: str,
+                           excluded_hosts: list[str]) -> dict:
+        """Choose a host for the instance and claim it in Placement.
+
+        ``excluded_hosts`` are compute host names already tried. Returns
+        ``{"host", "nodename", "allocation_request", "mappings"}``; the
+        allocation is claimed for the instance (consumer = its UUID).
+        Raises NoValidHost naming what was asked for and why nothing fit
+        (marked as expected for oslo.messaging, so the server does not log
+        it as a crash; a direct caller gets it wrapped in
+        ``oslo_messaging.ExpectedException``).
+        """
+        instance = db.instance_get_by_uuid(context, instance_uuid)
+        flavor = instance['flavor'] or {}
+        pci_requests = compute_api.pci_requests_from_primitive(
+            instance['pci_requests'])
+        pci_in_placement = self.conf.filter_scheduler.pci_in_placement
+        request = request_builder.build_resource_request(
+            flavor, pci_requests, pci_in_placement)
+        wanted = describe_request(request, pci_requests, pci_in_placement)
+
+        response = self.reportclient.get_allocation_candidates(
+            request.to_query_params(
+                self.conf.scheduler.max_placement_results))
+        candidates = response.get('allocation_requests', [])
+        if not candidates:
+            raise exception.NoValidHost(
+                reason='no host can provide %s' % wanted)
+
+        usable, dropped = self._usable_hosts(
+            context, response, set(excluded_hosts))
+        kept = [candidate for candidate in candidates
+                if self._root(candidate, response) in usable]
+        if not kept:
+            raise exception.NoValidHost(reason=(
+                '%d candidate(s) for %s, all on hosts that cannot be used: '
+                '%s' % (len(candidates), wanted, '; '.join(dropped))))
+
+        selections = weights.select_candidates(
+            dict(response, allocation_requests=kept), request)
+        project_id = instance['project_id'] or context.project_id
+        user_id = instance['user_id'] or context.user_id
+        for selection in selections:
+            node = usable[selection.host]
+            if self.reportclient.claim_resources(
+                    instance_uuid, selection.allocation_request,
+                    project_id, user_id):
+                LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
+                         node['host'], node['hypervisor_hostname'])
+                return {'host': node['host'],
+                        'nodename': node['hypervisor_hostname'],
+                        'allocation_request': selection.allocation_request,
+                        'mappings': selection.mappings}
+            LOG.info('Claim for instance %s on %s refused; trying the next '
+                     'candidate', instance_uuid, node['host'])
+        raise exception.NoValidHost(reason=(
+            'Placement refused the claims on all %d candidate(s) for %s '
+            '(taken concurrently by other instances)' % (
+                len(selections), wanted)))
+
+    @staticmethod
+    def _root(candidate: dict, response: dict) -> str:
+        """Root provider (compute node UUID) of one candidate."""
+        summaries = response.get('provider_summaries', {})
+        mapped = candidate.get('mappings', {}).get('', [])
+        uuids = mapped or sorted(candidate['allocations'])
+        return summaries[uuids[0]]['root_provider_uuid']
+
+    @staticmethod
+    def _usable_hosts(context, response: dict,
+                      excluded: set[str]) -> tuple[dict, list[str]]:
+        """Compute nodes (by UUID) the candidates may land on.
+
+        Returns the usable nodes and a description of each root provider
+        dropped: excluded host, disabled compute service, or a provider
+        that is no nova compute node.
+        """
+        nodes = {node['uuid']: node for node in db.compute_node_get_all(
+            context)}
+        disabled = {service['host']
+                    for service in db.service_get_all(context,
+                                                      COMPUTE_BINARY)
+                    if service['disabled']}
+        roots = sorted({summary['root_provider_uuid'] for summary in
+                        response.get('provider_summaries', {}).values()})
+        usable, dropped = {}, []
+        for root in roots:
+            node = nodes.get(root)
+            if node is None:
+                dropped.append('provider %s is not a compute node' % root)
+            elif node['host'] in excluded:
+                dropped.append('%s already tried' % node['host'])
+            elif node['host'] in disabled:
+                dropped.append('%s is disabled' % node['host'])
+            else:
+                usable[root] = node
+        return usable, dropped

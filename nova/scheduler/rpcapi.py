@@ -1,0 +1,23 @@
+"""Client side of the nova-scheduler RPC API (topic ``scheduler``)."""
+
+from nova import rpc
+
+TOPIC = 'scheduler'
+
+
+class SchedulerAPI:
+    """Asks any scheduler for a destination."""
+
+    def __init__(self) -> None:
+        self.client = rpc.get_client(TOPIC)
+
+    def select_destination(self, context, instance_uuid: str,
+                           excluded_hosts: list[str]) -> dict:
+        """Pick a host for the instance and claim its resources.
+
+        Returns ``{"host", "nodename", "allocation_request", "mappings"}``;
+        raises NoValidHost.
+        """
+        return self.client.call(context, 'select_destination',
+                                instance_uuid=instance_uuid,
+                                excluded_hosts=list(excluded_hosts))

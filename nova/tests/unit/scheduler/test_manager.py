@@ -1,0 +1,173 @@
+"""SchedulerManager.select_destination against real Placement and DB."""
+
+import oslo_messaging
+import testtools
+
+from nova import context as nova_context
+from nova.db import api as db
+from nova import exception
+from nova.scheduler.client import report
+from nova.scheduler import manager
+from nova.tests.fixtures import database as db_fixture
+from nova.tests.fixtures import placement as placement_fixture
+from nova.tests.unit.scheduler import fakes
+
+
+class _RacingReportClient(report.SchedulerReportClient):
+    """Another scheduler takes the devices of the first candidate we try
+    between our GET /allocation_candidates and our claim."""
+
+    def __init__(self, conf, hosts):
+        super().__init__(conf)
+        self.hosts = hosts
+        self.claimed = []      # allocation requests we tried to claim
+        self.intruder = None
+
+    def claim_resources(self, consumer_uuid, allocation_request, *args):
+        self.claimed.append(allocation_request)
+        if self.intruder is None:
+            self.intruder = 'e7c1f0a4-0000-4000-8000-000000000001'
+            self.hosts.allocate(self.intruder, {
+                rp: alloc['resources']
+                for rp, alloc in allocation_request['allocations'].items()
+                if 'PGPU' in alloc['resources']})
+        return super().claim_resources(consumer_uuid, allocation_request,
+                                       *args)
+
+
+class TestSelectDestination(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(db_fixture.Database())
+        placement = self.useFixture(placement_fixture.PlacementFixture())
+        self.conf = fakes.make_conf(placement)
+        self.context = nova_context.get_admin_context()
+        self.hosts = fakes.GpuHosts(self, placement.api, self.context)
+        self.scheduler = manager.SchedulerManager(self.conf)
+
+    def _select(self, instance, excluded=()):
+        try:
+            return self.scheduler.select_destination(
+                self.context, instance['uuid'], list(excluded))
+        except oslo_messaging.ExpectedException as wrapped:
+            # What the RPC dispatcher unwraps for a remote caller.
+            raise wrapped.exc_info[1]
+
+    def test_picks_a_pair_and_claims_it(self):
+        self.hosts.add_host('cmp1')
+        instance = fakes.create_instance(self.context, 2)
+
+        selection = self._select(instance)
+
+        self.assertEqual('cmp1', selection['host'])
+        self.assertEqual('cmp1', selection['nodename'])
+        allocations = self.hosts.allocations(instance['uuid'])
+        gpus = self.hosts.gpus_of('cmp1', allocations)
+        self.assertIn(frozenset(gpus), fakes.PAIRS)
+        self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
+                         allocations[self.hosts.roots['cmp1']])
+        self.assertEqual(selection['allocation_request']['allocations'],
+                         {rp: {'resources': res}
+                          for rp, res in allocations.items()})
+        # The mappings name the device providers of the PCI request.
+        rid = instance['pci_requests'][0]['request_id']
+        mapped = {selection['mappings']['%s-%d' % (rid, i)][0]
+                  for i in range(2)}
+        self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
+
+    def test_packs_into_the_broken_quad_of_the_fuller_host(self):
+        self.hosts.add_host('cmp1')
+        self.hosts.add_host('cmp2')
+        self.hosts.use('cmp2', [1])     # quad-a of cmp2 is broken
+        instance = fakes.create_instance(self.context, 2)
+
+        selection = self._select(instance)
+
+        self.assertEqual('cmp2', selection['host'])
+        gpus = self.hosts.gpus_of(
+            'cmp2', self.hosts.allocations(instance['uuid']))
+        self.assertEqual({2, 4}, gpus)
+
+    def test_skips_excluded_hosts(self):
+        self.hosts.add_host('cmp1')
+        self.hosts.add_host('cmp2')
+        self.hosts.use('cmp2', [1])     # cmp2 would be preferred
+        instance = fakes.create_instance(self.context, 2)
+
+        selection = self._select(instance, excluded=['cmp2'])
+
+        self.assertEqual('cmp1', selection['host'])
+        allocations = self.hosts.allocations(instance['uuid'])
+        self.assertIn(self.hosts.roots['cmp1'], allocations)
+        self.assertNotIn(self.hosts.roots['cmp2'], allocations)
+
+    def test_skips_disabled_compute_services(self):
+        self.hosts.add_host('cmp1', disabled=True)
+        self.hosts.add_host('cmp2')
+        instance = fakes.create_instance(self.context, 1)
+
+        self.assertEqual('cmp2', self._select(instance)['host'])
+
+    def test_retries_next_candidate_when_claim_conflicts(self):
+        self.hosts.add_host('cmp1')
+        racing = _RacingReportClient(self.conf, self.hosts)
+        self.scheduler = manager.SchedulerManager(self.conf, racing)
+        instance = fakes.create_instance(self.context, 2)
+
+        selection = self._select(instance)
+
+        self.assertEqual(2, len(racing.claimed))
+        self.assertEqual(racing.claimed[1],
+                         selection['allocation_request'])
+        ours = self.hosts.gpus_of(
+            'cmp1', self.hosts.allocations(instance['uuid']))
+        theirs = self.hosts.gpus_of(
+            'cmp1', self.hosts.allocations(racing.intruder))
+        self.assertIn(frozenset(ours), fakes.PAIRS)
+        self.assertIn(frozenset(theirs), fakes.PAIRS)
+        self.assertEqual(set(), ours & theirs)
+
+    def test_no_candidates_raises_no_valid_host_naming_the_request(self):
+        self.hosts.add_host('cmp1')
+        self.hosts.use('cmp1', [5])     # the board is no longer free
+        instance = fakes.create_instance(self.context, 8)
+
+        error = self.assertRaises(exception.NoValidHost, self._select,
+                                  instance)
+
+        self.assertEqual(
+            'No valid host was found. There are not enough hosts '
+            'available: no host can provide 4 VCPU, 4096 MEMORY_MB and a '
+            'free nvlink group of 8 x PGPU', error.message)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
+    def test_all_candidates_excluded_raises_no_valid_host(self):
+        self.hosts.add_host('cmp1')
+        instance = fakes.create_instance(self.context, 4)
+
+        error = self.assertRaises(exception.NoValidHost, self._select,
+                                  instance, ['cmp1'])
+
+        self.assertIn('cmp1 already tried', error.message)
+        self.assertIn('a free nvlink group of 4 x PGPU', error.message)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
+    def test_unknown_instance(self):
+        self.assertRaises(exception.InstanceNotFound,
+                          self.scheduler.select_destination, self.context,
+                          'c0ffee00-0000-4000-8000-000000000000', [])
+
+    def test_flavor_only_request(self):
+        self.hosts.add_host('cmp1')
+        instance = fakes.create_instance(self.context, 0)
+
+        selection = self._select(instance)
+
+        self.assertEqual('cmp1', selection['host'])
+        self.assertEqual(
+            {self.hosts.roots['cmp1']: {'VCPU': 4, 'MEMORY_MB': 4096}},
+            self.hosts.allocations(instance['uuid']))
+        self.assertEqual(
+            'cmp1', db.compute_node_get_by_nodename(
+                self.context, selection['nodename'])['host'])
