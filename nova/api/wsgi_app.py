@@ -24,7 +24,6 @@ from nova.api import misc
 from nova.api import policy
 from nova.api import servers
 from nova.api import versions
-from nova.conf import api as api_conf
 from nova import exception
 
 LOG = logging.getLogger(__name__)
@@ -244,5 +243,4 @@ def make_app(conf, compute_api):
     nova.api.servers); flavors go straight to nova.db.api. ``conf`` needs
     the [api], [pci] and [filter_scheduler] options.
     """
-    api_conf.register_opts(conf)
     return ComputeAPI(conf, compute_api)

@@ -7,6 +7,7 @@ them all on the global ``CONF``.
 
 from oslo_config import cfg
 
+from nova.conf import api
 from nova.conf import compute
 from nova.conf import database
 from nova.conf import libvirt
@@ -17,7 +18,7 @@ from nova.conf import scheduler
 
 CONF = cfg.CONF
 
-_MODULES = (paths, compute, database, libvirt, pci, placement, scheduler)
+_MODULES = (paths, api, compute, database, libvirt, pci, placement, scheduler)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova.conf import groups
+
 api_group = cfg.OptGroup(
     'api', title='Compute API options',
     help='How nova-api authenticates requests and where it listens.')
@@ -28,8 +30,7 @@ api_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(api_group)
-    conf.register_opts(api_opts, group=api_group)
+    groups.register_group_opts(conf, api_group, api_opts)
 
 
 def list_opts() -> dict:

@@ -200,6 +200,12 @@ def _flavor_group(flavor: dict) -> RequestGroup:
     return group
 
 
+def device_suffix(request_id: str, index: int) -> str:
+    """Suffix of the group for device ``index`` of PCI request
+    ``request_id``; the compute reads its allocated provider back by it."""
+    return '%s-%d' % (request_id, index)
+
+
 def _pci_groups(pci_req: pci_request.InstancePCIRequest
                 ) -> tuple[list[RequestGroup], list[str] | None]:
     """Request groups of one PCI request, and its same_subtree if any.
@@ -220,7 +226,7 @@ def _pci_groups(pci_req: pci_request.InstancePCIRequest
             traits.add(pci_utils.group_member_trait(
                 pci_req.group_type, count, index))
         groups.append(RequestGroup(
-            suffix='%s-%d' % (rid, index),
+            suffix=device_suffix(rid, index),
             resources={pci_req.resource_class: 1},
             required_traits=traits,
             requester_id=rid))
