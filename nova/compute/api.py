@@ -6,7 +6,6 @@ flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
 instance and hands the build to nova-conductor.
 """
 
-import dataclasses
 import logging
 
 from oslo_config import cfg
@@ -26,25 +25,6 @@ LOG = logging.getLogger(__name__)
 # must not change what a running instance was built with.
 _FLAVOR_SNAPSHOT_FIELDS = ('id', 'flavorid', 'name', 'vcpus', 'memory_mb',
                            'root_gb', 'extra_specs')
-
-
-def pci_requests_to_primitive(
-        requests: list[pci_request.InstancePCIRequest]) -> list[dict]:
-    """JSON-ready form of PCI requests for ``instances.pci_requests``."""
-    result = []
-    for request in requests:
-        value = dataclasses.asdict(request)
-        value['traits'] = sorted(request.traits)
-        result.append(value)
-    return result
-
-
-def pci_requests_from_primitive(
-        values: list[dict] | None) -> list[pci_request.InstancePCIRequest]:
-    """PCI requests from ``instances.pci_requests`` (None: no requests)."""
-    return [pci_request.InstancePCIRequest(
-        **dict(value, traits=set(value.get('traits') or ())))
-        for value in values or []]
 
 
 def flavor_snapshot(flavor: dict) -> dict:
@@ -110,7 +90,7 @@ class API:
             'vm_state': 'building',
             'task_state': 'scheduling',
             'power_state': 0,
-            'pci_requests': pci_requests_to_primitive(pci_requests),
+            'pci_requests': pci_request.requests_to_primitive(pci_requests),
         })
         LOG.info('Instance %s (%s) created with flavor %s; image %r and '
                  '%d metadata item(s) are not stored', instance['uuid'],

@@ -1,13 +1,17 @@
-"""The nova-compute manager: owns the hypervisor driver of one host and
-keeps its resources reported."""
+"""The nova-compute manager: owns the hypervisor driver of one host, keeps
+its resources reported and builds and destroys its instances."""
 
 import logging
+import threading
 
 from oslo_config import cfg
 
 from nova import context as nova_context
+from nova import exception
 from nova.compute import resource_tracker
 from nova.db import api as db
+from nova.pci import request as pci_request
+from nova.scheduler import request_builder
 
 LOG = logging.getLogger(__name__)
 
@@ -27,6 +31,9 @@ class ComputeManager:
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
             conf, self.host, driver, reportclient)
+        # One build or delete at a time per instance.
+        self._instance_locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
 
     def init_host(self) -> None:
         """Connect to the hypervisor, register and report resources."""
@@ -51,3 +58,94 @@ class ComputeManager:
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
                  self.conf.update_resources_interval)]
+
+    # Instances --------------------------------------------------------------
+
+    def _instance_lock(self, instance_uuid: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._instance_locks.setdefault(instance_uuid,
+                                                   threading.Lock())
+
+    def _devices_for(self, instance: dict, mappings: dict
+                     ) -> list[tuple[str, list[str]]]:
+        """(request id, device addresses) for each PCI request, from the
+        providers Placement allocated to the request's groups."""
+        by_rp: dict[str, list[str]] = {}
+        for dev in self.rt.pci_tracker.pci_devs:
+            if dev.get('rp_uuid'):
+                by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
+        claims = []
+        for request in pci_request.requests_from_primitive(
+                instance.get('pci_requests')):
+            addresses = []
+            for index in range(request.count):
+                suffix = request_builder.device_suffix(request.request_id,
+                                                       index)
+                rp_uuids = mappings.get(suffix)
+                if not rp_uuids or rp_uuids[0] not in by_rp:
+                    raise exception.PciDeviceRequestFailed(requests=(
+                        '%s: Placement allocated provider %s for device %d, '
+                        'which holds no PCI device tracked on %s' % (
+                            request.request_id, rp_uuids, index,
+                            self.host)))
+                addresses.extend(by_rp[rp_uuids[0]])
+            claims.append((request.request_id, addresses))
+        return claims
+
+    def build_and_run_instance(self, context, instance_uuid: str,
+                               mappings: dict) -> None:
+        """Claim the allocated devices, start the guest, mark it ACTIVE.
+
+        On failure everything done here is undone (guest destroyed,
+        devices freed) and RescheduledException tells the conductor to try
+        another host; the conductor owns the Placement allocation.
+        """
+        with self._instance_lock(instance_uuid):
+            instance = db.instance_get_by_uuid(context, instance_uuid)
+            try:
+                devices = []
+                for request_id, addresses in self._devices_for(
+                        instance, mappings):
+                    devices += self.rt.pci_tracker.claim(
+                        instance_uuid, request_id, addresses)
+                flavor = instance['flavor']
+                db.instance_update(context, instance_uuid,
+                                   {'task_state': 'spawning'})
+                self.driver.spawn(
+                    instance_uuid, instance['display_name'],
+                    flavor['vcpus'], flavor['memory_mb'],
+                    [dict(dev, managed=dev['extra_info'].get(
+                        'managed', 'true')) for dev in devices])
+            except Exception as exc:
+                LOG.warning('Build of instance %s failed on %s: %s',
+                            instance_uuid, self.host, exc)
+                self._cleanup(instance_uuid)
+                raise exception.RescheduledException(
+                    instance_uuid=instance_uuid,
+                    reason=getattr(exc, 'message', None) or str(exc))
+            db.instance_update(context, instance_uuid, {
+                'vm_state': 'active', 'task_state': None, 'power_state': 1,
+                'host': self.host, 'node': self.rt.nodename})
+            LOG.info('Instance %s is running on %s with PCI devices %s',
+                     instance_uuid, self.host,
+                     ', '.join(d['address'] for d in devices) or 'none')
+
+    def _cleanup(self, instance_uuid: str) -> None:
+        """Destroy the guest and free its devices (both idempotent)."""
+        try:
+            self.driver.destroy(instance_uuid)
+        finally:
+            self.rt.pci_tracker.free_instance(instance_uuid)
+
+    def terminate_instance(self, context, instance_uuid: str) -> None:
+        """Destroy the guest, free devices and allocation, delete it."""
+        with self._instance_lock(instance_uuid):
+            self._cleanup(instance_uuid)
+            self.reportclient.delete_allocation_for_instance(instance_uuid)
+            try:
+                db.instance_destroy(context, instance_uuid)
+            except exception.InstanceNotFound:
+                pass
+        with self._locks_guard:
+            self._instance_locks.pop(instance_uuid, None)
+        LOG.info('Instance %s deleted from %s', instance_uuid, self.host)

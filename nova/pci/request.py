@@ -311,3 +311,21 @@ def get_pci_requests_from_flavor(extra_specs: dict,
             resource_class=alias.resource_class,
             traits=alias.traits))
     return requests
+
+
+def requests_to_primitive(requests: list[InstancePCIRequest]) -> list[dict]:
+    """JSON-ready form of PCI requests for ``instances.pci_requests``."""
+    result = []
+    for request in requests:
+        value = dataclasses.asdict(request)
+        value['traits'] = sorted(request.traits)
+        result.append(value)
+    return result
+
+
+def requests_from_primitive(values: list[dict] | None
+                            ) -> list[InstancePCIRequest]:
+    """PCI requests from ``instances.pci_requests`` (None: no requests)."""
+    return [InstancePCIRequest(
+        **dict(value, traits=set(value.get('traits') or ())))
+        for value in values or []]

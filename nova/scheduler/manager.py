@@ -15,9 +15,9 @@ import logging
 from oslo_config import cfg
 import oslo_messaging
 
-from nova.compute import api as compute_api
 from nova.db import api as db
 from nova import exception
+from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
 from nova.scheduler import weights
@@ -85,7 +85,7 @@ class SchedulerManager:
         """
         instance = db.instance_get_by_uuid(context, instance_uuid)
         flavor = instance['flavor'] or {}
-        pci_requests = compute_api.pci_requests_from_primitive(
+        pci_requests = pci_request.requests_from_primitive(
             instance['pci_requests'])
         pci_in_placement = self.conf.filter_scheduler.pci_in_placement
         request = request_builder.build_resource_request(

@@ -11,7 +11,6 @@ import uuid
 from oslo_config import cfg
 
 import nova.conf
-from nova.compute import api as compute_api
 from nova.db import api as db
 from nova.pci import request as pci_request
 
@@ -60,7 +59,7 @@ def create_instance(context, gpus: int) -> dict:
         'display_name': 'vm', 'project_id': 'proj', 'user_id': 'user',
         'flavor_id': FLAVOR['id'], 'flavor': FLAVOR,
         'vm_state': 'building', 'task_state': 'scheduling',
-        'pci_requests': compute_api.pci_requests_to_primitive(requests)})
+        'pci_requests': pci_request.requests_to_primitive(requests)})
 
 
 def _member_traits(gpu: int) -> set[str]:
