@@ -1,0 +1,181 @@
+"""Tests for nova.compute.api: validation, the instance record, delete."""
+
+import threading
+
+import testtools
+
+from nova.compute import api as compute_api
+from nova import context as nova_context
+from nova.db import api as db
+from nova import exception
+from nova.pci import request as pci_request
+from nova.tests.fixtures import database as db_fixture
+from nova.tests.fixtures import placement as placement_fixture
+from nova.tests.fixtures import rpc as rpc_fixture
+from nova.tests.unit.scheduler import fakes
+
+
+class FakeConductor:
+    def __init__(self):
+        self.builds = []
+        self.called = threading.Event()
+
+    def build_instance(self, context, instance_uuid):
+        self.builds.append((context.project_id, instance_uuid))
+        self.called.set()
+
+
+class FakeCompute:
+    def __init__(self):
+        self.terminated = []
+
+    def terminate_instance(self, context, instance_uuid):
+        self.terminated.append(instance_uuid)
+
+
+class TestComputeAPI(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(db_fixture.Database())
+        placement = self.useFixture(placement_fixture.PlacementFixture())
+        self.conf = fakes.make_conf(placement)
+        self.rpc = self.useFixture(rpc_fixture.RPCFixture())
+        self.conductor = FakeConductor()
+        self.rpc.start_server('conductor', 'cond1', [self.conductor])
+        self.compute = FakeCompute()
+        self.rpc.start_server('compute', 'cmp1', [self.compute])
+        self.admin = nova_context.get_admin_context()
+        self.context = nova_context.RequestContext(
+            user_id='alice', project_id='proj')
+        self.hosts = fakes.GpuHosts(self, placement.api, self.admin)
+        self.api = compute_api.API(self.conf)
+
+    def _flavor(self, flavorid='gpu2', extra_specs=None, **values):
+        specs = {'pci_passthrough:alias': 'h200:2'} \
+            if extra_specs is None else extra_specs
+        return db.flavor_create(self.admin, dict(
+            {'flavorid': flavorid, 'name': flavorid, 'vcpus': 4,
+             'memory_mb': 4096, 'root_gb': 10}, **values), specs)
+
+    def _create(self, flavorid='gpu2'):
+        return self.api.create(self.context, 'vm1', flavorid, 'cirros',
+                               {'k': 'v'})
+
+    def test_create_writes_the_instance_and_casts_the_build(self):
+        flavor = self._flavor()
+
+        instance = self._create()
+
+        stored = db.instance_get_by_uuid(self.admin, instance['uuid'])
+        self.assertEqual(instance['uuid'], stored['uuid'])
+        self.assertEqual(('vm1', 'proj', 'alice'), (
+            stored['display_name'], stored['project_id'],
+            stored['user_id']))
+        self.assertEqual(('building', 'scheduling'),
+                         (stored['vm_state'], stored['task_state']))
+        self.assertIsNone(stored['host'])
+        self.assertEqual(flavor['id'], stored['flavor_id'])
+        self.assertEqual({'id': flavor['id'], 'flavorid': 'gpu2',
+                          'name': 'gpu2', 'vcpus': 4, 'memory_mb': 4096,
+                          'root_gb': 10,
+                          'extra_specs': {'pci_passthrough:alias': 'h200:2'}},
+                         stored['flavor'])
+        [pci] = stored['pci_requests']
+        self.assertEqual(
+            {'alias_name': 'h200', 'count': 2, 'group_type': 'nvlink',
+             'resource_class': 'PGPU', 'traits': [],
+             'numa_policy': 'legacy'},
+            {key: pci[key] for key in ('alias_name', 'count', 'group_type',
+                                       'resource_class', 'traits',
+                                       'numa_policy')})
+        self.assertEqual(36, len(pci['request_id']))
+        self.assertTrue(self.conductor.called.wait(10))
+        self.assertEqual([('proj', instance['uuid'])], self.conductor.builds)
+
+    def test_stored_pci_requests_decode_for_the_scheduler(self):
+        self._flavor()
+        instance = self._create()
+        [request] = pci_request.requests_from_primitive(
+            db.instance_get_by_uuid(self.admin,
+                                    instance['uuid'])['pci_requests'])
+        self.assertEqual(('h200', 2, 'nvlink', 'PGPU', set()), (
+            request.alias_name, request.count, request.group_type,
+            request.resource_class, request.traits))
+
+    def _assert_rejected(self, exc_class, flavorid, *fragments):
+        error = self.assertRaises(exc_class, self._create, flavorid)
+        self.assertEqual(400, error.code)
+        for fragment in fragments:
+            self.assertIn(fragment, error.message)
+        self.assertEqual([], db.instance_get_all(self.admin))
+        self.assertEqual([], self.conductor.builds)
+
+    def test_unknown_flavor(self):
+        self._assert_rejected(exception.APIValidationError, 'nope',
+                              'flavorRef', "'nope' does not exist")
+
+    def test_disabled_flavor(self):
+        self._flavor(disabled=True)
+        self._assert_rejected(exception.APIValidationError, 'gpu2',
+                              'flavorRef', "'gpu2' is disabled")
+
+    def test_undefined_alias(self):
+        self._flavor(extra_specs={'pci_passthrough:alias': 'a100:2'})
+        self._assert_rejected(exception.PciRequestAliasNotDefined, 'gpu2',
+                              "'a100'", 'defined aliases: h200')
+
+    def test_malformed_alias_request(self):
+        self._flavor(extra_specs={'pci_passthrough:alias': 'h200:two'})
+        self._assert_rejected(exception.PciInvalidFlavorRequest, 'gpu2',
+                              "'two'", 'positive integer')
+
+    def test_bad_extra_spec(self):
+        self._flavor(extra_specs={'trait:nonsense': 'required'})
+        self._assert_rejected(exception.FlavorExtraSpecInvalid, 'gpu2',
+                              'trait:nonsense')
+
+    def test_get_and_get_all(self):
+        self._flavor()
+        first = self._create()
+        second = self._create()
+        self.assertEqual(first['uuid'],
+                         self.api.get(self.context, first['uuid'])['uuid'])
+        self.assertEqual([first['uuid'], second['uuid']],
+                         [i['uuid'] for i in self.api.get_all(self.context)])
+        self.assertRaises(exception.InstanceNotFound, self.api.get,
+                          self.context, 'c0ffee00-0000-4000-8000-000000000000')
+
+    def test_delete_before_a_host_frees_the_allocation(self):
+        self._flavor()
+        instance = self._create()
+        self.hosts.add_host('cmp1')
+        # As if the scheduler had claimed already.
+        self.hosts.allocate(instance['uuid'], {
+            self.hosts.roots['cmp1']: {'VCPU': 4, 'MEMORY_MB': 4096}})
+
+        self.api.delete(self.context, instance['uuid'])
+
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertRaises(exception.InstanceNotFound, self.api.get,
+                          self.context, instance['uuid'])
+        self.assertEqual('deleting', db.instance_get_by_uuid(
+            self.admin, instance['uuid'], read_deleted=True)['task_state'])
+        self.assertEqual([], self.compute.terminated)
+
+    def test_delete_on_a_host_calls_its_compute(self):
+        self._flavor()
+        instance = self._create()
+        db.instance_update(self.admin, instance['uuid'],
+                           {'host': 'cmp1', 'node': 'cmp1'})
+
+        self.api.delete(self.context, instance['uuid'])
+
+        self.assertEqual([instance['uuid']], self.compute.terminated)
+        # The compute owns the teardown, record included.
+        self.assertEqual('deleting', self.api.get(
+            self.context, instance['uuid'])['task_state'])
+
+    def test_delete_unknown_instance(self):
+        self.assertRaises(exception.InstanceNotFound, self.api.delete,
+                          self.context, 'c0ffee00-0000-4000-8000-000000000000')
