@@ -1,0 +1,170 @@
+"""The nova-all demo: one flavor per GPU count always gets an NVLink group.
+
+Creates flavors gpu.1x/2x/4x/8x (``pci_passthrough:alias=h200:N``) through
+the REST API, boots a mix of servers on HGX H200 hosts, deletes one and
+boots into the hole it left, then prints every host's GPU board (which
+server holds which GPU) and checks that each server got exactly one
+declared partition.
+"""
+
+import json
+import tempfile
+import time
+
+import requests
+
+from nova import context as nova_context
+from nova.db import api as db
+from nova.virt.libvirt import fakehost
+
+_SIZES = (1, 2, 4, 8)
+# (server name, GPUs) in boot order; the last one cannot fit anymore.
+_BOOTS = (('train-a', 4), ('pair-1', 2), ('solo-1', 1), ('solo-2', 1),
+          ('train-b', 8), ('pair-2', 2))
+_BUILD_TIMEOUT = 120
+
+
+def configure(conf) -> None:
+    """Defaults for the demo: the H200 [pci] config and a fresh state."""
+    pci = fakehost.h200_pci_config()
+    conf.set_default('state_path', tempfile.mkdtemp(prefix='nova-demo-'))
+    conf.set_default('report_in_placement', True, group='pci')
+    for name in ('device_spec', 'device_group', 'alias'):
+        conf.set_default(name, pci[name], group='pci')
+    conf.set_default('pci_in_placement', True, group='filter_scheduler')
+
+
+class _Client:
+    """Minimal Compute API client (admin token of the noauth2 API)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.session = requests.Session()
+        self.session.headers.update({
+            'X-Auth-Token': 'admin', 'Content-Type': 'application/json',
+            'OpenStack-API-Version': 'compute 2.96'})
+
+    def call(self, method: str, path: str, body: dict | None = None,
+             expect: tuple = (200, 201, 202, 204)) -> dict:
+        resp = self.session.request(method, self.url + path,
+                                    data=json.dumps(body) if body else None)
+        if resp.status_code not in expect:
+            raise RuntimeError('%s %s -> %s %s' % (method, path,
+                                                   resp.status_code,
+                                                   resp.text))
+        return resp.json() if resp.content else {}
+
+    def create_flavor(self, gpus: int) -> str:
+        name = 'gpu.%dx' % gpus
+        flavor = self.call('POST', '/flavors', {'flavor': {
+            'name': name, 'vcpus': 16 * gpus, 'ram': 65536 * gpus,
+            'disk': 0}})['flavor']
+        self.call('POST', '/flavors/%s/os-extra_specs' % flavor['id'], {
+            'extra_specs': {'pci_passthrough:alias': 'h200:%d' % gpus}})
+        return flavor['id']
+
+    def boot(self, name: str, flavor_id: str) -> dict:
+        server = self.call('POST', '/servers', {'server': {
+            'name': name, 'flavorRef': flavor_id, 'imageRef': 'none'}})
+        return self.wait(server['server']['id'])
+
+    def wait(self, server_id: str) -> dict:
+        deadline = time.monotonic() + _BUILD_TIMEOUT
+        while time.monotonic() < deadline:
+            server = self.call('GET', '/servers/%s' % server_id)['server']
+            if server['status'] in ('ACTIVE', 'ERROR'):
+                return server
+            time.sleep(0.2)
+        raise RuntimeError('server %s still building after %ds' % (
+            server_id, _BUILD_TIMEOUT))
+
+    def delete(self, server_id: str) -> None:
+        self.call('DELETE', '/servers/%s' % server_id)
+        deadline = time.monotonic() + _BUILD_TIMEOUT
+        while time.monotonic() < deadline:
+            resp = self.session.get(self.url + '/servers/%s' % server_id)
+            if resp.status_code == 404:
+                return
+            time.sleep(0.2)
+        raise RuntimeError('server %s not deleted' % server_id)
+
+
+def _gpu_number(address: str) -> int:
+    return fakehost.H200_GPU_ADDRESSES.index(address) + 1
+
+
+def _partitions() -> list[frozenset[int]]:
+    pairs = [frozenset(p) for p in fakehost.H200_NVLINK_PAIRS.values()]
+    quads = [frozenset({1, 2, 3, 4}), frozenset({5, 6, 7, 8})]
+    return ([frozenset({g}) for g in range(1, 9)] + pairs + quads +
+            [frozenset(range(1, 9))])
+
+
+def board(host: str) -> tuple[str, dict[str, set[int]]]:
+    """A picture of ``host``'s GPUs and which server holds each."""
+    context = nova_context.get_admin_context()
+    node = db.compute_node_get_by_nodename(context, host)
+    devices = {d['address']: d for d in
+               db.pci_device_get_all_by_node(context, node['id'])}
+    names = {i['uuid']: i['display_name']
+             for i in db.instance_get_all(context)}
+    held: dict[str, set[int]] = {}
+
+    def cell(gpu: int) -> str:
+        dev = devices[fakehost.H200_GPU_ADDRESSES[gpu - 1]]
+        owner = names.get(dev['instance_uuid'], '-') \
+            if dev['instance_uuid'] else 'free'
+        if dev['instance_uuid']:
+            held.setdefault(owner, set()).add(gpu)
+        return 'GPU%d %-8s' % (gpu, owner)
+
+    lines = ['%s  (board: quad-a = pairs {1,3} {2,4}, '
+             'quad-b = pairs {5,7} {6,8})' % host]
+    for quad, pairs in fakehost.H200_NVLINK_QUADS.items():
+        row = []
+        for pair in pairs:
+            first, second = fakehost.H200_NVLINK_PAIRS[pair]
+            row.append('%s [%s|%s]' % (pair, cell(first), cell(second)))
+        lines.append('  %s: %s' % (quad, '   '.join(row)))
+    return '\n'.join(lines), held
+
+
+def run(allinone) -> int:
+    """Run the scenario against a started AllInOne; 0 if all is valid."""
+    client = _Client(allinone.api_url)
+    flavors = {n: client.create_flavor(n) for n in _SIZES}
+    print('Flavors: %s (one per GPU count, no topology in them)' % ', '.join(
+        'gpu.%dx = pci_passthrough:alias=h200:%d' % (n, n) for n in _SIZES))
+    servers = {}
+    for name, gpus in _BOOTS:
+        servers[name] = server = client.boot(name, flavors[gpus])
+        where = server.get('OS-EXT-SRV-ATTR:host') or '-'
+        fault = server.get('fault', {}).get('message', '')
+        print('  boot %-8s gpu.%dx -> %-6s %s %s' % (
+            name, gpus, server['status'], where, fault))
+    print('Deleting train-a frees its quad; booting pair-3 (gpu.2x) into it')
+    client.delete(servers.pop('train-a')['id'])
+    servers['pair-3'] = server = client.boot('pair-3', flavors[2])
+    print('  boot pair-3   gpu.2x -> %-6s %s' % (
+        server['status'], server.get('OS-EXT-SRV-ATTR:host')))
+
+    valid = set(_partitions())
+    ok = True
+    print()
+    for host in allinone.compute_hosts:
+        picture, held = board(host)
+        print(picture)
+        for name, gpus in sorted(held.items()):
+            good = frozenset(gpus) in valid
+            ok &= good
+            print('    %-8s GPUs %-18s %s' % (
+                name, ','.join(map(str, sorted(gpus))),
+                'valid NVLink partition' if good else 'INVALID'))
+        print()
+    expected_error = servers['pair-2']['status'] == 'ERROR'
+    ok &= expected_error and all(
+        s['status'] == 'ACTIVE' for n, s in servers.items() if n != 'pair-2')
+    print('Result: %s' % ('every server got exactly one valid partition; '
+                          'pair-2 was refused (no free pair left)'
+                          if ok else 'FAILED'))
+    return 0 if ok else 1
