@@ -1,1 +1,15 @@
 """A Nova-architecture compute service with in-tree PCI device groups."""
+
+import warnings
+
+# Libraries below (futurist, oslo.service) import eventlet only to detect
+# whether it is in use; nova never uses it, so its deprecation notice is
+# noise for operators.
+warnings.filterwarnings('ignore', message='Eventlet is deprecated')
+
+from oslo_service import backend as _service_backend  # noqa: E402
+
+# Nova services use plain threads. oslo.messaging imports oslo.service,
+# whose default backend is eventlet; pick its threading backend before
+# anything loads the eventlet one.
+_service_backend.init_backend(_service_backend.BackendType.THREADING)
