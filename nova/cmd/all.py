@@ -60,9 +60,12 @@ class AllInOne:
     """
 
     def __init__(self, conf: cfg.ConfigOpts, compute_hosts: list[str],
-                 api_port: int | None = None) -> None:
+                 api_port: int | None = None,
+                 drivers: dict | None = None) -> None:
         self.conf = conf
         self.compute_hosts = compute_hosts
+        # Hypervisor drivers by host; hosts not named get _compute_driver.
+        self._drivers = dict(drivers or {})
         self.api_port = conf.api.listen_port if api_port is None \
             else api_port
         self.services: list[service.Service] = []
@@ -96,8 +99,9 @@ class AllInOne:
                     scheduler_rpcapi.TOPIC, self.conf.host)
         for host in self.compute_hosts:
             manager = compute_manager.ComputeManager(
-                self.conf, self._compute_driver(host), reportclient,
-                host=host)
+                self.conf,
+                self._drivers.get(host) or self._compute_driver(host),
+                reportclient, host=host)
             self._start(manager, compute_rpcapi.TOPIC, host)
             self.computes[host] = manager
         app = wsgi_app.make_app(self.conf, compute_api.API(self.conf))

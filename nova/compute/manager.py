@@ -5,6 +5,7 @@ import logging
 import threading
 
 from oslo_config import cfg
+import oslo_messaging
 
 from nova import context as nova_context
 from nova import exception
@@ -92,6 +93,9 @@ class ComputeManager:
             claims.append((request.request_id, addresses))
         return claims
 
+    # A reschedule is an answer, not a crash: the RPC server should not log
+    # a traceback for it.
+    @oslo_messaging.expected_exceptions(exception.RescheduledException)
     def build_and_run_instance(self, context, instance_uuid: str,
                                mappings: dict) -> None:
         """Claim the allocated devices, start the guest, mark it ACTIVE.

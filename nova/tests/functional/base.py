@@ -5,6 +5,7 @@
 default), so tests see exactly what an operator would in Placement.
 """
 
+import logging
 import os
 
 import fixtures
@@ -29,6 +30,8 @@ class FunctionalTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.Timeout(120, gentle=True))
+        # Service logs are kept with the test and shown when it fails.
+        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         self.conf = cfg.ConfigOpts()
         nova.conf.register_all(self.conf)
         self.conf([], project='nova', default_config_files=[],

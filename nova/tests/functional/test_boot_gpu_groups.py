@@ -1,0 +1,339 @@
+"""Booting GPU servers through the REST API onto whole NVLink groups.
+
+Every service is real and in-process: the Compute API over HTTP, the
+conductor and scheduler over oslo.messaging, computes on libvirt's test
+driver, real Placement and a real database.
+"""
+
+import json
+import time
+
+import requests
+
+from nova import context as nova_context
+from nova.cmd import all as nova_all
+from nova.db import api as db
+from nova.tests.fixtures import libvirt_faults
+from nova.tests.fixtures import rpc as rpc_fixture
+from nova.tests.functional import base
+from nova.virt.libvirt import config as libvirt_config
+from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import fakehost
+
+GPUS = base.GPUS
+PAIRS = {frozenset(p) for p in fakehost.H200_NVLINK_PAIRS.values()}
+QUADS = {frozenset({1, 2, 3, 4}), frozenset({5, 6, 7, 8})}
+BOARD = frozenset(range(1, 9))
+TIMEOUT = 60
+
+
+class BootTestBase(base.FunctionalTestCase):
+    """Starts nova-all's services against the test's Placement and DB."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(rpc_fixture.RPCFixture(self.conf))
+        self.flags('api', listen='127.0.0.1')
+        self.flags('scheduler', max_attempts=2)
+        self.flags(update_resources_interval=0)
+        self.session = requests.Session()
+        self.session.headers.update({'X-Auth-Token': 'admin',
+                                     'Content-Type': 'application/json'})
+
+    def start_services(self, hosts=('cmp1',), devices=None):
+        drivers = {host: libvirt_driver.LibvirtDriver(
+            self.node_uri(host, devices)) for host in hosts}
+        self.allinone = nova_all.AllInOne(self.conf, list(hosts),
+                                          api_port=0, drivers=drivers)
+        self.allinone.start()
+        self.addCleanup(self.allinone.stop)
+        self.computes = self.allinone.computes
+
+    # REST helpers ----------------------------------------------------------
+
+    def api(self, method, path, body=None, expect=(200, 201, 202, 204)):
+        resp = self.session.request(
+            method, self.allinone.api_url + path,
+            data=json.dumps(body) if body is not None else None)
+        self.assertIn(resp.status_code, expect, resp.text)
+        return resp.json() if resp.content else {}
+
+    def flavor(self, name, alias_value):
+        flavor = self.api('POST', '/flavors', {'flavor': {
+            'name': name, 'vcpus': 4, 'ram': 4096, 'disk': 0}})['flavor']
+        if alias_value:
+            self.api('POST', '/flavors/%s/os-extra_specs' % flavor['id'],
+                     {'extra_specs': {'pci_passthrough:alias': alias_value}})
+        return flavor['id']
+
+    def gpu_flavors(self):
+        return {n: self.flavor('gpu.%dx' % n, 'h200:%d' % n)
+                for n in (1, 2, 4, 8)}
+
+    def boot(self, flavor_id, name='vm', status='ACTIVE'):
+        server = self.api('POST', '/servers', {'server': {
+            'name': name, 'flavorRef': flavor_id,
+            'imageRef': 'none'}})['server']
+        return self.wait_for(server['id'], status)
+
+    def wait_for(self, server_id, status):
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            server = self.api('GET', '/servers/%s' % server_id)['server']
+            if server['status'] in ('ACTIVE', 'ERROR'):
+                self.assertEqual(status, server['status'], server)
+                return server
+            time.sleep(0.05)
+        self.fail('server %s never left BUILD' % server_id)
+
+    def delete(self, server_id):
+        self.api('DELETE', '/servers/%s' % server_id)
+        self.api('GET', '/servers/%s' % server_id, expect=(404,))
+
+    # What each layer holds ------------------------------------------------
+
+    def gpus_of(self, server):
+        """1-based GPU numbers the compute assigned to the server."""
+        host = server['OS-EXT-SRV-ATTR:host']
+        devs = self.computes[host].rt.pci_tracker.pci_devs
+        return frozenset(GPUS.index(d['address']) + 1 for d in devs
+                         if d['instance_uuid'] == server['id'])
+
+    def domain_gpus(self, server):
+        """GPU numbers in the libvirt domain's hostdevs."""
+        host = self.computes[server['OS-EXT-SRV-ATTR:host']].driver.host
+        domain = host.lookup_domain(server['id'])
+        self.assertIsNotNone(domain, 'no libvirt domain for %s' % server)
+        self.assertTrue(domain.isActive())
+        return frozenset(
+            GPUS.index(h['address']) + 1 for h in
+            libvirt_config.parse_guest_hostdevs(domain.XMLDesc()))
+
+    def placement_gpus(self, server):
+        """GPU numbers of the device providers allocated to the server."""
+        host = server['OS-EXT-SRV-ATTR:host']
+        allocs = self.placement_get('/allocations/%s' % server['id'])
+        names = {rp['uuid']: name for name, rp in
+                 self.provider_view(host).items()}
+        gpus = set()
+        for rp_uuid, alloc in allocs['allocations'].items():
+            if 'PGPU' in alloc['resources']:
+                address = names[rp_uuid].split('_', 1)[1].lower()
+                gpus.add(GPUS.index(address) + 1)
+        return frozenset(gpus)
+
+    def assert_server_holds(self, server, valid_sets):
+        gpus = self.gpus_of(server)
+        self.assertIn(gpus, valid_sets, server)
+        self.assertEqual(gpus, self.domain_gpus(server))
+        self.assertEqual(gpus, self.placement_gpus(server))
+        return gpus
+
+    def assert_nothing_held(self, server_id):
+        self.assertEqual({}, self.placement_get(
+            '/allocations/%s' % server_id)['allocations'])
+        for compute in self.computes.values():
+            self.assertEqual([], [d for d in compute.rt.pci_tracker.pci_devs
+                                  if d['instance_uuid'] == server_id])
+            self.assertIsNone(compute.driver.host.lookup_domain(server_id))
+
+
+class TestNVLinkGroups(BootTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+
+    def test_2gpu_flavor_always_gets_a_pair(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        taken = [self.assert_server_holds(self.boot(flavors[2], 'p%d' % i),
+                                          PAIRS) for i in range(4)]
+        self.assertEqual(PAIRS, set(taken))
+        self.boot(flavors[2], 'p5', status='ERROR')
+
+    def test_4gpu_flavor_gets_a_quad_and_8gpu_the_board(self):
+        self.start_services(hosts=('cmp1', 'cmp2'))
+        flavors = self.gpu_flavors()
+        quads = [self.boot(flavors[4], 'q%d' % i) for i in range(2)]
+        for quad in quads:
+            self.assert_server_holds(quad, QUADS)
+        # Packed, not spread: both quads on one host.
+        self.assertEqual(1, len({q['OS-EXT-SRV-ATTR:host'] for q in quads}))
+        board = self.boot(flavors[8], 'b')
+        self.assertEqual(BOARD, self.assert_server_holds(board, {BOARD}))
+        self.assertNotEqual(quads[0]['OS-EXT-SRV-ATTR:host'],
+                            board['OS-EXT-SRV-ATTR:host'])
+        failed = self.boot(flavors[1], 'one-more', status='ERROR')
+        self.assertIn('No valid host', failed['fault']['message'])
+
+    def test_no_pair_left_when_every_pair_is_broken(self):
+        self.start_services()
+        compute = self.computes['cmp1']
+        view = self.provider_view('cmp1')
+        # Another consumer holds the first GPU of every pair.
+        blocker = '44444444-2222-3333-4444-555555555555'
+        firsts = [GPUS[first - 1] for first, _ in
+                  fakehost.H200_NVLINK_PAIRS.values()]
+        resp = self.placement.api.put('/allocations/%s' % blocker, json={
+            'allocations': {view['cmp1_' + a.upper()]['uuid']:
+                            {'resources': {'PGPU': 1}} for a in firsts},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+        self.assertEqual(204, resp.status_code, resp.text)
+        for address in firsts:
+            compute.rt.pci_tracker.claim(blocker, 'r-' + address, [address])
+        flavors = self.gpu_flavors()
+        failed = self.boot(flavors[2], 'pair', status='ERROR')
+        self.assertIn('No valid host', failed['fault']['message'])
+        self.assertIn('nvlink group of 2', failed['fault']['message'])
+        self.assert_nothing_held(failed['id'])
+        # Single GPUs still fit: the four free partners.
+        singles = [self.boot(flavors[1], 's%d' % i) for i in range(4)]
+        self.assertEqual({frozenset({second}) for _, second in
+                          fakehost.H200_NVLINK_PAIRS.values()},
+                         {self.gpus_of(s) for s in singles})
+
+    def test_delete_frees_devices_and_allocations(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        server = self.boot(flavors[4])
+        self.assert_server_holds(server, QUADS)
+        self.delete(server['id'])
+        self.assert_nothing_held(server['id'])
+        for rp in self.provider_view('cmp1').values():
+            self.assertEqual(0, self.usages(rp['uuid']).get('PGPU', 0))
+        # The whole board is free again.
+        board = self.boot(flavors[8])
+        self.assert_server_holds(board, {BOARD})
+
+    def test_buddy_rule_fills_broken_pairs_first(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        first = self.gpus_of(self.boot(flavors[1], 'a'))
+        second = self.gpus_of(self.boot(flavors[1], 'b'))
+        self.assertIn(first | second, PAIRS)
+        # A quad is still free for a 4-GPU server.
+        self.assert_server_holds(self.boot(flavors[4], 'q'), QUADS)
+
+    def test_compute_failure_reschedules_and_frees_everything(self):
+        self.start_services(hosts=('cmp1', 'cmp2'))
+        flavors = self.gpu_flavors()
+        # The first server makes its host the fuller one, which packing
+        # tries first; then that host fails to start guests.
+        bad = self.boot(flavors[1], 'first')['OS-EXT-SRV-ATTR:host']
+        good = ({'cmp1', 'cmp2'} - {bad}).pop()
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.computes[bad].driver.host, ['create', 'createWithFlags']))
+        server = self.boot(flavors[2], 'resched')
+        self.assertTrue(faults.triggered)
+        self.assertEqual(good, server['OS-EXT-SRV-ATTR:host'])
+        self.assert_server_holds(server, PAIRS)
+        # Nothing of it left on the failing host.
+        failing = self.computes[bad]
+        self.assertEqual([], [d for d in failing.rt.pci_tracker.pci_devs
+                              if d['instance_uuid'] == server['id']])
+        self.assertIsNone(failing.driver.host.lookup_domain(server['id']))
+        allocs = self.placement_get('/allocations/%s' % server['id'])
+        bad_rps = {rp['uuid'] for rp in self.provider_view(bad).values()}
+        self.assertEqual(set(), set(allocs['allocations']) & bad_rps)
+
+    def test_failure_on_every_host_leaves_error_and_nothing_held(self):
+        self.start_services()
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.computes['cmp1'].driver.host, ['createWithFlags',
+                                                'create']))
+        flavors = self.gpu_flavors()
+        server = self.boot(flavors[2], 'doomed', status='ERROR')
+        self.assertIn('cmp1', server['fault']['message'])
+        self.assert_nothing_held(server['id'])
+        ctx = nova_context.get_admin_context()
+        self.assertEqual('error',
+                         db.instance_get_by_uuid(ctx, server['id'])
+                         ['vm_state'])
+
+    def test_two_hosts_fill_with_pairs(self):
+        self.start_services(hosts=('cmp1', 'cmp2'))
+        flavors = self.gpu_flavors()
+        servers = [self.boot(flavors[2], 'p%d' % i) for i in range(8)]
+        by_host = {}
+        for server in servers:
+            gpus = self.assert_server_holds(server, PAIRS)
+            by_host.setdefault(server['OS-EXT-SRV-ATTR:host'], []).append(
+                gpus)
+        self.assertEqual({'cmp1', 'cmp2'}, set(by_host))
+        for pairs in by_host.values():
+            self.assertEqual(PAIRS, set(pairs))
+        # The first host was filled before the second was touched.
+        first_host = servers[0]['OS-EXT-SRV-ATTR:host']
+        self.assertEqual([first_host] * 4,
+                         [s['OS-EXT-SRV-ATTR:host'] for s in servers[:4]])
+        self.boot(flavors[2], 'p9', status='ERROR')
+
+    def test_alias_checked_when_flavor_extra_spec_is_set(self):
+        self.start_services()
+        flavor = self.flavor('bad', None)
+        body = self.api('POST', '/flavors/%s/os-extra_specs' % flavor,
+                        {'extra_specs': {'pci_passthrough:alias': 'h100:2'}},
+                        expect=(400,))
+        message = body['badRequest']['message']
+        self.assertIn('h100', message)
+        self.assertIn('h200', message)
+
+
+class TestUngroupedAlias(BootTestBase):
+    """An alias without group_type behaves as upstream: any devices."""
+
+    def test_any_two_gpus(self):
+        self.flags('pci', report_in_placement=True,
+                   device_spec=base.H200_CONFIG['device_spec'],
+                   alias=['{"name": "gpu", "resource_class": "PGPU"}'])
+        self.flags('filter_scheduler', pci_in_placement=True)
+        self.start_services()
+        flavor = self.flavor('gpu.2x', 'gpu:2')
+        servers = [self.boot(flavor, 'g%d' % i) for i in range(4)]
+        held = [self.gpus_of(s) for s in servers]
+        self.assertEqual(set(range(1, 9)), set().union(*held))
+        for server, gpus in zip(servers, held):
+            self.assertEqual(2, len(gpus))
+            self.assertEqual(gpus, self.domain_gpus(server))
+            self.assertEqual(gpus, self.placement_gpus(server))
+        self.boot(flavor, 'g5', status='ERROR')
+
+    def test_flavor_without_pci(self):
+        self.enable_h200_groups()
+        self.start_services()
+        server = self.boot(self.flavor('plain', None))
+        self.assertEqual(frozenset(), self.gpus_of(server))
+        self.assertEqual(frozenset(), self.domain_gpus(server))
+        allocs = self.placement_get('/allocations/%s' % server['id'])
+        self.assertEqual([{'VCPU': 4, 'MEMORY_MB': 4096}],
+                         [a['resources'] for a in
+                          allocs['allocations'].values()])
+
+
+class TestStaticGroups(BootTestBase):
+    """The upstream spec's static groups are handed out whole."""
+
+    def test_static_group_boots_whole(self):
+        left = {'bus': '(18|2a|3a|5d)'}
+        right = {'bus': '(9a|ab|ba|db)'}
+        specs = [json.dumps({'vendor_id': '10de', 'product_id': '2335',
+                             'address': addr, 'group_name': name,
+                             'group_type': 'nvlink'})
+                 for name, addr in (('hgx-left', left),
+                                    ('hgx-right', right))]
+        self.flags('pci', report_in_placement=True, device_spec=specs,
+                   alias=['{"name": "hgx-half", "resource_class": '
+                          '"CUSTOM_PCI_GROUP_NVLINK"}'])
+        self.flags('filter_scheduler', pci_in_placement=True)
+        self.start_services()
+        flavor = self.flavor('half', 'hgx-half:1')
+        servers = [self.boot(flavor, 'h%d' % i) for i in range(2)]
+        self.assertEqual(QUADS, {self.gpus_of(s) for s in servers})
+        for server in servers:
+            self.assertEqual(self.gpus_of(server), self.domain_gpus(server))
+        self.boot(flavor, 'h3', status='ERROR')
+        self.delete(servers[0]['id'])
+        self.assert_nothing_held(servers[0]['id'])
+        self.assertIn(self.gpus_of(self.boot(flavor, 'h4')), QUADS)
