@@ -1,0 +1,63 @@
+"""python-openstackclient against the all-in-one services.
+
+What an operator types: create a flavor with the h200 alias, boot with
+``openstack server create --flavor gpu.2x``, and the server is ACTIVE on an
+NVLink pair.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from nova.tests.functional import test_boot_gpu_groups as boot
+
+OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
+
+
+class TestOpenStackClient(boot.BootTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.start_services()
+        root = self.allinone.api_server.url
+        self.env = dict(os.environ, OS_AUTH_TYPE='admin_token',
+                        OS_ENDPOINT=self.allinone.api_url, OS_TOKEN='admin',
+                        OS_IDENTITY_ENDPOINT_OVERRIDE=root + '/identity/v3',
+                        OS_COMPUTE_API_VERSION='2.96')
+
+    def osc(self, *args, expect_ok=True):
+        result = subprocess.run([OPENSTACK, *args], env=self.env,
+                                capture_output=True, text=True, timeout=60)
+        if expect_ok:
+            self.assertEqual(0, result.returncode, result.stderr)
+        return result
+
+    def osc_json(self, *args):
+        return json.loads(self.osc(*args, '-f', 'json').stdout)
+
+    def test_server_create_lands_on_a_pair(self):
+        self.osc('flavor', 'create', '--vcpus', '8', '--ram', '8192',
+                 '--disk', '0', 'gpu.2x')
+        self.osc('flavor', 'set', '--property',
+                 'pci_passthrough:alias=h200:2', 'gpu.2x')
+        bad = self.osc('flavor', 'set', '--property',
+                       'pci_passthrough:alias=h100:2', 'gpu.2x',
+                       expect_ok=False)
+        self.assertNotEqual(0, bad.returncode)
+        self.assertIn('h100', bad.stderr)
+        server = self.osc_json('server', 'create', '--flavor', 'gpu.2x',
+                               '--image', 'none', 'vm1')
+        deadline = time.monotonic() + boot.TIMEOUT
+        while server['status'] == 'BUILD' and time.monotonic() < deadline:
+            time.sleep(0.2)
+            server = self.osc_json('server', 'show', server['id'])
+        self.assertEqual('ACTIVE', server['status'], server)
+        rest = self.api('GET', '/servers/%s' % server['id'])['server']
+        self.assert_server_holds(rest, boot.PAIRS)
+        listed = self.osc_json('server', 'list')
+        self.assertEqual(['vm1'], [s['Name'] for s in listed])
+        self.osc('server', 'delete', '--wait', server['id'])
+        self.assert_nothing_held(server['id'])
