@@ -1,11 +1,15 @@
-"""Console entry points of the nova services."""
+"""Console entry points of the nova services, and what they share."""
 
 import logging
+import signal
 import sys
+import threading
 
 from oslo_config import cfg
 
 import nova.conf
+from nova import rpc
+from nova import service
 from nova.db import api as db
 
 
@@ -16,9 +20,42 @@ def parse_args(argv: list[str] | None = None,
     Configuration files default to oslo.config's search path
     (/etc/nova/nova.conf etc.); ``--config-file`` adds more.
     """
+    rpc.set_defaults(conf)
     conf(sys.argv[1:] if argv is None else argv, project='nova')
     logging.basicConfig(
         level=logging.INFO,
         format='%(asctime)s %(levelname)s %(name)s %(message)s')
     db.configure(conf)
     return conf
+
+
+def rpc_service(manager, topic: str, server: str) -> service.Service:
+    """A started service whose manager answers RPC on ``topic``."""
+    svc = service.Service(manager, lambda m: rpc.get_server(
+        topic, server, [m]))
+    svc.start()
+    return svc
+
+
+def wait_for_signal() -> None:
+    """Block until SIGINT or SIGTERM."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+
+def run_rpc_service(conf: cfg.ConfigOpts, manager, topic: str) -> int:
+    """Serve one manager on ``topic`` until signalled (separate-process
+    deployments; the schema must exist: ``nova-manage db sync``)."""
+    rpc.init(conf)
+    svc = rpc_service(manager, topic, conf.host)
+    logging.getLogger(__name__).info('%s serving topic %s as %s',
+                                     type(manager).__name__, topic,
+                                     conf.host)
+    try:
+        wait_for_signal()
+    finally:
+        svc.stop()
+        rpc.cleanup()
+    return 0

@@ -10,9 +10,7 @@ HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver.
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -21,7 +19,6 @@ import nova.conf
 from nova import cmd
 from nova import embedded_placement
 from nova import rpc
-from nova import service
 from nova import wsgi_server
 from nova.api import wsgi_app
 from nova.compute import api as compute_api
@@ -68,7 +65,7 @@ class AllInOne:
         self._drivers = dict(drivers or {})
         self.api_port = conf.api.listen_port if api_port is None \
             else api_port
-        self.services: list[service.Service] = []
+        self.services: list = []
         self.computes: dict[str, compute_manager.ComputeManager] = {}
         self.api_server: wsgi_server.WSGIServer | None = None
 
@@ -83,10 +80,7 @@ class AllInOne:
         return libvirt_driver.LibvirtDriver(uri)
 
     def _start(self, manager, topic: str, server: str) -> None:
-        svc = service.Service(manager, lambda m: rpc.get_server(
-            topic, server, [m]))
-        svc.start()
-        self.services.append(svc)
+        self.services.append(cmd.rpc_service(manager, topic, server))
 
     def start(self) -> None:
         rpc.init(self.conf)
@@ -161,12 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.demo:
             from nova import demo
             return demo.run(allinone)
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
         print('nova-all is running: Compute API %s, Placement %s' % (
             allinone.api_url, placement.url), flush=True)
-        stop.wait()
+        cmd.wait_for_signal()
         return 0
     finally:
         allinone.stop()

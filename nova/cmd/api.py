@@ -1,0 +1,32 @@
+"""nova-api: the Compute API (v2.1 subset) over HTTP."""
+
+import logging
+import sys
+
+from nova import cmd
+from nova import rpc
+from nova import wsgi_server
+from nova.api import wsgi_app
+from nova.compute import api as compute_api
+
+LOG = logging.getLogger(__name__)
+
+
+def main(argv: list[str] | None = None) -> int:
+    conf = cmd.parse_args(argv)
+    rpc.init(conf)
+    app = wsgi_app.make_app(conf, compute_api.API(conf))
+    server = wsgi_server.WSGIServer(app, host=conf.api.listen,
+                                    port=conf.api.listen_port)
+    server.start()
+    LOG.info('Compute API listening at %s/v2.1', server.url)
+    try:
+        cmd.wait_for_signal()
+    finally:
+        server.stop()
+        rpc.cleanup()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

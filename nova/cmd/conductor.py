@@ -1,0 +1,17 @@
+"""nova-conductor: runs server builds (schedule, claim, build, reschedule)."""
+
+import sys
+
+from nova import cmd
+from nova.conductor import manager
+from nova.conductor import rpcapi
+
+
+def main(argv: list[str] | None = None) -> int:
+    conf = cmd.parse_args(argv)
+    return cmd.run_rpc_service(conf, manager.ConductorManager(conf),
+                               rpcapi.TOPIC)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,17 @@
+"""nova-scheduler: picks and claims allocation candidates in Placement."""
+
+import sys
+
+from nova import cmd
+from nova.scheduler import manager
+from nova.scheduler import rpcapi
+
+
+def main(argv: list[str] | None = None) -> int:
+    conf = cmd.parse_args(argv)
+    return cmd.run_rpc_service(conf, manager.SchedulerManager(conf),
+                               rpcapi.TOPIC)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
