@@ -11,5 +11,7 @@ from oslo_service import backend as _service_backend  # noqa: E402
 
 # Nova services use plain threads. oslo.messaging imports oslo.service,
 # whose default backend is eventlet; pick its threading backend before
-# anything loads the eventlet one.
-_service_backend.init_backend(_service_backend.BackendType.THREADING)
+# anything loads the eventlet one. (Tools that load oslo.messaging before
+# nova, such as oslo-config-generator, already chose; they run no service.)
+if _service_backend.get_backend_type() is None:
+    _service_backend.init_backend(_service_backend.BackendType.THREADING)

@@ -75,7 +75,8 @@ class PciGroupConfigInvalid(Invalid):
 # PCI tracking and Placement ----------------------------------------------
 
 class PlacementPciException(NovaException):
-    msg_fmt = 'Failed to gather or report PCI resources to Placement: %(error)s'
+    msg_fmt = ('Failed to gather or report PCI resources to Placement: '
+               '%(error)s')
 
 
 class PciDeviceRequestFailed(NovaException):
