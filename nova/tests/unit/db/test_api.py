@@ -13,7 +13,6 @@ from nova import context as nova_context
 from nova.db import api as db_api
 from nova import exception
 from nova.tests.fixtures import database as db_fixture
-from nova.tests.unit.db import test_migration
 
 PCI_DEVICE = {'address': '0000:18:00.0', 'vendor_id': '10de',
               'product_id': '2335', 'dev_type': 'type-PCI',
@@ -27,7 +26,7 @@ class TestDBApiSqlite(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        url = (test_migration.server_url_or_skip(self, self.BACKEND)
+        url = (db_fixture.server_url_or_skip(self, self.BACKEND)
                if self.BACKEND else None)
         self.useFixture(db_fixture.Database(url))
         self.ctx = nova_context.get_admin_context()

@@ -1,6 +1,5 @@
 """Tests for the alembic migrations and nova.db.migration."""
 
-import importlib
 import os
 
 from alembic import autogenerate
@@ -16,35 +15,6 @@ from nova.tests.fixtures import database as db_fixture
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances'}
 
-# Server databases used when their driver is installed and they answer;
-# override with NOVA_TEST_MYSQL_URL / NOVA_TEST_POSTGRESQL_URL.
-SERVER_BACKENDS = {
-    'mysql': ('pymysql', 'NOVA_TEST_MYSQL_URL',
-              'mysql+pymysql://root@127.0.0.1:3306/test'),
-    'postgresql': ('psycopg2', 'NOVA_TEST_POSTGRESQL_URL',
-                   'postgresql+psycopg2://postgres@127.0.0.1:5432/test'),
-}
-
-
-def server_url_or_skip(test: testtools.TestCase, backend: str) -> str:
-    """Return the server URL for ``backend`` or skip ``test`` if the driver
-    is not importable or the server does not answer."""
-    driver, env_var, default = SERVER_BACKENDS[backend]
-    try:
-        importlib.import_module(driver)
-    except ImportError:
-        test.skipTest('%s driver %s is not installed' % (backend, driver))
-    url = os.environ.get(env_var, default)
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect():
-            pass
-    except sa.exc.OperationalError as error:
-        test.skipTest('%s server %s unreachable: %s' % (backend, url, error))
-    finally:
-        engine.dispose()
-    return url
-
 
 class TestMigrationSqlite(testtools.TestCase):
     """The migrations on a SQLite file, and on servers in subclasses."""
@@ -52,7 +22,7 @@ class TestMigrationSqlite(testtools.TestCase):
     BACKEND = None
 
     def _database(self) -> db_fixture.Database:
-        url = (server_url_or_skip(self, self.BACKEND)
+        url = (db_fixture.server_url_or_skip(self, self.BACKEND)
                if self.BACKEND else None)
         return self.useFixture(db_fixture.Database(url))
 
