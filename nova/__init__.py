@@ -5,7 +5,7 @@ import warnings
 # Libraries below (futurist, oslo.service) import eventlet only to detect
 # whether it is in use; nova never uses it, so its deprecation notice is
 # noise for operators.
-warnings.filterwarnings('ignore', message='Eventlet is deprecated')
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
 
 from oslo_service import backend as _service_backend  # noqa: E402
 

@@ -28,6 +28,7 @@ def configure(conf) -> None:
     """Defaults for the demo: the H200 [pci] config and a fresh state."""
     pci = fakehost.h200_pci_config()
     conf.set_default('state_path', tempfile.mkdtemp(prefix='nova-demo-'))
+    conf.set_default('host', 'hgx')
     conf.set_default('report_in_placement', True, group='pci')
     for name in ('device_spec', 'device_group', 'alias'):
         conf.set_default(name, pci[name], group='pci')
@@ -148,6 +149,7 @@ def run(allinone) -> int:
     print('  boot pair-3   gpu.2x -> %-6s %s' % (
         server['status'], server.get('OS-EXT-SRV-ATTR:host')))
 
+    print('(service logs: %s/nova-all.log)' % allinone.conf.state_path)
     valid = set(_partitions())
     ok = True
     print()

@@ -1,6 +1,7 @@
 """Console entry points of the nova services, and what they share."""
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -14,16 +15,21 @@ from nova.db import api as db
 
 
 def parse_args(argv: list[str] | None = None,
-               conf: cfg.ConfigOpts = nova.conf.CONF) -> cfg.ConfigOpts:
+               conf: cfg.ConfigOpts = nova.conf.CONF,
+               log_file: str | None = None) -> cfg.ConfigOpts:
     """Load nova.conf and command-line options, set up logging and the DB.
 
     Configuration files default to oslo.config's search path
-    (/etc/nova/nova.conf etc.); ``--config-file`` adds more.
+    (/etc/nova/nova.conf etc.); ``--config-file`` adds more. Logs go to
+    stderr, or to ``log_file`` (relative to ``$state_path``).
     """
     rpc.set_defaults(conf)
     conf(sys.argv[1:] if argv is None else argv, project='nova')
+    if log_file is not None:
+        os.makedirs(conf.state_path, exist_ok=True)
+        log_file = os.path.join(conf.state_path, log_file)
     logging.basicConfig(
-        level=logging.INFO,
+        level=logging.INFO, filename=log_file,
         format='%(asctime)s %(levelname)s %(name)s %(message)s')
     db.configure(conf)
     return conf

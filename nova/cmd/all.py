@@ -142,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.demo:
         from nova import demo
         demo.configure(conf)
-    conf = cmd.parse_args(oslo_args, conf)
+    # The demo talks to a person: its service logs go to a file.
+    conf = cmd.parse_args(oslo_args, conf,
+                          log_file='nova-all.log' if args.demo else None)
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(
         state_path=conf.state_path)
