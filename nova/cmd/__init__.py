@@ -51,10 +51,15 @@ def wait_for_signal() -> None:
     stop.wait()
 
 
-def run_rpc_service(conf: cfg.ConfigOpts, manager, topic: str) -> int:
-    """Serve one manager on ``topic`` until signalled (separate-process
-    deployments; the schema must exist: ``nova-manage db sync``)."""
+def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str) -> int:
+    """Serve ``make_manager()`` on ``topic`` until signalled.
+
+    For separate-process deployments (the schema must exist: ``nova-manage
+    db sync``). The manager is made once messaging is set up, because
+    managers create their RPC clients when they are made.
+    """
     rpc.init(conf)
+    manager = make_manager()
     svc = rpc_service(manager, topic, conf.host)
     logging.getLogger(__name__).info('%s serving topic %s as %s',
                                      type(manager).__name__, topic,

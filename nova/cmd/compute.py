@@ -11,10 +11,10 @@ from nova.virt import driver as virt_driver
 
 def main(argv: list[str] | None = None) -> int:
     conf = cmd.parse_args(argv)
-    manager = compute_manager.ComputeManager(
-        conf, virt_driver.load_driver(conf),
-        report.SchedulerReportClient(conf))
-    return cmd.run_rpc_service(conf, manager, rpcapi.TOPIC)
+    return cmd.run_rpc_service(
+        conf, lambda: compute_manager.ComputeManager(
+            conf, virt_driver.load_driver(conf),
+            report.SchedulerReportClient(conf)), rpcapi.TOPIC)
 
 
 if __name__ == '__main__':

@@ -9,7 +9,7 @@ from nova.conductor import rpcapi
 
 def main(argv: list[str] | None = None) -> int:
     conf = cmd.parse_args(argv)
-    return cmd.run_rpc_service(conf, manager.ConductorManager(conf),
+    return cmd.run_rpc_service(conf, lambda: manager.ConductorManager(conf),
                                rpcapi.TOPIC)
 
 

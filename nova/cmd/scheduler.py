@@ -9,7 +9,7 @@ from nova.scheduler import rpcapi
 
 def main(argv: list[str] | None = None) -> int:
     conf = cmd.parse_args(argv)
-    return cmd.run_rpc_service(conf, manager.SchedulerManager(conf),
+    return cmd.run_rpc_service(conf, lambda: manager.SchedulerManager(conf),
                                rpcapi.TOPIC)
 
 

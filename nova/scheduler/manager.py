@@ -92,9 +92,7 @@ class SchedulerManager:
             flavor, pci_requests, pci_in_placement)
         wanted = describe_request(request, pci_requests, pci_in_placement)
 
-        response = self.reportclient.get_allocation_candidates(
-            request.to_query_params(
-                self.conf.scheduler.max_placement_results))
+        response = self._allocation_candidates(request, wanted)
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(
@@ -130,6 +128,28 @@ class SchedulerManager:
             'Placement refused the claims on all %d candidate(s) for %s '
             '(taken concurrently by other instances)' % (
                 len(selections), wanted)))
+
+    def _allocation_candidates(self, request, wanted: str) -> dict:
+        """Placement's candidates for ``request``.
+
+        Placement refuses a query naming a trait it has never seen (400)
+        instead of returning nothing. For the scheduler that is the same
+        answer as no candidate: no compute reports such providers yet, e.g.
+        no host has declared groups of the requested size.
+        """
+        try:
+            return self.reportclient.get_allocation_candidates(
+                request.to_query_params(
+                    self.conf.scheduler.max_placement_results))
+        except exception.PlacementAPIError as exc:
+            detail = exc.kwargs.get('detail') or ''
+            if exc.kwargs.get('status') != 400 or \
+                    'No such trait' not in detail:
+                raise
+            unknown = detail.split('No such trait(s):', 1)[-1].strip(' .')
+            raise exception.NoValidHost(reason=(
+                'no host can provide %s: no compute reports the trait(s) '
+                '%s' % (wanted, unknown))) from exc
 
     @staticmethod
     def _root(candidate: dict, response: dict) -> str:

@@ -142,6 +142,19 @@ class TestSelectDestination(testtools.TestCase):
             'free nvlink group of 8 x PGPU', error.message)
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
 
+    def test_group_size_no_host_declares_raises_no_valid_host(self):
+        self.hosts.add_host('cmp1')
+        # No host has groups of 3, so Placement has never seen the traits
+        # of that size and refuses the query itself.
+        instance = fakes.create_instance(self.context, 3)
+
+        error = self.assertRaises(exception.NoValidHost, self._select,
+                                  instance)
+
+        self.assertIn('a free nvlink group of 3 x PGPU', error.message)
+        self.assertIn('CUSTOM_PCI_GROUP_NVLINK_3', error.message)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
     def test_all_candidates_excluded_raises_no_valid_host(self):
         self.hosts.add_host('cmp1')
         instance = fakes.create_instance(self.context, 4)
