@@ -48,7 +48,7 @@ class ComputeManager:
     def _register_service(self, context) -> None:
         try:
             db.service_get_by_host_and_binary(context, self.host, BINARY)
-        except Exception:
+        except exception.ServiceHostBinaryNotFound:
             db.service_create(context, {'host': self.host, 'binary': BINARY,
                                         'topic': TOPIC})
 

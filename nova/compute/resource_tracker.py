@@ -90,7 +90,12 @@ class ResourceTracker:
         try:
             node = db.compute_node_get_by_nodename(context, self.nodename)
         except exception.NotFound:
-            values['uuid'] = str(uuidlib.uuid4())
+            # A node Placement already knows (e.g. the database was
+            # rebuilt) keeps its provider UUID, so its allocations stay
+            # attached to it.
+            provider = self.reportclient.get_provider_by_name(self.nodename)
+            values['uuid'] = provider['uuid'] if provider else \
+                str(uuidlib.uuid4())
             return db.compute_node_create(context, values)
         return db.compute_node_update(context, node['id'], values)
 

@@ -7,6 +7,7 @@ reads the tree back from Placement's REST API.
 from nova import context as nova_context
 from nova import exception
 from nova.db import api as db
+from nova.tests.fixtures import database as db_fixture
 from nova.tests.functional import base
 from nova.virt.libvirt import fakehost
 
@@ -266,3 +267,16 @@ class TestComputeRecords(base.FunctionalTestCase):
         service = db.service_get_by_host_and_binary(ctx, 'cmp1',
                                                     'nova-compute')
         self.assertEqual('compute', service['topic'])
+
+    def test_rebuilt_database_reuses_the_provider(self):
+        self.enable_h200_groups()
+        self.start_compute('cmp1')
+        before = self.provider_view('cmp1')
+        # A fresh, empty nova database; Placement still has the tree.
+        self.useFixture(db_fixture.Database())
+        self.computes.clear()
+        self.start_compute('cmp1')
+        ctx = nova_context.get_admin_context()
+        node = db.compute_node_get_by_nodename(ctx, 'cmp1')
+        self.assertEqual(before['cmp1']['uuid'], node['uuid'])
+        self.assertEqual(before, self.provider_view('cmp1'))
