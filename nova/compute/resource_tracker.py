@@ -46,9 +46,13 @@ class ResourceTracker:
                 '[pci]device_group is set but [pci]report_in_placement is '
                 'False; device groups are scheduled through Placement, so '
                 'enable report_in_placement'))
-        aliases = pci_request.get_alias_from_config(
-            conf.pci.alias, conf.filter_scheduler.pci_in_placement)
-        self._aliases = aliases
+        # The compute only checks aliases against its groups; the rules
+        # that depend on how the scheduler runs are the API's business, so
+        # parse them as for Placement scheduling, the only mode in which
+        # groups exist.
+        self._aliases = pci_request.get_alias_from_config(
+            conf.pci.alias, pci_in_placement=True)
+        self._alias_warnings: set[str] = set()
         self._lock = threading.Lock()
         self.compute_node: dict | None = None
         self.pci_tracker: pci_manager.PciDevTracker | None = None
@@ -66,9 +70,11 @@ class ResourceTracker:
             self.group_tree.validate_devices(devices, self.whitelist)
             self.static_groups = pci_groups.static_groups(
                 devices, self.whitelist)
-            for warning in pci_groups.check_aliases(
-                    self._aliases, self.group_tree, self.static_groups):
+            warnings = set(pci_groups.check_aliases(
+                self._aliases, self.group_tree, self.static_groups))
+            for warning in sorted(warnings - self._alias_warnings):
                 LOG.warning('%s', warning)
+            self._alias_warnings = warnings
             self.compute_node = self._sync_compute_node(context, resources)
             if self.pci_tracker is None:
                 self.pci_tracker = pci_manager.PciDevTracker(

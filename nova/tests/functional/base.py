@@ -31,7 +31,8 @@ class FunctionalTestCase(testtools.TestCase):
         super().setUp()
         self.useFixture(fixtures.Timeout(120, gentle=True))
         # Service logs are kept with the test and shown when it fails.
-        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.logger = self.useFixture(
+            fixtures.FakeLogger(level=logging.INFO))
         self.conf = cfg.ConfigOpts()
         nova.conf.register_all(self.conf)
         self.conf([], project='nova', default_config_files=[],

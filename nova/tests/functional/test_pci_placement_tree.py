@@ -280,3 +280,21 @@ class TestComputeRecords(base.FunctionalTestCase):
         node = db.compute_node_get_by_nodename(ctx, 'cmp1')
         self.assertEqual(before['cmp1']['uuid'], node['uuid'])
         self.assertEqual(before, self.provider_view('cmp1'))
+
+
+class TestAliasesOnCompute(base.FunctionalTestCase):
+
+    def test_alias_of_an_undeclared_group_type_warns_once(self):
+        self.enable_h200_groups()
+        self.flags('pci', alias=base.H200_CONFIG['alias'] + [
+            '{"name": "mi300", "resource_class": "PGPU", '
+            '"group_type": "xgmi"}'])
+        # The compute does not schedule: it needs no pci_in_placement.
+        self.flags('filter_scheduler', pci_in_placement=False)
+        compute = self.start_compute('cmp1')
+        compute.update_available_resource()
+        warnings = [line for line in self.logger.output.splitlines()
+                    if 'mi300' in line]
+        self.assertEqual(1, len(warnings), self.logger.output)
+        self.assertIn('xgmi', warnings[0])
+        self.assertIn('nvlink', warnings[0])
