@@ -5,7 +5,6 @@ import sys
 from nova import cmd
 from nova.compute import manager as compute_manager
 from nova.compute import rpcapi
-from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 
 
@@ -13,8 +12,7 @@ def main(argv: list[str] | None = None) -> int:
     conf = cmd.parse_args(argv)
     return cmd.run_rpc_service(
         conf, lambda: compute_manager.ComputeManager(
-            conf, virt_driver.load_driver(conf),
-            report.SchedulerReportClient(conf)), rpcapi.TOPIC)
+            conf, virt_driver.load_driver(conf)), rpcapi.TOPIC)
 
 
 if __name__ == '__main__':

@@ -9,6 +9,7 @@ import oslo_messaging
 
 from nova import context as nova_context
 from nova import exception
+from nova import manager
 from nova.compute import resource_tracker
 from nova.db import api as db
 from nova.pci import request as pci_request
@@ -20,18 +21,17 @@ BINARY = 'nova-compute'
 TOPIC = 'compute'
 
 
-class ComputeManager:
+class ComputeManager(manager.Manager):
     """Manages the instances and resources of one compute host."""
 
-    def __init__(self, conf: cfg.ConfigOpts, driver, reportclient,
+    def __init__(self, conf: cfg.ConfigOpts, driver, reportclient=None,
                  host: str | None = None) -> None:
-        self.conf = conf
+        super().__init__(conf, reportclient)
         self.host = host or conf.host
         self.driver = driver
-        self.reportclient = reportclient
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
-            conf, self.host, driver, reportclient)
+            conf, self.host, driver, self.reportclient)
         # One build or delete at a time per instance.
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()

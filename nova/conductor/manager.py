@@ -16,6 +16,7 @@ from oslo_config import cfg
 
 from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
+from nova import manager
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
@@ -29,23 +30,15 @@ class _BuildAborted(Exception):
     """The instance was deleted (or is being deleted) during the build."""
 
 
-class ConductorManager:
+class ConductorManager(manager.Manager):
     """RPC endpoint of the conductor (topic ``conductor``)."""
 
     def __init__(self, conf: cfg.ConfigOpts,
                  reportclient: report.SchedulerReportClient | None = None
                  ) -> None:
-        self.conf = conf
-        self.reportclient = reportclient or report.SchedulerReportClient(
-            conf)
+        super().__init__(conf, reportclient)
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
         self.compute_api = compute_rpcapi.ComputeAPI()
-
-    def init_host(self) -> None:
-        """Nothing to prepare: builds carry all their state in the DB."""
-
-    def periodic_tasks(self) -> list:
-        return []
 
     def build_instance(self, context, instance_uuid: str) -> None:
         """Schedule and build one instance, rescheduling on host failures.

@@ -12,13 +12,12 @@ devices: the loser gets a 409 and takes the next candidate.
 
 import logging
 
-from oslo_config import cfg
 import oslo_messaging
 
 from nova.db import api as db
+from nova import manager
 from nova import exception
 from nova.pci import request as pci_request
-from nova.scheduler.client import report
 from nova.scheduler import request_builder
 from nova.scheduler import weights
 
@@ -54,21 +53,8 @@ def describe_request(request: request_builder.ResourceRequest,
     return '%s and %s' % (', '.join(parts[:-1]), parts[-1])
 
 
-class SchedulerManager:
+class SchedulerManager(manager.Manager):
     """RPC endpoint of the scheduler (topic ``scheduler``)."""
-
-    def __init__(self, conf: cfg.ConfigOpts,
-                 reportclient: report.SchedulerReportClient | None = None
-                 ) -> None:
-        self.conf = conf
-        self.reportclient = reportclient or report.SchedulerReportClient(
-            conf)
-
-    def init_host(self) -> None:
-        """Nothing to prepare: every decision reads Placement afresh."""
-
-    def periodic_tasks(self) -> list:
-        return []
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost)
     def select_destination(self, context, instance_uuid: str,

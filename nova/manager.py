@@ -1,0 +1,26 @@
+"""Base class of the service managers (the RPC endpoints of services)."""
+
+from oslo_config import cfg
+
+from nova.scheduler.client import report
+
+
+class Manager:
+    """What nova.service.Service expects of a manager, with defaults.
+
+    ``init_host`` runs before the RPC server starts; ``periodic_tasks``
+    returns ``[(name, callable, interval seconds)]``.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 reportclient: report.SchedulerReportClient | None = None
+                 ) -> None:
+        self.conf = conf
+        self.reportclient = reportclient or report.SchedulerReportClient(
+            conf)
+
+    def init_host(self) -> None:
+        """Prepare before serving; nothing by default."""
+
+    def periodic_tasks(self) -> list:
+        return []
