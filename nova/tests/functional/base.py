@@ -5,13 +5,12 @@
 default), so tests see exactly what an operator would in Placement.
 """
 
-import logging
 import os
 
 import fixtures
 from oslo_config import cfg
-import testtools
 
+from nova import test
 import nova.conf
 from nova.compute import manager as compute_manager
 from nova.scheduler.client import report
@@ -24,15 +23,11 @@ H200_CONFIG = fakehost.h200_pci_config()
 GPUS = fakehost.H200_GPU_ADDRESSES
 
 
-class FunctionalTestCase(testtools.TestCase):
+class FunctionalTestCase(test.TestCase):
     """Real Placement and database per test; computes started on demand."""
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.Timeout(120, gentle=True))
-        # Service logs are kept with the test and shown when it fails.
-        self.logger = self.useFixture(
-            fixtures.FakeLogger(level=logging.INFO))
         self.conf = cfg.ConfigOpts()
         nova.conf.register_all(self.conf)
         self.conf([], project='nova', default_config_files=[],

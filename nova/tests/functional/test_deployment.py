@@ -19,6 +19,7 @@ import fixtures
 import requests
 import testtools
 
+from nova import test
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import placement as placement_fixture
 from nova.virt.libvirt import fakehost
@@ -44,7 +45,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-class TestSeparateServices(testtools.TestCase):
+class TestSeparateServices(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -10,7 +10,8 @@ import sys
 import textwrap
 
 import fixtures
-import testtools
+
+from nova import test
 
 _SCRIPT = textwrap.dedent('''
     import json, sys
@@ -46,7 +47,7 @@ _SCRIPT = textwrap.dedent('''
 ''')
 
 
-class EmbeddedPlacementTestCase(testtools.TestCase):
+class EmbeddedPlacementTestCase(test.TestCase):
 
     def run_placement(self, state_path: str, name: str) -> dict:
         proc = subprocess.run(

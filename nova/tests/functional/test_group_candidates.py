@@ -9,8 +9,8 @@ GPU removes exactly the groups it breaks.
 
 import uuid
 
-import testtools
 
+from nova import test
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.scheduler import weights
@@ -22,7 +22,7 @@ GROUPS = h200_placement.GROUPS
 FLAVOR = {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
 
 
-class TestGroupCandidates(testtools.TestCase):
+class TestGroupCandidates(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -5,8 +5,8 @@ from unittest import mock
 
 from oslo_config import cfg
 from oslo_utils import uuidutils
-import testtools
 
+from nova import test
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import exception
@@ -74,7 +74,7 @@ def snapshot(tree: ptree.ProviderTree) -> dict:
             for p in tree.providers()}
 
 
-class ReportClientTestCase(testtools.TestCase):
+class ReportClientTestCase(test.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -403,7 +403,7 @@ class ReportClientTestCase(testtools.TestCase):
         self.assertEqual({'PGPU': 0}, self.client.get_usages(device.uuid))
 
 
-class PlacementFixtureIsolationTestCase(testtools.TestCase):
+class PlacementFixtureIsolationTestCase(test.TestCase):
     """Consecutive fixtures in one process each see an empty Placement."""
 
     def test_each_fixture_is_fresh(self):

@@ -8,6 +8,7 @@ from oslo_config import cfg
 import oslo_messaging
 import testtools
 
+from nova import test
 from nova import context as nova_context
 from nova import exception
 from nova import rpc
@@ -103,7 +104,7 @@ class TestFakeTransport(_RPCTests, testtools.TestCase):
         self.assertIs(transport, rpc.TRANSPORT)
 
 
-class TestClientWithoutInit(testtools.TestCase):
+class TestClientWithoutInit(test.TestCase):
 
     def test_get_client_before_init_is_an_error(self):
         rpc.cleanup()

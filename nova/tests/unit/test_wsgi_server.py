@@ -4,12 +4,12 @@ import threading
 
 import fixtures
 import requests
-import testtools
 
+from nova import test
 from nova import wsgi_server
 
 
-class WSGIServerTestCase(testtools.TestCase):
+class WSGIServerTestCase(test.TestCase):
 
     def start(self, app) -> wsgi_server.WSGIServer:
         server = wsgi_server.WSGIServer(app)

@@ -5,9 +5,9 @@ import json
 
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
-import testtools
 import webob
 
+from nova import test
 from nova.api import wsgi_app
 import nova.conf
 from nova import context as nova_context
@@ -48,7 +48,7 @@ class FakeComputeAPI(object):
         db.instance_destroy(context, uuid)
 
 
-class APITestCase(testtools.TestCase):
+class APITestCase(test.TestCase):
     """Runs requests through make_app with a migrated SQLite database."""
 
     aliases = ['{"name": "h200", "vendor_id": "10de", '

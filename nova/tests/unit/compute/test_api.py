@@ -2,8 +2,8 @@
 
 import threading
 
-import testtools
 
+from nova import test
 from nova.compute import api as compute_api
 from nova import context as nova_context
 from nova.db import api as db
@@ -33,7 +33,7 @@ class FakeCompute:
         self.terminated.append(instance_uuid)
 
 
-class TestComputeAPI(testtools.TestCase):
+class TestComputeAPI(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -2,8 +2,8 @@
 
 import json
 
-import testtools
 
+from nova import test
 from nova import exception
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree
@@ -33,7 +33,7 @@ def gpu_devices(**overrides) -> list[dict]:
     return devices
 
 
-class TranslatorTestBase(testtools.TestCase):
+class TranslatorTestBase(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -1,11 +1,11 @@
 """Tests for the in-memory provider tree."""
 
-import testtools
 
+from nova import test
 from nova.compute import provider_tree
 
 
-class TestProviderTree(testtools.TestCase):
+class TestProviderTree(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -8,8 +8,8 @@ compute manager is tested on its own).
 
 import threading
 
-import testtools
 
+from nova import test
 from nova.conductor import manager
 from nova import context as nova_context
 from nova.db import api as db
@@ -62,7 +62,7 @@ class _DeletingScheduler(scheduler_manager.SchedulerManager):
         return selection
 
 
-class TestBuildInstance(testtools.TestCase):
+class TestBuildInstance(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -1,13 +1,13 @@
 """Tests that every option group registers and lists cleanly."""
 
 from oslo_config import cfg
-import testtools
 
+from nova import test
 import nova.conf
 from nova.conf import opts
 
 
-class TestOptionRegistration(testtools.TestCase):
+class TestOptionRegistration(test.TestCase):
 
     def _fresh_conf(self) -> cfg.ConfigOpts:
         conf = cfg.ConfigOpts()

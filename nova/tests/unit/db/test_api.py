@@ -6,8 +6,8 @@ import threading
 import fixtures
 from oslo_config import cfg
 from oslo_db.sqlalchemy import enginefacade
-import testtools
 
+from nova import test
 from nova.conf import database as nova_database_conf
 from nova import context as nova_context
 from nova.db import api as db_api
@@ -20,7 +20,7 @@ PCI_DEVICE = {'address': '0000:18:00.0', 'vendor_id': '10de',
               'numa_node': 0}
 
 
-class TestDBApiSqlite(testtools.TestCase):
+class TestDBApiSqlite(test.TestCase):
 
     BACKEND = None
 
@@ -366,7 +366,7 @@ class TestDBApiPostgreSQL(TestDBApiSqlite):
     BACKEND = 'postgresql'
 
 
-class TestConfigure(testtools.TestCase):
+class TestConfigure(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -6,8 +6,8 @@ from alembic import autogenerate
 from alembic.runtime import migration as alembic_migration
 import fixtures
 import sqlalchemy as sa
-import testtools
 
+from nova import test
 from nova.db import migration
 from nova.db import models
 from nova.tests.fixtures import database as db_fixture
@@ -16,7 +16,7 @@ TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances'}
 
 
-class TestMigrationSqlite(testtools.TestCase):
+class TestMigrationSqlite(test.TestCase):
     """The migrations on a SQLite file, and on servers in subclasses."""
 
     BACKEND = None
@@ -71,7 +71,7 @@ class TestMigrationPostgreSQL(TestMigrationSqlite):
     BACKEND = 'postgresql'
 
 
-class TestDbSyncByUrl(testtools.TestCase):
+class TestDbSyncByUrl(test.TestCase):
 
     def test_empty_database_has_no_version(self):
         path = self.useFixture(fixtures.TempDir()).path

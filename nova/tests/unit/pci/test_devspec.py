@@ -4,8 +4,8 @@ import json
 import os
 
 import fixtures
-import testtools
 
+from nova import test
 from nova import exception
 from nova.pci import devspec
 
@@ -23,7 +23,7 @@ def _dev(address='0000:1b:00.0', vendor_id='10de', product_id='2335',
             'label': 'label_%s_%s' % (vendor_id, product_id)}
 
 
-class _Base(testtools.TestCase):
+class _Base(test.TestCase):
 
     def setUp(self):
         super().setUp()

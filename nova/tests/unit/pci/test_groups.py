@@ -3,8 +3,8 @@ the host's devices, static spec groups and the alias check."""
 
 import json
 
-import testtools
 
+from nova import test
 from nova import exception
 from nova.pci import devspec
 from nova.pci import groups
@@ -71,7 +71,7 @@ def whitelist(*specs):
         report_in_placement=True)
 
 
-class TestH200Tree(testtools.TestCase):
+class TestH200Tree(test.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -200,7 +200,7 @@ class TestH200Tree(testtools.TestCase):
                          tree.member_traits(gpu(6)))
 
 
-class TestRejectedConfig(testtools.TestCase):
+class TestRejectedConfig(test.TestCase):
 
     def assertInvalid(self, values, *fragments):
         e = self.assertRaises(exception.PciGroupConfigInvalid,
@@ -373,7 +373,7 @@ class TestRejectedConfig(testtools.TestCase):
             'quad: 4, six: 6')
 
 
-class TestValidateDevices(testtools.TestCase):
+class TestValidateDevices(test.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -441,7 +441,7 @@ class TestValidateDevices(testtools.TestCase):
             'group_name', tree=tree)
 
 
-class TestStaticGroups(testtools.TestCase):
+class TestStaticGroups(test.TestCase):
 
     def test_groups(self):
         island1 = dict(group_name='island-1', group_type='NVLink')
@@ -510,7 +510,7 @@ def aliases(*values):
         [json.dumps(v) for v in values], pci_in_placement=True)
 
 
-class TestCheckAliases(testtools.TestCase):
+class TestCheckAliases(test.TestCase):
 
     def test_warnings(self):
         tree = groups.GroupTree.from_config(H200_CONFIG)

@@ -4,8 +4,8 @@ import logging
 import threading
 
 import fixtures
-import testtools
 
+from nova import test
 from nova import context as nova_context
 from nova.db import api as db_api
 from nova import exception
@@ -39,7 +39,7 @@ def whitelist(*values):
     return devspec.Whitelist.from_config(list(values) or [GPU_SPEC])
 
 
-class TestPciDevTracker(testtools.TestCase):
+class TestPciDevTracker(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -3,8 +3,8 @@
 import json
 import uuid
 
-import testtools
 
+from nova import test
 from nova import exception
 from nova.pci import request
 
@@ -16,7 +16,7 @@ def _alias(**fields) -> str:
     return json.dumps(fields)
 
 
-class TestAliasAccepted(testtools.TestCase):
+class TestAliasAccepted(test.TestCase):
 
     def test_hgx_group_alias_in_placement(self):
         aliases = request.get_alias_from_config([json.dumps(H200)], True)
@@ -102,7 +102,7 @@ class TestAliasAccepted(testtools.TestCase):
         self.assertEqual({}, request.get_alias_from_config([], True))
 
 
-class TestAliasMerge(testtools.TestCase):
+class TestAliasMerge(test.TestCase):
 
     def test_same_name_merges_specs(self):
         aliases = request.get_alias_from_config(
@@ -183,7 +183,7 @@ class TestAliasMerge(testtools.TestCase):
         self.assertIn("alias 'gpu'", str(exc))
 
 
-class TestAliasRejected(testtools.TestCase):
+class TestAliasRejected(test.TestCase):
 
     def _reject(self, value, pci_in_placement=True, *expected):
         exc = self.assertRaises(exception.PciInvalidAlias,
@@ -304,7 +304,7 @@ class TestAliasRejected(testtools.TestCase):
             self.assertIn(text, str(exc))
 
 
-class TestParseExtraSpec(testtools.TestCase):
+class TestParseExtraSpec(test.TestCase):
 
     def test_accepted(self):
         for value, expected in (
@@ -345,7 +345,7 @@ class TestParseExtraSpec(testtools.TestCase):
         self.assertIn('not a string', str(exc))
 
 
-class TestRequestsFromFlavor(testtools.TestCase):
+class TestRequestsFromFlavor(test.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -1,12 +1,12 @@
 """Tests for PCI naming helpers."""
 
-import testtools
 
+from nova import test
 from nova import exception
 from nova.pci import utils
 
 
-class TestNaming(testtools.TestCase):
+class TestNaming(test.TestCase):
 
     def test_normalize_address(self):
         self.assertEqual('0000:1b:00.0', utils.normalize_address('0:1B:0.0'))

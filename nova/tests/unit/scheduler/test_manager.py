@@ -1,8 +1,8 @@
 """SchedulerManager.select_destination against real Placement and DB."""
 
 import oslo_messaging
-import testtools
 
+from nova import test
 from nova import context as nova_context
 from nova.db import api as db
 from nova import exception
@@ -35,7 +35,7 @@ class _RacingReportClient(report.SchedulerReportClient):
                                        *args)
 
 
-class TestSelectDestination(testtools.TestCase):
+class TestSelectDestination(test.TestCase):
 
     def setUp(self):
         super().setUp()

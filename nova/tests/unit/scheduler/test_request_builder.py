@@ -1,7 +1,7 @@
 """Tests for the Placement query built from a flavor and PCI requests."""
 
-import testtools
 
+from nova import test
 from nova import exception
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
@@ -29,7 +29,7 @@ def _qs(pci_requests, flavor=None, limit=None, pci_in_placement=True):
     return request.to_querystring(limit)
 
 
-class TestFlavorGroup(testtools.TestCase):
+class TestFlavorGroup(test.TestCase):
 
     def test_plain_flavor(self):
         self.assertEqual('limit=1000&' + BASE, _qs([], limit=1000))
@@ -77,7 +77,7 @@ class TestFlavorGroup(testtools.TestCase):
             self.assertIn(word, str(exc))
 
 
-class TestPciGroups(testtools.TestCase):
+class TestPciGroups(test.TestCase):
 
     def test_one_gpu_of_group_alias_is_plain(self):
         self.assertEqual(

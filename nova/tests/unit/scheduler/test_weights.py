@@ -2,8 +2,8 @@
 
 import itertools
 
-import testtools
 
+from nova import test
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.scheduler import weights
@@ -102,7 +102,7 @@ def _picked(selections):
     return result
 
 
-class TestSelectCandidates(testtools.TestCase):
+class TestSelectCandidates(test.TestCase):
 
     def test_hosts_packed_fullest_first(self):
         hosts = {'h-free': (), 'h-two': (1, 3), 'h-six': (1, 2, 3, 4, 5, 7)}

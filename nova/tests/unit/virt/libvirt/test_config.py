@@ -1,7 +1,7 @@
 import xml.etree.ElementTree as ET
 
-import testtools
 
+from nova import test
 from nova import exception
 from nova.virt.libvirt import config
 
@@ -41,7 +41,7 @@ def _pci_xml(inner: str, bus: int = 27, slot: int = 0,
                 bus, slot, function, inner))
 
 
-class ParseNodedevTest(testtools.TestCase):
+class ParseNodedevTest(test.TestCase):
 
     def test_gpu(self):
         self.assertEqual({
@@ -123,7 +123,7 @@ class ParseNodedevTest(testtools.TestCase):
                           '<device>')
 
 
-class GuestXmlTest(testtools.TestCase):
+class GuestXmlTest(test.TestCase):
 
     UUID = '6f0a4b1e-6c39-4d5f-9d0e-1a2b3c4d5e6f'
 
@@ -204,7 +204,7 @@ class GuestXmlTest(testtools.TestCase):
         self.assertIn('0000:1b:00.0', str(exc))
 
 
-class DomainTypeTest(testtools.TestCase):
+class DomainTypeTest(test.TestCase):
 
     def test_test_uri(self):
         self.assertEqual('test',

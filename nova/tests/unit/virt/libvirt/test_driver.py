@@ -7,8 +7,8 @@ from unittest import mock
 import fixtures
 import libvirt
 from oslo_config import cfg
-import testtools
 
+from nova import test
 from nova import conf as nova_conf
 from nova import exception
 from nova.tests.fixtures import libvirt_faults
@@ -24,7 +24,7 @@ UUID1 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a01'
 UUID2 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a02'
 
 
-class _LibvirtTestCase(testtools.TestCase):
+class _LibvirtTestCase(test.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -277,7 +277,7 @@ class HostTest(_LibvirtTestCase):
             self.assertIn('injected libvirt fault', str(exc))
 
 
-class LoadDriverTest(testtools.TestCase):
+class LoadDriverTest(test.TestCase):
 
     def setUp(self):
         super().setUp()

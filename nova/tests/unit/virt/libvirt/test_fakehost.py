@@ -3,8 +3,8 @@ import xml.etree.ElementTree as ET
 
 import fixtures
 import libvirt
-import testtools
 
+from nova import test
 from nova import exception
 from nova.virt.libvirt import config
 from nova.virt.libvirt import fakehost
@@ -13,7 +13,7 @@ GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
         '0000:9a:00.0', '0000:ab:00.0', '0000:ba:00.0', '0000:db:00.0']
 
 
-class NodeXmlTest(testtools.TestCase):
+class NodeXmlTest(test.TestCase):
     """Structure of the generated XML, without libvirt."""
 
     def _devices(self, xml):
@@ -117,7 +117,7 @@ class NodeXmlTest(testtools.TestCase):
         self.assertIn('numa_nodes 0', str(exc))
 
 
-class TestDriverAcceptsNodeXmlTest(testtools.TestCase):
+class TestDriverAcceptsNodeXmlTest(test.TestCase):
     """The real libvirt test driver reads what the generator writes."""
 
     def setUp(self):
