@@ -3,9 +3,8 @@
 import importlib.util
 import os
 
-import testtools
-
 from nova.pci import groups as pci_groups
+from nova import test
 from nova.virt.libvirt import fakehost
 
 _PATH = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tools',
@@ -29,7 +28,7 @@ def _tree() -> pci_groups.GroupTree:
         fakehost.h200_pci_config()['device_group'])
 
 
-class TestValidity(testtools.TestCase):
+class TestValidity(test.TestCase):
 
     def test_valid_sets_by_size(self):
         self.assertEqual(8, len(bench.valid_device_sets(_tree(), 1, GPU)))
@@ -63,7 +62,7 @@ class TestValidity(testtools.TestCase):
                          sorted(bench.candidate_devices(request, index)))
 
 
-class TestFormatting(testtools.TestCase):
+class TestFormatting(test.TestCase):
 
     def test_table(self):
         rows = [
