@@ -129,15 +129,6 @@ class SchedulerReportClient:
         providers = resp.json()['resource_providers']
         return providers[0] if providers else None
 
-    def get_providers_by_name(self, names: Iterable[str]) -> dict[str, dict]:
-        """Name -> provider for each of ``names`` that exists."""
-        found = {}
-        for name in names:
-            provider = self.get_provider_by_name(name)
-            if provider is not None:
-                found[name] = provider
-        return found
-
     def get_inventories(self, rp_uuid: str) -> dict[str, dict]:
         """Resource class -> inventory record of one provider."""
         resp = self._call('GET', '/resource_providers/%s/inventories' %
