@@ -3,14 +3,11 @@
 import threading
 
 
-from nova import test
 from nova.compute import api as compute_api
 from nova import context as nova_context
 from nova.db import api as db
 from nova import exception
 from nova.pci import request as pci_request
-from nova.tests.fixtures import database as db_fixture
-from nova.tests.fixtures import placement as placement_fixture
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.unit.scheduler import fakes
 
@@ -33,22 +30,17 @@ class FakeCompute:
         self.terminated.append(instance_uuid)
 
 
-class TestComputeAPI(test.TestCase):
+class TestComputeAPI(fakes.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(db_fixture.Database())
-        placement = self.useFixture(placement_fixture.PlacementFixture())
-        self.conf = fakes.make_conf(placement)
         self.rpc = self.useFixture(rpc_fixture.RPCFixture())
         self.conductor = FakeConductor()
         self.rpc.start_server('conductor', 'cond1', [self.conductor])
         self.compute = FakeCompute()
         self.rpc.start_server('compute', 'cmp1', [self.compute])
-        self.admin = nova_context.get_admin_context()
         self.context = nova_context.RequestContext(
             user_id='alice', project_id='proj')
-        self.hosts = fakes.GpuHosts(self, placement.api, self.admin)
         self.api = compute_api.API(self.conf)
 
     def _flavor(self, flavorid='gpu2', extra_specs=None, **values):

@@ -9,14 +9,10 @@ compute manager is tested on its own).
 import threading
 
 
-from nova import test
 from nova.conductor import manager
-from nova import context as nova_context
 from nova.db import api as db
 from nova import exception
 from nova.scheduler import manager as scheduler_manager
-from nova.tests.fixtures import database as db_fixture
-from nova.tests.fixtures import placement as placement_fixture
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.unit.scheduler import fakes
 
@@ -62,16 +58,12 @@ class _DeletingScheduler(scheduler_manager.SchedulerManager):
         return selection
 
 
-class TestBuildInstance(test.TestCase):
+class TestBuildInstance(fakes.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(db_fixture.Database())
-        placement = self.useFixture(placement_fixture.PlacementFixture())
-        self.conf = fakes.make_conf(placement)
         self.rpc = self.useFixture(rpc_fixture.RPCFixture())
-        self.context = nova_context.get_admin_context()
-        self.hosts = fakes.GpuHosts(self, placement.api, self.context)
+        self.context = self.admin
         self.computes = {}
 
     def _start(self, scheduler_cls=scheduler_manager.SchedulerManager):

@@ -11,9 +11,13 @@ import uuid
 from oslo_config import cfg
 
 import nova.conf
+from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import request as pci_request
+from nova import test
+from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import h200_placement
+from nova.tests.fixtures import placement as placement_fixture
 
 PAIRS = h200_placement.PAIRS
 FLAVOR = {'id': 1, 'flavorid': 'gpu', 'name': 'gpu', 'vcpus': 4,
@@ -97,3 +101,16 @@ class GpuHosts:
         """GPU numbers of ``host`` among the given provider UUIDs."""
         by_rp = {rp: gpu for gpu, rp in self.gpus[host].items()}
         return {by_rp[rp] for rp in providers if rp in by_rp}
+
+
+class GpuHostsTestCase(test.TestCase):
+    """Real database and Placement, nova options pointed at them, and
+    ``hosts`` to build hand-made H200 hosts in both."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(db_fixture.Database())
+        placement = self.useFixture(placement_fixture.PlacementFixture())
+        self.conf = make_conf(placement)
+        self.admin = nova_context.get_admin_context()
+        self.hosts = GpuHosts(self, placement.api, self.admin)

@@ -2,14 +2,10 @@
 
 import oslo_messaging
 
-from nova import test
-from nova import context as nova_context
 from nova.db import api as db
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
-from nova.tests.fixtures import database as db_fixture
-from nova.tests.fixtures import placement as placement_fixture
 from nova.tests.unit.scheduler import fakes
 
 
@@ -35,15 +31,11 @@ class _RacingReportClient(report.SchedulerReportClient):
                                        *args)
 
 
-class TestSelectDestination(test.TestCase):
+class TestSelectDestination(fakes.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(db_fixture.Database())
-        placement = self.useFixture(placement_fixture.PlacementFixture())
-        self.conf = fakes.make_conf(placement)
-        self.context = nova_context.get_admin_context()
-        self.hosts = fakes.GpuHosts(self, placement.api, self.context)
+        self.context = self.admin
         self.scheduler = manager.SchedulerManager(self.conf)
 
     def _select(self, instance, excluded=()):
