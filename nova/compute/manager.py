@@ -113,8 +113,10 @@ class ComputeManager(manager.Manager):
                     devices += self.rt.pci_tracker.claim(
                         instance_uuid, request_id, addresses)
                 flavor = instance['flavor']
+                # Only while no delete has started (it sets 'deleting').
                 db.instance_update(context, instance_uuid,
-                                   {'task_state': 'spawning'})
+                                   {'task_state': 'spawning'},
+                                   expected={'task_state': 'scheduling'})
                 self.driver.spawn(
                     instance_uuid, instance['display_name'],
                     flavor['vcpus'], flavor['memory_mb'],
@@ -127,9 +129,19 @@ class ComputeManager(manager.Manager):
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
-            db.instance_update(context, instance_uuid, {
-                'vm_state': 'active', 'task_state': None, 'power_state': 1,
-                'host': self.host, 'node': self.rt.nodename})
+            try:
+                db.instance_update(context, instance_uuid, {
+                    'vm_state': 'active', 'task_state': None,
+                    'power_state': 1, 'host': self.host,
+                    'node': self.rt.nodename},
+                    expected={'task_state': 'spawning'})
+            except (exception.InstanceUpdateConflict,
+                    exception.InstanceNotFound):
+                # Deleted while spawning: the delete, waiting for this
+                # instance's lock, tears the guest down next.
+                LOG.info('Instance %s was deleted while it spawned on %s',
+                         instance_uuid, self.host)
+                return
             LOG.info('Instance %s is running on %s with PCI devices %s',
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')

@@ -6,8 +6,10 @@ driver, real Placement and a real database.
 """
 
 import json
+import threading
 import time
 
+import fixtures
 import requests
 
 from nova import context as nova_context
@@ -337,3 +339,39 @@ class TestStaticGroups(BootTestBase):
         self.delete(servers[0]['id'])
         self.assert_nothing_held(servers[0]['id'])
         self.assertIn(self.gpus_of(self.boot(flavor, 'h4')), QUADS)
+
+
+class TestDeleteDuringBuild(BootTestBase):
+
+    def test_delete_while_spawning_leaves_nothing(self):
+        self.enable_h200_groups()
+        self.start_services()
+        flavors = self.gpu_flavors()
+        driver = self.computes['cmp1'].driver
+        entered, release = threading.Event(), threading.Event()
+        real_spawn = driver.spawn
+
+        def slow_spawn(*args, **kwargs):
+            entered.set()
+            self.assertTrue(release.wait(TIMEOUT))
+            return real_spawn(*args, **kwargs)
+        self.useFixture(fixtures.MockPatchObject(driver, 'spawn',
+                                                 side_effect=slow_spawn))
+        server = self.api('POST', '/servers', {'server': {
+            'name': 'doomed', 'flavorRef': flavors[2],
+            'imageRef': 'none'}})['server']
+        self.assertTrue(entered.wait(TIMEOUT))
+        deleter = threading.Thread(target=self.api, args=(
+            'DELETE', '/servers/%s' % server['id']))
+        deleter.start()
+        # The delete found the host and waits for the build to finish.
+        time.sleep(0.5)
+        release.set()
+        deleter.join(TIMEOUT)
+        self.assertFalse(deleter.is_alive())
+        self.api('GET', '/servers/%s' % server['id'], expect=(404,))
+        self.assert_nothing_held(server['id'])
+        # The pair is free again: four pairs still fit.
+        for i in range(4):
+            self.assert_server_holds(self.boot(flavors[2], 'p%d' % i),
+                                     PAIRS)
