@@ -5,7 +5,9 @@ Two strategies, chosen by ``[api]auth_strategy``:
 * ``noauth2`` (default): no Keystone. ``X-Auth-Token: <user>[:<project>]``
   names the caller; without a project part the project is
   ``X-Auth-Project-Id`` or the user name. User ``admin`` gets the admin
-  role. A request without a token is refused with 401.
+  role, everyone else the member role; like Keystone's implied roles, an
+  admin is also a member and a member also a reader. A request without a
+  token is refused with 401.
 * ``keystone``: keystonemiddleware's auth_token validates the token and
   sets the X-User-Id / X-Project-Id / X-Roles headers this module reads.
 """
@@ -17,6 +19,10 @@ from nova import context as nova_context
 
 CONTEXT_KEY = 'nova.context'
 ADMIN_ROLE = 'admin'
+# Roles a noauth2 caller holds, as Keystone's default role implications
+# (admin -> member -> reader) would expand them.
+_NOAUTH_ADMIN_ROLES = [ADMIN_ROLE, 'member', 'reader']
+_NOAUTH_MEMBER_ROLES = ['member', 'reader']
 
 
 def _context(user_id: str, project_id: str, roles: list[str],
@@ -43,7 +49,8 @@ class NoAuth(object):
         user_id, _sep, project_id = token.partition(':')
         project_id = (project_id or req.headers.get('X-Auth-Project-Id')
                       or user_id)
-        roles = [ADMIN_ROLE] if user_id == ADMIN_ROLE else ['member']
+        roles = list(_NOAUTH_ADMIN_ROLES if user_id == ADMIN_ROLE
+                     else _NOAUTH_MEMBER_ROLES)
         req.environ[CONTEXT_KEY] = _context(user_id, project_id, roles)
         return self.application
 

@@ -78,7 +78,8 @@ def _detail_view(req, flavor: dict) -> dict:
         'os-flavor-access:is_public': flavor['is_public'],
         'OS-FLV-DISABLED:disabled': flavor['disabled'],
     })
-    if req.api_version.at_least('2.61'):
+    if req.api_version.at_least('2.61') and req.policy.allowed(
+            req.context, policies.EXTRA_SPECS_INDEX):
         view['extra_specs'] = dict(flavor.get('extra_specs') or {})
     return view
 
@@ -111,16 +112,19 @@ def _filtered(req) -> list[dict]:
 
 def index(req) -> tuple:
     """GET /flavors: id, name and links of each flavor."""
+    req.policy.authorize(req.context, policies.FLAVORS)
     return 200, {'flavors': [_brief_view(req, f) for f in _filtered(req)]}
 
 
 def detail(req) -> tuple:
     """GET /flavors/detail: full flavor views."""
+    req.policy.authorize(req.context, policies.FLAVORS)
     return 200, {'flavors': [_detail_view(req, f) for f in _filtered(req)]}
 
 
 def show(req, flavor_id: str) -> tuple:
     """GET /flavors/{id}."""
+    req.policy.authorize(req.context, policies.FLAVORS)
     flavor = db.flavor_get_by_flavorid(req.context, flavor_id)
     return 200, {'flavor': _detail_view(req, flavor)}
 
@@ -226,6 +230,7 @@ def _check_specs(conf, specs: dict) -> dict[str, str]:
 
 def specs_index(req, flavor_id: str) -> tuple:
     """GET /flavors/{id}/os-extra_specs."""
+    req.policy.authorize(req.context, policies.EXTRA_SPECS_INDEX)
     return 200, {'extra_specs': db.flavor_extra_specs_get(req.context,
                                                           flavor_id)}
 
@@ -242,6 +247,7 @@ def specs_create(req, flavor_id: str) -> tuple:
 
 def specs_show(req, flavor_id: str, key: str) -> tuple:
     """GET /flavors/{id}/os-extra_specs/{key}."""
+    req.policy.authorize(req.context, policies.EXTRA_SPECS_SHOW)
     specs = db.flavor_extra_specs_get(req.context, flavor_id)
     if key not in specs:
         raise exception.FlavorExtraSpecNotFound(flavor_id=flavor_id,

@@ -4,13 +4,21 @@
 ``/os-availability-zone`` reports the single zone every server is in.
 """
 
+from nova import policies
+
 AVAILABILITY_ZONE = 'nova'
 
 
 def limits(req) -> tuple:
-    """GET /limits: unlimited quotas plus the project's current usage."""
+    """GET /limits[?tenant_id=]: unlimited quotas plus the current usage
+    of the caller's project (of another project for an admin)."""
+    req.policy.authorize(req.context, policies.LIMITS)
+    project_id = req.GET.get('tenant_id') or req.context.project_id
+    if project_id != req.context.project_id:
+        req.policy.authorize(req.context, policies.LIMITS_OTHER_PROJECT,
+                             {'project_id': project_id})
     instances = [i for i in req.compute_api.get_all(req.context, True)
-                 if i.get('project_id') == req.context.project_id]
+                 if i.get('project_id') == project_id]
     flavors = [i.get('flavor') or {} for i in instances]
     absolute = {
         'maxTotalInstances': -1,
@@ -32,7 +40,18 @@ def limits(req) -> tuple:
 
 
 def availability_zones(req) -> tuple:
-    """GET /os-availability-zone[/detail]: the one zone, available."""
+    """GET /os-availability-zone: the one zone, available."""
+    req.policy.authorize(req.context, policies.AZ_LIST)
+    return _zones()
+
+
+def availability_zones_detail(req) -> tuple:
+    """GET /os-availability-zone/detail (admin): the same single zone."""
+    req.policy.authorize(req.context, policies.AZ_DETAIL)
+    return _zones()
+
+
+def _zones() -> tuple:
     zone = {'zoneName': AVAILABILITY_ZONE,
             'zoneState': {'available': True}, 'hosts': None}
     return 200, {'availabilityZoneInfo': [zone]}
@@ -55,11 +74,13 @@ def _image(ref: str) -> dict:
 
 def image_show(req, image_id: str) -> tuple:
     """GET /images/{ref}: any reference exists (no image service)."""
+    req.policy.authorize(req.context, policies.IMAGES)
     return 200, _image(image_id)
 
 
 def image_index(req) -> tuple:
     """GET /images?name=<ref>: the named reference, else nothing."""
+    req.policy.authorize(req.context, policies.IMAGES)
     name = req.GET.get('name') or req.GET.get('id')
     return 200, {'images': [_image(name)] if name else [],
                  'schema': '/v2/schemas/images'}

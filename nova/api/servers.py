@@ -73,13 +73,16 @@ def _flavor_view(req, instance: dict) -> dict:
         return {'id': flavorid,
                 'links': [{'rel': 'bookmark', 'href': req.link(
                     'flavors', flavorid, versioned=False)}]}
-    return {'original_name': flavor.get('name'),
+    view = {'original_name': flavor.get('name'),
             'vcpus': flavor.get('vcpus'),
             'ram': flavor.get('memory_mb'),
             'disk': flavor.get('root_gb'),
             'ephemeral': 0,
-            'swap': 0,
-            'extra_specs': dict(flavor.get('extra_specs') or {})}
+            'swap': 0}
+    # As upstream: extra specs only for callers who may list them.
+    if req.policy.allowed(req.context, policies.EXTRA_SPECS_INDEX):
+        view['extra_specs'] = dict(flavor.get('extra_specs') or {})
+    return view
 
 
 def _fault_view(instance: dict, is_admin: bool) -> dict | None:
@@ -163,23 +166,34 @@ def _detail_view(req, instance: dict) -> dict:
 
 
 def _get(req, server_id: str, rule: str) -> dict:
-    """The instance, if the caller may act on it by ``rule``; servers of
-    other projects are reported missing rather than forbidden."""
-    instance = req.compute_api.get(req.context, server_id)
-    if not req.policy.allowed(req.context, rule,
-                              {'project_id': instance.get('project_id')}):
+    """The instance, if the caller may act on it by ``rule``.
+
+    As upstream, a server of another project does not exist for a caller
+    who is not an admin (404, so ids of other projects leak nothing); in
+    the caller's own project ``rule`` decides (403 when refused).
+    """
+    context = req.context
+    instance = req.compute_api.get(context, server_id)
+    if (instance.get('project_id') != context.project_id
+            and not context.is_admin):
         raise exception.InstanceNotFound(instance_id=server_id)
+    req.policy.authorize(context, rule,
+                         {'project_id': instance.get('project_id')})
     return instance
 
 
 def _listed(req, detail: bool) -> list[dict]:
     """Servers of the caller's project (every project for an admin asking
     ``all_tenants``), filtered by name and status, newest first."""
+    req.policy.authorize(req.context, policies.SERVERS_DETAIL if detail
+                         else policies.SERVERS_INDEX)
     all_projects = req.GET.get('all_tenants')
     if all_projects is not None and (
             all_projects == '' or validation.boolean('all_tenants',
                                                      all_projects)):
-        req.policy.authorize(req.context, policies.SERVERS_ALL_PROJECTS)
+        req.policy.authorize(req.context,
+                             policies.SERVERS_DETAIL_ALL_PROJECTS if detail
+                             else policies.SERVERS_INDEX_ALL_PROJECTS)
         instances = req.compute_api.get_all(req.context, detail)
     else:
         instances = [i for i in req.compute_api.get_all(req.context, detail)
@@ -222,6 +236,9 @@ def _flavor_id(ref) -> str:
 
 def create(req) -> tuple:
     """POST /servers: boot one server; 202 with its id and links."""
+    req.policy.authorize(req.context, policies.SERVERS_CREATE,
+                         {'project_id': req.context.project_id,
+                          'user_id': req.context.user_id})
     body = req.body_object('server')
     validation.validate(body, _CREATE_SCHEMA)
     flavor_ref = _flavor_id(body['flavorRef'])

@@ -121,6 +121,12 @@ class _Router(object):
         path_vars, route = found
         return self._handlers[route.name], dict(path_vars)
 
+    def routes(self) -> list[tuple[str, str, object]]:
+        """Every (path template, method, handler), in routing order."""
+        return [(route.routepath, method, handler)
+                for route in self._mapper.matchlist
+                for method, handler in self._handlers[route.name].items()]
+
 
 def _build_router() -> _Router:
     router = _Router()
@@ -144,7 +150,7 @@ def _build_router() -> _Router:
     router.add(p + '/limits', GET=misc.limits)
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',
-               GET=misc.availability_zones)
+               GET=misc.availability_zones_detail)
     router.add(p + '/images', GET=misc.image_index)
     router.add(p + '/images/{image_id}', GET=misc.image_show)
     return router

@@ -1,23 +1,44 @@
 """In-code default policy rules of the Compute API.
 
+Every authenticated route checks one of these rules (the version documents
+are public). Names and defaults follow upstream Nova where the route exists
+there: writes to flavors and extra specs and the host attributes of
+servers are admin-only; a project's servers are read by its readers and
+created or deleted by its members (Keystone's implied roles make every
+member a reader and every admin a member).
+
 Operators override them in the oslo.policy file ([oslo_policy]policy_file);
 ``list_rules`` is also the entry point for oslopolicy-sample-generator.
 """
 
 from oslo_policy import policy
 
+ANY = '@'
 ADMIN = 'rule:context_is_admin'
-ADMIN_OR_OWNER = 'rule:context_is_admin or project_id:%(project_id)s'
+PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
+PROJECT_READER_OR_ADMIN = 'rule:project_reader_or_admin'
 
+FLAVORS = 'os_compute_api:flavors'
 FLAVOR_CREATE = 'os_compute_api:os-flavor-manage:create'
 FLAVOR_DELETE = 'os_compute_api:os-flavor-manage:delete'
+EXTRA_SPECS_INDEX = 'os_compute_api:os-flavor-extra-specs:index'
+EXTRA_SPECS_SHOW = 'os_compute_api:os-flavor-extra-specs:show'
 EXTRA_SPECS_CREATE = 'os_compute_api:os-flavor-extra-specs:create'
 EXTRA_SPECS_UPDATE = 'os_compute_api:os-flavor-extra-specs:update'
 EXTRA_SPECS_DELETE = 'os_compute_api:os-flavor-extra-specs:delete'
-SERVERS_ALL_PROJECTS = 'os_compute_api:servers:index:get_all_tenants'
+SERVERS_INDEX = 'os_compute_api:servers:index'
+SERVERS_DETAIL = 'os_compute_api:servers:detail'
+SERVERS_INDEX_ALL_PROJECTS = 'os_compute_api:servers:index:get_all_tenants'
+SERVERS_DETAIL_ALL_PROJECTS = 'os_compute_api:servers:detail:get_all_tenants'
 SERVERS_SHOW = 'os_compute_api:servers:show'
+SERVERS_CREATE = 'os_compute_api:servers:create'
 SERVERS_DELETE = 'os_compute_api:servers:delete'
 HOST_ATTRIBUTES = 'os_compute_api:os-extended-server-attributes'
+LIMITS = 'os_compute_api:limits'
+LIMITS_OTHER_PROJECT = 'os_compute_api:limits:other_project'
+AZ_LIST = 'os_compute_api:os-availability-zone:list'
+AZ_DETAIL = 'os_compute_api:os-availability-zone:detail'
+IMAGES = 'os_compute_api:images'
 
 
 def _rule(name: str, check: str, description: str,
@@ -29,28 +50,76 @@ def _rule(name: str, check: str, description: str,
 
 def list_rules() -> list[policy.RuleDefault]:
     """Every default rule, in documentation order."""
+    flavor = '/flavors/{flavor_id}'
+    specs = flavor + '/os-extra_specs'
     return [
         policy.RuleDefault('context_is_admin', 'role:admin',
                            'Who counts as a cloud administrator.'),
+        policy.RuleDefault(
+            'project_member_or_admin',
+            'rule:context_is_admin or '
+            '(role:member and project_id:%(project_id)s)',
+            'An admin, or a member of the project that owns the target.'),
+        policy.RuleDefault(
+            'project_reader_or_admin',
+            'rule:context_is_admin or '
+            '(role:reader and project_id:%(project_id)s)',
+            'An admin, or a reader of the project that owns the target.'),
+        _rule(FLAVORS, ANY, 'List and show flavors.',
+              [('GET', '/flavors'), ('GET', '/flavors/detail'),
+               ('GET', flavor)]),
         _rule(FLAVOR_CREATE, ADMIN, 'Create a flavor.',
               [('POST', '/flavors')]),
         _rule(FLAVOR_DELETE, ADMIN, 'Delete a flavor.',
-              [('DELETE', '/flavors/{flavor_id}')]),
+              [('DELETE', flavor)]),
+        _rule(EXTRA_SPECS_INDEX, PROJECT_READER_OR_ADMIN,
+              'List the extra specs of a flavor; also whether flavor and '
+              'server views (2.47, 2.61) show them.',
+              [('GET', specs), ('GET', '/flavors/detail'),
+               ('GET', flavor), ('GET', '/servers/{server_id}')]),
+        _rule(EXTRA_SPECS_SHOW, PROJECT_READER_OR_ADMIN,
+              'Show one extra spec of a flavor.',
+              [('GET', specs + '/{key}')]),
         _rule(EXTRA_SPECS_CREATE, ADMIN, 'Set flavor extra specs.',
-              [('POST', '/flavors/{flavor_id}/os-extra_specs')]),
+              [('POST', specs)]),
         _rule(EXTRA_SPECS_UPDATE, ADMIN, 'Update one flavor extra spec.',
-              [('PUT', '/flavors/{flavor_id}/os-extra_specs/{key}')]),
+              [('PUT', specs + '/{key}')]),
         _rule(EXTRA_SPECS_DELETE, ADMIN, 'Delete one flavor extra spec.',
-              [('DELETE', '/flavors/{flavor_id}/os-extra_specs/{key}')]),
-        _rule(SERVERS_ALL_PROJECTS, ADMIN,
+              [('DELETE', specs + '/{key}')]),
+        _rule(SERVERS_INDEX, PROJECT_READER_OR_ADMIN,
+              "List the project's servers.", [('GET', '/servers')]),
+        _rule(SERVERS_DETAIL, PROJECT_READER_OR_ADMIN,
+              "List the project's servers with details.",
+              [('GET', '/servers/detail')]),
+        _rule(SERVERS_INDEX_ALL_PROJECTS, ADMIN,
               'List the servers of every project (all_tenants).',
-              [('GET', '/servers'), ('GET', '/servers/detail')]),
-        _rule(SERVERS_SHOW, ADMIN_OR_OWNER, 'Show a server.',
+              [('GET', '/servers')]),
+        _rule(SERVERS_DETAIL_ALL_PROJECTS, ADMIN,
+              'List the servers of every project with details '
+              '(all_tenants).', [('GET', '/servers/detail')]),
+        _rule(SERVERS_SHOW, PROJECT_READER_OR_ADMIN, 'Show a server.',
               [('GET', '/servers/{server_id}')]),
-        _rule(SERVERS_DELETE, ADMIN_OR_OWNER, 'Delete a server.',
+        _rule(SERVERS_CREATE, PROJECT_MEMBER_OR_ADMIN,
+              'Create a server in the caller\'s project.',
+              [('POST', '/servers')]),
+        _rule(SERVERS_DELETE, PROJECT_MEMBER_OR_ADMIN, 'Delete a server.',
               [('DELETE', '/servers/{server_id}')]),
         _rule(HOST_ATTRIBUTES, ADMIN,
-              'See the host and hypervisor_hostname of servers.',
+              'See the OS-EXT-SRV-ATTR: attributes (host, '
+              'hypervisor_hostname, instance_name) of servers.',
               [('GET', '/servers/{server_id}'),
                ('GET', '/servers/detail')]),
+        _rule(LIMITS, ANY, "Show the caller's project limits and usage.",
+              [('GET', '/limits')]),
+        _rule(LIMITS_OTHER_PROJECT, ADMIN,
+              'Show the limits and usage of another project (tenant_id).',
+              [('GET', '/limits')]),
+        _rule(AZ_LIST, ANY, 'List availability zones.',
+              [('GET', '/os-availability-zone')]),
+        _rule(AZ_DETAIL, ADMIN, 'List availability zones with details.',
+              [('GET', '/os-availability-zone/detail')]),
+        _rule(IMAGES, ANY,
+              'Resolve image references (this deployment has no image '
+              'service: every reference exists).',
+              [('GET', '/images'), ('GET', '/images/{image_id}')]),
     ]
