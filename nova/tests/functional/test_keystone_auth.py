@@ -26,11 +26,15 @@ class KeystoneAuthTestCase(boot.BootTestBase):
     def setUp(self):
         super().setUp()
         self.keystone = self.useFixture(keystone.KeystoneFixture())
-        self.alpha = self.keystone.add_member('alice', 'alice-pw', 'alpha')
-        self.beta = self.keystone.add_member('bob', 'bob-pw', 'beta')
+        self.alpha = self.keystone.add_user('alice', 'alice-pw', 'alpha')
+        self.keystone.add_user('bob', 'bob-pw', 'beta')
+        self.keystone.add_user('carol', 'carol-pw', 'alpha', 'reader')
+        # nova-api's own user, as the deployment guide configures it.
+        self.keystone.add_user('nova', 'nova-pw', 'service', 'service')
         self.admin = self.keystone.admin
         self.alice = self.keystone.session('alice', 'alice-pw', 'alpha')
         self.bob = self.keystone.session('bob', 'bob-pw', 'beta')
+        self.carol = self.keystone.session('carol', 'carol-pw', 'alpha')
         self.use_keystone()
         self.enable_h200_groups()
         self.start_services()
@@ -45,9 +49,9 @@ class KeystoneAuthTestCase(boot.BootTestBase):
         url = self.keystone.url
         self.flags('keystone_authtoken', www_authenticate_uri=url,
                    interface='public', auth_type='password',
-                   auth_url=url, username='admin',
-                   password=keystone.ADMIN_PASSWORD, project_name='admin',
-                   user_domain_id='default', project_domain_id='default')
+                   auth_url=url, username='nova', password='nova-pw',
+                   project_name='service', user_domain_id='default',
+                   project_domain_id='default')
         self.flags('api', auth_strategy='keystone')
 
     def call(self, session, method: str, path: str, body=None,
@@ -97,8 +101,17 @@ class TestKeystoneAuth(KeystoneAuthTestCase):
         self.assertEqual(self.alice.get_user_id(), shown['user_id'])
         self.assertNotIn('OS-EXT-SRV-ATTR:host', shown)
 
-        # Another project's member neither sees nor deletes it.
+        # A reader of the project sees it but neither deletes it nor
+        # creates servers.
         path = '/servers/%s' % server['id']
+        listed = self.call(self.carol, 'GET', '/servers')['servers']
+        self.assertEqual([server['id']], [s['id'] for s in listed])
+        self.call(self.carol, 'GET', path)
+        self.call(self.carol, 'DELETE', path, expect=(403,))
+        self.call(self.carol, 'POST', '/servers', {'server': {
+            'name': 'vm2', 'flavorRef': flavor['id']}}, expect=(403,))
+
+        # Another project's member neither sees nor deletes it.
         self.call(self.bob, 'GET', path, expect=(404,))
         self.call(self.bob, 'DELETE', path, expect=(404,))
         self.assertEqual([], self.call(self.bob, 'GET',
