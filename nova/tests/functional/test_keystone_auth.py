@@ -62,11 +62,16 @@ class KeystoneAuthTestCase(boot.BootTestBase):
         self.assertIn(resp.status_code, expect, resp.text)
         return resp.json() if resp.content else {}
 
-    def raw(self, token: str | None, path: str = '/servers') -> int:
-        """Status of a GET sent with exactly ``token`` (no re-auth)."""
-        headers = {} if token is None else {'X-Auth-Token': token}
-        return requests.get(self.allinone.api_url + path, headers=headers,
-                            timeout=30).status_code
+    def raw(self, token: str | None, method: str = 'GET',
+            path: str = '/servers', body=None, headers=None) -> int:
+        """Status of a request sent with exactly ``token`` (no re-auth)
+        and ``headers``."""
+        headers = dict(headers or {})
+        if token is not None:
+            headers['X-Auth-Token'] = token
+        return requests.request(method, self.allinone.api_url + path,
+                                headers=headers, json=body,
+                                timeout=30).status_code
 
 
 class TestKeystoneAuth(KeystoneAuthTestCase):
@@ -148,6 +153,17 @@ class TestKeystoneAuth(KeystoneAuthTestCase):
         forged = base64.urlsafe_b64encode(bytes(payload)).decode().rstrip('=')
         self.assertNotEqual(token, forged)
         self.assertEqual(401, self.raw(forged))
+
+        # Identity headers a client sends are not believed: without a
+        # valid token they do not authenticate, with a member's token
+        # they do not make an admin.
+        spoofed = {'X-Identity-Status': 'Confirmed', 'X-Roles': 'admin',
+                   'X-User-Id': 'someone', 'X-Project-Id': self.alpha}
+        self.assertEqual(401, self.raw('garbage-token', headers=spoofed))
+        self.assertEqual(401, self.raw(None, headers=spoofed))
+        self.assertEqual(403, self.raw(token, 'POST', '/flavors', {
+            'flavor': {'name': 'f', 'vcpus': 1, 'ram': 512, 'disk': 0}},
+            headers=spoofed))
 
         # Expired: refused by Keystone and not honoured from
         # keystonemiddleware's cache of its earlier validation.
