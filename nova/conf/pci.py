@@ -40,7 +40,10 @@ Each value is a JSON object, or a JSON list of objects, selecting devices:
   the same ``group_name`` form one unit of ``CUSTOM_PCI_GROUP_<TYPE>``,
   always assigned whole.
 
-Any other key is a tag matched against alias specs. The first matching
+Any other key is a tag matched against alias specs, unless it looks like a
+misspelling of a key above (same name ignoring case, ``_``, ``-`` and spaces,
+or within 1 edit, 2 for names over 9 letters, e.g. ``vendorid``, ``adress``):
+that is refused so a typo cannot silently widen the spec. The first matching
 value wins. Example::
 
   device_spec = {"vendor_id": "10de", "product_id": "2335",

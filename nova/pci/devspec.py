@@ -30,6 +30,14 @@ _MATCH_KEYS = ('vendor_id', 'product_id', 'address', 'devname')
 # Tags parsed strictly as booleans, and the one upstream parses leniently.
 _STRICT_BOOL_TAGS = ('managed', 'live_migratable', 'one_time_use')
 _LENIENT_BOOL_TAGS = ('remote_managed',)
+# Every key with a meaning to nova. Other keys are free-form tags matched
+# against alias specs, unless they look like a misspelling of one of these
+# (see utils.misspelling_of): a typo such as "vendorid" would otherwise
+# become a tag and the spec would silently select every vendor's devices.
+KNOWN_KEYS = tuple(sorted(_MATCH_KEYS + _STRICT_BOOL_TAGS +
+                          _LENIENT_BOOL_TAGS + (
+                              'group_name', 'group_type', 'physical_network',
+                              'resource_class', 'traits', 'trusted')))
 
 _MAX_ID = 0xffff
 # (name, maximum, digits when normalized) in address order.
@@ -246,6 +254,7 @@ class PciDeviceSpec:
             raise exception.PciConfigInvalidSpec(reason=(
                 'invalid entry %r: expecting a JSON object' % (spec,)))
         self._text = json.dumps(spec, sort_keys=True, default=repr)
+        self._check_misspelt_keys(spec)
         self.vendor_id = _parse_id('vendor_id', spec.get('vendor_id', ANY))
         self.product_id = _parse_id('product_id',
                                     spec.get('product_id', ANY))
@@ -254,6 +263,16 @@ class PciDeviceSpec:
 
     def __repr__(self) -> str:
         return 'PciDeviceSpec(%s)' % self._text
+
+    def _check_misspelt_keys(self, spec: dict) -> None:
+        for key in sorted(spec):
+            meant = utils.misspelling_of(str(key), KNOWN_KEYS)
+            if meant is not None:
+                raise exception.PciConfigInvalidSpec(reason=(
+                    '%s: key %r is not a known key and looks like a '
+                    'misspelling of %r; known keys: %s (other keys are '
+                    'tags and must not resemble a known key)' % (
+                        self._text, key, meant, ', '.join(KNOWN_KEYS))))
 
     def _parse_address(self, spec: dict, report_in_placement: bool):
         if 'devname' in spec and 'address' in spec:

@@ -38,6 +38,49 @@ def _custom_name(name: str) -> str:
     return orc.normalize_name(name)
 
 
+def _edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions,
+    substitutions and transpositions of adjacent characters each cost 1."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
+            if (i > 1 and j > 1 and a[i - 1] == b[j - 2]
+                    and a[i - 2] == b[j - 1]):
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[len(b)]
+
+
+def _squash(name: str) -> str:
+    return re.sub(r'[\s_\-]', '', name.lower())
+
+
+def misspelling_of(key: str, known: tuple[str, ...]) -> str | None:
+    """Return the known name ``key`` looks like a misspelling of, or None.
+
+    Keys and names are compared case-insensitively with spaces, ``_`` and
+    ``-`` removed (so ``vendorid``, ``Vendor-ID`` and ``resource-class``
+    hit); after that an edit distance of 1 is a misspelling for names of up
+    to 9 characters and of 2 for longer ones (``adress``, ``prodcut_id``,
+    ``resorce_clas``). Tighter for short names so that genuine tags such as
+    ``trust`` (vs ``trusted``) or ``unmanaged`` (vs ``managed``) still
+    pass. An exact known name is not a misspelling.
+    """
+    if key in known:
+        return None
+    squashed = _squash(key)
+    for name in known:
+        target = _squash(name)
+        allowed = 1 if len(target) <= 9 else 2
+        if _edit_distance(squashed, target) <= allowed:
+            return name
+    return None
+
+
 def get_resource_class(resource_class: str | None,
                        vendor_id: str | None,
                        product_id: str | None) -> str:

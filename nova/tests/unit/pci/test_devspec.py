@@ -541,3 +541,50 @@ class TestWhitelist(_Base):
                                 devspec.Whitelist.from_config, ['1'])
         self.assertTrue(str(err).startswith(
             'Invalid [pci]device_spec config: '))
+
+
+class TestMisspeltKeys(_Base):
+
+    def test_misspellings_refused_naming_key_and_known(self):
+        for key, meant in (('vendorid', 'vendor_id'),
+                           ('productid', 'product_id'),
+                           ('adress', 'address'),
+                           ('resource-class', 'resource_class'),
+                           ('Vendor_ID', 'vendor_id'),
+                           ('prodcut_id', 'product_id'),
+                           ('resorce_clas', 'resource_class'),
+                           ('trait', 'traits'),
+                           ('live-migratable', 'live_migratable'),
+                           ('group name', 'group_name')):
+            err = self.assertRaises(exception.PciConfigInvalidSpec,
+                                    devspec.PciDeviceSpec,
+                                    {'vendor_id': '10de', key: 'x'})
+            self.assertIn('key %r' % key, err.message)
+            self.assertIn('misspelling of %r' % meant, err.message)
+            self.assertIn('known keys: ' + ', '.join(devspec.KNOWN_KEYS),
+                          err.message)
+
+    def test_unrelated_tags_still_passed_on(self):
+        spec = devspec.PciDeviceSpec({
+            'vendor_id': '10de', 'trust': 'x', 'unmanaged': 'y',
+            'dev_type': 'type-PCI', 'vendor': 'nvidia', 'colour': 'blue',
+            'physnet': 'p'})
+        self.assertEqual({'trust': 'x', 'unmanaged': 'y',
+                          'dev_type': 'type-PCI', 'vendor': 'nvidia',
+                          'colour': 'blue', 'physnet': 'p'}, spec.tags)
+
+    def test_known_keys_accepted(self):
+        spec = devspec.PciDeviceSpec({
+            'vendor_id': '10de', 'product_id': '2335', 'address': '1b:',
+            'resource_class': 'PGPU', 'traits': 'A', 'managed': 'yes',
+            'live_migratable': 'no', 'remote_managed': 'false',
+            'trusted': 'true', 'physical_network': None})
+        self.assertEqual('PGPU', spec.tags['resource_class'])
+
+    def test_whitelist_names_the_bad_value(self):
+        err = self.assertRaises(
+            exception.PciConfigInvalidSpec, devspec.Whitelist.from_config,
+            ['{"vendorid": "10de", "product_id": "2335"}'])
+        self.assertIn('"vendorid": "10de"', err.message)
+        self.assertTrue(err.message.startswith(
+            'Invalid [pci]device_spec config:'))

@@ -50,3 +50,22 @@ class TestNaming(test.TestCase):
                                     'alias h200')
             self.assertIn(repr(bad), str(err))
             self.assertIn('alias h200', str(err))
+
+
+class TestMisspellingOf(test.TestCase):
+
+    KNOWN = ('address', 'managed', 'resource_class', 'vendor_id')
+
+    def test_distance_rule(self):
+        self.assertEqual('address', utils.misspelling_of('adress',
+                                                         self.KNOWN))
+        self.assertEqual('address', utils.misspelling_of('addrses',
+                                                         self.KNOWN))
+        # Two edits are allowed only for names longer than 9 characters.
+        self.assertIsNone(utils.misspelling_of('adres', self.KNOWN))
+        self.assertEqual('resource_class',
+                         utils.misspelling_of('rsource_clas', self.KNOWN))
+        self.assertIsNone(utils.misspelling_of('unmanaged', self.KNOWN))
+        self.assertIsNone(utils.misspelling_of('managed', self.KNOWN))
+        self.assertEqual('vendor_id',
+                         utils.misspelling_of('VENDOR-ID', self.KNOWN))
