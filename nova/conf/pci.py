@@ -91,7 +91,9 @@ Each value is one JSON object with the keys ``name`` (required),
 ``group_type``. With ``group_type``, a request of N devices is always served
 by one whole device group of that type and of size N (N = 1 means any single
 device). Several values with the same name form one alias matching any of
-them. Example::
+them. With ``[filter_scheduler]pci_in_placement`` an alias names either
+``resource_class`` or ``vendor_id``/``product_id``, not both: Placement
+chooses devices by resource class only, so the ids would be ignored. Example::
 
   alias = {"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}
 """),

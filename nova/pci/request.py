@@ -189,6 +189,22 @@ def _check_for_placement(alias: PciAlias, pci_in_placement: bool) -> None:
                 alias.name, len(alias.specs))))
     for spec in alias.specs:
         has_ids = 'vendor_id' in spec and 'product_id' in spec
+        ids = [key for key in ('vendor_id', 'product_id') if key in spec]
+        if pci_in_placement and ids and spec.get('resource_class'):
+            # Upstream also filters hosts by the ids (PciPassthroughFilter
+            # pool matching); here Placement alone picks the device, by
+            # resource class, so the ids would be silently ignored and an
+            # "h200" alias could hand out any device of that class.
+            raise exception.PciInvalidAlias(reason=(
+                "alias '%s' sets resource_class %r and %s; with "
+                "[filter_scheduler]pci_in_placement devices are chosen by "
+                "resource class only, so %s would be ignored. Either drop "
+                "resource_class (the class is then CUSTOM_PCI_<VENDOR>_"
+                "<PRODUCT>) or drop %s and give the wanted devices their "
+                "own resource_class in [pci]device_spec" % (
+                    alias.name, spec['resource_class'],
+                    ' and '.join('%s %r' % (k, spec[k]) for k in ids),
+                    '/'.join(ids), '/'.join(ids))))
         if pci_in_placement:
             if not has_ids and not spec.get('resource_class'):
                 raise exception.PciInvalidAlias(reason=(

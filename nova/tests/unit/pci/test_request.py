@@ -287,6 +287,26 @@ class TestAliasRejected(test.TestCase):
             self._reject(_alias(**fields), True, "alias 'gpu'",
                          'vendor_id and product_id, or resource_class')
 
+    def test_placement_refuses_ids_ignored_for_resource_class(self):
+        # An "h200" alias naming a class shared with H100 NVL GPUs would
+        # hand out H100s: Placement picks by class only.
+        self._reject(
+            _alias(name='h200', vendor_id='10de', product_id='2335',
+                   resource_class='PGPU', group_type='nvlink'), True,
+            "alias 'h200' sets resource_class 'PGPU' and vendor_id '10de' "
+            "and product_id '2335'", 'vendor_id/product_id would be ignored',
+            'drop resource_class', 'own resource_class in [pci]device_spec')
+        self._reject(_alias(product_id='2335', resource_class='PGPU'), True,
+                     "product_id '2335'", 'product_id would be ignored')
+
+    def test_legacy_keeps_ids_with_resource_class(self):
+        # Without Placement scheduling the ids select the devices and the
+        # class plays no part, as upstream.
+        alias = request.get_alias_from_config(
+            [_alias(vendor_id='10de', product_id='2335',
+                    resource_class='PGPU')], False)['gpu']
+        self.assertEqual('10de', alias.specs[0]['vendor_id'])
+
     def test_placement_one_spec_per_alias(self):
         self._reject_values(
             [_alias(resource_class='A'), _alias(resource_class='B')],
