@@ -4,7 +4,9 @@ Flavors are read and written straight through nova.db.api. Writes are
 admin-only by policy. Extra specs that nova itself interprets are checked
 when they are set, so a bad flavor fails at ``openstack flavor set`` time
 instead of at every server boot: ``pci_passthrough:alias`` must parse and
-name aliases defined in ``[pci]alias``.
+name aliases defined in ``[pci]alias``, and ``resources:``, ``trait:`` and
+``group_policy`` must pass the same check as at server create
+(``request_builder.check_extra_specs``).
 """
 
 import re
@@ -14,6 +16,7 @@ from nova.db import api as db
 from nova import exception
 from nova.pci import request as pci_request
 from nova import policies
+from nova.scheduler import request_builder
 
 # Keys of the pci_passthrough: namespace this API knows.
 _PCI_NAMESPACE = 'pci_passthrough:'
@@ -174,10 +177,8 @@ def delete(req, flavor_id: str) -> tuple:
 
 # Extra specs ---------------------------------------------------------------
 
-def _check_pci_alias(conf, value: str) -> None:
+def _check_pci_alias(aliases: dict, value: str) -> None:
     """Syntax of pci_passthrough:alias, and that each alias is defined."""
-    aliases = pci_request.get_alias_from_config(
-        conf.pci.alias, conf.filter_scheduler.pci_in_placement)
     defined = ', '.join(sorted(aliases)) or 'none'
     key = pci_request.EXTRA_SPEC_ALIAS
     try:
@@ -197,6 +198,8 @@ def _check_pci_alias(conf, value: str) -> None:
 
 def _check_specs(conf, specs: dict) -> dict[str, str]:
     """Validate extra specs and return them with string values."""
+    aliases = pci_request.get_alias_from_config(
+        conf.pci.alias, conf.filter_scheduler.pci_in_placement)
     checked = {}
     for key, value in specs.items():
         if not _SPEC_KEY_RE.match(key):
@@ -219,12 +222,15 @@ def _check_specs(conf, specs: dict) -> dict[str, str]:
                 'namespace; known keys: %s' % (
                     _PCI_NAMESPACE, ', '.join(_KNOWN_PCI_KEYS)))
         if key == pci_request.EXTRA_SPEC_ALIAS:
-            _check_pci_alias(conf, value)
+            _check_pci_alias(aliases, value)
         if (key == pci_request.EXTRA_SPEC_NUMA_POLICY
                 and value not in pci_request.NUMA_POLICIES):
             raise exception.InvalidPCINUMAAffinity(
                 policy=value, allowed=', '.join(pci_request.NUMA_POLICIES))
         checked[key] = value
+    request_builder.check_extra_specs(
+        checked, pci_request.pci_resource_classes(
+            aliases, conf.pci.device_spec, conf.pci.report_in_placement))
     return checked
 
 

@@ -46,6 +46,9 @@ class API:
         # Parsed once: a bad [pci]alias stops nova-api at start.
         self.aliases = pci_request.get_alias_from_config(
             conf.pci.alias, self.pci_in_placement)
+        self.pci_resource_classes = pci_request.pci_resource_classes(
+            self.aliases, conf.pci.device_spec,
+            conf.pci.report_in_placement)
         self.reportclient = reportclient or report.SchedulerReportClient(
             conf)
         self.conductor_api = conductor_rpcapi.ConductorAPI()
@@ -80,7 +83,8 @@ class API:
             flavor['extra_specs'], self.aliases)
         # Validates the remaining extra specs the scheduler will use.
         request_builder.build_resource_request(
-            flavor, pci_requests, self.pci_in_placement)
+            flavor, pci_requests, self.pci_in_placement,
+            self.pci_resource_classes)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,

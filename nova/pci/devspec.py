@@ -465,6 +465,18 @@ class Whitelist:
                     'has a single type' % (spec.group_name, seen,
                                            spec.group_type)))
 
+    def resource_classes(self) -> set[str]:
+        """Placement classes these specs give devices, where known without
+        the devices (a spec with wildcard ids and no resource_class tag
+        gives each device its own CUSTOM_PCI_<VENDOR>_<PRODUCT>)."""
+        classes = set()
+        for spec in self.specs:
+            explicit = spec._explicit_resource_class()
+            if explicit is not None or ANY not in (spec.vendor_id,
+                                                   spec.product_id):
+                classes.add(spec.resource_class)
+        return classes
+
     def device_assignable(self, dev: dict) -> PciDeviceSpec | None:
         """Return the first spec, in config order, matching ``dev``, or
         None when nova must not manage the device."""

@@ -16,6 +16,7 @@ import jsonschema
 from oslo_utils import strutils
 
 from nova import exception
+from nova.pci import devspec
 from nova.pci import utils
 
 NUMA_POLICIES = ('legacy', 'preferred', 'required', 'socket')
@@ -55,6 +56,12 @@ _EXPECTED_FORM = ('expected "<alias name>:<count>[,<alias name>:<count>...]"'
                   ' with a positive integer count, e.g. "h200:2"')
 
 
+def _spec_resource_class(spec: dict) -> str:
+    return utils.get_resource_class(spec.get('resource_class'),
+                                    spec.get('vendor_id'),
+                                    spec.get('product_id'))
+
+
 @dataclasses.dataclass(frozen=True)
 class PciAlias:
     """One alias name with its specs; a device matching any spec fits."""
@@ -68,10 +75,7 @@ class PciAlias:
     @property
     def resource_class(self) -> str:
         """Placement resource class requested for this alias."""
-        spec = self.specs[0]
-        return utils.get_resource_class(spec.get('resource_class'),
-                                        spec.get('vendor_id'),
-                                        spec.get('product_id'))
+        return _spec_resource_class(self.specs[0])
 
     @property
     def traits(self) -> set[str]:
@@ -249,6 +253,22 @@ def get_alias_from_config(values: list[str],
         _check_for_placement(alias, pci_in_placement)
         aliases[name] = alias
     return aliases
+
+
+def pci_resource_classes(aliases: dict[str, PciAlias],
+                         device_spec: list[str],
+                         report_in_placement: bool) -> frozenset[str]:
+    """Placement classes of PCI devices: those aliases request and those
+    ``[pci]device_spec`` values (if set on this host) give devices.
+
+    The flavor's own resources must not name them: only alias requests
+    are mapped to devices by the compute.
+    """
+    classes = devspec.Whitelist.from_config(
+        device_spec, report_in_placement).resource_classes()
+    for alias in aliases.values():
+        classes.update(_spec_resource_class(spec) for spec in alias.specs)
+    return frozenset(classes)
 
 
 def parse_alias_extra_spec(value: str) -> list[tuple[str, int]]:

@@ -18,6 +18,7 @@ Operators never write ``same_subtree``; only ``group_policy`` may be set in
 the flavor, to ``none`` or ``isolate``.
 """
 
+from collections.abc import Collection
 import dataclasses
 import re
 from urllib import parse
@@ -38,6 +39,10 @@ _RESOURCES_KEY_RE = re.compile(r'^resources([^:]*):(.*)$')
 _TRAIT_KEY_RE = re.compile(r'^trait([^:]*):(.*)$')
 _NAME_RE = re.compile(r'^[A-Z0-9_]+$')
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
+# Placement stores amounts as 32-bit signed integers.
+_MAX_AMOUNT = 2 ** 31 - 1
+# Default and static-group classes of PCI devices (see nova.pci.utils).
+_PCI_CLASS_PREFIX = 'CUSTOM_PCI_'
 
 
 @dataclasses.dataclass
@@ -145,7 +150,22 @@ def _check_name(key: str, value: object, name: str, kind: str,
             'letters, digits and underscores)' % (name, kind)))
 
 
-def _apply_extra_specs(group: RequestGroup, extra_specs: dict) -> None:
+def _check_not_pci(key: str, value: object, rc: str,
+                   pci_resource_classes: Collection[str]) -> None:
+    # PCI devices are only assigned for pci_passthrough:alias requests; a
+    # device class in the flavor's own group would be allocated in
+    # Placement and never attached by the compute.
+    if rc in pci_resource_classes or rc.startswith(_PCI_CLASS_PREFIX):
+        raise _invalid(key, value, (
+            '%s is a PCI device resource class (configured: %s; and every '
+            '%s* class); the compute only assigns devices requested with '
+            'pci_passthrough:alias=<alias>:<count>, so use that instead' % (
+                rc, ', '.join(sorted(pci_resource_classes)) or 'none',
+                _PCI_CLASS_PREFIX)))
+
+
+def _apply_extra_specs(group: RequestGroup, extra_specs: dict,
+                       pci_resource_classes: Collection[str]) -> None:
     """Apply ``resources:<RC>=<n>`` and ``trait:<T>=required|forbidden``."""
     for key, value in sorted(extra_specs.items()):
         match = _RESOURCES_KEY_RE.match(key)
@@ -153,17 +173,19 @@ def _apply_extra_specs(group: RequestGroup, extra_specs: dict) -> None:
             suffix, rc = match.groups()
             if suffix:
                 raise _invalid(key, value, (
-                    'granular request groups are not supported; use '
-                    'resources:<RESOURCE_CLASS>'))
+                    'granular request groups (resources<N>:) are not '
+                    'supported; use resources:<RESOURCE_CLASS>, and '
+                    'pci_passthrough:alias for PCI devices'))
             _check_name(key, value, rc, 'resource class', orc.STANDARDS)
-            try:
-                amount = int(str(value).strip())
-            except ValueError:
-                amount = -1
-            if amount < 0:
-                raise _invalid(key, value,
-                               'the amount must be an integer >= 0')
+            text = str(value).strip()
+            amount = int(text) if text.isascii() and text.isdecimal() \
+                else -1
+            if not 0 <= amount <= _MAX_AMOUNT:
+                raise _invalid(key, value, (
+                    'the amount must be an integer from 0 to %d' %
+                    _MAX_AMOUNT))
             if amount:
+                _check_not_pci(key, value, rc, pci_resource_classes)
                 group.resources[rc] = amount
             else:
                 # 0 drops a class the flavor would otherwise ask for.
@@ -174,8 +196,8 @@ def _apply_extra_specs(group: RequestGroup, extra_specs: dict) -> None:
             suffix, trait = match.groups()
             if suffix:
                 raise _invalid(key, value, (
-                    'granular request groups are not supported; use '
-                    'trait:<TRAIT>'))
+                    'granular request groups (trait<N>:) are not '
+                    'supported; use trait:<TRAIT>'))
             _check_name(key, value, trait, 'trait', _STANDARD_TRAITS)
             if value == 'required':
                 group.required_traits.add(trait)
@@ -188,7 +210,8 @@ def _apply_extra_specs(group: RequestGroup, extra_specs: dict) -> None:
                                'allowed values are required, forbidden')
 
 
-def _flavor_group(flavor: dict) -> RequestGroup:
+def _flavor_group(flavor: dict,
+                  pci_resource_classes: Collection[str]) -> RequestGroup:
     resources = {}
     for rc, field in ((orc.VCPU, 'vcpus'), (orc.MEMORY_MB, 'memory_mb'),
                       (orc.DISK_GB, 'root_gb')):
@@ -196,7 +219,8 @@ def _flavor_group(flavor: dict) -> RequestGroup:
         if amount > 0:
             resources[rc] = amount
     group = RequestGroup(resources=resources)
-    _apply_extra_specs(group, flavor.get('extra_specs') or {})
+    _apply_extra_specs(group, flavor.get('extra_specs') or {},
+                       pci_resource_classes)
     return group
 
 
@@ -250,9 +274,24 @@ def _group_policy(extra_specs: dict) -> str | None:
     return value
 
 
+def check_extra_specs(extra_specs: dict,
+                      pci_resource_classes: Collection[str] = ()) -> None:
+    """Refuse ``resources*:``, ``trait*:`` and ``group_policy`` extra
+    specs that cannot work, as ``flavor set`` and server create both must.
+
+    ``pci_resource_classes`` are the classes of configured PCI devices;
+    they (and any ``CUSTOM_PCI_*`` class) may not be requested with
+    ``resources:``. Raises FlavorExtraSpecInvalid naming the key, the value
+    and what is allowed.
+    """
+    _apply_extra_specs(RequestGroup(), extra_specs, pci_resource_classes)
+    _group_policy(extra_specs)
+
+
 def build_resource_request(
         flavor: dict, pci_requests: list[pci_request.InstancePCIRequest],
-        pci_in_placement: bool) -> ResourceRequest:
+        pci_in_placement: bool,
+        pci_resource_classes: Collection[str] = ()) -> ResourceRequest:
     """Build the Placement query for one instance of ``flavor``.
 
     ``flavor`` has ``vcpus``, ``memory_mb``, ``root_gb`` and
@@ -262,10 +301,11 @@ def build_resource_request(
     as there is a suffixed group: several devices of one request must be
     allowed to share a parent, and Placement requires a policy with more
     than one suffixed group. Raises FlavorExtraSpecInvalid naming the bad
-    key and value.
+    key and value (see check_extra_specs).
     """
     extra_specs = flavor.get('extra_specs') or {}
-    request = ResourceRequest(groups=[_flavor_group(flavor)])
+    request = ResourceRequest(groups=[_flavor_group(
+        flavor, pci_resource_classes)])
     policy = _group_policy(extra_specs)
     if pci_in_placement:
         for pci_req in pci_requests:

@@ -160,6 +160,42 @@ class TestExtraSpecs(fakes.APITestCase):
             'hw:pci_numa_affinity_policy': 'strict'}})
         self.assertFault(response, 400, 'badRequest', "'strict'", 'socket')
 
+    def test_unworkable_placement_specs_are_400(self):
+        self.config.config(
+            alias=['{"name": "h200", "resource_class": "PGPU"}'],
+            group='pci')
+        self.config.config(pci_in_placement=True, group='filter_scheduler')
+        cases = [
+            ('resources:PGPU', '1', 'PCI device resource class'),
+            ('resources:CUSTOM_PCI_10DE_2335', '1',
+             'pci_passthrough:alias=<alias>:<count>'),
+            ('resources1:PGPU', '1', 'granular request groups'),
+            ('resources:VCPUS', '2', 'not a standard resource class'),
+            ('resources:VCPU', 'two', 'integer from 0 to 2147483647'),
+            ('resources:MEMORY_MB', '99999999999', 'integer from 0'),
+            ('trait:CUSTOM_X', 'preferred', 'required, forbidden'),
+            ('trait:NOT_A_TRAIT', 'required', 'not a standard trait'),
+            ('group_policy', 'spread', 'allowed values are none, isolate'),
+        ]
+        for key, value, allowed in cases:
+            for method, url, body in (
+                    ('POST', self.url, {'extra_specs': {key: value}}),
+                    ('PUT', self.url + '/' + key, {key: value})):
+                response = self.request(method, url, body)
+                self.assertFault(response, 400, 'badRequest',
+                                 '%s=%r' % (key, value), allowed)
+        self.assertEqual({}, self.request('GET', self.url)
+                         .json['extra_specs'])
+
+    def test_workable_placement_specs_are_stored(self):
+        specs = {'resources:VCPU': '2', 'resources:CUSTOM_MAGIC': '1',
+                 'trait:HW_CPU_X86_AVX2': 'required',
+                 'group_policy': 'isolate'}
+        response = self.request('POST', self.url, {'extra_specs': specs})
+        self.assertEqual(200, response.status_int, response.text)
+        self.assertEqual(specs, self.request('GET', self.url)
+                         .json['extra_specs'])
+
     def test_put_body_must_match_url(self):
         response = self.request('PUT', self.url + '/hw:numa_nodes',
                                 {'hw:cpu_policy': 'dedicated'})

@@ -127,6 +127,15 @@ class TestComputeAPI(fakes.GpuHostsTestCase):
         self._assert_rejected(exception.FlavorExtraSpecInvalid, 'gpu2',
                               'trait:nonsense')
 
+    def test_pci_resource_class_in_flavor_resources(self):
+        # PGPU is the class the h200 alias requests: as a flavor resource
+        # Placement would allocate a GPU the compute never attaches.
+        self._flavor(extra_specs={'resources:PGPU': '1'})
+        self._assert_rejected(exception.FlavorExtraSpecInvalid, 'gpu2',
+                              'resources:PGPU', "'1'",
+                              'PCI device resource class',
+                              'pci_passthrough:alias=<alias>:<count>')
+
     def test_get_and_get_all(self):
         self._flavor()
         first = self._create()

@@ -77,6 +77,55 @@ class TestFlavorGroup(test.TestCase):
             self.assertIn(word, str(exc))
 
 
+class TestCheckExtraSpecs(test.TestCase):
+
+    def test_pci_classes_refused_in_flavor_resources(self):
+        for key in ('resources:PGPU', 'resources:CUSTOM_PCI_10DE_2335',
+                    'resources:CUSTOM_PCI_GROUP_NVLINK'):
+            exc = self.assertRaises(
+                exception.FlavorExtraSpecInvalid,
+                request_builder.check_extra_specs, {key: '2'}, {'PGPU'})
+            self.assertIn("%s='2'" % key, exc.message)
+            self.assertIn('configured: PGPU', exc.message)
+            self.assertIn('pci_passthrough:alias=<alias>:<count>',
+                          exc.message)
+
+    def test_granular_pci_request_refused(self):
+        exc = self.assertRaises(
+            exception.FlavorExtraSpecInvalid,
+            request_builder.check_extra_specs, {'resources1:PGPU': '1'},
+            {'PGPU'})
+        self.assertIn('resources1:PGPU', exc.message)
+        self.assertIn('granular request groups (resources<N>:)',
+                      exc.message)
+
+    def test_amounts(self):
+        for bad in ('2147483648', '1.5', '\u00b2', '+1', '', 'x'):
+            exc = self.assertRaises(
+                exception.FlavorExtraSpecInvalid,
+                request_builder.check_extra_specs, {'resources:VCPU': bad})
+            self.assertIn('integer from 0 to 2147483647', exc.message)
+        request_builder.check_extra_specs({'resources:VCPU': '2147483647'})
+        # 0 drops a class; harmless even for a PCI class.
+        request_builder.check_extra_specs({'resources:PGPU': '0'}, {'PGPU'})
+
+    def test_group_policy(self):
+        for good in ('none', 'isolate'):
+            request_builder.check_extra_specs({'group_policy': good})
+        exc = self.assertRaises(
+            exception.FlavorExtraSpecInvalid,
+            request_builder.check_extra_specs, {'group_policy': 'spread'})
+        self.assertIn("group_policy='spread'", exc.message)
+        self.assertIn('allowed values are none, isolate', exc.message)
+
+    def test_build_uses_the_same_check(self):
+        exc = self.assertRaises(
+            exception.FlavorExtraSpecInvalid,
+            request_builder.build_resource_request,
+            _flavor(**{'resources:PGPU': '1'}), [], True, {'PGPU'})
+        self.assertIn('resources:PGPU', exc.message)
+
+
 class TestPciGroups(test.TestCase):
 
     def test_one_gpu_of_group_alias_is_plain(self):
