@@ -8,25 +8,50 @@ import jsonschema
 
 from nova import exception
 
-_INT_PATTERN = r'^\s*[0-9]+\s*$'
+# Largest value of the database's INTEGER columns (signed 32 bits), as
+# upstream Nova's db.MAX_INT: flavor sizes beyond it cannot be stored.
+MAX_INT = 2 ** 31 - 1
+
+_INT_KEYWORD = 'x-integer'
 
 
-def positive_integer() -> dict:
-    """Schema: an integer >= 1, or a string of digits (clients send both)."""
-    return {'anyOf': [{'type': 'integer', 'minimum': 1},
-                      {'type': 'string', 'pattern': r'^\s*0*[1-9][0-9]*\s*$'}]}
+def _integer_in_range(validator, bounds, instance, schema):
+    """``x-integer: [min, max]``: an integer, or a string of decimal
+    digits (clients send both), within the bounds."""
+    minimum, maximum = bounds
+    number = None
+    if isinstance(instance, int) and not isinstance(instance, bool):
+        number = instance
+    elif isinstance(instance, float) and instance.is_integer():
+        number = int(instance)
+    elif isinstance(instance, str):
+        text = instance.strip()
+        if text.isascii() and text.isdecimal():
+            number = int(text)
+    if number is None or not minimum <= number <= maximum:
+        yield jsonschema.ValidationError(
+            '%r is not an integer from %d to %d' % (
+                instance, minimum, maximum))
 
 
-def non_negative_integer() -> dict:
-    """Schema: an integer >= 0, or a string of digits."""
-    return {'anyOf': [{'type': 'integer', 'minimum': 0},
-                      {'type': 'string', 'pattern': _INT_PATTERN}]}
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, {_INT_KEYWORD: _integer_in_range})
+
+
+def positive_integer(maximum: int = MAX_INT) -> dict:
+    """Schema: an integer from 1 to ``maximum``, or a string of digits."""
+    return {_INT_KEYWORD: [1, maximum]}
+
+
+def non_negative_integer(maximum: int = MAX_INT) -> dict:
+    """Schema: an integer from 0 to ``maximum``, or a string of digits."""
+    return {_INT_KEYWORD: [0, maximum]}
 
 
 def validate(body: dict, schema: dict) -> None:
     """Check ``body`` against ``schema``; APIValidationError if it fails."""
     error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(body))
+        _Validator(schema).iter_errors(body))
     if error is None:
         return
     field = '/'.join(str(p) for p in error.absolute_path) or 'body'

@@ -47,6 +47,29 @@ class TestFlavors(fakes.APITestCase):
         self.assertFault(self.request('POST', '/v2.1/flavors', body),
                          400, 'badRequest', 'ram')
 
+    def test_create_sizes_beyond_database_range_are_400(self):
+        cases = [('ram', 2 ** 31, 1), ('ram', '99999999999999999999', 1),
+                 ('ram', 0, 1), ('vcpus', 0, 1), ('vcpus', -1, 1),
+                 ('vcpus', True, 1), ('vcpus', 1.5, 1),
+                 ('disk', -1, 0), ('disk', 2 ** 63, 0),
+                 ('OS-FLV-EXT-DATA:ephemeral', 2 ** 40, 0)]
+        for field, value, minimum in cases:
+            body = {'flavor': dict(FLAVOR_BODY['flavor'], **{field: value})}
+            self.assertFault(
+                self.request('POST', '/v2.1/flavors', body), 400,
+                'badRequest', 'field %s' % field, repr(value),
+                'integer from %d to 2147483647' % minimum)
+        self.assertEqual([], self.request('GET', '/v2.1/flavors')
+                         .json['flavors'])
+
+    def test_create_largest_sizes(self):
+        body = {'flavor': dict(FLAVOR_BODY['flavor'], ram=2 ** 31 - 1,
+                               vcpus='2147483647', disk=2 ** 31 - 1)}
+        response = self.request('POST', '/v2.1/flavors', body)
+        self.assertEqual(200, response.status_int, response.text)
+        self.assertEqual(2 ** 31 - 1, response.json['flavor']['ram'])
+        self.assertEqual(2 ** 31 - 1, response.json['flavor']['vcpus'])
+
     def test_create_rejects_unstored_swap(self):
         body = {'flavor': dict(FLAVOR_BODY['flavor'], swap=512)}
         self.assertFault(self.request('POST', '/v2.1/flavors', body),
