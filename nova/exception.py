@@ -157,6 +157,12 @@ class APIValidationError(Invalid):
     msg_fmt = 'Invalid input for field %(field)s: %(reason)s'
 
 
+class RequestBodyTooLarge(NovaException):
+    msg_fmt = ('The request body (%(size)s bytes) is larger than the limit '
+               'of %(limit)d bytes ([api]max_request_body_size).')
+    code = 413
+
+
 class InvalidAPIVersionString(Invalid):
     msg_fmt = ('API version string %(version)r is not of the form '
                'MAJOR.MINOR (e.g. 2.60) or "latest".')

@@ -22,6 +22,7 @@ from nova.api import flavors
 from nova.api import microversion
 from nova.api import misc
 from nova.api import policy
+from nova.api import request_guard
 from nova.api import servers
 from nova.api import versions
 from nova import exception
@@ -30,6 +31,22 @@ LOG = logging.getLogger(__name__)
 
 PREFIX = '/v2.1'
 VERSION_KEY = 'nova.api_version'
+# Deepest JSON body accepted. Compute API bodies are a few levels deep;
+# the limit keeps the parser and schema validation (both recursive) far
+# from Python's recursion limit.
+MAX_BODY_DEPTH = 32
+
+
+def _too_deep(value: object, limit: int) -> bool:
+    """True if ``value`` nests lists/dicts more than ``limit`` levels."""
+    level = [value]
+    for _depth in range(limit + 1):
+        level = [child for item in level
+                 for child in (item.values() if isinstance(item, dict)
+                               else item if isinstance(item, list) else ())]
+        if not level:
+            return False
+    return True
 
 
 class Request(webob.Request):
@@ -61,6 +78,15 @@ class Request(webob.Request):
         except ValueError as exc:
             raise exception.APIValidationError(
                 field='body', reason='malformed JSON: %s' % exc)
+        except RecursionError:
+            body = None
+            too_deep = True
+        else:
+            too_deep = _too_deep(body, MAX_BODY_DEPTH)
+        if too_deep:
+            raise exception.APIValidationError(
+                field='body', reason='JSON nested more than %d levels '
+                'deep' % MAX_BODY_DEPTH)
         if not isinstance(body, dict):
             raise exception.APIValidationError(
                 field='body', reason='expected a JSON object, got %r' % (
@@ -172,6 +198,9 @@ class ComputeAPI(object):
             # Without Keystone there is no identity endpoint to discover.
             self.router.add('/identity/v3', GET=misc.identity_version)
         self.authenticated = auth.pipeline(self._dispatch, conf)
+        # Hostile-request checks run before anything decodes the request.
+        self._guarded = request_guard.RequestGuard(
+            self._serve, conf.api.max_request_body_size)
 
     def _lookup(self, req: Request):
         """(handler or None, methods the path allows, path variables)."""
@@ -194,8 +223,11 @@ class ComputeAPI(object):
                 and parts[2] == req.context.project_id):
             req.path_info = '/'.join(parts[:2] + parts[3:])
 
+    def __call__(self, environ: dict, start_response):
+        return self._guarded(environ, start_response)
+
     @webob.dec.wsgify(RequestClass=Request)
-    def __call__(self, req: Request):
+    def _serve(self, req: Request):
         versioned = req.path_info.startswith(PREFIX)
         try:
             req.environ[VERSION_KEY] = microversion.from_headers(

@@ -26,6 +26,12 @@ api_opts = [
     cfg.PortOpt('listen_port',
                 default=8774,
                 help='TCP port nova-api listens on.'),
+    cfg.IntOpt('max_request_body_size',
+               default=114688,
+               min=1,
+               help='Largest request body, in bytes, nova-api accepts; a '
+                    'larger one is refused with 413 before it is read (the '
+                    'default is oslo.middleware sizelimit\'s).'),
 ]
 
 

@@ -1,4 +1,8 @@
-"""Version documents, microversion negotiation, authentication, routing."""
+"""Version documents, microversion negotiation, authentication, routing,
+hostile requests."""
+
+import io
+import json
 
 import webob
 
@@ -156,3 +160,121 @@ class TestKeystoneContext(fakes.APITestCase):
         response, seen = self._seen({'X-Identity-Status': 'Invalid'})
         self.assertFault(response, 401, 'unauthorized')
         self.assertEqual({}, seen)
+
+
+class TestHostileRequests(fakes.APITestCase):
+    """Requests built to break the API get 4xx faults, never a 500."""
+
+    def _raw(self, path, body=b'', environ=None, app=None):
+        req = webob.Request.blank('/', method='POST')
+        req.environ['PATH_INFO'] = path
+        req.headers['X-Auth-Token'] = fakes.ADMIN
+        req.content_type = 'application/json'
+        req.body = body
+        req.environ.update(environ or {})
+        if 'wsgi.input' in (environ or {}):
+            # As a server hands it over: not seekable, length unknown.
+            del req.environ['webob.is_body_seekable']
+        return req.get_response(app or self.app)
+
+    def _no_flavor_created(self):
+        self.assertEqual([], self.request('GET', '/v2.1/flavors')
+                         .json['flavors'])
+
+    def test_deeply_nested_body_is_400(self):
+        for body in (b'[' * 100000, b'{"flavor": ' + b'[' * 5000 +
+                     b']' * 5000 + b'}',
+                     json.dumps({'flavor': nested(40)}).encode()):
+            response = self._raw('/v2.1/flavors', body)
+            self.assertFault(response, 400, 'badRequest', 'field body',
+                             'nested more than 32 levels')
+        self._no_flavor_created()
+
+    def test_body_within_depth_reaches_the_handler(self):
+        response = self._raw('/v2.1/flavors', json.dumps(
+            {'flavor': dict(name='f', ram=1, vcpus=1, disk=0,
+                            description=nested(30))}).encode())
+        # The schema, not the depth check, refuses it.
+        self.assertFault(response, 400, 'badRequest', 'description')
+
+    def test_undecodable_path_is_400(self):
+        for path in ('/v2.1/flavors/\xff', '/v2.1/\xc3\x28/servers'):
+            response = self.request_env('GET', path)
+            self.assertFault(response, 400, 'badRequest',
+                             'request path is not valid UTF-8')
+
+    def test_undecodable_query_is_400(self):
+        response = self.request('GET', '/v2.1/flavors?marker=%FF')
+        self.assertFault(response, 400, 'badRequest',
+                         'request query string is not valid UTF-8')
+
+    def test_valid_utf8_path_is_routed(self):
+        response = self.request('GET', '/v2.1/flavors/%C3%A9t%C3%A9')
+        self.assertFault(response, 404, 'itemNotFound', '\u00e9t\u00e9')
+
+    def request_env(self, method, path):
+        req = webob.Request.blank('/', method=method)
+        req.environ['PATH_INFO'] = path
+        req.headers['X-Auth-Token'] = fakes.ADMIN
+        return req.get_response(self.app)
+
+    def _small_limit_app(self, limit):
+        self.config.config(max_request_body_size=limit, group='api')
+        return fakes.wsgi_app.make_app(self.conf, self.compute_api)
+
+    def test_default_limit_is_oslo_middleware_default(self):
+        self.assertEqual(114688, self.conf.api.max_request_body_size)
+        body = b' ' * 114689
+        response = self._raw('/v2.1/flavors', body)
+        self.assertFault(response, 413, 'overLimit', '114689 bytes',
+                         'limit of 114688 bytes',
+                         '[api]max_request_body_size')
+
+    def test_body_over_limit_is_413_unread(self):
+        app = self._small_limit_app(1024)
+        body = json.dumps({'flavor': dict(
+            name='f', ram=1, vcpus=1, disk=0,
+            description='x' * 2000)}).encode()
+        response = self._raw('/v2.1/flavors', body, app=app)
+        self.assertFault(response, 413, 'overLimit', 'limit of 1024 bytes')
+        self._no_flavor_created()
+
+    def test_body_at_limit_is_served(self):
+        body = json.dumps({'flavor': dict(name='f', ram=1, vcpus=1,
+                                          disk=0, id='f1')}).encode()
+        app = self._small_limit_app(len(body))
+        response = self._raw('/v2.1/flavors', body, app=app)
+        self.assertEqual(200, response.status_int, response.text)
+
+    def test_chunked_body_over_limit_is_413(self):
+        app = self._small_limit_app(1024)
+        body = json.dumps({'flavor': dict(
+            name='f', ram=1, vcpus=1, disk=0, id='f1',
+            description='x' * 2000)}).encode()
+        response = self._raw('/v2.1/flavors', environ={
+            'CONTENT_LENGTH': '', 'wsgi.input': io.BytesIO(body),
+            'wsgi.input_terminated': True}, app=app)
+        self.assertFault(response, 413, 'overLimit',
+                         'more than 1024 bytes')
+        self._no_flavor_created()
+
+    def test_chunked_body_within_limit_is_served(self):
+        app = self._small_limit_app(1024)
+        body = json.dumps({'flavor': dict(name='f', ram=1, vcpus=1,
+                                          disk=0, id='f1')}).encode()
+        response = self._raw('/v2.1/flavors', environ={
+            'CONTENT_LENGTH': '', 'wsgi.input': io.BytesIO(body),
+            'wsgi.input_terminated': True}, app=app)
+        self.assertEqual(200, response.status_int, response.text)
+
+    def test_bad_content_length_is_400(self):
+        response = self._raw('/v2.1/flavors', environ={
+            'CONTENT_LENGTH': '-5'})
+        self.assertFault(response, 400, 'badRequest', "'-5'")
+
+
+def nested(depth):
+    value = 'leaf'
+    for _ in range(depth):
+        value = {'k': value}
+    return value

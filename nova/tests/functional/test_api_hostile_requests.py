@@ -1,0 +1,60 @@
+"""Hostile requests against nova-api's app behind the real HTTP server:
+every one is answered with a 4xx fault, none with a 500."""
+
+import http.client
+import json
+
+from oslo_config import cfg
+
+from nova import test
+import nova.conf
+from nova import wsgi_server
+from nova.api import wsgi_app
+from nova.tests.fixtures import database as db_fixture
+from nova.tests.unit.api import fakes
+
+
+class TestHostileRequestsOverHTTP(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(db_fixture.Database())
+        conf = cfg.ConfigOpts()
+        nova.conf.register_all(conf)
+        conf([], project='nova', default_config_files=[],
+             default_config_dirs=[])
+        conf.set_override('max_request_body_size', 1024, group='api')
+        server = wsgi_server.WSGIServer(
+            wsgi_app.make_app(conf, fakes.FakeComputeAPI()))
+        server.start()
+        self.addCleanup(server.stop)
+        self.port = server.url.rsplit(':', 1)[1]
+
+    def _send(self, method, path, body=None):
+        conn = http.client.HTTPConnection('127.0.0.1', self.port,
+                                          timeout=30)
+        self.addCleanup(conn.close)
+        conn.request(method, path, body=body, headers={
+            'X-Auth-Token': fakes.ADMIN,
+            'Content-Type': 'application/json'})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+
+    def test_each_hostile_request_is_a_4xx(self):
+        cases = [
+            ('GET', '/v2.1/flavors/%FF', None, 400, 'badRequest',
+             'path is not valid UTF-8'),
+            ('GET', '/v2.1/flavors?limit=%C3%28', None, 400, 'badRequest',
+             'query string is not valid UTF-8'),
+            ('POST', '/v2.1/flavors', b'[' * 1000, 400, 'badRequest',
+             'nested more than 32 levels'),
+            ('POST', '/v2.1/flavors', b' ' * 1025, 413, 'overLimit',
+             'limit of 1024 bytes'),
+        ]
+        for method, path, body, status, name, fragment in cases:
+            got_status, got = self._send(method, path, body)
+            self.assertEqual(status, got_status, got)
+            self.assertIn(fragment, got[name]['message'])
+        # The server is still healthy and nothing was created.
+        self.assertEqual((200, {'flavors': []}),
+                         self._send('GET', '/v2.1/flavors'))
