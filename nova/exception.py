@@ -55,7 +55,7 @@ class PciDeviceInvalidDeviceName(PciConfigInvalidSpec):
 
 
 class PciInvalidAlias(Invalid):
-    msg_fmt = 'Invalid PCI alias definition: %(reason)s'
+    msg_fmt = 'Invalid PCI alias definition in [pci]alias: %(reason)s'
 
 
 class PciRequestAliasNotDefined(NotFound):

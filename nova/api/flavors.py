@@ -14,6 +14,7 @@ import re
 from nova.api import validation
 from nova.db import api as db
 from nova import exception
+from nova.pci import config as pci_config
 from nova.pci import request as pci_request
 from nova import policies
 from nova.scheduler import request_builder
@@ -198,8 +199,7 @@ def _check_pci_alias(aliases: dict, value: str) -> None:
 
 def _check_specs(conf, specs: dict) -> dict[str, str]:
     """Validate extra specs and return them with string values."""
-    aliases = pci_request.get_alias_from_config(
-        conf.pci.alias, conf.filter_scheduler.pci_in_placement)
+    pci = pci_config.load(conf)
     checked = {}
     for key, value in specs.items():
         if not _SPEC_KEY_RE.match(key):
@@ -222,15 +222,13 @@ def _check_specs(conf, specs: dict) -> dict[str, str]:
                 'namespace; known keys: %s' % (
                     _PCI_NAMESPACE, ', '.join(_KNOWN_PCI_KEYS)))
         if key == pci_request.EXTRA_SPEC_ALIAS:
-            _check_pci_alias(aliases, value)
+            _check_pci_alias(pci.aliases, value)
         if (key == pci_request.EXTRA_SPEC_NUMA_POLICY
                 and value not in pci_request.NUMA_POLICIES):
             raise exception.InvalidPCINUMAAffinity(
                 policy=value, allowed=', '.join(pci_request.NUMA_POLICIES))
         checked[key] = value
-    request_builder.check_extra_specs(
-        checked, pci_request.pci_resource_classes(
-            aliases, conf.pci.device_spec, conf.pci.report_in_placement))
+    request_builder.check_extra_specs(checked, pci.resource_classes)
     return checked
 
 

@@ -1,5 +1,12 @@
-"""Console entry points of the nova services, and what they share."""
+"""Console entry points of the nova services, and what they share.
 
+Every service starts through ``run_service``: a configuration error (an
+oslo.config error, or a value nova refuses, such as a bad ``[pci]`` entry)
+ends the process with exit code 1 and ONE line on stderr naming the option
+and the value; the traceback goes to the log at DEBUG (``[DEFAULT]debug``).
+"""
+
+from collections.abc import Callable
 import logging
 import os
 import signal
@@ -9,9 +16,18 @@ import threading
 from oslo_config import cfg
 
 import nova.conf
+from nova import exception
 from nova import rpc
 from nova import service
 from nova.db import api as db
+from nova.pci import config as pci_config
+
+LOG = logging.getLogger(__name__)
+
+# Errors meaning "the configuration is wrong": oslo.config's (a value of
+# the wrong type, a missing or unparsable file) and nova's Invalid (a value
+# nova refused, e.g. PciConfigInvalidSpec or PciInvalidAlias).
+CONFIG_ERRORS = (cfg.Error, exception.Invalid)
 
 
 def parse_args(argv: list[str] | None = None,
@@ -29,10 +45,39 @@ def parse_args(argv: list[str] | None = None,
         os.makedirs(conf.state_path, exist_ok=True)
         log_file = os.path.join(conf.state_path, log_file)
     logging.basicConfig(
-        level=logging.INFO, filename=log_file,
+        level=logging.DEBUG if conf.debug else logging.INFO,
+        filename=log_file,
         format='%(asctime)s %(levelname)s %(name)s %(message)s')
     db.configure(conf)
     return conf
+
+
+def run_service(binary: str, serve: Callable[[cfg.ConfigOpts], int],
+                argv: list[str] | None = None,
+                conf: cfg.ConfigOpts = nova.conf.CONF,
+                log_file: str | None = None,
+                runs_compute: bool = False) -> int:
+    """Read the configuration, check ``[pci]``, then ``serve(conf)``.
+
+    ``[pci]`` is checked as a whole before anything starts (or logs), so
+    that a bad value stops every service, not only the one that reads it
+    first. ``runs_compute``: aliases are also checked with the rules a
+    compute applies (see ResourceTracker). A configuration error raised at
+    any point of the start ends the service as described in the module
+    docstring; other errors propagate unchanged.
+    """
+    try:
+        conf = parse_args(argv, conf, log_file)
+        pci_config.load(conf)
+        if runs_compute:
+            pci_config.load(conf, aliases_for_placement=True)
+        return serve(conf)
+    except CONFIG_ERRORS as err:
+        LOG.debug('%s stopped by a configuration error', binary,
+                  exc_info=True)
+        print('%s: %s' % (binary, ' '.join(str(err).splitlines())),
+              file=sys.stderr, flush=True)
+        return 1
 
 
 def rpc_service(manager, topic: str, server: str) -> service.Service:

@@ -18,6 +18,7 @@ from oslo_config import cfg
 import nova.conf
 from nova import cmd
 from nova import embedded_placement
+from nova import exception
 from nova import rpc
 from nova import wsgi_server
 from nova.api import wsgi_app
@@ -92,11 +93,17 @@ class AllInOne:
                                                        reportclient),
                     scheduler_rpcapi.TOPIC, self.conf.host)
         for host in self.compute_hosts:
-            manager = compute_manager.ComputeManager(
-                self.conf,
-                self._drivers.get(host) or self._compute_driver(host),
-                reportclient, host=host)
-            self._start(manager, compute_rpcapi.TOPIC, host)
+            try:
+                manager = compute_manager.ComputeManager(
+                    self.conf,
+                    self._drivers.get(host) or self._compute_driver(host),
+                    reportclient, host=host)
+                self._start(manager, compute_rpcapi.TOPIC, host)
+            except exception.Invalid as err:
+                # Name the compute: its configuration (or host) is what
+                # is wrong, and nova-all then stops as a whole.
+                raise exception.InvalidConfiguration(
+                    reason='compute %s: %s' % (host, err.message)) from err
             self.computes[host] = manager
         app = wsgi_app.make_app(self.conf, compute_api.API(self.conf))
         self.api_server = wsgi_server.WSGIServer(
@@ -143,26 +150,35 @@ def main(argv: list[str] | None = None) -> int:
         from nova import demo
         demo.configure(conf)
     # The demo talks to a person: its service logs go to a file.
-    conf = cmd.parse_args(oslo_args, conf,
-                          log_file='nova-all.log' if args.demo else None)
+    return cmd.run_service(
+        'nova-all', lambda parsed: _serve(parsed, args), oslo_args, conf,
+        log_file='nova-all.log' if args.demo else None, runs_compute=True)
+
+
+def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
+    """Run everything until signalled; whatever started is stopped again
+    when a later part fails to start (a compute's configuration error
+    stops the whole of nova-all, see doc/source/admin/deployment.rst)."""
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(
         state_path=conf.state_path)
     placement.start()
-    use_noauth_placement(conf, placement.url)
-    hosts = ['%s-%d' % (conf.host, i + 1) for i in range(args.computes)]
-    allinone = AllInOne(conf, hosts, api_port=0 if args.demo else None)
-    allinone.start()
     try:
-        if args.demo:
-            from nova import demo
-            return demo.run(allinone)
-        print('nova-all is running: Compute API %s, Placement %s' % (
-            allinone.api_url, placement.url), flush=True)
-        cmd.wait_for_signal()
-        return 0
+        use_noauth_placement(conf, placement.url)
+        hosts = ['%s-%d' % (conf.host, i + 1) for i in range(args.computes)]
+        allinone = AllInOne(conf, hosts, api_port=0 if args.demo else None)
+        try:
+            allinone.start()
+            if args.demo:
+                from nova import demo
+                return demo.run(allinone)
+            print('nova-all is running: Compute API %s, Placement %s' % (
+                allinone.api_url, placement.url), flush=True)
+            cmd.wait_for_signal()
+            return 0
+        finally:
+            allinone.stop()
     finally:
-        allinone.stop()
         placement.stop()
 
 

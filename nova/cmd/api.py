@@ -13,7 +13,10 @@ LOG = logging.getLogger(__name__)
 
 
 def main(argv: list[str] | None = None) -> int:
-    conf = cmd.parse_args(argv)
+    return cmd.run_service('nova-api', _serve, argv)
+
+
+def _serve(conf) -> int:
     rpc.init(conf)
     app = wsgi_app.make_app(conf, compute_api.API(conf))
     server = wsgi_server.WSGIServer(app, host=conf.api.listen,

@@ -9,7 +9,10 @@ from nova.virt import driver as virt_driver
 
 
 def main(argv: list[str] | None = None) -> int:
-    conf = cmd.parse_args(argv)
+    return cmd.run_service('nova-compute', _serve, argv, runs_compute=True)
+
+
+def _serve(conf) -> int:
     return cmd.run_rpc_service(
         conf, lambda: compute_manager.ComputeManager(
             conf, virt_driver.load_driver(conf)), rpcapi.TOPIC)

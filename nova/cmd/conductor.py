@@ -8,7 +8,10 @@ from nova.conductor import rpcapi
 
 
 def main(argv: list[str] | None = None) -> int:
-    conf = cmd.parse_args(argv)
+    return cmd.run_service('nova-conductor', _serve, argv)
+
+
+def _serve(conf) -> int:
     return cmd.run_rpc_service(conf, lambda: manager.ConductorManager(conf),
                                rpcapi.TOPIC)
 

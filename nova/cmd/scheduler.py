@@ -8,7 +8,10 @@ from nova.scheduler import rpcapi
 
 
 def main(argv: list[str] | None = None) -> int:
-    conf = cmd.parse_args(argv)
+    return cmd.run_service('nova-scheduler', _serve, argv)
+
+
+def _serve(conf) -> int:
     return cmd.run_rpc_service(conf, lambda: manager.SchedulerManager(conf),
                                rpcapi.TOPIC)
 

@@ -15,6 +15,7 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
+from nova.pci import config as pci_config
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
@@ -44,11 +45,9 @@ class API:
         self.conf = conf
         self.pci_in_placement = conf.filter_scheduler.pci_in_placement
         # Parsed once: a bad [pci]alias stops nova-api at start.
-        self.aliases = pci_request.get_alias_from_config(
-            conf.pci.alias, self.pci_in_placement)
-        self.pci_resource_classes = pci_request.pci_resource_classes(
-            self.aliases, conf.pci.device_spec,
-            conf.pci.report_in_placement)
+        pci = pci_config.load(conf)
+        self.aliases = pci.aliases
+        self.pci_resource_classes = pci.resource_classes
         self.reportclient = reportclient or report.SchedulerReportClient(
             conf)
         self.conductor_api = conductor_rpcapi.ConductorAPI()

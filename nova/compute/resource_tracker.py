@@ -17,10 +17,9 @@ from nova import exception
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.db import api as db
-from nova.pci import devspec
+from nova.pci import config as pci_config
 from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
-from nova.pci import request as pci_request
 
 LOG = logging.getLogger(__name__)
 
@@ -37,21 +36,14 @@ class ResourceTracker:
         self.driver = driver
         self.reportclient = reportclient
         self.report_in_placement = conf.pci.report_in_placement
-        self.whitelist = devspec.Whitelist.from_config(
-            conf.pci.device_spec, self.report_in_placement)
-        self.group_tree = pci_groups.GroupTree.from_config(
-            conf.pci.device_group)
-        if self.group_tree.groups() and not self.report_in_placement:
-            raise exception.InvalidConfiguration(reason=(
-                '[pci]device_group is set but [pci]report_in_placement is '
-                'False; device groups are scheduled through Placement, so '
-                'enable report_in_placement'))
         # The compute only checks aliases against its groups; the rules
         # that depend on how the scheduler runs are the API's business, so
         # parse them as for Placement scheduling, the only mode in which
         # groups exist.
-        self._aliases = pci_request.get_alias_from_config(
-            conf.pci.alias, pci_in_placement=True)
+        pci = pci_config.load(conf, aliases_for_placement=True)
+        self.whitelist = pci.whitelist
+        self.group_tree = pci.group_tree
+        self._aliases = pci.aliases
         self._alias_warnings: set[str] = set()
         self._lock = threading.Lock()
         self.compute_node: dict | None = None

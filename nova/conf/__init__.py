@@ -11,6 +11,7 @@ from nova.conf import api
 from nova.conf import compute
 from nova.conf import database
 from nova.conf import libvirt
+from nova.conf import logs
 from nova.conf import paths
 from nova.conf import pci
 from nova.conf import placement
@@ -18,7 +19,8 @@ from nova.conf import scheduler
 
 CONF = cfg.CONF
 
-_MODULES = (paths, api, compute, database, libvirt, pci, placement, scheduler)
+_MODULES = (paths, api, compute, database, libvirt, logs, pci, placement,
+            scheduler)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

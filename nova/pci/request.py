@@ -256,16 +256,14 @@ def get_alias_from_config(values: list[str],
 
 
 def pci_resource_classes(aliases: dict[str, PciAlias],
-                         device_spec: list[str],
-                         report_in_placement: bool) -> frozenset[str]:
+                         whitelist: devspec.Whitelist) -> frozenset[str]:
     """Placement classes of PCI devices: those aliases request and those
     ``[pci]device_spec`` values (if set on this host) give devices.
 
     The flavor's own resources must not name them: only alias requests
     are mapped to devices by the compute.
     """
-    classes = devspec.Whitelist.from_config(
-        device_spec, report_in_placement).resource_classes()
+    classes = whitelist.resource_classes()
     for alias in aliases.values():
         classes.update(_spec_resource_class(spec) for spec in alias.specs)
     return frozenset(classes)

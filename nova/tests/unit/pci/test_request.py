@@ -6,6 +6,7 @@ import uuid
 
 from nova import test
 from nova import exception
+from nova.pci import devspec
 from nova.pci import request
 
 H200 = {"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}
@@ -475,12 +476,14 @@ class TestPciResourceClasses(test.TestCase):
         aliases = request.get_alias_from_config(
             [json.dumps(H200), _alias(name='nic', vendor_id='8086',
                                       product_id='154d')], True)
-        classes = request.pci_resource_classes(aliases, [
-            '{"vendor_id": "10de", "product_id": "2330"}',
-            '{"vendor_id": "10de", "resource_class": "gpu"}',
-            '{"address": "1b:", "group_name": "g", "group_type": "nvlink"}',
-            # Wildcard ids without a class: known only per device.
-            '{"vendor_id": "10de"}'], True)
+        classes = request.pci_resource_classes(
+            aliases, devspec.Whitelist.from_config([
+                '{"vendor_id": "10de", "product_id": "2330"}',
+                '{"vendor_id": "10de", "resource_class": "gpu"}',
+                '{"address": "1b:", "group_name": "g", '
+                '"group_type": "nvlink"}',
+                # Wildcard ids without a class: known only per device.
+                '{"vendor_id": "10de"}'], True))
         self.assertEqual({'PGPU', 'CUSTOM_PCI_8086_154D',
                           'CUSTOM_PCI_10DE_2330', 'CUSTOM_GPU',
                           'CUSTOM_PCI_GROUP_NVLINK'}, classes)
