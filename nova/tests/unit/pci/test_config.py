@@ -1,0 +1,67 @@
+"""Tests for loading the [pci] option group as a whole."""
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+
+import nova.conf
+from nova import exception
+from nova import test
+from nova.pci import config as pci_config
+
+SPEC = '{"vendor_id": "10de", "product_id": "2335", "resource_class": "PGPU"}'
+GROUP = ('{"name": "p1", "type": "nvlink", "addresses": '
+         '["0000:18:00.0", "0000:3a:00.0"]}')
+ALIAS = '{"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}'
+
+
+class TestLoad(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conf = cfg.ConfigOpts()
+        nova.conf.register_all(self.conf)
+        self.conf([], default_config_files=[], default_config_dirs=[])
+        self.config = self.useFixture(config_fixture.Config(self.conf))
+
+    def test_everything_parsed(self):
+        self.config.config(group='pci', report_in_placement=True,
+                           device_spec=[SPEC], device_group=[GROUP],
+                           alias=[ALIAS])
+        self.config.config(group='filter_scheduler', pci_in_placement=True)
+        pci = pci_config.load(self.conf)
+        self.assertEqual(1, len(pci.whitelist.specs))
+        self.assertEqual(['p1'], [g.name for g in pci.group_tree.groups()])
+        self.assertEqual(['h200'], list(pci.aliases))
+        self.assertEqual({'PGPU'}, pci.resource_classes)
+
+    def test_groups_need_report_in_placement(self):
+        self.config.config(group='pci', device_spec=[SPEC],
+                           device_group=[GROUP])
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                pci_config.load, self.conf)
+        self.assertIn('[pci]device_group is set but '
+                      '[pci]report_in_placement is False', err.message)
+
+    def test_alias_rules_follow_the_scheduling_mode(self):
+        self.config.config(group='pci', alias=[
+            '{"name": "gpu", "resource_class": "PGPU"}'])
+        # Without Placement scheduling an alias needs ids...
+        self.assertRaises(exception.PciInvalidAlias, pci_config.load,
+                          self.conf)
+        # ...which a compute (Placement rules) does not require.
+        self.assertEqual(['gpu'], list(pci_config.load(
+            self.conf, aliases_for_placement=True).aliases))
+
+    def test_wrong_type_names_group_option_and_value(self):
+        path = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(path, 'w') as f:
+            f.write('[pci]\nreport_in_placement = maybe\n')
+        conf = cfg.ConfigOpts()
+        nova.conf.register_all(conf)
+        conf(['--config-file', path], default_config_files=[],
+             default_config_dirs=[])
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                pci_config.load, conf)
+        self.assertEqual("Configuration is invalid: [pci]report_in_placement:"
+                         " Unexpected boolean value 'maybe'", err.message)
