@@ -73,20 +73,18 @@ class Request(webob.Request):
 
         Raises APIValidationError (400) for a missing or malformed body.
         """
+        too_deep = exception.APIValidationError(
+            field='body', reason='JSON nested more than %d levels deep' %
+            MAX_BODY_DEPTH)
         try:
             body = json.loads(self.body or b'null')
         except ValueError as exc:
             raise exception.APIValidationError(
                 field='body', reason='malformed JSON: %s' % exc)
         except RecursionError:
-            body = None
-            too_deep = True
-        else:
-            too_deep = _too_deep(body, MAX_BODY_DEPTH)
-        if too_deep:
-            raise exception.APIValidationError(
-                field='body', reason='JSON nested more than %d levels '
-                'deep' % MAX_BODY_DEPTH)
+            raise too_deep from None
+        if _too_deep(body, MAX_BODY_DEPTH):
+            raise too_deep
         if not isinstance(body, dict):
             raise exception.APIValidationError(
                 field='body', reason='expected a JSON object, got %r' % (
