@@ -1,6 +1,7 @@
 """Hostile requests against nova-api's app behind the real HTTP server:
 every one is answered with a 4xx fault, none with a 500."""
 
+from concurrent import futures
 import http.client
 import json
 
@@ -58,3 +59,25 @@ class TestHostileRequestsOverHTTP(test.TestCase):
         # The server is still healthy and nothing was created.
         self.assertEqual((200, {'flavors': []}),
                          self._send('GET', '/v2.1/flavors'))
+
+    def test_hostile_and_valid_requests_at_once(self):
+        def create(i):
+            return self._send('POST', '/v2.1/flavors', json.dumps(
+                {'flavor': {'name': 'f%d' % i, 'id': 'f%d' % i, 'ram': 1,
+                            'vcpus': 1, 'disk': 0}}).encode())
+        hostile = [
+            lambda i: self._send('POST', '/v2.1/flavors', b'[' * 1000),
+            lambda i: self._send('POST', '/v2.1/flavors', b' ' * 1025),
+            lambda i: self._send('GET', '/v2.1/flavors/%FF'),
+        ]
+        calls = [(i, create, True) if i % 4 == 0
+                 else (i, hostile[i % 3], False) for i in range(40)]
+        with futures.ThreadPoolExecutor(10) as pool:
+            results = list(pool.map(lambda c: (c[1](c[0]), c[2]), calls))
+        for (status, body), valid in results:
+            if valid:
+                self.assertEqual(200, status, body)
+            else:
+                self.assertIn(status, (400, 413), body)
+        status, body = self._send('GET', '/v2.1/flavors')
+        self.assertEqual(10, len(body['flavors']))
