@@ -181,6 +181,8 @@ class Instance(Base):
         sa.UniqueConstraint('uuid', name='uniq_instances0uuid'),
         sa.Index('ix_instances_project_id', 'project_id'),
         sa.Index('ix_instances_host', 'host'),
+        sa.Index('ix_instances_vm_state_task_state', 'vm_state',
+                 'task_state'),
         _MYSQL_ARGS,
     )
 
@@ -199,5 +201,10 @@ class Instance(Base):
     fault_message: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     fault_details: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     pci_requests: orm.Mapped[list | None] = orm.mapped_column(JSONEncoded)
+    # The conductor driving the build and when it last renewed that lease
+    # (nova.conductor.manager re-drives builds whose lease expired).
+    build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    build_heartbeat: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
     deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)

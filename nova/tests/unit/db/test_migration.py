@@ -3,6 +3,7 @@
 import os
 
 from alembic import autogenerate
+from alembic import command as alembic_command
 from alembic.runtime import migration as alembic_migration
 import fixtures
 import sqlalchemy as sa
@@ -30,12 +31,12 @@ class TestMigrationSqlite(test.TestCase):
         db = self._database()
         tables = set(sa.inspect(db.engine).get_table_names())
         self.assertEqual(TABLES | {'alembic_version'}, tables)
-        self.assertEqual('0001_initial', migration.db_version(db.engine))
+        self.assertEqual('0002_build_lease', migration.db_version(db.engine))
 
     def test_db_sync_is_idempotent(self):
         db = self._database()
         migration.db_sync(db.engine)
-        self.assertEqual('0001_initial', migration.db_version(db.engine))
+        self.assertEqual('0002_build_lease', migration.db_version(db.engine))
 
     def test_migrated_schema_matches_models(self):
         db = self._database()
@@ -63,6 +64,31 @@ class TestMigrationSqlite(test.TestCase):
         self.assertIn(('uuid',), uniques['instances'])
 
 
+    def test_build_lease_upgrade_keeps_instances(self):
+        path = self.useFixture(fixtures.TempDir()).path
+        url = self._database().url if self.BACKEND else \
+            'sqlite:///' + os.path.join(path, 'old.sqlite')
+        engine = sa.create_engine(url)
+        self.addCleanup(engine.dispose)
+        with engine.begin() as connection:
+            if self.BACKEND:
+                # The fixture migrated to head: start again from 0001.
+                alembic_command.downgrade(
+                    migration._alembic_config(connection), '0001_initial')
+            else:
+                alembic_command.upgrade(
+                    migration._alembic_config(connection), '0001_initial')
+            connection.execute(sa.text(
+                "INSERT INTO instances (uuid, vm_state, task_state) "
+                "VALUES ('u1', 'building', 'scheduling')"))
+        migration.db_sync(engine)
+        with engine.connect() as connection:
+            row = connection.execute(sa.text(
+                'SELECT uuid, build_owner, build_heartbeat FROM instances'
+            )).one()
+        self.assertEqual(('u1', None, None), tuple(row))
+
+
 class TestMigrationMySQL(TestMigrationSqlite):
     BACKEND = 'mysql'
 
@@ -82,7 +108,7 @@ class TestDbSyncByUrl(test.TestCase):
         path = self.useFixture(fixtures.TempDir()).path
         url = 'sqlite:///' + os.path.join(path, 'nova.sqlite')
         migration.db_sync(url)
-        self.assertEqual('0001_initial', migration.db_version(url))
+        self.assertEqual('0002_build_lease', migration.db_version(url))
         engine = sa.create_engine(url)
         self.addCleanup(engine.dispose)
         self.assertTrue(TABLES <= set(sa.inspect(engine).get_table_names()))
