@@ -52,7 +52,7 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def list_instance_uuids(self) -> list[str]:
-        """Return the uuids of all guests on the hypervisor."""
+        """Return the uuids of the guests nova created on the hypervisor."""
 
 
 def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:

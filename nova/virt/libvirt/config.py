@@ -149,13 +149,39 @@ def _positive_int(value: object, what: str) -> int:
     return value
 
 
+# Domains nova creates are named this prefix + instance uuid.
+DOMAIN_NAME_PREFIX = 'instance-'
+
+
+def domain_name(instance_uuid: str) -> str:
+    """The libvirt domain name of an instance: ``instance-<uuid>``.
+
+    Unique per instance whatever its display name (libvirt refuses two
+    domains of one name), stable across database rebuilds (unlike the
+    ``instance-%08x`` of upstream's database id) and, by the prefix,
+    telling nova's guests apart from other domains on the host.
+    """
+    return DOMAIN_NAME_PREFIX + instance_uuid
+
+
+def instance_uuid_of_domain(name: str) -> str | None:
+    """The instance uuid of a domain nova named, or None for others."""
+    if not name.startswith(DOMAIN_NAME_PREFIX):
+        return None
+    try:
+        return str(uuidlib.UUID(name[len(DOMAIN_NAME_PREFIX):]))
+    except ValueError:
+        return None
+
+
 def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
                     memory_mb: int, pci_devices: list[dict],
                     domain_type: str) -> str:
     """Return the domain XML of a guest with the given PCI devices.
 
-    The domain uuid is the instance uuid, so the instance can be found on
-    the hypervisor without any other bookkeeping.
+    The domain uuid is the instance uuid and its name ``domain_name()``,
+    so the instance can be found on the hypervisor without any other
+    bookkeeping; the display ``name`` is the domain's title.
     """
     try:
         canonical_uuid = str(uuidlib.UUID(str(instance_uuid)))
@@ -176,7 +202,9 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
             'through once' % ', '.join(addresses)))
 
     domain = ET.Element('domain', {'type': domain_type})
-    ET.SubElement(domain, 'name').text = name
+    ET.SubElement(domain, 'name').text = domain_name(canonical_uuid)
+    # libvirt refuses a title with a line break.
+    ET.SubElement(domain, 'title').text = ' '.join(name.splitlines())
     ET.SubElement(domain, 'uuid').text = canonical_uuid
     ET.SubElement(domain, 'memory', {'unit': 'MiB'}).text = str(memory_mb)
     ET.SubElement(domain, 'vcpu').text = str(vcpus)

@@ -1,7 +1,8 @@
 """Compute driver that runs guests through libvirt.
 
-Guests are plain domains whose uuid is the instance uuid; the only devices
-nova adds are the PCI ``<hostdev>`` entries of the assigned devices.
+Guests are plain domains whose uuid is the instance uuid and whose name is
+``instance-<uuid>`` (the display name is the title); the only devices nova
+adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
 import threading
@@ -129,5 +130,8 @@ class LibvirtDriver(driver.ComputeDriver):
         LOG.info('Destroyed instance %s', instance_uuid)
 
     def list_instance_uuids(self) -> list[str]:
-        """Return the uuids of all domains, which are instance uuids."""
-        return self.host.list_domain_uuids()
+        """Return the instance uuids of the domains nova created (named
+        ``instance-<uuid>``); other domains on the host are not nova's."""
+        return sorted(
+            uuid for uuid, name in self.host.list_domains().items()
+            if config.instance_uuid_of_domain(name) == uuid)

@@ -107,10 +107,11 @@ class Host:
                 return None
             raise self._unavailable(err)
 
-    def list_domain_uuids(self) -> list[str]:
-        """Return the uuids of all defined domains, running or not."""
+    def list_domains(self) -> dict[str, str]:
+        """Return uuid -> name of all defined domains, running or not."""
         conn = self.get_connection()
         try:
-            return sorted(dom.UUIDString() for dom in conn.listAllDomains(0))
+            return {dom.UUIDString(): dom.name()
+                    for dom in conn.listAllDomains(0)}
         except libvirt.libvirtError as err:
             raise self._unavailable(err)

@@ -137,12 +137,23 @@ class GuestXmlTest(test.TestCase):
     def test_domain_fields(self):
         root = self._build([], domain_type='kvm')
         self.assertEqual('kvm', root.get('type'))
-        self.assertEqual('vm1', root.findtext('name'))
+        self.assertEqual('instance-' + self.UUID, root.findtext('name'))
+        self.assertEqual('vm1', root.findtext('title'))
         self.assertEqual(self.UUID, root.findtext('uuid'))
         self.assertEqual('8', root.findtext('vcpu'))
         self.assertEqual('4096', root.findtext('memory'))
         self.assertEqual('MiB', root.find('memory').get('unit'))
         self.assertEqual([], root.findall('devices/hostdev'))
+
+    def test_multi_line_display_name_is_one_line_title(self):
+        root = self._build([], name='vm\nof team a')
+        self.assertEqual('vm of team a', root.findtext('title'))
+
+    def test_instance_uuid_of_domain(self):
+        self.assertEqual(self.UUID, config.instance_uuid_of_domain(
+            config.domain_name(self.UUID)))
+        for name in ('vm1', 'instance-0000000a', self.UUID):
+            self.assertIsNone(config.instance_uuid_of_domain(name), name)
 
     def test_uuid_is_canonical(self):
         root = self._build([], instance_uuid=self.UUID.upper())

@@ -111,7 +111,7 @@ class SpawnDestroyTest(_LibvirtTestCase):
         domain = self.domain(UUID1)
         self.assertTrue(domain.isActive())
         self.assertEqual(libvirt.VIR_DOMAIN_RUNNING, domain.state()[0])
-        self.assertEqual('vm1', domain.name())
+        self.assertEqual('instance-' + UUID1, domain.name())
         self.assertEqual(16, domain.info()[3])
         self.assertEqual(65536 * 1024, domain.maxMemory())
         self.assertEqual(
@@ -164,12 +164,22 @@ class SpawnDestroyTest(_LibvirtTestCase):
             [h['address'] for h in config.parse_guest_hostdevs(
                 domain.XMLDesc(0))])
 
-    def test_duplicate_name_fails_cleanly(self):
+    def test_same_display_name_boots_twice(self):
         self.driver.spawn(UUID1, 'vm1', 1, 512, [])
-        exc = self.assertRaises(exception.InstanceSpawnFailed,
-                                self.driver.spawn, UUID2, 'vm1', 1, 512, [])
-        self.assertIn(UUID2, str(exc))
-        self.assertIn(self.uri, str(exc))
+        self.driver.spawn(UUID2, 'vm1', 1, 512, [])
+        self.assertEqual(sorted([UUID1, UUID2]),
+                         self.driver.list_instance_uuids())
+        for uuid in (UUID1, UUID2):
+            self.assertTrue(self.domain(uuid).isActive())
+            self.assertEqual('instance-' + uuid, self.domain(uuid).name())
+
+    def test_domains_not_named_by_nova_are_not_instances(self):
+        conn = self.driver.host.get_connection()
+        conn.defineXML(
+            "<domain type='test'><name>%s</name><uuid>%s</uuid>"
+            "<memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type>hvm"
+            "</type></os></domain>" % ('operator-vm', UUID2))
+        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
 
     def test_start_failure_leaves_no_domain(self):
