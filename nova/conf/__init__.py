@@ -9,6 +9,7 @@ from oslo_config import cfg
 
 from nova.conf import api
 from nova.conf import compute
+from nova.conf import conductor
 from nova.conf import database
 from nova.conf import libvirt
 from nova.conf import logs
@@ -19,8 +20,8 @@ from nova.conf import scheduler
 
 CONF = cfg.CONF
 
-_MODULES = (paths, api, compute, database, libvirt, logs, pci, placement,
-            scheduler)
+_MODULES = (paths, api, compute, conductor, database, libvirt, logs, pci,
+            placement, scheduler)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -498,3 +498,80 @@ def instance_destroy(context, uuid: str) -> dict:
     instance.deleted_at = timeutils.utcnow()
     context.session.flush()
     return instance.to_dict()
+
+
+# Build leases ----------------------------------------------------------------
+
+def _orphaned_build(stale_before):
+    """SQL condition: a build in ``scheduling`` nobody drives any more.
+
+    Unowned and created before ``stale_before`` (nova-api stopped before
+    it handed the build over), or owned with a heartbeat older than it.
+    """
+    instance = models.Instance
+    return sa.and_(
+        instance.deleted_at.is_(None),
+        instance.vm_state == 'building',
+        instance.task_state == 'scheduling',
+        sa.or_(
+            sa.and_(instance.build_owner.is_(None),
+                    instance.created_at < stale_before),
+            sa.and_(instance.build_owner.is_not(None),
+                    sa.or_(instance.build_heartbeat.is_(None),
+                           instance.build_heartbeat < stale_before))))
+
+
+@context_manager.writer
+def instance_build_lease_take(context, uuid: str, owner: str,
+                              stale_before, any_unowned: bool = False
+                              ) -> bool:
+    """Make ``owner`` the driver of a build; True if it won.
+
+    A compare-and-swap in one UPDATE, so of several conductors trying at
+    once exactly one wins. Only builds in ``scheduling`` can be taken, and
+    only if orphaned (see ``_orphaned_build``) or, with ``any_unowned``,
+    not yet owned at all (the conductor that received the build request).
+    Taking a build clears a host an earlier owner recorded: a compute
+    that has not started spawning then refuses to.
+    """
+    condition = _orphaned_build(stale_before)
+    if any_unowned:
+        condition = sa.or_(condition, sa.and_(
+            models.Instance.deleted_at.is_(None),
+            models.Instance.vm_state == 'building',
+            models.Instance.task_state == 'scheduling',
+            models.Instance.build_owner.is_(None)))
+    result = context.session.execute(
+        sa.update(models.Instance)
+        .where(models.Instance.uuid == uuid, condition)
+        .values(build_owner=owner, build_heartbeat=timeutils.utcnow(),
+                host=None, node=None)
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+@context_manager.writer
+def instance_build_lease_renew(context, owner: str,
+                               uuids: Iterable[str]) -> int:
+    """Renew ``owner``'s leases on the given builds; how many it holds."""
+    uuids = list(uuids)
+    if not uuids:
+        return 0
+    result = context.session.execute(
+        sa.update(models.Instance)
+        .where(models.Instance.uuid.in_(uuids),
+               models.Instance.build_owner == owner,
+               models.Instance.deleted_at.is_(None))
+        .values(build_heartbeat=timeutils.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount
+
+
+@context_manager.reader
+def instance_get_orphaned_builds(context, stale_before) -> list[str]:
+    """UUIDs of builds nobody drives (see ``_orphaned_build``), oldest
+    first."""
+    return list(context.session.scalars(
+        sa.select(models.Instance.uuid)
+        .where(_orphaned_build(stale_before))
+        .order_by(models.Instance.id)))

@@ -1,11 +1,13 @@
 """Tests for nova.db.api on SQLite (and MariaDB/PostgreSQL if available)."""
 
+import datetime
 import os
 import threading
 
 import fixtures
 from oslo_config import cfg
 from oslo_db.sqlalchemy import enginefacade
+from oslo_utils import timeutils
 
 from nova import test
 from nova.conf import database as nova_database_conf
@@ -356,6 +358,113 @@ class TestDBApiSqlite(test.TestCase):
             thread.join()
         self.assertEqual([], errors)
         self.assertEqual(8, len(db_api.instance_get_all(self.ctx)))
+
+
+    # Build leases
+
+    def _building(self, age=0, **values):
+        """A build in ``scheduling``, created ``age`` seconds ago."""
+        timeutils.set_time_override(self._ago(age))
+        try:
+            return db_api.instance_create(self.ctx, {
+                'vm_state': 'building', 'task_state': 'scheduling',
+                **values})
+        finally:
+            timeutils.clear_time_override()
+
+    @staticmethod
+    def _ago(seconds):
+        return timeutils.utcnow() - datetime.timedelta(seconds=seconds)
+
+    def test_take_unowned_build_once(self):
+        uuid = self._building()['uuid']
+        self.assertTrue(db_api.instance_build_lease_take(
+            self.ctx, uuid, 'c1', self._ago(60), any_unowned=True))
+        # A replayed request, and another conductor, find it taken.
+        for owner in ('c1', 'c2'):
+            self.assertFalse(db_api.instance_build_lease_take(
+                self.ctx, uuid, owner, self._ago(60), any_unowned=True))
+        instance = db_api.instance_get_by_uuid(self.ctx, uuid)
+        self.assertEqual('c1', instance['build_owner'])
+        self.assertIsNotNone(instance['build_heartbeat'])
+
+    def test_take_expired_lease_clears_the_host(self):
+        uuid = self._building(build_owner='dead', host='cmp1', node='cmp1',
+                              build_heartbeat=self._ago(120))['uuid']
+        self.assertEqual([uuid], db_api.instance_get_orphaned_builds(
+            self.ctx, self._ago(60)))
+        self.assertTrue(db_api.instance_build_lease_take(
+            self.ctx, uuid, 'c2', self._ago(60)))
+        instance = db_api.instance_get_by_uuid(self.ctx, uuid)
+        self.assertEqual(('c2', None, None), (
+            instance['build_owner'], instance['host'], instance['node']))
+        self.assertEqual([], db_api.instance_get_orphaned_builds(
+            self.ctx, self._ago(60)))
+
+    def test_orphaned_builds(self):
+        lost = self._building(age=120)['uuid']      # nova-api died
+        self._building(age=1)                       # cast on its way
+        self._building(build_owner='live', build_heartbeat=self._ago(1))
+        dead = self._building(build_owner='dead',
+                              build_heartbeat=self._ago(120))['uuid']
+        self._building(age=120, build_owner='dead', task_state='spawning',
+                       build_heartbeat=self._ago(120))
+        db_api.instance_create(self.ctx, {
+            'vm_state': 'error', 'build_owner': 'dead',
+            'build_heartbeat': self._ago(120)})
+        deleted = self._building(age=120)['uuid']
+        db_api.instance_destroy(self.ctx, deleted)
+
+        self.assertEqual([lost, dead], db_api.instance_get_orphaned_builds(
+            self.ctx, self._ago(60)))
+        # Not orphaned: never taken, even by a conductor that asks only
+        # for orphans.
+        fresh = self._building(age=1)['uuid']
+        self.assertFalse(db_api.instance_build_lease_take(
+            self.ctx, fresh, 'c1', self._ago(60)))
+
+    def test_renew_only_own_leases(self):
+        mine = self._building(build_owner='c1',
+                              build_heartbeat=self._ago(50))['uuid']
+        other = self._building(build_owner='c2',
+                               build_heartbeat=self._ago(50))['uuid']
+        self.assertEqual(1, db_api.instance_build_lease_renew(
+            self.ctx, 'c1', [mine, other]))
+        self.assertEqual(0, db_api.instance_build_lease_renew(
+            self.ctx, 'c1', []))
+        self.assertEqual([other], db_api.instance_get_orphaned_builds(
+            self.ctx, self._ago(40)))
+
+    def test_concurrent_takeover_has_one_winner(self):
+        uuids = [self._building(build_owner='dead',
+                                build_heartbeat=self._ago(120))['uuid']
+                 for _ in range(3)]
+        wins = {uuid: [] for uuid in uuids}
+        errors = []
+        barrier = threading.Barrier(6)
+
+        def take(owner):
+            context = nova_context.get_admin_context()
+            try:
+                barrier.wait(timeout=30)
+                for uuid in uuids:
+                    if db_api.instance_build_lease_take(
+                            context, uuid, owner, self._ago(60)):
+                        wins[uuid].append(owner)
+            except Exception as error:  # reported by the assertion below
+                errors.append(error)
+
+        threads = [threading.Thread(target=take, args=('c%d' % i,))
+                   for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual([], errors)
+        for uuid in uuids:
+            self.assertEqual(1, len(wins[uuid]), wins)
+            self.assertEqual(wins[uuid][0], db_api.instance_get_by_uuid(
+                self.ctx, uuid)['build_owner'])
 
 
 class TestDBApiMySQL(TestDBApiSqlite):
