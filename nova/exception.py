@@ -252,6 +252,11 @@ class NoValidHost(NovaException):
                'available: %(reason)s')
 
 
+class BuildLeaseLost(NovaException):
+    msg_fmt = ('Build of instance %(instance_uuid)s is no longer driven by '
+               '%(owner)s: %(reason)s')
+
+
 class RescheduledException(NovaException):
     msg_fmt = ('Build of instance %(instance_uuid)s was re-scheduled: '
                '%(reason)s')

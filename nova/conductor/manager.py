@@ -7,14 +7,53 @@ its side raises RescheduledException; the conductor then frees the
 allocation, excludes the host and tries again. Any other failure ends the
 build: the allocation is freed and the instance goes to ERROR with a fault
 naming the reason, so a failed boot holds nothing.
+
+Builds survive crashes through a **build lease** on the instance row
+(``build_owner``, ``build_heartbeat``):
+
+* The conductor that receives ``build_instance`` takes the lease with a
+  compare-and-swap; a replayed request, or one for a build another
+  conductor drives, finds the lease taken and is ignored.
+* While it drives builds, a conductor renews their heartbeats every third
+  of ``[conductor]build_lease_timeout``.
+* Every conductor (at start and then periodically) looks for builds still
+  in ``scheduling`` whose lease expired, or that nobody ever took (nova-api
+  died between recording the instance and handing it over). It takes each
+  with the same compare-and-swap, so with several conductors exactly one
+  re-drives a build; it frees whatever an earlier attempt claimed and
+  schedules again. A build a compute is already spawning is the compute's
+  until it answers: on failure, or when a restarted compute finds it half
+  built, the compute tears it down and hands it back (``scheduling``, no
+  host) for its conductor or, if that one is gone, the next one.
+* Every write a conductor makes during a build is fenced by its lease
+  (``expected build_owner``). A conductor that lost its lease stops and
+  frees nothing: the allocation belongs to the new owner.
+
+Scheduler answers and RPC timeouts cannot leak a claim: the conductor
+tells the scheduler which owner asks. The scheduler claims only for a
+build still in ``scheduling`` under that owner and checks again once the
+claim is made; if meanwhile the build failed, was deleted or is being
+deleted, the scheduler gives its claim back itself (nothing else claims
+for such an instance, so it can only free its own claim). A conductor that
+times out waiting for the scheduler first marks the instance ERROR and
+then frees, so a claim made before that is freed by the conductor and one
+made after it is given back by the scheduler. If the build was taken over
+meanwhile, the late claim is left alone: the new owner frees before it
+schedules, or its own claim is refused and it fails the build, freeing.
 """
 
+import datetime
 import logging
+import threading
 import traceback
 
 from oslo_config import cfg
+import oslo_messaging
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
 
 from nova.compute import rpcapi as compute_rpcapi
+from nova import context as nova_context
 from nova.db import api as db
 from nova import manager
 from nova import exception
@@ -30,6 +69,10 @@ class _BuildAborted(Exception):
     """The instance was deleted (or is being deleted) during the build."""
 
 
+class _LeaseLost(Exception):
+    """Another conductor took the build over; this one must stop."""
+
+
 class ConductorManager(manager.Manager):
     """RPC endpoint of the conductor (topic ``conductor``)."""
 
@@ -39,13 +82,88 @@ class ConductorManager(manager.Manager):
         super().__init__(conf, reportclient)
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
         self.compute_api = compute_rpcapi.ComputeAPI()
+        # Unique per process: a restarted conductor does not inherit the
+        # leases of its previous life, it re-drives them once expired.
+        self.owner = '%s:%s' % (conf.host, uuidutils.generate_uuid())
+        self._builds: set[str] = set()    # builds this process drives
+        self._builds_lock = threading.Lock()
+
+    # Leases -----------------------------------------------------------------
+
+    def init_host(self) -> None:
+        """Re-drive builds orphaned while no conductor was running."""
+        self.redrive_orphaned_builds()
+
+    def periodic_tasks(self) -> list:
+        interval = self.conf.conductor.build_lease_timeout / 3.0
+        return [('renew_build_leases', self.renew_build_leases, interval),
+                ('redrive_orphaned_builds', self.redrive_orphaned_builds,
+                 interval)]
+
+    def _stale_before(self) -> datetime.datetime:
+        return timeutils.utcnow() - datetime.timedelta(
+            seconds=self.conf.conductor.build_lease_timeout)
+
+    def renew_build_leases(self) -> None:
+        """Periodic task: tell other conductors our builds are alive."""
+        with self._builds_lock:
+            builds = set(self._builds)
+        db.instance_build_lease_renew(nova_context.get_admin_context(),
+                                      self.owner, builds)
+
+    def redrive_orphaned_builds(self) -> list[threading.Thread]:
+        """Take over every build whose lease expired and drive it again,
+        each in its own thread (returned, for callers that wait)."""
+        context = nova_context.get_admin_context()
+        stale_before = self._stale_before()
+        threads = []
+        for uuid in db.instance_get_orphaned_builds(context, stale_before):
+            if not db.instance_build_lease_take(context, uuid, self.owner,
+                                                stale_before):
+                continue    # another conductor was quicker
+            LOG.warning('Instance %s: its build had no live conductor for '
+                        '%ss; freeing what it held and scheduling it again',
+                        uuid, self.conf.conductor.build_lease_timeout)
+            thread = threading.Thread(
+                target=self._drive, args=(context, uuid, True),
+                name='redrive-%s' % uuid, daemon=True)
+            thread.start()
+            threads.append(thread)
+        return threads
 
     def build_instance(self, context, instance_uuid: str) -> None:
         """Schedule and build one instance, rescheduling on host failures.
 
         Never raises: the outcome is the instance's state (ACTIVE set by
-        the compute, or ERROR with ``fault_message`` set here).
+        the compute, or ERROR with ``fault_message`` set here). A request
+        for a build that is driven already, or no longer waits for a
+        host, is ignored.
         """
+        if not db.instance_build_lease_take(context, instance_uuid,
+                                            self.owner, self._stale_before(),
+                                            any_unowned=True):
+            LOG.info('Ignoring the build request of instance %s: it is '
+                     'driven by another conductor or no longer waits to be '
+                     'scheduled', instance_uuid)
+            return
+        self._drive(context, instance_uuid, False)
+
+    def _drive(self, context, instance_uuid: str, takeover: bool) -> None:
+        """Run a build whose lease this conductor holds."""
+        with self._builds_lock:
+            self._builds.add(instance_uuid)
+        try:
+            if takeover:
+                # What the previous owner's scheduler may have claimed.
+                self._free(instance_uuid)
+            self._build(context, instance_uuid)
+        finally:
+            with self._builds_lock:
+                self._builds.discard(instance_uuid)
+
+    # The build --------------------------------------------------------------
+
+    def _build(self, context, instance_uuid: str) -> None:
         max_attempts = self.conf.scheduler.max_attempts
         excluded: list[str] = []
         failures: list[str] = []    # "host: reason" per reschedule
@@ -53,18 +171,20 @@ class ConductorManager(manager.Manager):
             for attempt in range(1, max_attempts + 1):
                 try:
                     selection = self.scheduler_api.select_destination(
-                        context, instance_uuid, excluded)
+                        context, instance_uuid, excluded, self.owner)
                 except exception.NoValidHost as exc:
                     self._fail(context, instance_uuid,
                                _with_history(exc.message, failures))
                     return
+                except exception.BuildLeaseLost as exc:
+                    raise _LeaseLost() from exc
                 host = selection['host']
                 self._record_host(context, instance_uuid, selection)
                 LOG.info('Building instance %s on %s (attempt %d of %d)',
                          instance_uuid, host, attempt, max_attempts)
                 try:
-                    self.compute_api.build_and_run_instance(
-                        context, host, instance_uuid, selection['mappings'])
+                    self._call_compute(context, host, instance_uuid,
+                                       selection['mappings'])
                     return
                 except exception.RescheduledException as exc:
                     LOG.warning('Build of instance %s failed on %s, '
@@ -73,13 +193,19 @@ class ConductorManager(manager.Manager):
                     failures.append('%s: %s' % (
                         host, exc.kwargs.get('reason', exc.message)))
                     excluded.append(host)
-                    self._free(instance_uuid)
+                    # Lease checked first: a conductor that lost the
+                    # build must not free the new owner's claim.
                     self._clear_host(context, instance_uuid)
+                    self._free(instance_uuid)
             self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed on every host tried '
                 '([scheduler]max_attempts = %d)' % (instance_uuid,
                                                     max_attempts),
                 failures))
+        except _LeaseLost:
+            LOG.warning('Instance %s: another conductor took its build '
+                        'over; %s stops driving it', instance_uuid,
+                        self.owner)
         except _BuildAborted:
             LOG.info('Instance %s was deleted during its build; allocation '
                      'freed', instance_uuid)
@@ -91,6 +217,41 @@ class ConductorManager(manager.Manager):
                     instance_uuid, getattr(exc, 'message', None) or exc),
                 failures), details=traceback.format_exc())
 
+    def _call_compute(self, context, host: str, instance_uuid: str,
+                      mappings: dict) -> None:
+        """Build on ``host``; a compute that stopped answering but handed
+        the build back when it restarted counts as a reschedule."""
+        try:
+            self.compute_api.build_and_run_instance(
+                context, host, instance_uuid, mappings)
+        except oslo_messaging.MessagingTimeout as exc:
+            current = db.instance_get_by_uuid(context, instance_uuid)
+            if (current['task_state'] != 'scheduling' or current['host'] or
+                    current['build_owner'] != self.owner):
+                raise
+            raise exception.RescheduledException(
+                instance_uuid=instance_uuid,
+                reason='the compute stopped answering (%s) and handed the '
+                       'build back when it restarted' % exc) from exc
+
+    def _update(self, context, instance_uuid: str, values: dict,
+                expected: dict) -> dict:
+        """Update the instance while this conductor holds its lease.
+
+        _LeaseLost if another conductor owns the build now, _BuildAborted
+        if it is gone or another expected value differs (a delete).
+        """
+        try:
+            return db.instance_update(
+                context, instance_uuid, values,
+                expected={'build_owner': self.owner, **expected})
+        except exception.InstanceUpdateConflict as exc:
+            if exc.kwargs.get('field') == 'build_owner':
+                raise _LeaseLost() from exc
+            raise _BuildAborted() from exc
+        except exception.InstanceNotFound as exc:
+            raise _BuildAborted() from exc
+
     def _record_host(self, context, instance_uuid: str,
                      selection: dict) -> None:
         """Record the chosen host, unless a delete got there first.
@@ -99,14 +260,10 @@ class ConductorManager(manager.Manager):
         ``deleting`` before it decides who cleans up (see
         ``nova.compute.api.API.delete``).
         """
-        try:
-            db.instance_update(
-                context, instance_uuid,
-                {'host': selection['host'], 'node': selection['nodename']},
-                expected={'task_state': 'scheduling'})
-        except (exception.InstanceNotFound,
-                exception.InstanceUpdateConflict) as exc:
-            raise _BuildAborted() from exc
+        self._update(
+            context, instance_uuid,
+            {'host': selection['host'], 'node': selection['nodename']},
+            {'task_state': 'scheduling'})
 
     def _clear_host(self, context, instance_uuid: str) -> None:
         """Back to ``scheduling`` on no host, unless being deleted.
@@ -116,15 +273,14 @@ class ConductorManager(manager.Manager):
         """
         try:
             current = db.instance_get_by_uuid(context, instance_uuid)
-            if current['task_state'] == 'deleting':
-                raise _BuildAborted()
-            db.instance_update(
-                context, instance_uuid,
-                {'host': None, 'node': None, 'task_state': 'scheduling'},
-                expected={'task_state': current['task_state']})
-        except (exception.InstanceNotFound,
-                exception.InstanceUpdateConflict) as exc:
+        except exception.InstanceNotFound as exc:
             raise _BuildAborted() from exc
+        if current['task_state'] == 'deleting':
+            raise _BuildAborted()
+        self._update(context, instance_uuid,
+                     {'host': None, 'node': None,
+                      'task_state': 'scheduling'},
+                     {'task_state': current['task_state']})
 
     def _free(self, instance_uuid: str) -> None:
         try:
@@ -137,16 +293,26 @@ class ConductorManager(manager.Manager):
 
     def _fail(self, context, instance_uuid: str, message: str,
               details: str | None = None) -> None:
-        """Free the allocation and put the instance in ERROR."""
+        """Put the instance in ERROR, then free the allocation.
+
+        In this order: a scheduler claim that lands after the ERROR is
+        given back by the scheduler, one before it is freed here. Nothing
+        is freed if another conductor took the build over.
+        """
         LOG.error('Instance %s: %s', instance_uuid, message)
-        self._free(instance_uuid)
         try:
             db.instance_update(context, instance_uuid, {
                 'vm_state': 'error', 'task_state': None,
-                'fault_message': message, 'fault_details': details})
+                'fault_message': message, 'fault_details': details},
+                expected={'build_owner': self.owner})
+        except exception.InstanceUpdateConflict:
+            LOG.warning('Instance %s: another conductor took its build '
+                        'over; leaving the failure to it', instance_uuid)
+            return
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its failure could be '
                      'recorded', instance_uuid)
+        self._free(instance_uuid)
 
 
 def _with_history(message: str, failures: list[str]) -> str:

@@ -8,6 +8,14 @@ the rest (``weights.select_candidates``: pack GPU hosts, buddy rule) and
 claims the first candidate Placement still accepts. Claiming here, not on
 the compute, means two concurrent boots can never be promised the same
 devices: the loser gets a 409 and takes the next candidate.
+
+A claim is made for one build attempt: the conductor driving the build
+(its ``build_owner``) asks, and the scheduler claims only while the
+instance is still in ``scheduling`` under that owner. An answer can come
+after the conductor gave up waiting (RPC timeout) and failed the build, so
+the state is checked again once the claim is made: a claim for an
+instance that failed, is being deleted or is gone is given back here,
+since nothing else would free it (see ``nova.conductor.manager``).
 """
 
 import logging
@@ -56,12 +64,16 @@ def describe_request(request: request_builder.ResourceRequest,
 class SchedulerManager(manager.Manager):
     """RPC endpoint of the scheduler (topic ``scheduler``)."""
 
-    @oslo_messaging.expected_exceptions(exception.NoValidHost)
+    @oslo_messaging.expected_exceptions(exception.NoValidHost,
+                                        exception.BuildLeaseLost)
     def select_destination(self, context, instance_uuid: str,
-                           excluded_hosts: list[str]) -> dict:
+                           excluded_hosts: list[str],
+                           build_owner: str) -> dict:
         """Choose a host for the instance and claim it in Placement.
 
-        ``excluded_hosts`` are compute host names already tried. Returns
+        ``excluded_hosts`` are compute host names already tried;
+        ``build_owner`` is the conductor driving the build (BuildLeaseLost
+        if the build is not in ``scheduling`` under it). Returns
         ``{"host", "nodename", "allocation_request", "mappings"}``; the
         allocation is claimed for the instance (consumer = its UUID).
         Raises NoValidHost naming what was asked for and why nothing fit
@@ -70,6 +82,7 @@ class SchedulerManager(manager.Manager):
         ``oslo_messaging.ExpectedException``).
         """
         instance = db.instance_get_by_uuid(context, instance_uuid)
+        self._check_lease(instance, build_owner)
         flavor = instance['flavor'] or {}
         pci_requests = pci_request.requests_from_primitive(
             instance['pci_requests'])
@@ -102,6 +115,7 @@ class SchedulerManager(manager.Manager):
             if self.reportclient.claim_resources(
                     instance_uuid, selection.allocation_request,
                     project_id, user_id):
+                self._confirm_claim(context, instance_uuid, build_owner)
                 LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
                          node['host'], node['hypervisor_hostname'])
                 return {'host': node['host'],
@@ -114,6 +128,50 @@ class SchedulerManager(manager.Manager):
             'Placement refused the claims on all %d candidate(s) for %s '
             '(taken concurrently by other instances)' % (
                 len(selections), wanted)))
+
+    @staticmethod
+    def _check_lease(instance: dict, build_owner: str) -> None:
+        """BuildLeaseLost unless ``build_owner`` may schedule the build."""
+        if instance['task_state'] != 'scheduling' or \
+                instance['vm_state'] != 'building':
+            raise exception.BuildLeaseLost(
+                instance_uuid=instance['uuid'], owner=build_owner,
+                reason='it is %s/%s, not waiting to be scheduled' % (
+                    instance['vm_state'], instance['task_state']))
+        if instance['build_owner'] != build_owner:
+            raise exception.BuildLeaseLost(
+                instance_uuid=instance['uuid'], owner=build_owner,
+                reason='%s drives it now' % instance['build_owner'])
+
+    def _confirm_claim(self, context, instance_uuid: str,
+                       build_owner: str) -> None:
+        """Check the build still wants the claim just made.
+
+        If the instance failed, is being deleted or is gone, the claim
+        came too late: give it back (nobody claims for such an instance,
+        so the allocation is ours) and raise BuildLeaseLost. If another
+        conductor took the build over, leave the allocation: its owner
+        frees before scheduling, and a claim of its own racing ours was
+        refused.
+        """
+        try:
+            instance = db.instance_get_by_uuid(context, instance_uuid)
+        except exception.InstanceNotFound:
+            instance = None
+        try:
+            if instance is None:
+                raise exception.BuildLeaseLost(
+                    instance_uuid=instance_uuid, owner=build_owner,
+                    reason='it was deleted')
+            self._check_lease(instance, build_owner)
+        except exception.BuildLeaseLost as exc:
+            if instance is None or instance['vm_state'] == 'error' or \
+                    instance['task_state'] == 'deleting':
+                LOG.warning('Giving back the claim for instance %s: %s',
+                            instance_uuid, exc.message)
+                self.reportclient.delete_allocation_for_instance(
+                    instance_uuid)
+            raise
 
     def _allocation_candidates(self, request, wanted: str) -> dict:
         """Placement's candidates for ``request``.

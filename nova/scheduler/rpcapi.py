@@ -12,12 +12,16 @@ class SchedulerAPI:
         self.client = rpc.get_client(TOPIC)
 
     def select_destination(self, context, instance_uuid: str,
-                           excluded_hosts: list[str]) -> dict:
-        """Pick a host for the instance and claim its resources.
+                           excluded_hosts: list[str],
+                           build_owner: str) -> dict:
+        """Pick a host for the instance and claim its resources, for the
+        build ``build_owner`` (a conductor) drives.
 
         Returns ``{"host", "nodename", "allocation_request", "mappings"}``;
-        raises NoValidHost.
+        raises NoValidHost, or BuildLeaseLost if the build is no longer
+        ``build_owner``'s to schedule.
         """
         return self.client.call(context, 'select_destination',
                                 instance_uuid=instance_uuid,
-                                excluded_hosts=list(excluded_hosts))
+                                excluded_hosts=list(excluded_hosts),
+                                build_owner=build_owner)

@@ -6,25 +6,49 @@ that records the build and then succeeds or fails as told (the real
 compute manager is tested on its own).
 """
 
+import datetime
 import threading
 
+import fixtures
+import oslo_messaging
+from oslo_utils import timeutils
 
+from nova.compute import rpcapi as compute_rpcapi
 from nova.conductor import manager
 from nova.db import api as db
 from nova import exception
+from nova.scheduler.client import report
 from nova.scheduler import manager as scheduler_manager
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.unit.scheduler import fakes
+
+WAIT = 30    # bound of every wait for another thread, in seconds
+
+
+def _ago(seconds):
+    return timeutils.utcnow() - datetime.timedelta(seconds=seconds)
+
+
+def _wait_until(check, what):
+    """Poll ``check`` (bounded); AssertionError naming ``what``."""
+    stop = threading.Event()
+    for _ in range(WAIT * 20):
+        if check():
+            return
+        stop.wait(0.05)
+    raise AssertionError('timed out waiting for %s' % what)
 
 
 class FakeCompute:
     """Compute-side endpoint of one host."""
 
-    def __init__(self, host, hosts, reschedule=None, error=None):
+    def __init__(self, host, hosts, reschedule=None, error=None,
+                 during=None):
         self.host = host
         self.hosts = hosts
         self.reschedule = reschedule
         self.error = error
+        self.during = during    # called with the instance uuid, if set
         self.builds = []
         self.lock = threading.Lock()
 
@@ -35,6 +59,8 @@ class FakeCompute:
                 'host_recorded': instance['host'],
                 'mappings': mappings,
                 'allocations': self.hosts.allocations(instance_uuid)})
+        if self.during:
+            self.during(instance_uuid)
         if self.reschedule:
             # A real compute frees its devices before answering.
             raise exception.RescheduledException(
@@ -50,15 +76,17 @@ class _DeletingScheduler(scheduler_manager.SchedulerManager):
     """Claims, then the user deletes the server before the conductor
     records the host."""
 
-    def select_destination(self, context, instance_uuid, excluded_hosts):
+    def select_destination(self, context, instance_uuid, excluded_hosts,
+                           build_owner):
         selection = super().select_destination(context, instance_uuid,
-                                               excluded_hosts)
+                                               excluded_hosts, build_owner)
         db.instance_update(context, instance_uuid,
                            {'task_state': 'deleting'})
         return selection
 
 
-class TestBuildInstance(fakes.GpuHostsTestCase):
+class BuildTestBase(fakes.GpuHostsTestCase):
+    """A conductor, a real scheduler over RPC and fake computes."""
 
     def setUp(self):
         super().setUp()
@@ -82,6 +110,9 @@ class TestBuildInstance(fakes.GpuHostsTestCase):
         instance = fakes.create_instance(self.context, gpus)
         self.conductor.build_instance(self.context, instance['uuid'])
         return db.instance_get_by_uuid(self.context, instance['uuid'])
+
+
+class TestBuildInstance(BuildTestBase):
 
     def test_success_on_first_host(self):
         cmp1 = self._add_compute('cmp1')
@@ -200,3 +231,237 @@ class TestBuildInstance(fakes.GpuHostsTestCase):
         self.assertEqual('building', instance['vm_state'])
         self.assertIsNone(instance['host'])
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
+
+class _SlowScheduler(scheduler_manager.SchedulerManager):
+    """Answers only after the conductor gave up waiting: its claim waits
+    until the conductor has failed the build and freed."""
+
+    def __init__(self, conf, conductor_freed):
+        super().__init__(conf, _WaitingReportClient(conf, conductor_freed))
+        self.done = threading.Event()
+
+    def select_destination(self, *args, **kwargs):
+        try:
+            return super().select_destination(*args, **kwargs)
+        finally:
+            self.done.set()
+
+
+class _WaitingReportClient(report.SchedulerReportClient):
+
+    def __init__(self, conf, event):
+        super().__init__(conf)
+        self.event = event
+        self.claimed = False
+
+    def claim_resources(self, *args):
+        if not self.event.wait(WAIT):
+            raise AssertionError('the conductor never freed')
+        self.claimed = super().claim_resources(*args)
+        return self.claimed
+
+
+class _SignallingReportClient(report.SchedulerReportClient):
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.freed = threading.Event()
+
+    def delete_allocation_for_instance(self, consumer_uuid):
+        super().delete_allocation_for_instance(consumer_uuid)
+        self.freed.set()
+
+
+class TestBuildLeases(BuildTestBase):
+    """Claims vs. timeouts, replays and re-driving orphaned builds."""
+
+    def _orphan(self, gpus=2, age=120, **values):
+        """A build whose conductor died ``age`` seconds ago (or, without
+        an owner, whose nova-api died before handing it over)."""
+        timeutils.set_time_override(_ago(age))
+        try:
+            instance = fakes.create_instance(self.context, gpus)
+            if values:
+                db.instance_update(self.context, instance['uuid'], {
+                    'build_heartbeat': timeutils.utcnow(), **values})
+        finally:
+            timeutils.clear_time_override()
+        return instance['uuid']
+
+    def _redrive(self, conductor=None):
+        for thread in (conductor or self.conductor).redrive_orphaned_builds():
+            thread.join(WAIT)
+            self.assertFalse(thread.is_alive())
+
+    def test_scheduler_answering_after_the_timeout_leaks_nothing(self):
+        self._add_compute('cmp1')
+        self.rpc.conf.set_override('rpc_response_timeout', 1)
+        reportclient = _SignallingReportClient(self.conf)
+        scheduler = _SlowScheduler(self.conf, reportclient.freed)
+        self.rpc.start_server('scheduler', 'sched1', [scheduler])
+        self.conductor = manager.ConductorManager(self.conf, reportclient)
+
+        instance = self._build()
+
+        self.assertEqual('error', instance['vm_state'])
+        self.assertIn('MessagingTimeout', instance['fault_details'])
+        self.assertTrue(scheduler.done.wait(WAIT))
+        # The scheduler did claim, after the conductor freed, and gave
+        # the claim back itself.
+        self.assertTrue(scheduler.reportclient.claimed)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual([], self.computes['cmp1'].builds)
+
+    def test_replayed_build_request_is_ignored(self):
+        cmp1 = self._add_compute('cmp1')
+        self._start()
+        instance = self._build()
+        allocations = self.hosts.allocations(instance['uuid'])
+
+        self.conductor.build_instance(self.context, instance['uuid'])
+        manager.ConductorManager(self.conf).build_instance(
+            self.context, instance['uuid'])
+
+        self.assertEqual(1, len(cmp1.builds))
+        self.assertEqual(instance, db.instance_get_by_uuid(
+            self.context, instance['uuid']))
+        self.assertEqual(allocations,
+                         self.hosts.allocations(instance['uuid']))
+
+    def test_build_of_a_dead_conductor_is_redriven(self):
+        cmp1 = self._add_compute('cmp1')
+        self._start()
+        uuid = self._orphan(build_owner='conductor-0:dead', host='cmp1',
+                            node='cmp1')
+        # What the dead conductor's scheduler had claimed: the board.
+        self.hosts.use('cmp1', range(1, 9), consumer=uuid)
+
+        self._redrive()
+
+        instance = db.instance_get_by_uuid(self.context, uuid)
+        self.assertEqual('active', instance['vm_state'])
+        self.assertEqual(self.conductor.owner, instance['build_owner'])
+        self.assertEqual(1, len(cmp1.builds))
+        # The old claim was freed and exactly one pair claimed anew.
+        allocations = self.hosts.allocations(uuid)
+        self.assertIn(frozenset(self.hosts.gpus_of('cmp1', allocations)),
+                      fakes.PAIRS)
+        self.assertEqual(cmp1.builds[0]['allocations'], allocations)
+
+    def test_build_nova_api_never_handed_over_is_driven(self):
+        cmp1 = self._add_compute('cmp1')
+        self._start()
+        lost = self._orphan()
+        on_its_way = fakes.create_instance(self.context, 2)['uuid']
+
+        self.conductor.init_host()    # a conductor (re)starting
+        _wait_until(lambda: db.instance_get_by_uuid(
+            self.context, lost)['vm_state'] == 'active', 'the re-drive')
+
+        self.assertEqual(1, len(cmp1.builds))
+        self.assertEqual('scheduling', db.instance_get_by_uuid(
+            self.context, on_its_way)['task_state'])
+        self.assertEqual({}, self.hosts.allocations(on_its_way))
+
+    def test_several_conductors_redrive_a_build_once(self):
+        cmp1 = self._add_compute('cmp1')
+        self._start()
+        uuid = self._orphan(build_owner='conductor-0:dead')
+        conductors = [manager.ConductorManager(self.conf) for _ in range(4)]
+        barrier = threading.Barrier(len(conductors))
+        threads = []
+
+        def redrive(conductor):
+            barrier.wait(WAIT)
+            threads.extend(conductor.redrive_orphaned_builds())
+
+        racers = [threading.Thread(target=redrive, args=(c,))
+                  for c in conductors]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(WAIT)
+        for thread in list(threads):
+            thread.join(WAIT)
+
+        self.assertEqual(1, len(threads))
+        self.assertEqual(1, len(cmp1.builds))
+        instance = db.instance_get_by_uuid(self.context, uuid)
+        self.assertEqual('active', instance['vm_state'])
+        self.assertIn(instance['build_owner'],
+                      [c.owner for c in conductors])
+        self.assertIn(frozenset(self.hosts.gpus_of(
+            'cmp1', self.hosts.allocations(uuid))), fakes.PAIRS)
+
+    def test_live_builds_renew_their_lease(self):
+        seen = {}
+
+        def during(uuid):
+            seen['driving'] = set(self.conductor._builds)
+            timeutils.set_time_override(_ago(-3600))
+            try:
+                self.conductor.renew_build_leases()
+            finally:
+                timeutils.clear_time_override()
+            seen['heartbeat'] = db.instance_get_by_uuid(
+                self.context, uuid)['build_heartbeat']
+
+        self._add_compute('cmp1', during=during)
+        self._start()
+        instance = self._build()
+
+        self.assertEqual({instance['uuid']}, seen['driving'])
+        self.assertGreater(seen['heartbeat'], _ago(-3000))
+        self.assertEqual(set(), self.conductor._builds)
+        # Nothing is orphaned an hour later while it is renewed.
+        self.assertEqual([], db.instance_get_orphaned_builds(
+            self.context, _ago(60)))
+
+    def test_conductor_that_lost_the_build_frees_nothing(self):
+        def taken_over(uuid):
+            db.instance_update(self.context, uuid,
+                               {'build_owner': 'conductor-2:new'})
+
+        cmp1 = self._add_compute('cmp1', reschedule='libvirt said no',
+                                 during=taken_over)
+        self._start()
+
+        instance = self._build()
+
+        # Not failed, not rescheduled: no longer this conductor's build.
+        self.assertEqual('building', instance['vm_state'])
+        self.assertEqual('conductor-2:new', instance['build_owner'])
+        self.assertEqual(1, len(cmp1.builds))
+        # The claim is the new owner's to free (it frees on taking over).
+        self.assertNotEqual({}, self.hosts.allocations(instance['uuid']))
+
+    def test_compute_that_handed_back_while_the_call_timed_out(self):
+        self.useFixture(fixtures.MockPatchObject(
+            compute_rpcapi, 'BUILD_TIMEOUT', 1))
+        conductor_moved_on = threading.Event()
+
+        def restarted(uuid):
+            # A restarted compute tore the build down and handed it back;
+            # the answer to the call never comes.
+            db.instance_update(self.context, uuid,
+                               {'task_state': 'scheduling', 'host': None,
+                                'node': None})
+            conductor_moved_on.wait(WAIT)
+
+        cmp1 = self._add_compute('cmp1', during=restarted)
+        cmp2 = self._add_compute('cmp2')
+        self.hosts.use('cmp1', [1])    # the scheduler prefers cmp1
+        self._start()
+
+        try:
+            instance = self._build()
+        finally:
+            conductor_moved_on.set()
+
+        self.assertEqual(1, len(cmp1.builds))
+        self.assertEqual(1, len(cmp2.builds))
+        self.assertEqual(('active', 'cmp2'), (instance['vm_state'],
+                                              instance['host']))
+        self.assertEqual(set(), self.hosts.gpus_of(
+            'cmp1', self.hosts.allocations(instance['uuid'])))

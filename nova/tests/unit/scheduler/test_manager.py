@@ -1,6 +1,7 @@
 """SchedulerManager.select_destination against real Placement and DB."""
 
 import oslo_messaging
+from oslo_utils import timeutils
 
 from nova.db import api as db
 from nova import exception
@@ -31,6 +32,25 @@ class _RacingReportClient(report.SchedulerReportClient):
                                        *args)
 
 
+OWNER = 'conductor-1:test'
+
+
+class _LateReportClient(report.SchedulerReportClient):
+    """Runs ``before_claim`` (what happens elsewhere while the scheduler
+    is slow) right before the claim reaches Placement."""
+
+    def __init__(self, conf, before_claim):
+        super().__init__(conf)
+        self.before_claim = before_claim
+        self.claims = 0
+
+    def claim_resources(self, consumer_uuid, *args):
+        self.before_claim(consumer_uuid)
+        claimed = super().claim_resources(consumer_uuid, *args)
+        self.claims += claimed
+        return claimed
+
+
 class TestSelectDestination(fakes.GpuHostsTestCase):
 
     def setUp(self):
@@ -38,10 +58,13 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.context = self.admin
         self.scheduler = manager.SchedulerManager(self.conf)
 
-    def _select(self, instance, excluded=()):
+    def _select(self, instance, excluded=(), owner=OWNER):
+        # As the conductor does before it asks.
+        db.instance_build_lease_take(self.context, instance['uuid'], OWNER,
+                                     timeutils.utcnow(), any_unowned=True)
         try:
             return self.scheduler.select_destination(
-                self.context, instance['uuid'], list(excluded))
+                self.context, instance['uuid'], list(excluded), owner)
         except oslo_messaging.ExpectedException as wrapped:
             # What the RPC dispatcher unwraps for a remote caller.
             raise wrapped.exc_info[1]
@@ -161,7 +184,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
     def test_unknown_instance(self):
         self.assertRaises(exception.InstanceNotFound,
                           self.scheduler.select_destination, self.context,
-                          'c0ffee00-0000-4000-8000-000000000000', [])
+                          'c0ffee00-0000-4000-8000-000000000000', [], OWNER)
 
     def test_flavor_only_request(self):
         self.hosts.add_host('cmp1')
@@ -176,3 +199,79 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.assertEqual(
             'cmp1', db.compute_node_get_by_nodename(
                 self.context, selection['nodename'])['host'])
+
+
+class TestClaimsAndTimeouts(fakes.GpuHostsTestCase):
+    """A claim is for one build attempt; a late one is given back."""
+
+    def setUp(self):
+        super().setUp()
+        self.context = self.admin
+        self.hosts.add_host('cmp1')
+        self.instance = fakes.create_instance(self.context, 2)
+        self.uuid = self.instance['uuid']
+        db.instance_build_lease_take(self.context, self.uuid, OWNER,
+                                     timeutils.utcnow(), any_unowned=True)
+
+    def _select(self, before_claim=lambda uuid: None, owner=OWNER):
+        self.reportclient = _LateReportClient(self.conf, before_claim)
+        scheduler = manager.SchedulerManager(self.conf, self.reportclient)
+        try:
+            return scheduler.select_destination(self.context, self.uuid,
+                                                [], owner)
+        except oslo_messaging.ExpectedException as wrapped:
+            raise wrapped.exc_info[1]
+
+    def test_other_owner_claims_nothing(self):
+        error = self.assertRaises(exception.BuildLeaseLost, self._select,
+                                  owner='conductor-2:old')
+        self.assertIn('conductor-1:test drives it now', error.message)
+        self.assertEqual(0, self.reportclient.claims)
+        self.assertEqual({}, self.hosts.allocations(self.uuid))
+
+    def test_failed_build_claims_nothing(self):
+        db.instance_update(self.context, self.uuid,
+                           {'vm_state': 'error', 'task_state': None})
+        error = self.assertRaises(exception.BuildLeaseLost, self._select)
+        self.assertIn('it is error/None', error.message)
+        self.assertEqual({}, self.hosts.allocations(self.uuid))
+
+    def test_claim_after_the_conductor_timed_out_is_given_back(self):
+        def conductor_times_out(uuid):
+            # What the conductor does when its call times out: ERROR,
+            # then free (nothing is claimed yet).
+            db.instance_update(self.context, uuid, {
+                'vm_state': 'error', 'task_state': None,
+                'fault_message': 'MessagingTimeout'},
+                expected={'build_owner': OWNER})
+            self.reportclient.delete_allocation_for_instance(uuid)
+
+        error = self.assertRaises(exception.BuildLeaseLost, self._select,
+                                  conductor_times_out)
+        self.assertEqual(1, self.reportclient.claims)
+        self.assertIn('not waiting to be scheduled', error.message)
+        self.assertEqual({}, self.hosts.allocations(self.uuid))
+
+    def test_claim_for_a_deleted_instance_is_given_back(self):
+        def deleted(uuid):
+            db.instance_update(self.context, uuid,
+                               {'task_state': 'deleting'})
+            self.reportclient.delete_allocation_for_instance(uuid)
+            db.instance_destroy(self.context, uuid)
+
+        self.assertRaises(exception.BuildLeaseLost, self._select, deleted)
+        self.assertEqual(1, self.reportclient.claims)
+        self.assertEqual({}, self.hosts.allocations(self.uuid))
+
+    def test_claim_for_a_taken_over_build_is_left_to_its_owner(self):
+        def taken_over(uuid):
+            db.instance_update(self.context, uuid,
+                               {'build_owner': 'conductor-2:new'})
+
+        self.assertRaises(exception.BuildLeaseLost, self._select,
+                          taken_over)
+        # Freeing here could free the new owner's claim; it frees this
+        # one before it schedules.
+        self.assertEqual(1, self.reportclient.claims)
+        self.assertIn(frozenset(self.hosts.gpus_of(
+            'cmp1', self.hosts.allocations(self.uuid))), fakes.PAIRS)
