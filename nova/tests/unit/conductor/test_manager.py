@@ -10,7 +10,6 @@ import datetime
 import threading
 
 import fixtures
-import oslo_messaging
 from oslo_utils import timeutils
 
 from nova.compute import rpcapi as compute_rpcapi

@@ -359,7 +359,6 @@ class TestDBApiSqlite(test.TestCase):
         self.assertEqual([], errors)
         self.assertEqual(8, len(db_api.instance_get_all(self.ctx)))
 
-
     # Build leases
 
     def _building(self, age=0, **values):

@@ -63,7 +63,6 @@ class TestMigrationSqlite(test.TestCase):
         self.assertIn(('flavor_id', 'key'), uniques['flavor_extra_specs'])
         self.assertIn(('uuid',), uniques['instances'])
 
-
     def test_build_lease_upgrade_keeps_instances(self):
         path = self.useFixture(fixtures.TempDir()).path
         url = self._database().url if self.BACKEND else \
