@@ -1,5 +1,16 @@
 """The nova-compute manager: owns the hypervisor driver of one host, keeps
-its resources reported and builds and destroys its instances."""
+its resources reported and builds and destroys its instances.
+
+A compute killed with builds in flight repairs its host when it starts
+again, before it serves requests (``init_host``): every instance still
+building here is torn down (guest destroyed, devices freed) and handed
+back to its conductor (``scheduling``, no host), which reschedules it -
+or, if that conductor is gone too, the next conductor re-drives it (see
+``nova.conductor.manager``). Builds that failed here (ERROR, never ran)
+keep nothing on the host; guests nova created for instances that are
+gone or live elsewhere are destroyed, and device rows held by such
+instances are freed. The log lists what was repaired.
+"""
 
 import logging
 import threading
@@ -37,13 +48,80 @@ class ComputeManager(manager.Manager):
         self._locks_guard = threading.Lock()
 
     def init_host(self) -> None:
-        """Connect to the hypervisor, register and report resources."""
+        """Connect to the hypervisor, register, report resources and
+        repair what a previous life of this service left half done."""
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self._register_service(context)
         self.rt.update_available_resource(context)
+        self._repair_host(context)
         LOG.info('Compute %s started with %d PCI devices tracked',
                  self.host, len(self.rt.pci_tracker.pci_devs))
+
+    def _repair_host(self, context) -> None:
+        """Undo builds in flight when the service stopped, and leftovers.
+
+        Runs before the RPC server starts, so no build or delete of this
+        service runs concurrently.
+        """
+        repairs = []
+        mine = {}
+        for instance in db.instance_get_all(context, {'host': self.host}):
+            uuid = instance['uuid']
+            if instance['vm_state'] == 'building' and \
+                    instance['task_state'] in ('scheduling', 'spawning'):
+                self._cleanup(uuid)
+                if self._hand_back(context, uuid):
+                    repairs.append('half-built instance %s torn down and '
+                                   'handed back to be rescheduled' % uuid)
+                    continue
+                instance = db.instance_get_by_uuid(context, uuid)
+            elif instance['vm_state'] == 'error' and \
+                    not instance['power_state'] and \
+                    self._holds_anything(uuid):
+                # A failed build: its allocation is freed, so it must not
+                # keep a guest or devices either.
+                self._cleanup(uuid)
+                repairs.append('failed build of instance %s torn down' %
+                               uuid)
+            mine[uuid] = instance
+        for uuid in self.driver.list_instance_uuids():
+            if uuid not in mine:
+                self.driver.destroy(uuid)
+                repairs.append('guest of instance %s destroyed: the '
+                               'instance is deleted or not on this host' %
+                               uuid)
+        held = {dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
+                if dev['instance_uuid']}
+        for uuid in sorted(held - set(mine)):
+            freed = self.rt.pci_tracker.free_instance(uuid)
+            repairs.append('PCI devices %s freed: instance %s is deleted or '
+                           'not on this host' % (', '.join(freed), uuid))
+        for repair in repairs:
+            LOG.warning('Compute %s start-up repair: %s', self.host, repair)
+        if not repairs:
+            LOG.info('Compute %s start-up check: nothing to repair',
+                     self.host)
+
+    def _holds_anything(self, instance_uuid: str) -> bool:
+        return instance_uuid in self.driver.list_instance_uuids() or any(
+            dev['instance_uuid'] == instance_uuid
+            for dev in self.rt.pci_tracker.pci_devs)
+
+    def _hand_back(self, context, instance_uuid: str) -> bool:
+        """Return a build this host cleaned up to the conductors
+        (``scheduling`` on no host); False if it is no longer building
+        here (e.g. being deleted)."""
+        try:
+            db.instance_update(
+                context, instance_uuid,
+                {'task_state': 'scheduling', 'host': None, 'node': None},
+                expected={'vm_state': 'building', 'host': self.host,
+                          'task_state': ['scheduling', 'spawning']})
+        except (exception.InstanceUpdateConflict,
+                exception.InstanceNotFound):
+            return False
+        return True
 
     def _register_service(self, context) -> None:
         try:
@@ -101,11 +179,35 @@ class ComputeManager(manager.Manager):
         """Claim the allocated devices, start the guest, mark it ACTIVE.
 
         On failure everything done here is undone (guest destroyed,
-        devices freed) and RescheduledException tells the conductor to try
-        another host; the conductor owns the Placement allocation.
+        devices freed), the build is handed back (``scheduling``, no
+        host) and RescheduledException tells the conductor to try another
+        host; the conductor owns the Placement allocation.
+
+        Only a build waiting for this host is built. A request for an
+        instance that is active, failed, being deleted or gone (a replayed
+        message) is ignored, never torn down; one for a build that is no
+        longer this host's (taken over, or handed back at a restart) is
+        answered with RescheduledException.
         """
         with self._instance_lock(instance_uuid):
-            instance = db.instance_get_by_uuid(context, instance_uuid)
+            try:
+                instance = db.instance_get_by_uuid(context, instance_uuid)
+            except exception.InstanceNotFound:
+                LOG.info('Ignoring the build request of instance %s: it '
+                         'is deleted', instance_uuid)
+                return
+            if instance['vm_state'] != 'building' or \
+                    instance['task_state'] != 'scheduling':
+                LOG.info('Ignoring the build request of instance %s: it '
+                         'is %s/%s, not waiting to be built',
+                         instance_uuid, instance['vm_state'],
+                         instance['task_state'])
+                return
+            if instance['host'] != self.host:
+                raise exception.RescheduledException(
+                    instance_uuid=instance_uuid,
+                    reason='the build is no longer assigned to %s' %
+                           self.host)
             try:
                 devices = []
                 for request_id, addresses in self._devices_for(
@@ -113,10 +215,12 @@ class ComputeManager(manager.Manager):
                     devices += self.rt.pci_tracker.claim(
                         instance_uuid, request_id, addresses)
                 flavor = instance['flavor']
-                # Only while no delete has started (it sets 'deleting').
+                # Only while no delete has started (it sets 'deleting')
+                # and the build is still this host's.
                 db.instance_update(context, instance_uuid,
                                    {'task_state': 'spawning'},
-                                   expected={'task_state': 'scheduling'})
+                                   expected={'task_state': 'scheduling',
+                                             'host': self.host})
                 self.driver.spawn(
                     instance_uuid, instance['display_name'],
                     flavor['vcpus'], flavor['memory_mb'],
@@ -126,6 +230,7 @@ class ComputeManager(manager.Manager):
                 LOG.warning('Build of instance %s failed on %s: %s',
                             instance_uuid, self.host, exc)
                 self._cleanup(instance_uuid)
+                self._hand_back(context, instance_uuid)
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
@@ -134,7 +239,7 @@ class ComputeManager(manager.Manager):
                     'vm_state': 'active', 'task_state': None,
                     'power_state': 1, 'host': self.host,
                     'node': self.rt.nodename},
-                    expected={'task_state': 'spawning'})
+                    expected={'task_state': 'spawning', 'host': self.host})
             except (exception.InstanceUpdateConflict,
                     exception.InstanceNotFound):
                 # Deleted while spawning: the delete, waiting for this
