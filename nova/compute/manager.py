@@ -2,14 +2,16 @@
 its resources reported and builds and destroys its instances.
 
 A compute killed with builds in flight repairs its host when it starts
-again, before it serves requests (``init_host``): every instance still
-building here is torn down (guest destroyed, devices freed) and handed
-back to its conductor (``scheduling``, no host), which reschedules it -
-or, if that conductor is gone too, the next conductor re-drives it (see
-``nova.conductor.manager``). Builds that failed here (ERROR, never ran)
-keep nothing on the host; guests nova created for instances that are
-gone or live elsewhere are destroyed, and device rows held by such
-instances are freed. The log lists what was repaired.
+again, before it serves requests (``init_host``): every instance it had
+started building here is torn down (guest destroyed, devices freed) and
+handed back to its conductor (``scheduling``, no host), which reschedules
+it - or, if that conductor is gone too, the next conductor re-drives it
+(see ``nova.conductor.manager``). A build assigned here that it had not
+started is left for its build request, which may still be queued.
+Builds that failed here (ERROR, never ran) keep nothing on the host;
+guests nova created for instances that are gone or live elsewhere are
+destroyed, and device rows held by such instances are freed. The log
+lists what was repaired.
 """
 
 import logging
@@ -66,34 +68,38 @@ class ComputeManager(manager.Manager):
         """
         repairs = []
         mine = {}
+        holders = set(self.driver.list_instance_uuids()) | \
+            self._device_holders()
         for instance in db.instance_get_all(context, {'host': self.host}):
             uuid = instance['uuid']
-            if instance['vm_state'] == 'building' and \
-                    instance['task_state'] in ('scheduling', 'spawning'):
+            building = instance['vm_state'] == 'building' and \
+                instance['task_state'] in ('scheduling', 'spawning')
+            started = instance['task_state'] == 'spawning' or \
+                uuid in holders
+            if building and started:
                 self._cleanup(uuid)
                 if self._hand_back(context, uuid):
                     repairs.append('half-built instance %s torn down and '
                                    'handed back to be rescheduled' % uuid)
                     continue
-                instance = db.instance_get_by_uuid(context, uuid)
+                try:
+                    instance = db.instance_get_by_uuid(context, uuid)
+                except exception.InstanceNotFound:
+                    continue    # deleted meanwhile
             elif instance['vm_state'] == 'error' and \
-                    not instance['power_state'] and \
-                    self._holds_anything(uuid):
+                    not instance['power_state'] and started:
                 # A failed build: its allocation is freed, so it must not
                 # keep a guest or devices either.
                 self._cleanup(uuid)
                 repairs.append('failed build of instance %s torn down' %
                                uuid)
             mine[uuid] = instance
-        for uuid in self.driver.list_instance_uuids():
-            if uuid not in mine:
-                self.driver.destroy(uuid)
-                repairs.append('guest of instance %s destroyed: the '
-                               'instance is deleted or not on this host' %
-                               uuid)
-        held = {dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
-                if dev['instance_uuid']}
-        for uuid in sorted(held - set(mine)):
+        for uuid in sorted(set(self.driver.list_instance_uuids()) -
+                           set(mine)):
+            self.driver.destroy(uuid)
+            repairs.append('guest of instance %s destroyed: the instance is '
+                           'deleted or not on this host' % uuid)
+        for uuid in sorted(self._device_holders() - set(mine)):
             freed = self.rt.pci_tracker.free_instance(uuid)
             repairs.append('PCI devices %s freed: instance %s is deleted or '
                            'not on this host' % (', '.join(freed), uuid))
@@ -103,10 +109,10 @@ class ComputeManager(manager.Manager):
             LOG.info('Compute %s start-up check: nothing to repair',
                      self.host)
 
-    def _holds_anything(self, instance_uuid: str) -> bool:
-        return instance_uuid in self.driver.list_instance_uuids() or any(
-            dev['instance_uuid'] == instance_uuid
-            for dev in self.rt.pci_tracker.pci_devs)
+    def _device_holders(self) -> set[str]:
+        """Instances holding a PCI device of this host."""
+        return {dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
+                if dev['instance_uuid']}
 
     def _hand_back(self, context, instance_uuid: str) -> bool:
         """Return a build this host cleaned up to the conductors

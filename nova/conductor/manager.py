@@ -24,7 +24,9 @@ Builds survive crashes through a **build lease** on the instance row
   schedules again. A build a compute is already spawning is the compute's
   until it answers: on failure, or when a restarted compute finds it half
   built, the compute tears it down and hands it back (``scheduling``, no
-  host) for its conductor or, if that one is gone, the next one.
+  host) for its conductor or, if that one is gone, the next one. A
+  compute that does not answer before it started spawning is rescheduled
+  away from: it spawns only while it is the instance's recorded host.
 * Every write a conductor makes during a build is fenced by its lease
   (``expected build_owner``). A conductor that lost its lease stops and
   frees nothing: the allocation belongs to the new owner.
@@ -219,20 +221,24 @@ class ConductorManager(manager.Manager):
 
     def _call_compute(self, context, host: str, instance_uuid: str,
                       mappings: dict) -> None:
-        """Build on ``host``; a compute that stopped answering but handed
-        the build back when it restarted counts as a reschedule."""
+        """Build on ``host``; a compute that stopped answering before it
+        started spawning (or that handed the build back when it
+        restarted) counts as a reschedule."""
         try:
             self.compute_api.build_and_run_instance(
                 context, host, instance_uuid, mappings)
         except oslo_messaging.MessagingTimeout as exc:
+            # Still 'scheduling': nothing runs there, and a compute that
+            # answers late cannot start it any more once the host is
+            # cleared (it spawns only while it is the recorded host).
             current = db.instance_get_by_uuid(context, instance_uuid)
-            if (current['task_state'] != 'scheduling' or current['host'] or
-                    current['build_owner'] != self.owner):
+            if current['task_state'] != 'scheduling' or \
+                    current['build_owner'] != self.owner:
                 raise
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
-                reason='the compute stopped answering (%s) and handed the '
-                       'build back when it restarted' % exc) from exc
+                reason='the compute did not answer (%s) before it started '
+                       'spawning' % exc) from exc
 
     def _update(self, context, instance_uuid: str, values: dict,
                 expected: dict) -> dict:

@@ -144,7 +144,7 @@ class TestBuildRecovery(boot.BootTestBase):
                       victim['id'], self._repair_log()[0])
 
     def test_restart_hands_half_built_instances_back(self):
-        self.start_services(hosts=('cmp1', 'cmp2'))
+        self.start_services()
         compute = self.computes['cmp1']
         flavors = self.gpu_flavors()
         survivor = self.boot(flavors[2], 'survivor')
@@ -169,6 +169,10 @@ class TestBuildRecovery(boot.BootTestBase):
         elsewhere = db.instance_create(self.ctx, {'host': 'cmp2',
                                                   'vm_state': 'active'})
         compute.driver.spawn(elsewhere['uuid'], 'moved', 1, 512, [])
+        # A build assigned here whose request is still queued.
+        queued = db.instance_create(self.ctx, {
+            'vm_state': 'building', 'task_state': 'scheduling',
+            'host': 'cmp1', 'node': 'cmp1'})
         # A domain nova did not create is not nova's to remove.
         compute.driver.host.get_connection().defineXML(
             "<domain type='test'><name>operator-vm</name>"
@@ -180,6 +184,9 @@ class TestBuildRecovery(boot.BootTestBase):
         instance = db.instance_get_by_uuid(self.ctx, half['uuid'])
         self.assertEqual(('building', 'scheduling', None), (
             instance['vm_state'], instance['task_state'], instance['host']))
+        self.assertEqual(('scheduling', 'cmp1'), tuple(
+            db.instance_get_by_uuid(self.ctx, queued['uuid'])[key]
+            for key in ('task_state', 'host')))
         held = {d['instance_uuid'] for d in restarted.rt.pci_tracker.pci_devs
                 if d['instance_uuid']}
         self.assertEqual({survivor['id']}, held)
@@ -220,23 +227,32 @@ class TestBuildRecovery(boot.BootTestBase):
             timeutils.clear_time_override()
         return instance['uuid']
 
+    def _redrive(self, conductor, expected):
+        threads = conductor.redrive_orphaned_builds()
+        for thread in threads:
+            thread.join(WAIT)
+        self.assertEqual(expected, len(threads))
+
     def test_restarted_conductor_drives_orphaned_builds(self):
         self.start_services()
         flavors = self.gpu_flavors()
+        conductor = conductor_manager.ConductorManager(self.conf)
+        # One at a time: concurrent claims on the SQLite Placement of
+        # these tests are the load work's business, not this test's.
         lost = self._orphan(flavors[2], 'lost')
+        self._redrive(conductor, 1)
+        lost_gpus = self.gpus_of(self.wait_for(lost, 'ACTIVE'))
         dead = self._orphan(flavors[2], 'dead', owner='conductor-0:dead')
-        # The dead conductor's scheduler had claimed a quad for it.
+        # The dead conductor's scheduler had claimed the free quad for it.
+        quad = GPUS[4:] if max(lost_gpus) <= 4 else GPUS[:4]
         quad = {rp['uuid']: {'resources': {'PGPU': 1}}
                 for name, rp in self.provider_view('cmp1').items()
-                if name in ['cmp1_' + a.upper() for a in GPUS[:4]]}
+                if name in ['cmp1_' + a.upper() for a in quad]}
         resp = self.placement.api.put('/allocations/%s' % dead, json={
             'allocations': quad, 'project_id': 'p', 'user_id': 'u',
             'consumer_generation': None, 'consumer_type': 'INSTANCE'})
         self.assertEqual(204, resp.status_code, resp.text)
-
-        conductor = conductor_manager.ConductorManager(self.conf)
-        for thread in conductor.redrive_orphaned_builds():
-            thread.join(WAIT)
+        self._redrive(conductor, 1)
 
         taken = set()
         for uuid in (lost, dead):

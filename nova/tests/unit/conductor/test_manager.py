@@ -435,28 +435,24 @@ class TestBuildLeases(BuildTestBase):
         # The claim is the new owner's to free (it frees on taking over).
         self.assertNotEqual({}, self.hosts.allocations(instance['uuid']))
 
-    def test_compute_that_handed_back_while_the_call_timed_out(self):
+    def _compute_never_answers(self, meanwhile):
+        """cmp1 runs ``meanwhile`` and never answers; cmp2 works."""
         self.useFixture(fixtures.MockPatchObject(
             compute_rpcapi, 'BUILD_TIMEOUT', 1))
         conductor_moved_on = threading.Event()
+        self.addCleanup(conductor_moved_on.set)
 
-        def restarted(uuid):
-            # A restarted compute tore the build down and handed it back;
-            # the answer to the call never comes.
-            db.instance_update(self.context, uuid,
-                               {'task_state': 'scheduling', 'host': None,
-                                'node': None})
+        def hang(uuid):
+            meanwhile(uuid)
             conductor_moved_on.wait(WAIT)
 
-        cmp1 = self._add_compute('cmp1', during=restarted)
+        cmp1 = self._add_compute('cmp1', during=hang)
         cmp2 = self._add_compute('cmp2')
         self.hosts.use('cmp1', [1])    # the scheduler prefers cmp1
         self._start()
 
-        try:
-            instance = self._build()
-        finally:
-            conductor_moved_on.set()
+        instance = self._build()
+        conductor_moved_on.set()
 
         self.assertEqual(1, len(cmp1.builds))
         self.assertEqual(1, len(cmp2.builds))
@@ -464,3 +460,49 @@ class TestBuildLeases(BuildTestBase):
                                               instance['host']))
         self.assertEqual(set(), self.hosts.gpus_of(
             'cmp1', self.hosts.allocations(instance['uuid'])))
+        return instance
+
+    def test_compute_that_handed_back_while_the_call_timed_out(self):
+        def restarted(uuid):
+            # A restarted compute tore the build down and handed it back.
+            db.instance_update(self.context, uuid,
+                               {'task_state': 'scheduling', 'host': None,
+                                'node': None})
+
+        instance = self._compute_never_answers(restarted)
+        self.assertIn('cmp1, rescheduling: the compute did not answer',
+                      self.logger.output)
+        self.assertEqual('cmp2', instance['node'])
+
+    def test_compute_silent_before_spawning_is_rescheduled(self):
+        instance = self._compute_never_answers(lambda uuid: None)
+        self.assertIn('cmp1, rescheduling: the compute did not answer',
+                      self.logger.output)
+        self.assertEqual('cmp2', instance['node'])
+
+    def test_compute_that_stopped_answering_while_spawning_fails(self):
+        self.useFixture(fixtures.MockPatchObject(
+            compute_rpcapi, 'BUILD_TIMEOUT', 1))
+        conductor_moved_on = threading.Event()
+        self.addCleanup(conductor_moved_on.set)
+
+        def spawning(uuid):
+            db.instance_update(self.context, uuid,
+                               {'task_state': 'spawning'})
+            conductor_moved_on.wait(WAIT)
+
+        self._add_compute('cmp1', during=spawning)
+        cmp2 = self._add_compute('cmp2')
+        self.hosts.use('cmp1', [1])    # the scheduler prefers cmp1
+        self._start()
+
+        instance = self._build()
+        conductor_moved_on.set()
+
+        # It may run there: not rescheduled, failed and freed; the
+        # compute tears it down when it is back (see the compute).
+        self.assertEqual([], cmp2.builds)
+        self.assertEqual(('error', 'cmp1'), (instance['vm_state'],
+                                             instance['host']))
+        self.assertIn('MessagingTimeout', instance['fault_details'])
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
