@@ -1,0 +1,280 @@
+"""What must hold in a nova deployment, whatever load or faults it saw.
+
+:func:`check` reads the three sources of truth (the Compute API over REST,
+Placement over REST, the nova database through ``nova.db.api``) and
+returns one human-readable string per violation; an empty list means the
+deployment is consistent. Functional tests assert on it and the soak
+script prints it, so it works the same against an in-process ``nova-all``
+and a separate-process deployment (the caller points ``nova.db.api`` at
+the deployment's database first, e.g. with ``nova.db.api.configure``).
+
+Checked:
+
+- no server is in BUILD (only with ``settled=True``);
+- an ACTIVE server holds exactly as many device rows as its flavor's
+  ``pci_passthrough:alias`` asks for, and, on a host with device groups,
+  they are exactly the devices of one group (a single device for 1);
+- every held device row belongs to an instance that exists and is ACTIVE
+  or building, and device status and holder agree;
+- no device provider is allocated to more than one consumer;
+- Placement's device allocations of an ACTIVE server are exactly its
+  device rows, and it has allocations only in its host's provider tree;
+- every consumer with allocations is an ACTIVE or building server (any
+  other consumer is a leak);
+- no provider's usage exceeds its capacity.
+
+The reads are not one snapshot: check a deployment at rest (no request in
+flight) or expect transient findings about servers that were changing.
+"""
+
+import collections
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+import requests
+
+from nova import context as nova_context
+from nova.db import api as db
+from nova.pci import request as pci_request
+
+PLACEMENT_MICROVERSION = '1.39'
+COMPUTE_MICROVERSION = '2.47'
+ALIAS_SPEC = 'pci_passthrough:alias'
+# Device statuses in which a row belongs to an instance.
+_HELD = ('claimed', 'allocated')
+# Instance vm_states that may hold devices and allocations.
+_HOLDING = ('active', 'building')
+
+
+def placement_adapter(url: str, token: str = 'admin') -> ks_adapter.Adapter:
+    """A keystoneauth Adapter for Placement at ``url`` with a fixed token
+    (``admin`` is what Placement's noauth2 treats as the admin)."""
+    return ks_adapter.Adapter(
+        ks_session.Session(auth=token_endpoint.Token(url, token)),
+        service_type='placement', raise_exc=False)
+
+
+def check(compute_url: str, token: str,
+          placement: ks_adapter.Adapter | str,
+          context: nova_context.RequestContext | None = None,
+          settled: bool = False, timeout: float = 60) -> list[str]:
+    """Return every invariant violation found (empty list: all hold).
+
+    ``compute_url`` is the Compute API base (``.../v2.1``) and ``token``
+    an admin token for it; ``placement`` is a keystoneauth Adapter or a
+    noauth2 Placement URL; ``context`` defaults to an admin context.
+    ``settled=True`` also reports servers still in BUILD.
+    """
+    if isinstance(placement, str):
+        placement = placement_adapter(placement)
+    context = context or nova_context.get_admin_context()
+    servers = {s['id']: s for s in _servers(compute_url, token, timeout)}
+    instances = {i['uuid']: i for i in db.instance_get_all(context)}
+    nodes = {node['hypervisor_hostname']: node['uuid']
+             for node in db.compute_node_get_all(context)}
+    devices = _device_rows(context)
+    providers, allocations, capacity = _placement_state(placement)
+
+    violations = []
+    if settled:
+        violations += ['server %s is still in BUILD' % uuid
+                       for uuid, s in sorted(servers.items())
+                       if s['status'] == 'BUILD']
+    violations += _device_holders(devices, instances)
+    violations += _partitions(devices, instances)
+    violations += _allocations(devices, instances, nodes, providers,
+                               allocations)
+    violations += _usage(allocations, capacity)
+    return violations
+
+
+# Reading the three sources --------------------------------------------------
+
+def _servers(compute_url: str, token: str, timeout: float) -> list[dict]:
+    resp = requests.get(
+        compute_url.rstrip('/') + '/servers/detail',
+        params={'all_tenants': '1'}, timeout=timeout,
+        headers={'X-Auth-Token': token,
+                 'X-OpenStack-Nova-API-Version': COMPUTE_MICROVERSION})
+    resp.raise_for_status()
+    return resp.json()['servers']
+
+
+def _device_rows(context) -> list[dict]:
+    """Every PCI device row, with its compute node's name as ``host``."""
+    return [dict(row, host=node['hypervisor_hostname'])
+            for node in db.compute_node_get_all(context)
+            for row in db.pci_device_get_all_by_node(context, node['id'])]
+
+
+def _get(placement: ks_adapter.Adapter, path: str) -> dict:
+    resp = placement.get(path, headers={
+        'OpenStack-API-Version': 'placement %s' % PLACEMENT_MICROVERSION})
+    if resp.status_code != 200:
+        raise RuntimeError('Placement GET %s answered %s: %s' % (
+            path, resp.status_code, resp.text))
+    return resp.json()
+
+
+def _placement_state(placement: ks_adapter.Adapter):
+    """(provider uuid -> root uuid, consumer -> {rp: {rc: amount}},
+    (rp, rc) -> capacity) for every provider."""
+    providers = {}
+    allocations: dict[str, dict[str, dict[str, int]]] = (
+        collections.defaultdict(dict))
+    capacity = {}
+    for rp in _get(placement, '/resource_providers')['resource_providers']:
+        uuid = rp['uuid']
+        providers[uuid] = rp['root_provider_uuid']
+        base = '/resource_providers/%s' % uuid
+        for consumer, alloc in _get(
+                placement, base + '/allocations')['allocations'].items():
+            allocations[consumer][uuid] = alloc['resources']
+        for rc, inv in _get(placement,
+                            base + '/inventories')['inventories'].items():
+            capacity[uuid, rc] = int(
+                (inv['total'] - inv['reserved']) * inv['allocation_ratio'])
+    return providers, dict(allocations), capacity
+
+
+# The invariants -------------------------------------------------------------
+
+def _state(instances: dict, uuid: str) -> str:
+    instance = instances.get(uuid)
+    return 'deleted' if instance is None else str(instance['vm_state'])
+
+
+def _device_holders(devices: list[dict], instances: dict) -> list[str]:
+    """Held rows belong to live holding instances; status matches."""
+    violations = []
+    for row in devices:
+        name = '%s %s' % (row['host'], row['address'])
+        holder = row['instance_uuid']
+        if (row['status'] in _HELD) != (holder is not None):
+            violations.append('device %s has status %s and holder %s' % (
+                name, row['status'], holder))
+        if holder is not None and _state(instances, holder) not in _HOLDING:
+            violations.append('device %s is held by instance %s, which is '
+                              '%s' % (name, holder, _state(instances,
+                                                           holder)))
+    return violations
+
+
+def _requested_devices(instance: dict) -> int:
+    specs = (instance.get('flavor') or {}).get('extra_specs') or {}
+    if ALIAS_SPEC not in specs:
+        return 0
+    return sum(count for _name, count in
+               pci_request.parse_alias_extra_spec(specs[ALIAS_SPEC]))
+
+
+def _group_members(rows: list[dict]) -> dict[str, frozenset[str]]:
+    """Group path (e.g. ``board/quad-a``) -> addresses of its devices."""
+    members = collections.defaultdict(set)
+    for row in rows:
+        parts = row['group_path'].split('/') if row['group_path'] else []
+        for depth in range(1, len(parts) + 1):
+            members['/'.join(parts[:depth])].add(row['address'])
+    return {path: frozenset(addresses) for path, addresses in
+            members.items()}
+
+
+def _partitions(devices: list[dict], instances: dict) -> list[str]:
+    """ACTIVE servers hold their flavor's count, as one whole group."""
+    by_host = collections.defaultdict(list)
+    held = collections.defaultdict(set)
+    for row in devices:
+        by_host[row['host']].append(row)
+        if row['instance_uuid']:
+            held[row['instance_uuid']].add((row['host'], row['address']))
+    violations = []
+    for uuid, instance in sorted(instances.items()):
+        if instance['vm_state'] != 'active':
+            continue
+        wanted = _requested_devices(instance)
+        mine = held.get(uuid, set())
+        if len(mine) != wanted:
+            violations.append('ACTIVE server %s holds %d devices, its flavor '
+                              'asks for %d' % (uuid, len(mine), wanted))
+            continue
+        hosts = {host for host, _address in mine}
+        if len(hosts) > 1:
+            violations.append('ACTIVE server %s holds devices on several '
+                              'hosts: %s' % (uuid, sorted(hosts)))
+            continue
+        if wanted < 2:
+            continue
+        groups = _group_members(by_host[hosts.pop()])
+        addresses = frozenset(address for _host, address in mine)
+        if groups and addresses not in groups.values():
+            violations.append('ACTIVE server %s holds %s, which is not one '
+                              'device group' % (uuid, sorted(addresses)))
+    return violations
+
+
+def _allocations(devices: list[dict], instances: dict, nodes: dict,
+                 providers: dict, allocations: dict) -> list[str]:
+    """Placement holds what nova's servers hold, and nothing else."""
+    device_rps = {row['rp_uuid']: row for row in devices if row['rp_uuid']}
+    violations = []
+    users = collections.defaultdict(list)
+    for consumer, by_rp in sorted(allocations.items()):
+        for rp in by_rp:
+            if rp in device_rps:
+                users[rp].append(consumer)
+        state = _state(instances, consumer)
+        if state not in _HOLDING:
+            violations.append('consumer %s holds allocations %s but is %s '
+                              '(leaked)' % (consumer, by_rp, state))
+            continue
+        if state != 'active':
+            continue
+        node = instances[consumer]['node']
+        roots = {providers.get(rp) for rp in by_rp}
+        if roots != {nodes.get(node)}:
+            violations.append('ACTIVE server %s on %s has allocations in '
+                              'provider trees %s' % (
+                                  consumer, node,
+                                  sorted(str(r) for r in roots)))
+        in_placement = {rp for rp in by_rp if rp in device_rps}
+        in_nova = {row['rp_uuid'] for row in devices
+                   if row['instance_uuid'] == consumer}
+        if in_placement != in_nova:
+            violations.append('ACTIVE server %s is allocated device '
+                              'providers %s in Placement but holds %s in '
+                              'nova' % (consumer, sorted(in_placement),
+                                        sorted(in_nova)))
+    for rp, consumers in sorted(users.items()):
+        if len(consumers) > 1:
+            row = device_rps[rp]
+            violations.append('device %s %s is allocated to %d consumers: '
+                              '%s' % (row['host'], row['address'],
+                                      len(consumers), sorted(consumers)))
+    # The scheduler claims for every server (at least its VCPU and RAM).
+    violations += ['ACTIVE server %s has no allocation in Placement' % uuid
+                   for uuid, instance in sorted(instances.items())
+                   if instance['vm_state'] == 'active'
+                   and uuid not in allocations]
+    return violations
+
+
+def _usage(allocations: dict, capacity: dict) -> list[str]:
+    used: dict[tuple[str, str], int] = collections.Counter()
+    for by_rp in allocations.values():
+        for rp, resources in by_rp.items():
+            for rc, amount in resources.items():
+                used[rp, rc] += amount
+    return ['provider %s uses %d %s of a capacity of %d' % (
+                rp, amount, rc, capacity.get((rp, rc), 0))
+            for (rp, rc), amount in sorted(used.items())
+            if amount > capacity.get((rp, rc), 0)]
+
+
+def summary(violations: list[str]) -> str:
+    """One line per violation, or a line saying that all invariants hold
+    (for logs and the soak script's output)."""
+    if not violations:
+        return 'all invariants hold'
+    return '\n'.join(['%d invariant violation(s):' % len(violations)] +
+                     ['  - %s' % v for v in violations])
