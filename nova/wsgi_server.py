@@ -15,6 +15,11 @@ from wsgiref import simple_server
 
 LOG = logging.getLogger(__name__)
 
+# Pending connections the kernel queues (capped by net.core.somaxconn).
+LISTEN_BACKLOG = 1024
+# Requests a server handles at once unless told otherwise.
+DEFAULT_MAX_REQUESTS = 64
+
 
 class _RequestHandler(simple_server.WSGIRequestHandler):
     """Request handler that logs through python logging, quietly."""
@@ -47,6 +52,29 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
                            simple_server.WSGIServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog. The stdlib default of 5 makes the kernel refuse
+    # connections of a burst (clients see resets) while the accept loop
+    # is busy; connections beyond the request slots wait here too.
+    request_queue_size = LISTEN_BACKLOG
+    # Limits the requests handled at once; set by WSGIServer.start.
+    slots: threading.BoundedSemaphore
+
+    def process_request(self, request, client_address) -> None:
+        # Stop accepting while every slot is taken: the next connections
+        # wait in the backlog instead of each starting a thread that would
+        # compete for the same database connections.
+        self.slots.acquire()
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind calls socket.getfqdn(), a reverse DNS
@@ -70,12 +98,16 @@ class WSGIServer:
     """Serve a WSGI ``app`` on ``host``:``port`` from a background thread.
 
     ``port=0`` binds a free port; ``url`` then reports the real one.
+    At most ``max_requests`` requests are handled at once (one thread
+    each); further connections wait in the listen backlog.
     """
 
-    def __init__(self, app, host: str = '127.0.0.1', port: int = 0) -> None:
+    def __init__(self, app, host: str = '127.0.0.1', port: int = 0,
+                 max_requests: int = DEFAULT_MAX_REQUESTS) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.max_requests = max_requests
         self._server: _ThreadingWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -97,6 +129,7 @@ class WSGIServer:
                         else _ThreadingWSGIServer)
         server = server_class((self.host, self.port), _RequestHandler)
         server.set_app(self.app)
+        server.slots = threading.BoundedSemaphore(self.max_requests)
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, name='wsgi-%d' % server.server_port,
