@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from nova import exception
 from nova.db import models
+from nova.db import sqlite
 
 context_manager = enginefacade.transaction_context()
 
@@ -52,19 +53,22 @@ def configure(conf: cfg.ConfigOpts) -> None:
                                _configured_connection, connection))
             return
         _ensure_sqlite_directory(connection)
-        options = dict(conf.database.items())
-        context_manager.configure(sqlite_fk=True, **options)
+        configure_facade(context_manager, **dict(conf.database.items()))
         _configured_connection = connection
 
 
+def configure_facade(manager, **options) -> None:
+    """Configure an enginefacade transaction context for nova's database:
+    foreign keys enforced on SQLite too, and a SQLite file safe for many
+    threads (see nova.db.sqlite)."""
+    sqlite.configure_facade(manager, sqlite_fk=True, **options)
+
+
 def _ensure_sqlite_directory(connection: str | None) -> None:
-    if not connection:
-        return
-    url = sa.engine.make_url(connection)
-    if url.get_backend_name() == 'sqlite' and url.database not in (
-            None, '', ':memory:'):
-        directory = os.path.dirname(os.path.abspath(url.database))
-        os.makedirs(directory, exist_ok=True)
+    if sqlite.is_sqlite_file(connection):
+        database = sa.engine.make_url(connection).database
+        os.makedirs(os.path.dirname(os.path.abspath(database)),
+                    exist_ok=True)
 
 
 def get_engine() -> sa.engine.Engine:
