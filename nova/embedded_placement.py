@@ -7,9 +7,13 @@ options), points it at a database (a SQLite file under ``state_path`` by
 default), disables keystone (``noauth2``: clients send ``x-auth-token:
 admin``) and serves the app with :class:`nova.wsgi_server.WSGIServer`.
 
-Placement configures its database engine once per process
-(``placement.db_api.configure`` is run-once), so a process can host one
-embedded Placement database; asking for a second one is an error.
+Placement keeps one database engine per process (its module-level
+``placement_context_manager``), so a process can host one embedded
+Placement database; asking for a second one is an error. That engine is
+set up here rather than by ``placement.db_api.configure`` so a SQLite file
+gets the settings of :mod:`nova.db.sqlite` (many threads write to it), and
+:func:`build_conf` makes allocation claims exclusive on every database
+(see the comment on ``allocation_conflict_retry_count``).
 """
 
 import os
@@ -19,9 +23,14 @@ from placement import conf as placement_conf
 from placement import db_api as placement_db_api
 from placement import deploy as placement_deploy
 
+from nova.db import sqlite
 from nova import exception
 from nova import wsgi_server
 
+# Requests served at once; more connections wait in the listen backlog.
+MAX_CONCURRENT_REQUESTS = 32
+# Seconds a request waits for a database connection from the pool.
+POOL_TIMEOUT = 120
 # The connection the process-wide Placement engine was configured with.
 _configured_connection: str | None = None
 
@@ -46,16 +55,46 @@ def build_conf(connection: str) -> cfg.ConfigOpts:
                       group='workarounds')
     conf.set_override('allocation_candidates_generation_strategy',
                       'breadth-first', group='placement')
+    # Placement 16.0.0 retries a conflicting allocation write inside the
+    # request's still-open transaction: the failed attempt's allocation
+    # rows are not rolled back, so the retry counts them as usage that was
+    # already there, its "over capacity but no worse than before" rule
+    # lets the claim through, and a provider of total 1 ends up used
+    # several times over (MariaDB, PostgreSQL). One attempt per request
+    # makes a conflict roll the whole transaction back and answer 409
+    # placement.concurrent_update; the client retries from scratch.
+    conf.set_override('allocation_conflict_retry_count', 1,
+                      group='placement')
+    # A request holds up to two database connections at once (its write
+    # transaction and, when Placement retries a conflicting allocation
+    # write, an independent read), so the pool has room for two per
+    # request served at once; a request waits for a connection rather
+    # than failing with a pool timeout.
+    conf.set_override('max_pool_size', MAX_CONCURRENT_REQUESTS,
+                      group='placement_database')
+    conf.set_override('max_overflow', MAX_CONCURRENT_REQUESTS,
+                      group='placement_database')
+    conf.set_override('pool_timeout', POOL_TIMEOUT,
+                      group='placement_database')
     # Parse no files: everything Placement needs is set above.
     conf([], project='placement', default_config_files=[],
          default_config_dirs=[])
     return conf
 
 
+def configure_facade(manager, conf: cfg.ConfigOpts) -> None:
+    """Configure an oslo.db enginefacade transaction context for the
+    Placement database of ``conf`` (built by :func:`build_conf`)."""
+    options = dict(conf.placement_database.items())
+    # A Placement option, not an enginefacade one.
+    options.pop('sync_on_startup', None)
+    sqlite.configure_facade(manager, **options)
+
+
 def _configure_database(conf: cfg.ConfigOpts, connection: str) -> None:
     """Point Placement's process-wide engine at ``connection`` (once)."""
     global _configured_connection
-    if placement_db_api.configure.called:
+    if _configured_connection is not None:
         if _configured_connection != connection:
             raise exception.InvalidConfiguration(
                 reason='this process already runs a Placement database '
@@ -63,7 +102,7 @@ def _configure_database(conf: cfg.ConfigOpts, connection: str) -> None:
                        'not %s' % (_configured_connection or 'unknown',
                                    connection))
         return
-    placement_db_api.configure(conf)
+    configure_facade(placement_db_api.placement_context_manager, conf)
     _configured_connection = connection
 
 
@@ -87,7 +126,8 @@ class EmbeddedPlacement:
             connection = default_connection(state_path)
         self.connection = connection
         self.conf = build_conf(connection)
-        self._server = wsgi_server.WSGIServer(None, host=host, port=port)
+        self._server = wsgi_server.WSGIServer(
+            None, host=host, port=port, max_requests=MAX_CONCURRENT_REQUESTS)
 
     @property
     def url(self) -> str:
