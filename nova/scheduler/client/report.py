@@ -15,6 +15,7 @@ Generation conflicts are retried per provider with a fresh generation.
 
 import logging
 import threading
+import time
 from typing import Iterable
 
 from keystoneauth1 import exceptions as ks_exc
@@ -33,6 +34,15 @@ CONF_GROUP = 'placement'
 # Attempts at one provider write when its generation keeps moving.
 MAX_GENERATION_TRIES = 4
 CONSUMER_TYPE_INSTANCE = 'INSTANCE'
+# A claim or allocation delete that fails for a transient reason
+# (Placement unreachable or answering 5xx: restarting, overloaded, a
+# database hiccup) is tried this many times, TRANSIENT_DELAY seconds apart
+# at first and doubling, before the error is raised.
+TRANSIENT_ATTEMPTS = 5
+TRANSIENT_DELAY = 0.25
+# Attempts at a claim that Placement refuses because a provider or the
+# consumer changed while it was written (not because capacity is taken).
+CLAIM_CONFLICT_ATTEMPTS = 5
 
 # Placement's machine-readable error codes (placement/errors.py).
 _CONCURRENT_UPDATE = 'placement.concurrent_update'
@@ -46,6 +56,15 @@ def _error_body(resp) -> tuple[str, str | None]:
         return error.get('detail') or error.get('title', ''), error.get('code')
     except (ValueError, KeyError, IndexError, TypeError):
         return resp.text.strip() or resp.reason or '', None
+
+
+def _is_transient(error: exception.NovaException) -> bool:
+    """True for a failure that may pass by itself: Placement unreachable,
+    or answering with a server error."""
+    if isinstance(error, exception.PlacementAPIConnectFailure):
+        return True
+    return isinstance(error, exception.PlacementAPIError) and \
+        int(error.kwargs.get('status') or 0) >= 500
 
 
 def _inventory_matches(current: dict[str, dict],
@@ -112,6 +131,21 @@ class SchedulerReportClient:
         if resp.status_code < 300 or resp.status_code in allow:
             return resp
         raise self._api_error(method, path, resp)
+
+    def _retrying(self, what: str, call):
+        """Return ``call()``, retried while it fails transiently."""
+        delay = TRANSIENT_DELAY
+        for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+            try:
+                return call()
+            except (exception.PlacementAPIConnectFailure,
+                    exception.PlacementAPIError) as error:
+                if not _is_transient(error) or attempt == TRANSIENT_ATTEMPTS:
+                    raise
+                LOG.warning('%s failed (%s); retrying in %.2f s (%d/%d)',
+                            what, error, delay, attempt, TRANSIENT_ATTEMPTS)
+                time.sleep(delay)
+                delay *= 2
 
     def _api_error(self, method: str, path: str,
                    resp) -> exception.PlacementAPIError:
@@ -425,20 +459,46 @@ class SchedulerReportClient:
                         consumer_generation: int | None = None) -> bool:
         """Claim one allocation candidate for an instance.
 
-        Returns False when Placement refuses with 409 (capacity taken or
-        consumer changed concurrently) so the caller can try another one.
+        Returns False when Placement refuses with 409 because the capacity
+        is taken (or the consumer was changed by someone else), so the
+        caller can try another candidate. A transient failure is retried
+        and raised only if it persists; a write that conflicted with a
+        concurrent one is retried, and one that went through although its
+        answer was lost counts as claimed.
         """
-        resp = self._put_allocations(
-            consumer_uuid, allocation_request['allocations'], project_id,
-            user_id, consumer_generation, CONSUMER_TYPE_INSTANCE)
-        if resp.status_code == 409:
-            detail, _code = _error_body(resp)
-            LOG.info('Placement refused the claim for %s: %s',
-                     consumer_uuid, detail)
-            return False
-        return True
+        allocations = allocation_request['allocations']
+        for _attempt in range(CLAIM_CONFLICT_ATTEMPTS):
+            resp = self._retrying(
+                'Claim for instance %s' % consumer_uuid,
+                lambda: self._put_allocations(
+                    consumer_uuid, allocations, project_id, user_id,
+                    consumer_generation, CONSUMER_TYPE_INSTANCE))
+            if resp.status_code != 409:
+                return True
+            detail, code = _error_body(resp)
+            if code != _CONCURRENT_UPDATE:
+                LOG.info('Placement refused the claim for %s: %s',
+                         consumer_uuid, detail)
+                return False
+            if self._holds(consumer_uuid, allocations):
+                return True
+            LOG.debug('Claim for %s conflicted with a concurrent write; '
+                      'retrying: %s', consumer_uuid, detail)
+        LOG.info('Claim for %s kept conflicting with concurrent writes: %s',
+                 consumer_uuid, detail)
+        return False
+
+    def _holds(self, consumer_uuid: str, allocations: dict) -> bool:
+        """True if the consumer holds exactly ``allocations``."""
+        held = self.get_allocations_for_consumer(consumer_uuid)
+        return {rp: alloc['resources'] for rp, alloc in
+                held['allocations'].items()} == \
+            {rp: alloc['resources'] for rp, alloc in allocations.items()}
 
     def delete_allocation_for_instance(self, consumer_uuid: str) -> None:
-        """Drop every allocation of a consumer; no-op if it has none."""
-        self._call('DELETE', '/allocations/%s' % consumer_uuid,
-                   allow=(404,))
+        """Drop every allocation of a consumer; no-op if it has none.
+        Transient failures are retried."""
+        self._retrying(
+            'Deleting the allocations of %s' % consumer_uuid,
+            lambda: self._call('DELETE', '/allocations/%s' % consumer_uuid,
+                               allow=(404,)))

@@ -3,6 +3,7 @@
 import socket
 from unittest import mock
 
+import fixtures
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
@@ -383,6 +384,61 @@ class ReportClientTestCase(test.TestCase):
                           request['allocations'], 'p1', 'u1')
         self.assertTrue(self.client.claim_resources(
             consumer, request, 'p1', 'u1', consumer_generation=1))
+
+    def claim_one_gpu(self, consumer):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        device = desired.data(device_name('0000:18:00.0')).uuid
+        request = {'allocations': {device: {'resources': {'PGPU': 1}}}}
+        return self.client.claim_resources(consumer, request, 'p1', 'u1'), \
+            device
+
+    def test_claim_retries_server_errors_and_unreachable(self):
+        self.useFixture(fixtures.MockPatchObject(report, 'TRANSIENT_DELAY',
+                                                 0.01))
+        self.placement.faults.fail('PUT', '/allocations/', count=2,
+                                   status=503)
+        consumer = uuidutils.generate_uuid()
+        claimed, device = self.claim_one_gpu(consumer)
+        self.assertTrue(claimed)
+        self.assertEqual(2, self.placement.faults.injected)
+        self.assertEqual({device: {'PGPU': 1}}, {
+            rp: a['resources'] for rp, a in
+            self.client.get_allocations_for_consumer(consumer)
+            ['allocations'].items()})
+
+    def test_claim_whose_answer_was_lost_counts_as_claimed(self):
+        self.useFixture(fixtures.MockPatchObject(report, 'TRANSIENT_DELAY',
+                                                 0.01))
+        # Placement writes the allocation, the client sees a 502; the
+        # retry is refused (the consumer exists now) yet it is ours.
+        self.placement.faults.fail('PUT', '/allocations/', status=502,
+                                   lost=True)
+        consumer = uuidutils.generate_uuid()
+        claimed, device = self.claim_one_gpu(consumer)
+        self.assertTrue(claimed)
+        self.assertEqual({'PGPU': 1}, self.client.get_usages(device))
+
+    def test_claim_gives_up_on_a_lasting_outage(self):
+        self.useFixture(fixtures.MockPatchObject(report, 'TRANSIENT_DELAY',
+                                                 0.01))
+        self.placement.faults.fail('PUT', '/allocations/',
+                                   count=report.TRANSIENT_ATTEMPTS)
+        error = self.assertRaises(exception.PlacementAPIError,
+                                  self.claim_one_gpu,
+                                  uuidutils.generate_uuid())
+        self.assertIn('HTTP 500', str(error))
+        self.assertEqual(report.TRANSIENT_ATTEMPTS,
+                         self.placement.faults.injected)
+
+    def test_delete_allocation_retries_server_errors(self):
+        self.useFixture(fixtures.MockPatchObject(report, 'TRANSIENT_DELAY',
+                                                 0.01))
+        consumer = uuidutils.generate_uuid()
+        _claimed, device = self.claim_one_gpu(consumer)
+        self.placement.faults.fail('DELETE', '/allocations/', count=2)
+        self.client.delete_allocation_for_instance(consumer)
+        self.assertEqual({'PGPU': 0}, self.client.get_usages(device))
 
     # Simple reads ----------------------------------------------------------
 
