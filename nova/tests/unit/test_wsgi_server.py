@@ -11,8 +11,8 @@ from nova import wsgi_server
 
 class WSGIServerTestCase(test.TestCase):
 
-    def start(self, app) -> wsgi_server.WSGIServer:
-        server = wsgi_server.WSGIServer(app)
+    def start(self, app, **kwargs) -> wsgi_server.WSGIServer:
+        server = wsgi_server.WSGIServer(app, **kwargs)
         server.start()
         self.addCleanup(server.stop)
         return server
@@ -78,3 +78,47 @@ class WSGIServerTestCase(test.TestCase):
     def test_start_twice_is_refused(self):
         server = self.start(lambda e, s: [])
         self.assertRaises(RuntimeError, server.start)
+
+    def test_burst_waits_for_a_slot_instead_of_being_reset(self):
+        # Twice as many connections at once as the server handles at once
+        # and far more than the stdlib backlog of 5: none is refused, and
+        # never more than max_requests run in the app together.
+        lock = threading.Lock()
+        running = [0]
+        peak = [0]
+        release = threading.Event()
+
+        def app(environ, start_response):
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            release.wait(10)
+            with lock:
+                running[0] -= 1
+            start_response('200 OK', [])
+            return [b'ok']
+
+        server = self.start(app, max_requests=20)
+        self.assertLess(5, wsgi_server.LISTEN_BACKLOG)
+        codes = []
+
+        def call():
+            try:
+                codes.append(requests.get(server.url, timeout=30)
+                             .status_code)
+            except requests.RequestException as error:
+                codes.append(repr(error))
+        clients = [threading.Thread(target=call) for _ in range(40)]
+        for client in clients:
+            client.start()
+        # Let the first ones occupy every slot before they may finish.
+        for _ in range(100):
+            with lock:
+                if running[0] == 20:
+                    break
+            release.wait(0.05)
+        release.set()
+        for client in clients:
+            client.join(30)
+        self.assertEqual([200] * 40, codes)
+        self.assertEqual(20, peak[0])
