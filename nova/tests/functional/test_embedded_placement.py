@@ -14,7 +14,7 @@ import fixtures
 from nova import test
 
 _SCRIPT = textwrap.dedent('''
-    import json, sys
+    import json, sqlite3, sys
     import requests
     from nova import embedded_placement
     from nova import exception
@@ -43,6 +43,10 @@ _SCRIPT = textwrap.dedent('''
         "wide": placement.conf.workarounds.optimize_for_wide_provider_trees,
         "strategy":
             placement.conf.placement.allocation_candidates_generation_strategy,
+        "retries": placement.conf.placement.allocation_conflict_retry_count,
+        "journal": sqlite3.connect(
+            state_path + "/placement.sqlite").execute(
+                "PRAGMA journal_mode").fetchone()[0],
     }))
 ''')
 
@@ -62,6 +66,10 @@ class EmbeddedPlacementTestCase(test.TestCase):
         self.assertEqual(['cmp1'], first['names'])
         self.assertTrue(first['wide'])
         self.assertEqual('breadth-first', first['strategy'])
+        # Claims are exclusive (see build_conf) and SQLite takes
+        # concurrent writers (nova.db.sqlite).
+        self.assertEqual(1, first['retries'])
+        self.assertEqual('wal', first['journal'])
         self.assertIn('already runs a Placement database', first['second'])
         self.assertIn('other.sqlite', first['second'])
 
