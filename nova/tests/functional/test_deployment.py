@@ -17,9 +17,7 @@ import time
 
 import testtools
 
-from nova import context as nova_context
 from nova import test
-from nova.db import api as db
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
 from nova.tests.functional import deployment
@@ -88,28 +86,12 @@ class DeploymentTestCase(test.TestCase):
         self.addCleanup(thread.join)
         return thread
 
-    def wait_for(self, check, what: str):
-        deadline = time.monotonic() + FAULT_WAIT
-        while time.monotonic() < deadline:
-            result = check()
-            if result:
-                return result
-            time.sleep(0.05)
-        self.fail('timed out waiting for %s' % what)
-
-    @staticmethod
-    def building_host() -> str | None:
-        """The host of a server the conductor handed to a compute and
-        that is still building, if any."""
-        context = nova_context.get_admin_context()
-        return next((i['host'] for i in db.instance_get_all(context)
-                     if i['vm_state'] == 'building' and i['host']), None)
-
-    @staticmethod
-    def some_servers_exist() -> bool:
-        """The API recorded a server (read from the database: cheap, and
-        answered while nova-api is busy or gone)."""
-        return bool(db.instance_get_all(nova_context.get_admin_context()))
+    def wait_for_instance(self, match=lambda instance: True) -> dict:
+        """An instance row ``match`` accepts (fails after FAULT_WAIT)."""
+        instance = workload.wait_for_instance(match, FAULT_WAIT)
+        self.assertIsNotNone(instance, 'no instance as awaited after %ss' %
+                             FAULT_WAIT)
+        return instance
 
 
 class TestDeployment(DeploymentTestCase):
@@ -151,8 +133,7 @@ class TestDeploymentFaults(DeploymentTestCase):
 
     def test_compute_killed_with_builds_in_flight(self):
         self.client.create_servers(self.BURST)
-        host = self.wait_for(self.building_host,
-                             'a build handed to a compute')
+        host = self.wait_for_instance(workload.handed_to_compute)['host']
         self.deployment.restart('nova-compute-%s' % host)
         self.assertSettledAndSound()
         self.assertDeleteAllLeavesNothing()
@@ -160,7 +141,7 @@ class TestDeploymentFaults(DeploymentTestCase):
     def test_scheduler_and_conductor_killed_mid_burst(self):
         self.burst_in_background(self.BURST)
         # The conductor is working on builds (and holds those it fetched).
-        self.wait_for(self.building_host, 'a build handed to a compute')
+        self.wait_for_instance(workload.handed_to_compute)
         for name in ('nova-scheduler-1', 'nova-conductor'):
             self.deployment.kill(name)
         for name in ('nova-scheduler-1', 'nova-conductor'):
@@ -170,7 +151,7 @@ class TestDeploymentFaults(DeploymentTestCase):
 
     def test_placement_down_during_burst(self):
         self.burst_in_background(self.BURST)
-        self.wait_for(self.some_servers_exist, 'the first server')
+        self.wait_for_instance(workload.handed_to_compute)
         self.deployment.kill('placement')
         time.sleep(PLACEMENT_OUTAGE)
         self.deployment.start('placement')
@@ -179,7 +160,8 @@ class TestDeploymentFaults(DeploymentTestCase):
 
     def test_api_killed_mid_request(self):
         burst = self.burst_in_background(self.BURST)
-        self.wait_for(self.some_servers_exist, 'the first server')
+        # The first server is recorded: the others' requests are in flight.
+        self.wait_for_instance()
         self.deployment.kill('nova-api')
         burst.join()
         self.deployment.start('nova-api')

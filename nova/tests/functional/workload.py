@@ -159,6 +159,30 @@ class ComputeClient:
             time.sleep(1)
 
 
+def handed_to_compute(instance: dict) -> bool:
+    """The conductor handed the build to a compute; it still builds."""
+    return instance['vm_state'] == 'building' and bool(instance['host'])
+
+
+def wait_for_instance(match=lambda instance: True,
+                      timeout: float = 60) -> dict | None:
+    """Wait (bounded) for an instance row ``match`` accepts; None if none
+    did in time. The moment to inject a fault mid-burst.
+
+    Read from the database: cheap, and it answers while nova-api is
+    busy or gone.
+    """
+    context = nova_context.get_admin_context()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = next((i for i in db.instance_get_all(context)
+                      if match(i)), None)
+        if found is not None:
+            return found
+        time.sleep(0.05)
+    return None
+
+
 def _size(server: dict) -> int:
     """GPUs the server's flavor asks for."""
     spec = server['flavor']['extra_specs'].get('pci_passthrough:alias')
@@ -215,7 +239,8 @@ def check(client: ComputeClient, placement_url: str,
         checks['no ERROR server whose partition size is free'] = [
             'server %s (%d GPUs) is ERROR (%s) although %s still have a '
             'free %d-GPU partition' % (
-                s['id'], _size(s), s.get('fault', {}).get('message'),
+                s['id'], _size(s),
+                ' '.join(s.get('fault', {}).get('message', '').split())[:300],
                 [h for h, sizes in sorted(free.items())
                  if sizes.get(_size(s))], _size(s))
             for s in servers if s['status'] == 'ERROR' and any(
