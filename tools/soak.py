@@ -79,16 +79,17 @@ class Soak:
                 lambda client: client.create_servers(self.servers),
                 fits_checked=True)
 
-    def fault(self, what: str, inject) -> None:
-        """A burst from another thread; ``inject()`` once the first build
-        reached a compute; then wait for the burst's answers."""
+    def fault(self, what: str, inject,
+              when=workload.handed_to_compute) -> None:
+        """A burst from another thread; ``inject()`` once an instance row
+        is as ``when`` wants (default: a build reached a compute); then
+        wait for the burst's answers."""
         def run(client):
             burst = threading.Thread(target=client.create_servers,
                                      args=(self.servers,))
             burst.start()
             try:
-                workload.wait_for_instance(workload.handed_to_compute,
-                                           FAULT_WAIT)
+                workload.wait_for_instance(when, FAULT_WAIT)
                 inject()
             finally:
                 burst.join()
@@ -105,7 +106,8 @@ def soak_nova_all(args, workdir: str) -> int:
         soak = Soak(target, 'nova-all', args.servers)
         soak.bursts(args.rounds)
         soak.fault('kill -9 of nova-all',
-                   lambda: target.restart('nova-all'))
+                   lambda: target.restart('nova-all'),
+                   when=lambda instance: True)
         return soak.violations
 
 
@@ -120,8 +122,12 @@ def soak_deployment(args, workdir: str) -> int:
         soak = Soak(target, 'deployment', args.servers)
         soak.bursts(args.rounds)
         for name in list(target.processes):
+            # nova-api dies while requests are in flight (the first
+            # server is recorded); the others while builds run.
             soak.fault('kill -9 of %s' % name,
-                       lambda name=name: target.restart(name))
+                       lambda name=name: target.restart(name),
+                       **({'when': lambda instance: True}
+                          if name == 'nova-api' else {}))
 
         def outage():
             target.kill('placement')

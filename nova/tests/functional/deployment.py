@@ -223,7 +223,9 @@ class _Processes(fixtures.Fixture):
         self.start(name)
 
     def logs(self) -> dict[str, str]:
-        return {name: proc.log() for name, proc in self.processes.items()}
+        """Process name -> its log (none before the processes exist)."""
+        return {name: proc.log() for name, proc in
+                getattr(self, 'processes', {}).items()}
 
 
 class Deployment(_Processes):
