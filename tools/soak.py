@@ -46,10 +46,10 @@ class Soak:
         self.violations = 0
 
     def _report(self, phase: str, client: workload.ComputeClient,
-                fits_checked: bool, extra: dict | None = None) -> None:
+                fault_free: bool, extra: dict | None = None) -> None:
         checks = dict(extra or {})
         checks.update(workload.check(client, self.target.placement_url,
-                                     fits_checked))
+                                     fault_free))
         print('[%s] %s: %s' % (self.label, phase,
                                workload.describe(client.servers(), client)))
         for name, found in checks.items():
@@ -59,17 +59,17 @@ class Soak:
             self.violations += len(found)
         sys.stdout.flush()
 
-    def _phase(self, phase: str, run, fits_checked: bool = False) -> None:
+    def _phase(self, phase: str, run, fault_free: bool = False) -> None:
         """``run(client)`` a phase, check, then delete every server at
         once and check that nothing is left."""
         client = workload.ComputeClient(self.target.api_url)
         started = time.monotonic()
         run(client)
         self._report('%s (%.0f s)' % (phase, time.monotonic() - started),
-                     client, fits_checked)
+                     client, fault_free)
         client = workload.ComputeClient(self.target.api_url)
         left = client.delete_all()
-        self._report('%s, then all deleted at once' % phase, client, False,
+        self._report('%s, then all deleted at once' % phase, client, True,
                      {'every server deleted': left})
 
     def bursts(self, rounds: int) -> None:
@@ -77,7 +77,7 @@ class Soak:
             self._phase('round %d/%d: %d concurrent boots' % (
                 index, rounds, self.servers),
                 lambda client: client.create_servers(self.servers),
-                fits_checked=True)
+                fault_free=True)
 
     def fault(self, what: str, inject,
               when=workload.handed_to_compute) -> None:

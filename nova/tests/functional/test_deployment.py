@@ -51,11 +51,11 @@ class DeploymentTestCase(test.TestCase):
         for name, text in self.deployment.logs().items():
             self.addDetail(name, testtools.content.text_content(text))
 
-    def assertSettledAndSound(self, fits_checked: bool = False) -> None:
+    def assertSettledAndSound(self, fault_free: bool = False) -> None:
         """Once no server builds: the invariants hold and every user
         answer was sound."""
         checks = workload.check(self.client, self.deployment.placement_url,
-                                fits_checked)
+                                fault_free)
         self.assertEqual([], [v for found in checks.values() for v in found],
                          workload.describe(self.client.servers(),
                                            self.client))
@@ -63,8 +63,9 @@ class DeploymentTestCase(test.TestCase):
     def assertDeleteAllLeavesNothing(self) -> None:
         """Deleting every server at once frees every device and
         allocation."""
+        self.client = workload.ComputeClient(self.deployment.api_url)
         self.assertEqual([], self.client.delete_all())
-        self.assertSettledAndSound()
+        self.assertSettledAndSound(fault_free=True)
         placement = invariants.placement_adapter(
             self.deployment.placement_url)
         consumers = set()
@@ -123,7 +124,7 @@ class TestDeployment(DeploymentTestCase):
         # what fits is ACTIVE on one partition, the rest ERROR saying why.
         accepted = self.client.create_servers(30)
         self.assertEqual(30, len(accepted), self.client.statuses)
-        self.assertSettledAndSound(fits_checked=True)
+        self.assertSettledAndSound(fault_free=True)
         self.assertDeleteAllLeavesNothing()
 
 

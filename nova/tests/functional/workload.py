@@ -213,14 +213,14 @@ def free_partitions() -> dict[str, dict[int, int]]:
 
 
 def check(client: ComputeClient, placement_url: str,
-          fits_checked: bool = False) -> dict[str, list[str]]:
+          fault_free: bool = False) -> dict[str, list[str]]:
     """Every check by name -> its violations, once servers settled.
 
     The invariants of :mod:`nova.tests.functional.invariants` (devices,
     partitions, allocations, nothing in BUILD) plus what a user sees: any
-    5xx, ERROR servers without a fault saying why, and (``fits_checked``,
-    for loads without faults) ERROR servers whose partition size is still
-    free.
+    5xx, ERROR servers without a fault saying why, and, for loads without
+    injected faults (``fault_free``), requests that got no answer and
+    ERROR servers whose partition size is still free.
     """
     servers = client.wait_settled()
     checks = {
@@ -234,7 +234,10 @@ def check(client: ComputeClient, placement_url: str,
             for s in servers if s['status'] == 'ERROR' and
             not (s.get('fault') or {}).get('message')],
     }
-    if fits_checked:
+    if fault_free:
+        checks['every request answered'] = [
+            '%d request(s) got no HTTP answer' % client.statuses[UNANSWERED]
+        ] if client.statuses[UNANSWERED] else []
         free = free_partitions()
         checks['no ERROR server whose partition size is free'] = [
             'server %s (%d GPUs) is ERROR (%s) although %s still have a '
