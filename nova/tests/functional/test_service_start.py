@@ -10,6 +10,7 @@ import fixtures
 
 import nova
 from nova import test
+from nova.tests.functional import deployment
 
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(nova.__file__)))
@@ -31,19 +32,12 @@ class TestBadConfigAtStart(test.TestCase):
 
     def _config(self, name: str, pci: dict, placement: bool = True,
                 debug: bool = False) -> str:
-        path = os.path.join(self.tmp, name + '.conf')
-        lines = ['[DEFAULT]', 'state_path = %s' % os.path.join(
-                     self.tmp, name), 'debug = %s' % debug,
-                 'transport_url = fake:/',
-                 '[api]', 'listen = 127.0.0.1', 'listen_port = 0',
-                 '[filter_scheduler]', 'pci_in_placement = %s' % placement,
-                 '[pci]']
-        for option, values in pci.items():
-            for value in values if isinstance(values, list) else [values]:
-                lines.append('%s = %s' % (option, value))
-        with open(path, 'w') as f:
-            f.write('\n'.join(lines) + '\n')
-        return path
+        return deployment.write_conf(os.path.join(self.tmp, name + '.conf'), {
+            'DEFAULT': {'state_path': os.path.join(self.tmp, name),
+                        'debug': debug, 'transport_url': 'fake:/'},
+            'api': {'listen': '127.0.0.1', 'listen_port': 0},
+            'filter_scheduler': {'pci_in_placement': placement},
+            'pci': pci})
 
     def _start(self, binary: str, config: str):
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep +
