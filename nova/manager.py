@@ -9,8 +9,13 @@ class Manager:
     """What nova.service.Service expects of a manager, with defaults.
 
     ``init_host`` runs before the RPC server starts; ``periodic_tasks``
-    returns ``[(name, callable, interval seconds)]``.
+    returns ``[(name, callable, interval seconds)]``. A manager that sets
+    ``binary`` (e.g. ``nova-compute``) and ``topic`` is registered in the
+    services table by ``nova.service.Service``, which reports it up.
     """
+
+    binary: str | None = None
+    topic: str | None = None
 
     def __init__(self, conf: cfg.ConfigOpts,
                  reportclient: report.SchedulerReportClient | None = None

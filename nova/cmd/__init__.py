@@ -83,7 +83,7 @@ def run_service(binary: str, serve: Callable[[cfg.ConfigOpts], int],
 def rpc_service(manager, topic: str, server: str) -> service.Service:
     """A started service whose manager answers RPC on ``topic``."""
     svc = service.Service(manager, lambda m: rpc.get_server(
-        topic, server, [m]))
+        topic, server, [m]), host=server)
     svc.start()
     return svc
 

@@ -78,6 +78,9 @@ class _LeaseLost(Exception):
 class ConductorManager(manager.Manager):
     """RPC endpoint of the conductor (topic ``conductor``)."""
 
+    binary = BINARY
+    topic = 'conductor'
+
     def __init__(self, conf: cfg.ConfigOpts,
                  reportclient: report.SchedulerReportClient | None = None
                  ) -> None:

@@ -17,11 +17,12 @@ from nova.conf import paths
 from nova.conf import pci
 from nova.conf import placement
 from nova.conf import scheduler
+from nova.conf import service
 
 CONF = cfg.CONF
 
 _MODULES = (paths, api, compute, conductor, database, libvirt, logs, pci,
-            placement, scheduler)
+            placement, scheduler, service)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

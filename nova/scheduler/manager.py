@@ -28,6 +28,7 @@ from nova import exception
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.scheduler import weights
+from nova.servicegroup import api as servicegroup
 
 LOG = logging.getLogger(__name__)
 
@@ -64,6 +65,9 @@ def describe_request(request: request_builder.ResourceRequest,
 class SchedulerManager(manager.Manager):
     """RPC endpoint of the scheduler (topic ``scheduler``)."""
 
+    binary = BINARY
+    topic = 'scheduler'
+
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)
     def select_destination(self, context, instance_uuid: str,
@@ -98,7 +102,7 @@ class SchedulerManager(manager.Manager):
                 reason='no host can provide %s' % wanted)
 
         usable, dropped = self._usable_hosts(
-            context, response, set(excluded_hosts))
+            context, response, set(excluded_hosts), self.conf)
         kept = [candidate for candidate in candidates
                 if self._root(candidate, response) in usable]
         if not kept:
@@ -204,31 +208,35 @@ class SchedulerManager(manager.Manager):
         return summaries[uuids[0]]['root_provider_uuid']
 
     @staticmethod
-    def _usable_hosts(context, response: dict,
-                      excluded: set[str]) -> tuple[dict, list[str]]:
+    def _usable_hosts(context, response: dict, excluded: set[str],
+                      conf) -> tuple[dict, list[str]]:
         """Compute nodes (by UUID) the candidates may land on.
 
         Returns the usable nodes and a description of each root provider
-        dropped: excluded host, disabled compute service, or a provider
-        that is no nova compute node.
+        dropped: excluded host, disabled compute service, compute service
+        down (no heartbeat for ``[DEFAULT]service_down_time``, or none
+        registered), or a provider that is no nova compute node.
         """
         nodes = {node['uuid']: node for node in db.compute_node_get_all(
             context)}
-        disabled = {service['host']
+        services = {service['host']: service
                     for service in db.service_get_all(context,
-                                                      COMPUTE_BINARY)
-                    if service['disabled']}
+                                                      COMPUTE_BINARY)}
         roots = sorted({summary['root_provider_uuid'] for summary in
                         response.get('provider_summaries', {}).values()})
         usable, dropped = {}, []
         for root in roots:
             node = nodes.get(root)
+            service = services.get(node['host']) if node else None
             if node is None:
                 dropped.append('provider %s is not a compute node' % root)
             elif node['host'] in excluded:
                 dropped.append('%s already tried' % node['host'])
-            elif node['host'] in disabled:
+            elif service is not None and service['disabled']:
                 dropped.append('%s is disabled' % node['host'])
+            elif not servicegroup.is_up(service, conf):
+                dropped.append(servicegroup.down_reason(service,
+                                                        node['host']))
             else:
                 usable[root] = node
         return usable, dropped

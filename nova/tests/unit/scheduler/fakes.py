@@ -6,9 +6,11 @@ two quads -> two pairs each -> 8 GPUs with member-index traits), with the
 compute node UUID as root provider UUID.
 """
 
+import datetime
 import uuid
 
 from oslo_config import cfg
+from oslo_utils import timeutils
 
 import nova.conf
 from nova import context as nova_context
@@ -76,6 +78,14 @@ class GpuHosts:
         self.roots[host] = root
         return root
 
+    def last_seen(self, host: str, seconds_ago: int) -> None:
+        """The compute of ``host`` last reported ``seconds_ago`` ago."""
+        service = db.service_get_by_host_and_binary(self.context, host,
+                                                    'nova-compute')
+        db.service_update(self.context, service['id'], {
+            'last_seen_up': timeutils.utcnow() - datetime.timedelta(
+                seconds=seconds_ago)})
+
     def use(self, host: str, gpus, consumer: str | None = None) -> str:
         """Allocate GPUs of ``host`` to another consumer; its UUID."""
         consumer = consumer or str(uuid.uuid4())
@@ -111,6 +121,7 @@ class GpuHostsTestCase(test.TestCase):
         super().setUp()
         self.useFixture(db_fixture.Database())
         placement = self.useFixture(placement_fixture.PlacementFixture())
+        self.placement = placement
         self.conf = make_conf(placement)
         self.admin = nova_context.get_admin_context()
         self.hosts = GpuHosts(self, placement.api, self.admin)

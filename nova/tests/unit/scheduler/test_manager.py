@@ -2,8 +2,10 @@
 
 import oslo_messaging
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
 from nova.db import api as db
+from nova.db import models
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
@@ -123,6 +125,41 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         instance = fakes.create_instance(self.context, 1)
 
         self.assertEqual('cmp2', self._select(instance)['host'])
+
+    def test_skips_compute_services_that_stopped_reporting(self):
+        self.hosts.add_host('cmp1')
+        self.hosts.add_host('cmp2')
+        self.hosts.use('cmp2', [1])     # the fuller host is preferred...
+        self.hosts.last_seen('cmp2', 61)  # ...but its compute is down
+        self.hosts.last_seen('cmp1', 5)
+        instance = fakes.create_instance(self.context, 1)
+
+        self.assertEqual('cmp1', self._select(instance)['host'])
+
+    def test_no_valid_host_says_which_computes_are_down(self):
+        self.hosts.add_host('hgx-2')
+        self.hosts.last_seen('hgx-2', 300)
+        instance = fakes.create_instance(self.context, 2)
+
+        error = self.assertRaises(exception.NoValidHost, self._select,
+                                  instance)
+
+        self.assertIn('hgx-2 is down (last seen 300s ago', error.message)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
+    def test_compute_node_without_service_is_not_used(self):
+        self.hosts.add_host('cmp1')
+        with db.context_manager.writer.using(self.context):
+            self.context.session.execute(
+                sa.update(models.ComputeNode).values(service_id=None))
+            self.context.session.execute(sa.delete(models.Service))
+        instance = fakes.create_instance(self.context, 1)
+
+        error = self.assertRaises(exception.NoValidHost, self._select,
+                                  instance)
+
+        self.assertIn('cmp1 is down (no service has ever reported',
+                      error.message)
 
     def test_retries_next_candidate_when_claim_conflicts(self):
         self.hosts.add_host('cmp1')

@@ -1,0 +1,1 @@
+"""Which nova services are up, from the heartbeats in the services table."""

@@ -1,0 +1,82 @@
+"""Service liveness: heartbeats in the ``services`` table.
+
+Every running service reports every ``[DEFAULT]report_interval`` seconds
+by setting ``last_seen_up`` to the current time and counting the report in
+``report_count`` (see ``nova.service.Service``). A service is up while its
+last report is at most ``[DEFAULT]service_down_time`` seconds old; a row
+that never reported counts from its creation, as upstream Nova does, so a
+service registered a moment ago is up. Clocks of the hosts must agree to
+well within ``service_down_time`` (NTP), as for upstream Nova.
+"""
+
+import datetime
+import logging
+
+from oslo_config import cfg
+from oslo_utils import timeutils
+
+from nova.db import api as db
+from nova import exception
+
+LOG = logging.getLogger(__name__)
+
+
+def register(context, host: str, binary: str, topic: str | None) -> dict:
+    """The services row of ``binary`` on ``host``, created if missing."""
+    try:
+        return db.service_get_by_host_and_binary(context, host, binary)
+    except exception.ServiceHostBinaryNotFound:
+        pass
+    try:
+        service = db.service_create(
+            context, {'host': host, 'binary': binary, 'topic': topic})
+    except exception.ServiceExists:
+        # Another process with the same host and binary won the race.
+        return db.service_get_by_host_and_binary(context, host, binary)
+    LOG.info('Registered service %s on host %s', binary, host)
+    return service
+
+
+def report_state(context, host: str, binary: str,
+                 topic: str | None) -> dict:
+    """Record that ``binary`` on ``host`` is up now (one heartbeat).
+
+    The row is created again if an operator removed it meanwhile.
+    """
+    service = register(context, host, binary, topic)
+    return db.service_update(context, service['id'], {
+        'last_seen_up': timeutils.utcnow(),
+        'report_count': (service['report_count'] or 0) + 1})
+
+
+def last_seen(service: dict) -> datetime.datetime | None:
+    """When the service was last known up: its last report, else creation.
+    """
+    return service.get('last_seen_up') or service.get('created_at')
+
+
+def is_up(service: dict | None, conf: cfg.ConfigOpts,
+          now: datetime.datetime | None = None) -> bool:
+    """True if ``service`` reported within ``[DEFAULT]service_down_time``.
+
+    A missing row (None) is down: nothing there ever reported.
+    """
+    if service is None:
+        return False
+    seen = last_seen(service)
+    if seen is None:
+        return False
+    now = now or timeutils.utcnow()
+    return (now - seen).total_seconds() <= conf.service_down_time
+
+
+def down_reason(service: dict | None, host: str,
+                now: datetime.datetime | None = None) -> str:
+    """Why ``host`` counts as down, for logs and NoValidHost reasons,
+    e.g. ``hgx-2 is down (last seen 73s ago)``."""
+    seen = last_seen(service) if service is not None else None
+    if seen is None:
+        return '%s is down (no service has ever reported from it)' % host
+    age = int(((now or timeutils.utcnow()) - seen).total_seconds())
+    return '%s is down (last seen %ds ago, at %s UTC)' % (
+        host, age, seen.strftime('%Y-%m-%d %H:%M:%S'))
