@@ -3,11 +3,24 @@
 import argparse
 import sys
 
+from oslo_config import cfg
+
 from nova import cmd
 from nova import context as nova_context
 from nova import exception
+from nova.compute import audit
+from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
 from nova.db import migration
+from nova.pci import manager as pci_manager
+from nova.scheduler.client import report
+from nova.servicegroup import api as servicegroup
+
+# Exit codes of ``placement audit``, as upstream nova-manage has them.
+AUDIT_NOTHING_FOUND = 0
+AUDIT_FOUND = 3
+AUDIT_ALL_DELETED = 4
+AUDIT_BAD_INPUT = 127
 
 _PCI_COLUMNS = ('host', 'address', 'vendor_id', 'product_id', 'group_path',
                 'status', 'instance_uuid')
@@ -48,6 +61,98 @@ def pci_list(host: str | None) -> int:
     return 0
 
 
+def placement_audit(conf: cfg.ConfigOpts, verbose: bool = False,
+                    delete: bool = False,
+                    resource_provider: str | None = None,
+                    reportclient: report.SchedulerReportClient | None = None
+                    ) -> int:
+    """Find (and with ``delete`` remove) what no instance owns.
+
+    Audits the provider trees of every compute node (or only the one whose
+    root provider is ``resource_provider``): Placement allocations held by
+    consumers that are no building or running instance, and PCI device
+    rows claimed by instances not on that host (``nova.compute.audit``).
+    ``delete`` removes those allocations; a device is freed here only if
+    the compute of its host is down, because a running compute must
+    destroy the guest that may still use the device first (its periodic
+    audit and its start do). Returns 0 if nothing was found, 3 if
+    something found was left, 4 if all of it was removed, 127 for an
+    unknown provider.
+    """
+    context = nova_context.get_admin_context()
+    nodes = db.compute_node_get_all(context)
+    if resource_provider is not None:
+        nodes = [node for node in nodes if node['uuid'] == resource_provider]
+        if not nodes:
+            print('No compute node has resource provider %s' %
+                  resource_provider, file=sys.stderr)
+            return AUDIT_BAD_INPUT
+    reportclient = reportclient or report.SchedulerReportClient(conf)
+    if verbose:
+        for node in nodes:
+            print('Auditing compute node %s (resource provider %s)' % (
+                node['host'], node['uuid']))
+    orphans = audit.find_orphan_allocations(
+        context, reportclient, [node['uuid'] for node in nodes])
+    claims = audit.find_orphan_device_claims(context, nodes)
+    for orphan in orphans:
+        print('Allocation of consumer %s is orphaned: %s' % (
+            orphan.consumer_uuid, orphan.reason))
+        if verbose:
+            print('  %s' % audit.describe_resources(orphan.resources))
+    for claim in claims:
+        print('PCI device %s on %s is claimed by %s, which does not own '
+              'it: %s' % (claim.address, claim.host, claim.instance_uuid,
+                          claim.reason))
+    if not orphans and not claims:
+        print('No orphaned allocations or PCI device claims found')
+        return AUDIT_NOTHING_FOUND
+    if not delete:
+        print('Found %d orphaned allocation(s) and %d orphaned PCI device '
+              'claim(s); run with --delete to remove them' % (
+                  len(orphans), len(claims)))
+        return AUDIT_FOUND
+    removed = audit.remove_allocations(reportclient, orphans)
+    for consumer in removed:
+        print('Deleted the allocation of consumer %s' % consumer)
+    freed = _free_device_claims(context, conf, claims)
+    left = len(orphans) - len(removed) + len(claims) - freed
+    if left:
+        print('%d finding(s) left; see above' % left)
+        return AUDIT_FOUND
+    return AUDIT_ALL_DELETED
+
+
+def _free_device_claims(context, conf: cfg.ConfigOpts,
+                        claims: list[audit.OrphanDeviceClaim]) -> int:
+    """Free the device claims on hosts whose compute is down; count them.
+    """
+    services = {service['host']: service for service in db.service_get_all(
+        context, compute_rpcapi.BINARY)}
+    freed = 0
+    done: set[tuple[int, str]] = set()
+    for claim in claims:
+        service = services.get(claim.host)
+        if servicegroup.is_up(service, conf):
+            print('Left PCI device %s on %s to its nova-compute, which is '
+                  'up: it destroys the guest of %s before freeing the '
+                  'device' % (claim.address, claim.host,
+                              claim.instance_uuid))
+            continue
+        key = (claim.compute_node_id, claim.instance_uuid)
+        if key not in done:
+            done.add(key)
+            tracker = pci_manager.PciDevTracker(context,
+                                                claim.compute_node_id)
+            tracker.free_instance(claim.instance_uuid)
+        print('Freed PCI device %s on %s (compute down: %s), claimed by %s'
+              % (claim.address, claim.host,
+                 servicegroup.down_reason(service, claim.host),
+                 claim.instance_uuid))
+        freed += 1
+    return freed
+
+
 def db_sync() -> int:
     """Create or upgrade the nova database schema."""
     migration.db_sync()
@@ -68,6 +173,20 @@ def _parser() -> argparse.ArgumentParser:
     list_parser = pci_actions.add_parser(
         'list', help='devices with group path, status and instance')
     list_parser.add_argument('--host', help='only this compute host')
+    placement_parser = categories.add_parser('placement', help='Placement')
+    placement_actions = placement_parser.add_subparsers(dest='action',
+                                                        required=True)
+    audit_parser = placement_actions.add_parser(
+        'audit', help='find allocations and PCI device claims that no '
+                      'instance owns; exit 0 if none, 3 if some found, 4 '
+                      'if all were deleted')
+    audit_parser.add_argument('--verbose', action='store_true',
+                              help='also print what each allocation holds')
+    audit_parser.add_argument('--delete', action='store_true',
+                              help='remove what is found')
+    audit_parser.add_argument('--resource_provider', metavar='UUID',
+                              help='only the compute node with this root '
+                                   'resource provider')
     return parser
 
 
@@ -77,9 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.config_file:
         oslo_args += ['--config-file', path]
     try:
-        cmd.parse_args(oslo_args)
+        conf = cmd.parse_args(oslo_args)
         if args.category == 'db':
             return db_sync()
+        if args.category == 'placement':
+            return placement_audit(conf, args.verbose, args.delete,
+                                   args.resource_provider)
         return pci_list(args.host)
     except exception.NovaException as err:
         print(err, file=sys.stderr)

@@ -19,6 +19,7 @@ from nova.pci import config as pci_config
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
+from nova.servicegroup import api as servicegroup
 
 LOG = logging.getLogger(__name__)
 
@@ -127,13 +128,57 @@ class API:
         (the compute there tears the instance down: guest, devices,
         allocation, record) or it never will be and the allocation the
         scheduler may have claimed is freed here.
+
+        If the compute of that host is down (no heartbeat for
+        ``[DEFAULT]service_down_time``) or does not answer, the instance is
+        deleted here as for a host-less one, as upstream Nova does; the
+        compute destroys the guest and frees the devices when it comes
+        back (``ComputeManager.release_unowned``).
         """
         instance = db.instance_update(context, uuid,
                                       {'task_state': 'deleting'})
-        if instance['host']:
-            self.compute_rpcapi.terminate_instance(context, instance['host'],
-                                                   uuid)
+        host = instance['host']
+        if host and self._terminate_on_host(context, host, uuid):
             return
-        self.reportclient.delete_allocation_for_instance(uuid)
-        db.instance_destroy(context, uuid)
-        LOG.info('Instance %s deleted before it reached a host', uuid)
+        self._local_delete(context, uuid)
+
+    def _terminate_on_host(self, context, host: str, uuid: str) -> bool:
+        """Have the compute of ``host`` delete the instance; False if it
+        is down or does not answer, so the caller deletes locally."""
+        try:
+            service = db.service_get_by_host_and_binary(
+                context, host, compute_rpcapi.BINARY)
+        except exception.ServiceHostBinaryNotFound:
+            service = None
+        if not servicegroup.is_up(service, self.conf):
+            LOG.warning('Deleting instance %s without its compute: %s',
+                        uuid, servicegroup.down_reason(service, host))
+            return False
+        try:
+            self.compute_rpcapi.terminate_instance(context, host, uuid)
+        except oslo_messaging.MessagingTimeout as exc:
+            # Down since its last heartbeat. A compute that is only slow
+            # and finishes later does no harm: every step is idempotent.
+            LOG.warning('Compute %s did not answer the delete of instance '
+                        '%s (%s); deleting it without its compute', host,
+                        uuid, exc)
+            return False
+        return True
+
+    def _local_delete(self, context, uuid: str) -> None:
+        """Free the allocation and delete the record, without a compute.
+
+        Placement being unreachable does not stop the delete: the
+        allocation audit removes allocations of deleted instances later.
+        """
+        try:
+            self.reportclient.delete_allocation_for_instance(uuid)
+        except exception.NovaException as exc:
+            LOG.warning('Could not delete the allocation of instance %s in '
+                        'Placement (%s); the allocation audit removes it '
+                        'later', uuid, exc)
+        try:
+            db.instance_destroy(context, uuid)
+        except exception.InstanceNotFound:
+            pass
+        LOG.info('Instance %s deleted without a compute', uuid)

@@ -23,6 +23,7 @@ import oslo_messaging
 from nova import context as nova_context
 from nova import exception
 from nova import manager
+from nova.compute import audit
 from nova.compute import resource_tracker
 from nova.db import api as db
 from nova.pci import request as pci_request
@@ -36,6 +37,9 @@ TOPIC = 'compute'
 
 class ComputeManager(manager.Manager):
     """Manages the instances and resources of one compute host."""
+
+    binary = BINARY
+    topic = TOPIC
 
     def __init__(self, conf: cfg.ConfigOpts, driver, reportclient=None,
                  host: str | None = None) -> None:
@@ -54,7 +58,6 @@ class ComputeManager(manager.Manager):
         repair what a previous life of this service left half done."""
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
-        self._register_service(context)
         self.rt.update_available_resource(context)
         self._repair_host(context)
         LOG.info('Compute %s started with %d PCI devices tracked',
@@ -129,20 +132,30 @@ class ComputeManager(manager.Manager):
             return False
         return True
 
-    def _register_service(self, context) -> None:
-        try:
-            db.service_get_by_host_and_binary(context, self.host, BINARY)
-        except exception.ServiceHostBinaryNotFound:
-            db.service_create(context, {'host': self.host, 'binary': BINARY,
-                                        'topic': TOPIC})
-
     def update_available_resource(self) -> None:
         """Periodic task: refresh and report this host's resources."""
         self.rt.update_available_resource(nova_context.get_admin_context())
 
+    def audit_allocations(self) -> None:
+        """Periodic task: remove what no instance of this host owns.
+
+        Guests and PCI device claims first (see :meth:`release_unowned`),
+        then the Placement allocations on this host's providers held by
+        consumers that own nothing (``nova.compute.audit``), e.g. left by
+        a free that failed while Placement was down. Builds in progress own
+        their allocations and are never touched.
+        """
+        context = nova_context.get_admin_context()
+        self.release_unowned(context)
+        orphans = audit.find_orphan_allocations(
+            context, self.reportclient, [self.rt.compute_node['uuid']])
+        audit.remove_allocations(self.reportclient, orphans)
+
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
-                 self.conf.update_resources_interval)]
+                 self.conf.update_resources_interval),
+                ('audit_allocations', self.audit_allocations,
+                 self.conf.allocation_audit_interval)]
 
     # Instances --------------------------------------------------------------
 
@@ -264,15 +277,56 @@ class ComputeManager(manager.Manager):
         finally:
             self.rt.pci_tracker.free_instance(instance_uuid)
 
+    def _forget_lock(self, instance_uuid: str) -> None:
+        with self._locks_guard:
+            self._instance_locks.pop(instance_uuid, None)
+
+    def release_unowned(self, context) -> None:
+        """Destroy the guests and free the PCI devices on this host of
+        instances that do not own them here (``nova.compute.audit``):
+        deleted (e.g. by the API while this compute was down), never
+        existing, in ERROR, or on another host.
+
+        Each instance is re-checked under its lock, so a build or delete
+        running meanwhile is never undercut. Called by the periodic audit
+        (at start, ``_repair_host`` does the same for instances deleted or
+        moved while this compute was down).
+        """
+        holders = set(self.driver.list_instance_uuids()) | {
+            dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
+            if dev['instance_uuid']}
+        for instance_uuid, reason in sorted(audit.unowned(
+                context, holders, self.host).items()):
+            with self._instance_lock(instance_uuid):
+                reason = audit.unowned(context, [instance_uuid],
+                                       self.host).get(instance_uuid)
+                if reason is None:
+                    continue
+                LOG.warning('Destroying the guest and freeing the PCI '
+                            'devices of instance %s on %s: %s',
+                            instance_uuid, self.host, reason)
+                self._cleanup(instance_uuid)
+            self._forget_lock(instance_uuid)
+
     def terminate_instance(self, context, instance_uuid: str) -> None:
-        """Destroy the guest, free devices and allocation, delete it."""
+        """Destroy the guest, free devices and allocation, delete it.
+
+        Placement being unreachable does not stop the delete half-way: the
+        allocation is left to the allocation audit, which removes
+        allocations of deleted instances.
+        """
         with self._instance_lock(instance_uuid):
             self._cleanup(instance_uuid)
-            self.reportclient.delete_allocation_for_instance(instance_uuid)
+            try:
+                self.reportclient.delete_allocation_for_instance(
+                    instance_uuid)
+            except exception.NovaException as exc:
+                LOG.warning('Could not delete the allocation of instance %s '
+                            'in Placement (%s); the allocation audit removes '
+                            'it later', instance_uuid, exc)
             try:
                 db.instance_destroy(context, instance_uuid)
             except exception.InstanceNotFound:
                 pass
-        with self._locks_guard:
-            self._instance_locks.pop(instance_uuid, None)
+        self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)

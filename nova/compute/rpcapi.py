@@ -4,6 +4,8 @@ the compute host name)."""
 from nova import rpc
 
 TOPIC = 'compute'
+# The services row of a compute (liveness) is under this binary name.
+BINARY = 'nova-compute'
 # A build may wait for devices to be bound, the guest to start and the
 # NVLink partition to be activated; 30 minutes bounds a stuck compute
 # without failing slow but healthy builds.

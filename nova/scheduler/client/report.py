@@ -390,9 +390,9 @@ class SchedulerReportClient:
         """Allocations of every consumer using a provider of the tree.
 
         consumer UUID -> {"allocations": {rp_uuid: {"resources": {...}}},
-        "project_id", "user_id", "consumer_generation"}; a consumer's
-        allocations outside the tree are included, as a reshape needs the
-        whole consumer.
+        "project_id", "user_id", "consumer_generation", "consumer_type"};
+        a consumer's allocations outside the tree are included, as a
+        reshape needs the whole consumer.
         """
         consumers: set[str] = set()
         for rp in self._tree_listing(root_uuid):
@@ -408,6 +408,7 @@ class SchedulerReportClient:
                     'project_id': body.get('project_id'),
                     'user_id': body.get('user_id'),
                     'consumer_generation': body.get('consumer_generation'),
+                    'consumer_type': body.get('consumer_type'),
                 }
         return result
 

@@ -1,9 +1,12 @@
-"""nova-manage pci list against a running compute's database."""
+"""nova-manage pci list and placement audit against real services."""
 
 import io
 from unittest import mock
 
 from nova.cmd import manage
+from nova import context as nova_context
+from nova.db import api as db
+from nova.servicegroup import api as servicegroup
 from nova.tests.functional import base
 
 
@@ -42,3 +45,145 @@ class TestPciList(base.FunctionalTestCase):
         self.assertEqual(1, code)
         self.assertIn("'nope'", err)
         self.assertIn('cmp1', err)
+
+
+class TestPlacementAudit(base.FunctionalTestCase):
+    """nova-manage placement audit on real computes, Placement and DB."""
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.ctx = nova_context.get_admin_context()
+        self.compute = self.start_compute('cmp1')
+        self.root = self.compute.rt.compute_node['uuid']
+        self.gpu_rps = {d['address']: d['rp_uuid']
+                        for d in self.compute.rt.pci_tracker.pci_devs}
+
+    def _run(self, *args):
+        out = io.StringIO()
+        with mock.patch('sys.stdout', out), \
+                mock.patch('sys.stderr', out):
+            code = manage.placement_audit(
+                self.conf, verbose='--verbose' in args,
+                delete='--delete' in args,
+                resource_provider=(args[args.index('--resource_provider')
+                                        + 1]
+                                   if '--resource_provider' in args
+                                   else None),
+                reportclient=self.reportclient)
+        return code, out.getvalue()
+
+    def _instance(self, vm_state, gpu, deleted=False):
+        """An instance holding GPU number ``gpu`` in Placement and in the
+        PCI tracker, as a build on cmp1 leaves it."""
+        instance = db.instance_create(self.ctx, {
+            'display_name': vm_state, 'vm_state': vm_state, 'host': 'cmp1',
+            'node': 'cmp1', 'project_id': 'p', 'user_id': 'u'})
+        address = base.GPUS[gpu - 1]
+        resp = self.placement.api.put(
+            '/allocations/%s' % instance['uuid'], json={
+                'allocations': {
+                    self.root: {'resources': {'VCPU': 1}},
+                    self.gpu_rps[address]: {'resources': {'PGPU': 1}}},
+                'project_id': 'p', 'user_id': 'u',
+                'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+        self.assertEqual(204, resp.status_code, resp.text)
+        self.compute.rt.pci_tracker.claim(instance['uuid'], 'r1', [address])
+        if deleted:
+            db.instance_destroy(self.ctx, instance['uuid'])
+        return instance['uuid']
+
+    def _holder(self, address):
+        return {d['address']: d['instance_uuid'] for d in
+                db.pci_device_get_all_by_node(
+                    self.ctx, self.compute.rt.compute_node['id'])}[address]
+
+    def test_nothing_to_find(self):
+        self._instance('active', 1)
+        self._instance('building', 2)
+        code, out = self._run('--verbose')
+        self.assertEqual(0, code, out)
+        self.assertIn('Auditing compute node cmp1 (resource provider %s)'
+                      % self.root, out)
+        self.assertIn('No orphaned allocations or PCI device claims found',
+                      out)
+
+    def test_reports_then_deletes_on_a_down_compute(self):
+        building = self._instance('building', 1)
+        deleted = self._instance('active', 2, deleted=True)
+        failed = self._instance('error', 3)
+
+        code, out = self._run('--verbose')
+
+        self.assertEqual(3, code, out)
+        self.assertIn('Allocation of consumer %s is orphaned: instance was '
+                      'deleted' % deleted, out)
+        self.assertIn('Allocation of consumer %s is orphaned: instance is '
+                      'in ERROR' % failed, out)
+        self.assertIn('PGPU=1 on %s' % self.gpu_rps[base.GPUS[1]], out)
+        self.assertIn('PCI device %s on cmp1 is claimed by %s' % (
+            base.GPUS[1], deleted), out)
+        self.assertNotIn(building, out)
+        self.assertIn('run with --delete', out)
+        # Only reported.
+        self.assertEqual(deleted, self._holder(base.GPUS[1]))
+
+        # No service ever reported from cmp1 (no nova-compute runs it):
+        # the devices can be freed here.
+        code, out = self._run('--delete')
+
+        self.assertEqual(4, code, out)
+        self.assertIn('Deleted the allocation of consumer %s' % deleted, out)
+        self.assertIn('Freed PCI device %s on cmp1 (compute down' %
+                      base.GPUS[1], out)
+        for consumer in (deleted, failed):
+            self.assertEqual({}, self.placement_get(
+                '/allocations/%s' % consumer)['allocations'])
+        self.assertIsNone(self._holder(base.GPUS[1]))
+        self.assertIsNone(self._holder(base.GPUS[2]))
+        self.assertEqual(building, self._holder(base.GPUS[0]))
+        self.assertNotEqual({}, self.placement_get(
+            '/allocations/%s' % building)['allocations'])
+        self.assertEqual(0, self._run()[0])
+
+    def test_devices_on_a_running_compute_are_left_to_it(self):
+        servicegroup.report_state(self.ctx, 'cmp1', 'nova-compute',
+                                  'compute')
+        deleted = self._instance('active', 2, deleted=True)
+
+        code, out = self._run('--delete')
+
+        self.assertEqual(3, code, out)
+        self.assertIn('Deleted the allocation of consumer %s' % deleted, out)
+        self.assertIn('Left PCI device %s on cmp1 to its nova-compute' %
+                      base.GPUS[1], out)
+        self.assertEqual(deleted, self._holder(base.GPUS[1]))
+        # The compute's own audit releases it.
+        self.compute.audit_allocations()
+        self.assertIsNone(self._holder(base.GPUS[1]))
+        self.assertEqual(0, self._run()[0])
+
+    def test_one_resource_provider(self):
+        other = self.start_compute('cmp2').rt.compute_node['uuid']
+        self._instance('active', 1, deleted=True)
+        code, out = self._run('--resource_provider', other)
+        self.assertEqual(0, code, out)
+        code, out = self._run('--resource_provider', self.root)
+        self.assertEqual(3, code, out)
+
+    def test_unknown_resource_provider(self):
+        code, out = self._run('--resource_provider', 'nope')
+        self.assertEqual(127, code)
+        self.assertIn('No compute node has resource provider nope', out)
+
+    def test_placement_down_is_an_error(self):
+        self.placement.stop_server()
+        with mock.patch('sys.argv', ['nova-manage', 'placement', 'audit']):
+            out = io.StringIO()
+            with mock.patch('sys.stdout', out), \
+                    mock.patch('sys.stderr', out), \
+                    mock.patch.object(manage.cmd, 'parse_args',
+                                      return_value=self.conf):
+                code = manage.main()
+        self.assertEqual(1, code)
+        self.assertIn('Unable to reach the Placement service', out.getvalue())

@@ -2,7 +2,6 @@
 
 import threading
 
-
 from nova.compute import api as compute_api
 from nova import context as nova_context
 from nova.db import api as db
@@ -167,6 +166,7 @@ class TestComputeAPI(fakes.GpuHostsTestCase):
     def test_delete_on_a_host_calls_its_compute(self):
         self._flavor()
         instance = self._create()
+        self.hosts.add_host('cmp1')      # its service just registered: up
         db.instance_update(self.admin, instance['uuid'],
                            {'host': 'cmp1', 'node': 'cmp1'})
 
@@ -180,3 +180,57 @@ class TestComputeAPI(fakes.GpuHostsTestCase):
     def test_delete_unknown_instance(self):
         self.assertRaises(exception.InstanceNotFound, self.api.delete,
                           self.context, 'c0ffee00-0000-4000-8000-000000000000')
+
+    def _on_host(self, host='cmp1', last_seen_ago=None):
+        """An instance placed on ``host`` holding an allocation there;
+        the host's compute last reported ``last_seen_ago`` seconds ago."""
+        self._flavor()
+        instance = self._create()
+        self.hosts.add_host(host)
+        if last_seen_ago is not None:
+            self.hosts.last_seen(host, last_seen_ago)
+        self.hosts.allocate(instance['uuid'], {
+            self.hosts.roots[host]: {'VCPU': 4, 'MEMORY_MB': 4096}})
+        db.instance_update(self.admin, instance['uuid'],
+                           {'host': host, 'node': host})
+        return instance
+
+    def test_delete_on_a_down_compute_deletes_locally(self):
+        instance = self._on_host(last_seen_ago=600)
+
+        self.api.delete(self.context, instance['uuid'])
+
+        self.assertEqual([], self.compute.terminated)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertRaises(exception.InstanceNotFound, self.api.get,
+                          self.context, instance['uuid'])
+        self.assertIn('cmp1 is down (last seen 6', self.logger.output)
+
+    def test_delete_on_a_compute_that_does_not_answer(self):
+        # Reported up, but no compute serves cmp2 any more.
+        self.rpc.conf.set_override('rpc_response_timeout', 1)
+        instance = self._on_host('cmp2')
+
+        self.api.delete(self.context, instance['uuid'])
+
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertRaises(exception.InstanceNotFound, self.api.get,
+                          self.context, instance['uuid'])
+        self.assertIn('cmp2 did not answer the delete', self.logger.output)
+
+    def test_delete_while_placement_is_down_still_deletes(self):
+        instance = self._on_host(last_seen_ago=600)
+        self.placement.stop_server()
+        self.addCleanup(self.placement.start_server)
+
+        self.api.delete(self.context, instance['uuid'])
+
+        self.assertRaises(exception.InstanceNotFound, self.api.get,
+                          self.context, instance['uuid'])
+        self.assertIn('the allocation audit removes it later',
+                      self.logger.output)
+        self.placement.start_server()
+        # Left for the audit.
+        self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
+                         self.hosts.allocations(instance['uuid'])[
+                             self.hosts.roots['cmp1']])
