@@ -10,6 +10,7 @@ import os
 import fixtures
 from oslo_config import cfg
 
+from nova import service
 from nova import test
 import nova.conf
 from nova.compute import manager as compute_manager
@@ -39,6 +40,7 @@ class FunctionalTestCase(test.TestCase):
         self.placement.configure_nova(self.conf)
         self.reportclient = report.SchedulerReportClient(self.conf)
         self.computes: dict[str, compute_manager.ComputeManager] = {}
+        self._compute_services: dict[str, service.Service] = {}
 
     def flags(self, group: str | None = None, **overrides) -> None:
         for name, value in overrides.items():
@@ -75,7 +77,14 @@ class FunctionalTestCase(test.TestCase):
                     self.node_uri(host, devices))
         manager = compute_manager.ComputeManager(
             self.conf, driver, self.reportclient, host=host)
-        manager.init_host()
+        if host in self._compute_services:
+            self._compute_services.pop(host).stop()
+        # As nova-compute starts it (services row, heartbeats, init_host,
+        # periodic tasks), without RPC.
+        svc = service.Service(manager)
+        svc.start()
+        self.addCleanup(svc.stop)
+        self._compute_services[host] = svc
         self.computes[host] = manager
         return manager
 

@@ -1,12 +1,14 @@
 """nova-manage pci list and placement audit against real services."""
 
+import datetime
 import io
 from unittest import mock
+
+from oslo_utils import timeutils
 
 from nova.cmd import manage
 from nova import context as nova_context
 from nova.db import api as db
-from nova.servicegroup import api as servicegroup
 from nova.tests.functional import base
 
 
@@ -128,13 +130,19 @@ class TestPlacementAudit(base.FunctionalTestCase):
         # Only reported.
         self.assertEqual(deleted, self._holder(base.GPUS[1]))
 
-        # No service ever reported from cmp1 (no nova-compute runs it):
-        # the devices can be freed here.
+        # The compute dies: the devices can be freed here.
+        self._compute_services['cmp1'].stop()
+        service = db.service_get_by_host_and_binary(self.ctx, 'cmp1',
+                                                    'nova-compute')
+        db.service_update(self.ctx, service['id'], {
+            'last_seen_up': timeutils.utcnow() - datetime.timedelta(
+                seconds=3600)})
         code, out = self._run('--delete')
 
         self.assertEqual(4, code, out)
         self.assertIn('Deleted the allocation of consumer %s' % deleted, out)
-        self.assertIn('Freed PCI device %s on cmp1 (compute down' %
+        self.assertIn('Freed PCI device %s on cmp1 (compute down: cmp1 is '
+                      'down (last seen 36' %
                       base.GPUS[1], out)
         for consumer in (deleted, failed):
             self.assertEqual({}, self.placement_get(
@@ -147,8 +155,6 @@ class TestPlacementAudit(base.FunctionalTestCase):
         self.assertEqual(0, self._run()[0])
 
     def test_devices_on_a_running_compute_are_left_to_it(self):
-        servicegroup.report_state(self.ctx, 'cmp1', 'nova-compute',
-                                  'compute')
         deleted = self._instance('active', 2, deleted=True)
 
         code, out = self._run('--delete')
