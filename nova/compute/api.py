@@ -12,6 +12,7 @@ from oslo_config import cfg
 import oslo_messaging
 
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import utils as compute_utils
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
@@ -167,18 +168,6 @@ class API:
 
     def _local_delete(self, context, uuid: str) -> None:
         """Free the allocation and delete the record, without a compute.
-
-        Placement being unreachable does not stop the delete: the
-        allocation audit removes allocations of deleted instances later.
         """
-        try:
-            self.reportclient.delete_allocation_for_instance(uuid)
-        except exception.NovaException as exc:
-            LOG.warning('Could not delete the allocation of instance %s in '
-                        'Placement (%s); the allocation audit removes it '
-                        'later', uuid, exc)
-        try:
-            db.instance_destroy(context, uuid)
-        except exception.InstanceNotFound:
-            pass
+        compute_utils.free_and_destroy(context, self.reportclient, uuid)
         LOG.info('Instance %s deleted without a compute', uuid)

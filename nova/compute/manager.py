@@ -25,6 +25,7 @@ from nova import exception
 from nova import manager
 from nova.compute import audit
 from nova.compute import resource_tracker
+from nova.compute import utils as compute_utils
 from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
@@ -317,16 +318,7 @@ class ComputeManager(manager.Manager):
         """
         with self._instance_lock(instance_uuid):
             self._cleanup(instance_uuid)
-            try:
-                self.reportclient.delete_allocation_for_instance(
-                    instance_uuid)
-            except exception.NovaException as exc:
-                LOG.warning('Could not delete the allocation of instance %s '
-                            'in Placement (%s); the allocation audit removes '
-                            'it later', instance_uuid, exc)
-            try:
-                db.instance_destroy(context, instance_uuid)
-            except exception.InstanceNotFound:
-                pass
+            compute_utils.free_and_destroy(context, self.reportclient,
+                                           instance_uuid)
         self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
