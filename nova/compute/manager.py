@@ -306,7 +306,15 @@ class ComputeManager(manager.Manager):
                 LOG.warning('Destroying the guest and freeing the PCI '
                             'devices of instance %s on %s: %s',
                             instance_uuid, self.host, reason)
-                self._cleanup(instance_uuid)
+                try:
+                    self._cleanup(instance_uuid)
+                except exception.NovaException:
+                    # One guest that cannot be destroyed must not keep the
+                    # compute from starting or the others from being
+                    # cleaned; the next audit tries again.
+                    LOG.exception('Could not clean up instance %s on %s',
+                                  instance_uuid, self.host)
+                    continue
             self._forget_lock(instance_uuid)
 
     def terminate_instance(self, context, instance_uuid: str) -> None:

@@ -25,6 +25,7 @@ from nova import exception
 from nova.compute import audit
 from nova.compute import manager as compute_manager
 from nova.db import api as db
+from nova.tests.fixtures import libvirt_faults
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 OUTAGE = float(os.environ.get('NOVA_TEST_PLACEMENT_OUTAGE', '2'))
@@ -172,6 +173,27 @@ class TestDeletesThatFinish(LivenessTestBase):
                       server['id'], self.logger.output)
         # The whole board is usable again.
         self.assert_server_holds(self.boot(flavors[8]), {boot.BOARD})
+
+    def test_compute_starts_when_a_leftover_guest_resists(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        server = self.boot(flavors[2])
+        self.stop_compute('cmp1')
+        self.delete(server['id'])
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.computes['cmp1'].driver.host, ['destroy', 'undefine']))
+
+        compute = self.restart_compute('cmp1')
+
+        self.assertTrue(faults.triggered)
+        self.assertIn('Could not clean up instance %s on cmp1' %
+                      server['id'], self.logger.output)
+        self.assertIn(server['id'], self.domain_uuids('cmp1'))
+        # Serving, and the next audit finishes the job.
+        self.assertEqual('ACTIVE', self.boot(flavors[1], 'one')['status'])
+        faults.methods.clear()      # libvirt behaves again
+        compute.audit_allocations()
+        self.assert_nothing_held(server['id'])
 
     def test_delete_while_placement_is_down(self):
         self.start_services()
