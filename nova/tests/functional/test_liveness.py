@@ -260,6 +260,37 @@ class TestDeletesThatFinish(LivenessTestBase):
         self.assert_consistent([server])
 
 
+class TestLateClaim(LivenessTestBase):
+
+    def test_claim_after_the_build_was_given_up_is_removed(self):
+        """The scheduler answers after the conductor timed out: the server
+        is in ERROR and its allocation freed, then the claim lands. The
+        compute's audit removes that allocation."""
+        self.start_services()
+        flavors = self.gpu_flavors()
+        server = self.boot(flavors[8])
+        self.delete(server['id'])
+        # A server of the same flavor whose build was given up.
+        gone = db.instance_get_by_uuid(self.ctx, server['id'],
+                                       read_deleted=True)
+        instance = db.instance_create(self.ctx, {
+            'display_name': 'late', 'project_id': 'p', 'user_id': 'u',
+            'flavor': gone['flavor'], 'pci_requests': gone['pci_requests'],
+            'vm_state': 'error', 'task_state': None,
+            'fault_message': 'the conductor gave up'})
+        scheduler = next(svc.manager for svc in self.allinone.services
+                         if svc.manager.binary == 'nova-scheduler')
+        scheduler.select_destination(self.ctx, instance['uuid'], [])
+        self.assertNotEqual({}, self.placement_get(
+            '/allocations/%s' % instance['uuid'])['allocations'])
+
+        self.computes['cmp1'].audit_allocations()
+
+        self.assertEqual({}, self.placement_get(
+            '/allocations/%s' % instance['uuid'])['allocations'])
+        self.assert_server_holds(self.boot(flavors[8]), {boot.BOARD})
+
+
 class TestPlacementOutage(LivenessTestBase):
 
     def test_burst_with_placement_down(self):
