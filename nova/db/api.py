@@ -160,6 +160,22 @@ def service_update(context, service_id: int, values: dict) -> dict:
                        _service_exists(merged))
 
 
+@context_manager.writer
+def service_report(context, host: str, binary: str) -> bool:
+    """Record one heartbeat of ``binary`` on ``host``: ``last_seen_up`` is
+    now and ``report_count`` one more, in a single UPDATE (no read first,
+    so a heartbeat holds the write lock for as short as possible). False
+    if there is no such service."""
+    result = context.session.execute(
+        sa.update(models.Service)
+        .where(models.Service.host == host,
+               models.Service.binary == binary)
+        .values(last_seen_up=timeutils.utcnow(),
+                report_count=models.Service.report_count + 1)
+        .execution_options(synchronize_session=False))
+    return result.rowcount > 0
+
+
 # Compute nodes -------------------------------------------------------------
 
 def _compute_node_exists(values: dict):

@@ -38,15 +38,15 @@ def register(context, host: str, binary: str, topic: str | None) -> dict:
 
 
 def report_state(context, host: str, binary: str,
-                 topic: str | None) -> dict:
+                 topic: str | None) -> None:
     """Record that ``binary`` on ``host`` is up now (one heartbeat).
 
-    The row is created again if an operator removed it meanwhile.
+    The row is created first if missing (first start, or an operator
+    removed it meanwhile).
     """
-    service = register(context, host, binary, topic)
-    return db.service_update(context, service['id'], {
-        'last_seen_up': timeutils.utcnow(),
-        'report_count': (service['report_count'] or 0) + 1})
+    if not db.service_report(context, host, binary):
+        register(context, host, binary, topic)
+        db.service_report(context, host, binary)
 
 
 def last_seen(service: dict) -> datetime.datetime | None:

@@ -95,23 +95,30 @@ class TestHeartbeats(test.TestCase):
 
     def test_report_state_registers_then_counts(self):
         before = timeutils.utcnow()
-        first = servicegroup.report_state(self.ctx, 'cond-1',
-                                          'nova-conductor', 'conductor')
-        second = servicegroup.report_state(self.ctx, 'cond-1',
-                                           'nova-conductor', 'conductor')
+        servicegroup.report_state(self.ctx, 'cond-1', 'nova-conductor',
+                                  'conductor')
+        first = self._row('cond-1', 'nova-conductor')
+        servicegroup.report_state(self.ctx, 'cond-1', 'nova-conductor',
+                                  'conductor')
+        second = self._row('cond-1', 'nova-conductor')
         self.assertEqual(first['id'], second['id'])
+        self.assertEqual(1, first['report_count'])
         self.assertEqual(2, second['report_count'])
-        self.assertGreaterEqual(second['last_seen_up'], before)
+        self.assertGreaterEqual(second['last_seen_up'],
+                                first['last_seen_up'])
+        self.assertGreaterEqual(first['last_seen_up'], before)
         self.assertEqual('conductor', second['topic'])
+        self.assertEqual(1, len(db.service_get_all(self.ctx)))
 
     def test_report_state_recreates_a_removed_row(self):
         servicegroup.report_state(self.ctx, 'cond-1', 'nova-conductor',
                                   'conductor')
         with db.context_manager.writer.using(self.ctx):
             self.ctx.session.execute(sa.delete(models.Service))
-        row = servicegroup.report_state(self.ctx, 'cond-1',
-                                        'nova-conductor', 'conductor')
-        self.assertEqual(1, row['report_count'])
+        servicegroup.report_state(self.ctx, 'cond-1', 'nova-conductor',
+                                  'conductor')
+        self.assertEqual(1, self._row('cond-1',
+                                      'nova-conductor')['report_count'])
 
     def test_service_reports_before_init_host_and_periodically(self):
         conf = _conf(report_interval=1, host='sched-1')
