@@ -25,7 +25,6 @@ from nova import exception
 from nova.compute import audit
 from nova.compute import manager as compute_manager
 from nova.db import api as db
-from nova.tests.fixtures import libvirt_faults
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 OUTAGE = float(os.environ.get('NOVA_TEST_PLACEMENT_OUTAGE', '2'))
@@ -168,32 +167,8 @@ class TestDeletesThatFinish(LivenessTestBase):
         self.restart_compute('cmp1')
 
         self.assert_nothing_held(server['id'])
-        self.assertIn('Destroying the guest and freeing the PCI devices of '
-                      'instance %s on cmp1: instance was deleted' %
-                      server['id'], self.logger.output)
         # The whole board is usable again.
         self.assert_server_holds(self.boot(flavors[8]), {boot.BOARD})
-
-    def test_compute_starts_when_a_leftover_guest_resists(self):
-        self.start_services()
-        flavors = self.gpu_flavors()
-        server = self.boot(flavors[2])
-        self.stop_compute('cmp1')
-        self.delete(server['id'])
-        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
-            self.computes['cmp1'].driver.host, ['destroy', 'undefine']))
-
-        compute = self.restart_compute('cmp1')
-
-        self.assertTrue(faults.triggered)
-        self.assertIn('Could not clean up instance %s on cmp1' %
-                      server['id'], self.logger.output)
-        self.assertIn(server['id'], self.domain_uuids('cmp1'))
-        # Serving, and the next audit finishes the job.
-        self.assertEqual('ACTIVE', self.boot(flavors[1], 'one')['status'])
-        faults.methods.clear()      # libvirt behaves again
-        compute.audit_allocations()
-        self.assert_nothing_held(server['id'])
 
     def test_delete_while_placement_is_down(self):
         self.start_services()
@@ -258,37 +233,6 @@ class TestDeletesThatFinish(LivenessTestBase):
         server = self.settle(building['id'])
         self.assertEqual('ACTIVE', server['status'], server)
         self.assert_consistent([server])
-
-
-class TestLateClaim(LivenessTestBase):
-
-    def test_claim_after_the_build_was_given_up_is_removed(self):
-        """The scheduler answers after the conductor timed out: the server
-        is in ERROR and its allocation freed, then the claim lands. The
-        compute's audit removes that allocation."""
-        self.start_services()
-        flavors = self.gpu_flavors()
-        server = self.boot(flavors[8])
-        self.delete(server['id'])
-        # A server of the same flavor whose build was given up.
-        gone = db.instance_get_by_uuid(self.ctx, server['id'],
-                                       read_deleted=True)
-        instance = db.instance_create(self.ctx, {
-            'display_name': 'late', 'project_id': 'p', 'user_id': 'u',
-            'flavor': gone['flavor'], 'pci_requests': gone['pci_requests'],
-            'vm_state': 'error', 'task_state': None,
-            'fault_message': 'the conductor gave up'})
-        scheduler = next(svc.manager for svc in self.allinone.services
-                         if svc.manager.binary == 'nova-scheduler')
-        scheduler.select_destination(self.ctx, instance['uuid'], [])
-        self.assertNotEqual({}, self.placement_get(
-            '/allocations/%s' % instance['uuid'])['allocations'])
-
-        self.computes['cmp1'].audit_allocations()
-
-        self.assertEqual({}, self.placement_get(
-            '/allocations/%s' % instance['uuid'])['allocations'])
-        self.assert_server_holds(self.boot(flavors[8]), {boot.BOARD})
 
 
 class TestPlacementOutage(LivenessTestBase):
