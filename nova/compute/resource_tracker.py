@@ -8,6 +8,7 @@ the compute at start with a message naming the bad value.
 """
 
 import logging
+import math
 import threading
 import uuid as uuidlib
 
@@ -36,6 +37,9 @@ class ResourceTracker:
         self.driver = driver
         self.reportclient = reportclient
         self.report_in_placement = conf.pci.report_in_placement
+        # DISK_GB: reserved is whole GB, as upstream rounds it up.
+        self.disk_reserved_gb = math.ceil(conf.reserved_host_disk_mb / 1024)
+        self.disk_allocation_ratio = conf.disk_allocation_ratio
         # The compute only checks aliases against its groups; the rules
         # that depend on how the scheduler runs are the API's business, so
         # parse them as for Placement scheduling, the only mode in which
@@ -115,7 +119,7 @@ class ResourceTracker:
             tree = ptree.ProviderTree()
             tree.add(self.nodename, uuid=self.compute_node['uuid'])
         root = tree.data(self.nodename)
-        tree.update_inventory(root.uuid, _root_inventory(resources))
+        tree.update_inventory(root.uuid, self._root_inventory(resources))
         tree.update_traits(root.uuid, root.traits | {'OWNER_NOVA'})
         if self.report_in_placement:
             allocations = self.reportclient.get_allocations_for_tree(
@@ -128,6 +132,39 @@ class ResourceTracker:
             translator.ensure_reporting_not_disabled(tree)
         self.reportclient.update_from_provider_tree(tree)
         self._record_rp_uuids(tree)
+
+    def _root_inventory(self, resources: dict) -> dict[str, dict]:
+        """VCPU, MEMORY_MB and DISK_GB of the compute node provider.
+
+        DISK_GB keeps ``reserved_host_disk_mb`` (in GB) for the host and
+        applies ``disk_allocation_ratio``, also to ``max_unit``; a
+        reservation larger than the disk is a configuration error, not an
+        empty inventory.
+        """
+        inventory = {}
+        for rc, key in (('VCPU', 'vcpus'), ('MEMORY_MB', 'memory_mb'),
+                        ('DISK_GB', 'local_gb')):
+            total = resources.get(key) or 0
+            if total > 0:
+                inventory[rc] = {'total': total, 'reserved': 0,
+                                 'min_unit': 1, 'max_unit': total,
+                                 'step_size': 1, 'allocation_ratio': 1.0}
+        disk = inventory.get('DISK_GB')
+        if disk is not None:
+            if self.disk_reserved_gb > disk['total']:
+                raise exception.InvalidConfiguration(reason=(
+                    'reserved_host_disk_mb = %d (%d GB) is more than the '
+                    'local disk of %s (%d GB); it must be at most the '
+                    'disk size' % (self.disk_reserved_gb * 1024,
+                                   self.disk_reserved_gb, self.nodename,
+                                   disk['total'])))
+            disk['reserved'] = self.disk_reserved_gb
+            disk['allocation_ratio'] = self.disk_allocation_ratio
+            # A thin disk may be larger than the filesystem when the ratio
+            # overcommits it; one instance may use all of the capacity.
+            disk['max_unit'] = max(1, int(
+                (disk['total'] - disk['reserved']) * disk['allocation_ratio']))
+        return inventory
 
     def _record_rp_uuids(self, tree: ptree.ProviderTree) -> None:
         """Remember on each device the provider that represents it."""
@@ -146,15 +183,3 @@ class ResourceTracker:
             rp_uuid = tree.data(name).uuid if tree.exists(name) else None
             if dev.get('rp_uuid') != rp_uuid:
                 self.pci_tracker.set_rp_uuid(dev['address'], rp_uuid)
-
-
-def _root_inventory(resources: dict) -> dict[str, dict]:
-    inventory = {}
-    for rc, key in (('VCPU', 'vcpus'), ('MEMORY_MB', 'memory_mb'),
-                    ('DISK_GB', 'local_gb')):
-        total = resources.get(key) or 0
-        if total > 0:
-            inventory[rc] = {'total': total, 'reserved': 0, 'min_unit': 1,
-                             'max_unit': total, 'step_size': 1,
-                             'allocation_ratio': 1.0}
-    return inventory

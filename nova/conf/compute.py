@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova.conf import paths
+
 compute_opts = [
     cfg.IntOpt('update_resources_interval',
                default=60,
@@ -24,6 +26,24 @@ compute_opts = [
                     'never touched. ``nova-manage placement audit`` runs '
                     'the same checks on demand. 0 disables the periodic '
                     'run; guests and devices are still cleaned at start.'),
+    cfg.StrOpt('instances_path',
+               default=paths.state_path_def('instances'),
+               sample_default='$state_path/instances',
+               help='Where the compute keeps instance files. The size of '
+                    'the filesystem holding it is the host\'s local disk, '
+                    'reported to Placement as DISK_GB inventory.'),
+    cfg.IntOpt('reserved_host_disk_mb',
+               default=0,
+               min=0,
+               help='Local disk in MB kept for the host itself and never '
+                    'given to instances: the DISK_GB inventory\'s '
+                    '``reserved``, rounded up to whole GB.'),
+    cfg.FloatOpt('disk_allocation_ratio',
+                 default=1.0,
+                 min=0.01,
+                 help='Allocation ratio of the DISK_GB inventory: Placement '
+                      'lets instances claim (total - reserved) x ratio GB. '
+                      'Above 1.0 overcommits thin-provisioned disks.'),
 ]
 
 

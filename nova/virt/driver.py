@@ -58,9 +58,10 @@ class ComputeDriver(abc.ABC):
 def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
     """Return the compute driver configured in ``conf``.
 
-    Only libvirt exists; its URI is ``[libvirt]connection_uri``.
+    Only libvirt exists; its URI is ``[libvirt]connection_uri`` and its
+    local disk the filesystem of ``[DEFAULT]instances_path``.
     """
     # Imported here so nova.virt.driver does not need libvirt-python.
     from nova.virt.libvirt import driver as libvirt_driver
     uri = conf.libvirt.connection_uri or DEFAULT_LIBVIRT_URI
-    return libvirt_driver.LibvirtDriver(uri)
+    return libvirt_driver.LibvirtDriver(uri, conf.instances_path)

@@ -44,7 +44,8 @@ class BootTestBase(base.FunctionalTestCase):
 
     def start_services(self, hosts=('cmp1',), devices=None):
         drivers = {host: libvirt_driver.LibvirtDriver(
-            self.node_uri(host, devices)) for host in hosts}
+            self.node_uri(host, devices), self.conf.instances_path)
+            for host in hosts}
         self.allinone = nova_all.AllInOne(self.conf, list(hosts),
                                           api_port=0, drivers=drivers)
         self.allinone.start()

@@ -5,6 +5,7 @@ Guests are plain domains whose uuid is the instance uuid and whose name is
 adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
+import os
 import threading
 import uuid as uuidlib
 
@@ -28,11 +29,16 @@ def _canonical_uuid(instance_uuid: str) -> str:
 
 
 class LibvirtDriver(driver.ComputeDriver):
-    """ComputeDriver backed by one libvirt connection to ``uri``."""
+    """ComputeDriver backed by one libvirt connection to ``uri``.
 
-    def __init__(self, uri: str, local_gb: int = 0) -> None:
+    ``instances_path`` is where guests' files live; the filesystem holding
+    it is the local disk reported as ``local_gb``. None means the host has
+    no local instance storage (``local_gb`` 0).
+    """
+
+    def __init__(self, uri: str, instances_path: str | None = None) -> None:
         self.host = libvirt_host.Host(uri)
-        self._local_gb = local_gb
+        self.instances_path = instances_path
         self._hostname: str | None = None
         # Serializes the exists-check and define of spawn, so two spawns of
         # one uuid cannot both pass the check and redefine each other.
@@ -49,7 +55,21 @@ class LibvirtDriver(driver.ComputeDriver):
                 'host %r is not allowed; the hypervisor hostname must be a '
                 'non-empty string' % (host,)))
         self._hostname = host
+        if self.instances_path:
+            try:
+                os.makedirs(self.instances_path, exist_ok=True)
+            except OSError as err:
+                raise exception.InvalidConfiguration(reason=(
+                    'instances_path %s cannot be created: %s' % (
+                        self.instances_path, err))) from err
         self.host.get_connection()
+
+    def _local_gb(self) -> int:
+        """Size in whole GiB of the filesystem holding instances_path."""
+        if not self.instances_path:
+            return 0
+        stat = os.statvfs(self.instances_path)
+        return stat.f_frsize * stat.f_blocks // (1024 ** 3)
 
     def get_available_resource(self) -> dict:
         """Return the host totals as the resource tracker expects them."""
@@ -57,7 +77,7 @@ class LibvirtDriver(driver.ComputeDriver):
         return {
             'vcpus': info.vcpus,
             'memory_mb': info.memory_mb,
-            'local_gb': self._local_gb,
+            'local_gb': self._local_gb(),
             'hypervisor_type': info.hypervisor_type,
             'hypervisor_hostname': self._hostname,
             'numa_nodes': info.numa_nodes,

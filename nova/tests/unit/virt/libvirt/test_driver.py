@@ -1,6 +1,7 @@
 """LibvirtDriver and Host against libvirt's real test:/// driver."""
 
 import os
+import shutil
 import threading
 from unittest import mock
 
@@ -88,10 +89,14 @@ class DiscoveryTest(_LibvirtTestCase):
         driver = libvirt_driver.LibvirtDriver(self.write_host(
             fakehost.node_xml_from_devices(
                 [], memory_mb=8192, numa_nodes=1, cores_per_socket=4),
-            'small.xml'), local_gb=100)
+            'small.xml'), instances_path=os.path.join(self.tmp, 'inst'))
         driver.init_host('small')
         res = driver.get_available_resource()
-        self.assertEqual((8, 8192, 100, 1, 'small'),
+        # The disk is the filesystem holding instances_path, whole GiB.
+        local_gb = shutil.disk_usage(self.tmp).total // 1024 ** 3
+        self.assertGreater(local_gb, 0)
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp, 'inst')))
+        self.assertEqual((8, 8192, local_gb, 1, 'small'),
                          (res['vcpus'], res['memory_mb'], res['local_gb'],
                           res['numa_nodes'], res['hypervisor_hostname']))
         self.assertEqual([], driver.get_pci_devices())
@@ -306,3 +311,8 @@ class LoadDriverTest(test.TestCase):
     def test_default_uri(self):
         self.assertEqual('qemu:///system',
                          virt_driver.load_driver(self.conf).uri)
+
+    def test_instances_path_from_config(self):
+        self.conf.set_override('instances_path', '/srv/nova/instances')
+        self.assertEqual('/srv/nova/instances',
+                         virt_driver.load_driver(self.conf).instances_path)

@@ -1,0 +1,52 @@
+"""The console commands of the project's documents, as written there.
+
+Tests run what the README and the operator guide tell a person to type,
+so the documents cannot drift from what works.
+"""
+
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+PCI_GROUPS_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin',
+                                'pci-groups.rst')
+DEPLOYMENT_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin',
+                                'deployment.rst')
+README = os.path.join(ROOT, 'README.rst')
+
+_PROMPT = re.compile(r'^\s*\$ (.*)$')
+
+
+def commands(path: str, section: str | None = None) -> list[str]:
+    """Every ``$ command`` of ``path`` (of one section if given).
+
+    Continuation lines (a trailing backslash) are joined, and a trailing
+    ``# comment`` is dropped. ``section`` is a title as written.
+    """
+    with open(path, encoding='utf-8') as doc:
+        lines = doc.read().splitlines()
+    if section is not None:
+        start = lines.index(section)
+        end = next((i for i in range(start + 2, len(lines) - 1)
+                    if lines[i + 1] and set(lines[i + 1]) <= set('=-~')
+                    and len(lines[i + 1]) == len(lines[i])), len(lines))
+        lines = lines[start:end]
+    found = []
+    pending = None
+    for line in lines:
+        if pending is not None:
+            pending += ' ' + line.strip().rstrip('\\').strip()
+            if not line.rstrip().endswith('\\'):
+                found.append(pending)
+                pending = None
+            continue
+        match = _PROMPT.match(line)
+        if not match:
+            continue
+        command = match.group(1).split('  #')[0].rstrip()
+        if command.endswith('\\'):
+            pending = command.rstrip('\\').strip()
+        else:
+            found.append(command)
+    return found
