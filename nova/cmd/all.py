@@ -2,8 +2,11 @@
 
 The single-node default and the demo: SQLite under ``$state_path``,
 in-process messaging (``fake:/``), the REST API on ``[api]listen_port``,
-and ``--computes N`` compute hosts. A compute uses
-``[libvirt]connection_uri`` if set; otherwise each gets a generated NVIDIA
+Placement on ``--placement-port`` (8778, as a standalone Placement), and
+either ``--computes N`` computes sharing the configuration or one compute
+per ``--compute NAME=CONFIG_FILE``, each with its own ``[pci]`` and
+``[libvirt]`` on top of the shared configuration. A compute uses
+``[libvirt]connection_uri`` if set; otherwise it gets a generated NVIDIA
 HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver.
 """
 
@@ -25,6 +28,7 @@ from nova.api import wsgi_app
 from nova.compute import api as compute_api
 from nova.compute import manager as compute_manager
 from nova.compute import rpcapi as compute_rpcapi
+from nova.conf import per_compute
 from nova.conductor import manager as conductor_manager
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import migration
@@ -38,6 +42,8 @@ LOG = logging.getLogger(__name__)
 
 # Placement's noauth2 middleware treats this token as the admin.
 PLACEMENT_TOKEN = 'admin'
+# Where a standalone Placement (placement-api) listens by default.
+PLACEMENT_PORT = 8778
 
 
 def use_noauth_placement(conf: cfg.ConfigOpts, url: str) -> None:
@@ -55,13 +61,18 @@ class AllInOne:
 
     Placement is given by the caller (embedded for nova-all, a test
     fixture in functional tests) through the [placement] options.
+    ``compute_confs`` maps hosts to their own configuration (see
+    ``nova.conf.per_compute``); other hosts use ``conf``.
     """
 
     def __init__(self, conf: cfg.ConfigOpts, compute_hosts: list[str],
                  api_port: int | None = None,
-                 drivers: dict | None = None) -> None:
+                 drivers: dict | None = None,
+                 compute_confs: dict[str, cfg.ConfigOpts] | None = None
+                 ) -> None:
         self.conf = conf
         self.compute_hosts = compute_hosts
+        self.compute_confs = dict(compute_confs or {})
         # Hypervisor drivers by host; hosts not named get _compute_driver.
         self._drivers = dict(drivers or {})
         self.api_port = conf.api.listen_port if api_port is None \
@@ -70,15 +81,19 @@ class AllInOne:
         self.computes: dict[str, compute_manager.ComputeManager] = {}
         self.api_server: wsgi_server.WSGIServer | None = None
 
+    def compute_conf(self, host: str) -> cfg.ConfigOpts:
+        """The configuration the compute of ``host`` runs with."""
+        return self.compute_confs.get(host, self.conf)
+
     def _compute_driver(self, host: str) -> libvirt_driver.LibvirtDriver:
-        uri = self.conf.libvirt.connection_uri
+        conf = self.compute_conf(host)
+        uri = conf.libvirt.connection_uri
         if not uri:
-            path = os.path.join(self.conf.state_path, 'hosts',
-                                '%s.xml' % host)
+            path = os.path.join(conf.state_path, 'hosts', '%s.xml' % host)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             uri = fakehost.write_node_xml(path,
                                           fakehost.hgx_h200_node_xml())
-        return libvirt_driver.LibvirtDriver(uri)
+        return libvirt_driver.LibvirtDriver(uri, conf.instances_path)
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))
@@ -95,7 +110,7 @@ class AllInOne:
         for host in self.compute_hosts:
             try:
                 manager = compute_manager.ComputeManager(
-                    self.conf,
+                    self.compute_conf(host),
                     self._drivers.get(host) or self._compute_driver(host),
                     reportclient, host=host)
                 self._start(manager, compute_rpcapi.TOPIC, host)
@@ -128,19 +143,72 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='nova-all', description=__doc__)
     parser.add_argument('--config-file', action='append', default=[],
                         help='nova.conf to read (repeatable)')
-    parser.add_argument('--computes', type=int, default=2,
-                        help='number of compute hosts (default 2)')
+    parser.add_argument('--computes', type=int,
+                        help='number of compute hosts sharing the '
+                             'configuration (default 2)')
+    parser.add_argument('--compute', action='append', default=[],
+                        metavar='NAME=CONFIG_FILE',
+                        help='a compute host NAME whose [pci], [libvirt] '
+                             'and disk options come from CONFIG_FILE on '
+                             'top of the shared configuration '
+                             '(repeatable; instead of --computes)')
+    parser.add_argument('--placement-port', type=int,
+                        default=PLACEMENT_PORT,
+                        help='port of the embedded Placement on 127.0.0.1 '
+                             '(default %d; 0 picks a free port)' %
+                             PLACEMENT_PORT)
     parser.add_argument('--demo', action='store_true',
                         help='boot a mix of GPU servers through the REST '
                              'API, print every GPU board, then exit')
     return parser
 
 
+def _compute_files(args: argparse.Namespace) -> dict[str, str]:
+    """Host name -> config file of the ``--compute`` arguments.
+
+    Raises ValueError with a message naming the bad argument.
+    """
+    files: dict[str, str] = {}
+    for value in args.compute:
+        name, sep, path = value.partition('=')
+        if not sep or not name or not path:
+            raise ValueError('--compute %r is not allowed; the form is '
+                             'NAME=CONFIG_FILE' % value)
+        if name in files:
+            raise ValueError('--compute %s is given twice; each compute '
+                             'needs its own name' % name)
+        if not os.path.isfile(path):
+            raise ValueError('--compute %s: config file %s does not exist'
+                             % (name, path))
+        files[name] = path
+    if files and args.computes is not None:
+        raise ValueError('--computes and --compute exclude each other; '
+                         'name every compute with --compute')
+    if args.computes is not None and args.computes < 1:
+        raise ValueError('--computes must be at least 1, got %d' %
+                         args.computes)
+    if not 0 <= args.placement_port <= 65535:
+        raise ValueError('--placement-port must be 0 to 65535, got %d' %
+                         args.placement_port)
+    return files
+
+
+def osc_placement_hint(placement_url: str) -> str:
+    """How to reach the embedded Placement with osc-placement.
+
+    The admin_token environment of the Compute API sends every service's
+    requests to OS_ENDPOINT, so Placement commands name their endpoint.
+    """
+    return ('Placement (osc-placement): openstack --os-endpoint %s '
+            'resource provider list' % placement_url)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    if args.computes < 1:
-        print('--computes must be at least 1, got %d' % args.computes,
-              file=sys.stderr)
+    try:
+        compute_files = _compute_files(args)
+    except ValueError as err:
+        print(err, file=sys.stderr)
         return 2
     oslo_args = []
     for path in args.config_file:
@@ -151,29 +219,37 @@ def main(argv: list[str] | None = None) -> int:
         demo.configure(conf)
     # The demo talks to a person: its service logs go to a file.
     return cmd.run_service(
-        'nova-all', lambda parsed: _serve(parsed, args), oslo_args, conf,
+        'nova-all', lambda parsed: _serve(parsed, args, compute_files),
+        oslo_args, conf,
         log_file='nova-all.log' if args.demo else None, runs_compute=True)
 
 
-def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
+def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
+           compute_files: dict[str, str]) -> int:
     """Run everything until signalled; whatever started is stopped again
     when a later part fails to start (a compute's configuration error
     stops the whole of nova-all, see doc/source/admin/deployment.rst)."""
+    compute_confs = {name: per_compute.layered(conf, path)
+                     for name, path in compute_files.items()}
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(
-        state_path=conf.state_path)
+        state_path=conf.state_path,
+        port=0 if args.demo else args.placement_port)
     placement.start()
     try:
         use_noauth_placement(conf, placement.url)
-        hosts = ['%s-%d' % (conf.host, i + 1) for i in range(args.computes)]
-        allinone = AllInOne(conf, hosts, api_port=0 if args.demo else None)
+        hosts = list(compute_files) or [
+            '%s-%d' % (conf.host, i + 1) for i in range(args.computes or 2)]
+        allinone = AllInOne(conf, hosts, api_port=0 if args.demo else None,
+                            compute_confs=compute_confs)
         try:
             allinone.start()
             if args.demo:
                 from nova import demo
                 return demo.run(allinone)
             print('nova-all is running: Compute API %s, Placement %s' % (
-                allinone.api_url, placement.url), flush=True)
+                allinone.api_url, placement.url))
+            print(osc_placement_hint(placement.url), flush=True)
             cmd.wait_for_signal()
             return 0
         finally:

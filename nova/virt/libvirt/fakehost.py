@@ -4,9 +4,13 @@ The test driver reads a custom node file with the host CPU topology,
 memory and ``<device>`` node devices, which makes it a fake hypervisor
 that speaks real libvirt. ``node_xml_from_devices`` builds such a file from
 plain dicts; ``hgx_h200_node_xml`` uses it for an NVIDIA HGX H200 8-GPU
-server so demos and functional tests share one realistic host. Devices of
-a custom host (a GPU removed, a different product) are made by editing the
-list from ``hgx_h200_devices`` and passing it to ``node_xml_from_devices``.
+server so demos and functional tests share one realistic host, and
+``h200_nvl_node_xml`` for a 4-GPU PCIe server whose GPUs form two NVLink
+pairs. Each kind comes with the ``[pci]`` options an operator writes for it
+(``h200_pci_config``, ``h200_nvl_pci_config``); ``write_compute_config``
+writes a host and its compute config file. Devices of a custom host (a GPU
+removed, a different product) are made by editing the list from
+``hgx_h200_devices`` and passing it to ``node_xml_from_devices``.
 """
 
 import json
@@ -25,6 +29,14 @@ H200_VENDOR_ID = '10de'
 H200_PRODUCT_ID = '2335'
 H200_PRODUCT_NAME = 'GH100 [H200 SXM 141GB]'
 NVME_ADDRESS = '0000:c1:00.0'
+
+# GPU n (1-based) of a 4-GPU PCIe server with H200 NVL cards, joined in
+# pairs by 2-way NVLink bridges: {1, 2} and {3, 4}, no link between pairs.
+H200_NVL_GPU_ADDRESSES = (
+    '0000:17:00.0', '0000:31:00.0', '0000:b1:00.0', '0000:ca:00.0',
+)
+H200_NVL_PRODUCT_ID = '233b'
+H200_NVL_PRODUCT_NAME = 'GH100 [H200 NVL]'
 NIC_ADDRESS = '0000:4b:00.0'
 
 # First IOMMU group number of the GPUs; each GPU has its own group.
@@ -62,6 +74,43 @@ def _switch_path(address: str) -> tuple[str, str]:
     return path, _nodedev_name(chain[-2])
 
 
+def _gpu_devices(addresses: tuple[str, ...], product_id: str,
+                 product_name: str) -> list[dict]:
+    """Device dicts of NVIDIA GPUs bound to vfio-pci, each in its own IOMMU
+    group; the first half on NUMA node 0, the second half on node 1."""
+    half = (len(addresses) + 1) // 2
+    return [{
+        'address': address, 'vendor_id': H200_VENDOR_ID,
+        'product_id': product_id, 'dev_type': 'type-PCI',
+        'numa_node': 0 if index < half else 1,
+        'iommu_group': _GPU_IOMMU_BASE + index,
+        'driver': 'vfio-pci', 'class': '030200',
+        'vendor_name': 'NVIDIA Corporation',
+        'product_name': product_name,
+        'link_speed': '32', 'link_width': '16',
+    } for index, address in enumerate(addresses)]
+
+
+def _nic_and_nvme() -> list[dict]:
+    """A ConnectX-7 NIC (an SR-IOV PF) and a Samsung NVMe, which GPU device
+    specs must not match."""
+    return [{
+        'address': NIC_ADDRESS, 'vendor_id': '15b3',
+        'product_id': '1021', 'dev_type': 'type-PF', 'numa_node': 0,
+        'iommu_group': 40, 'driver': 'mlx5_core', 'class': '020000',
+        'vendor_name': 'Mellanox Technologies',
+        'product_name': 'MT2910 Family [ConnectX-7]',
+        'link_speed': '32', 'link_width': '16', 'max_vfs': 16,
+    }, {
+        'address': NVME_ADDRESS, 'vendor_id': '144d',
+        'product_id': 'a80a', 'dev_type': 'type-PCI', 'numa_node': 1,
+        'iommu_group': 41, 'driver': 'nvme', 'class': '010802',
+        'vendor_name': 'Samsung Electronics Co Ltd',
+        'product_name': 'NVMe SSD Controller PM9A1/PM9A3/980PRO',
+        'link_speed': '16', 'link_width': '4',
+    }]
+
+
 def hgx_h200_devices(num_gpus: int = 8,
                      extra_devices: bool = True) -> list[dict]:
     """Return descriptions of the PCI devices of an HGX H200 host.
@@ -80,36 +129,22 @@ def hgx_h200_devices(num_gpus: int = 8,
         raise exception.Invalid(reason=(
             'num_gpus %r is not allowed; an HGX H200 board has 0 to %d '
             'GPUs' % (num_gpus, len(H200_GPU_ADDRESSES))))
-    devices = []
-    for index, address in enumerate(H200_GPU_ADDRESSES[:num_gpus]):
-        devices.append({
-            'address': address, 'vendor_id': H200_VENDOR_ID,
-            'product_id': H200_PRODUCT_ID, 'dev_type': 'type-PCI',
-            'numa_node': 0 if index < 4 else 1,
-            'iommu_group': _GPU_IOMMU_BASE + index,
-            'driver': 'vfio-pci', 'class': '030200',
-            'vendor_name': 'NVIDIA Corporation',
-            'product_name': H200_PRODUCT_NAME,
-            'link_speed': '32', 'link_width': '16',
-        })
-    if extra_devices:
-        devices.append({
-            'address': NIC_ADDRESS, 'vendor_id': '15b3',
-            'product_id': '1021', 'dev_type': 'type-PF', 'numa_node': 0,
-            'iommu_group': 40, 'driver': 'mlx5_core', 'class': '020000',
-            'vendor_name': 'Mellanox Technologies',
-            'product_name': 'MT2910 Family [ConnectX-7]',
-            'link_speed': '32', 'link_width': '16', 'max_vfs': 16,
-        })
-        devices.append({
-            'address': NVME_ADDRESS, 'vendor_id': '144d',
-            'product_id': 'a80a', 'dev_type': 'type-PCI', 'numa_node': 1,
-            'iommu_group': 41, 'driver': 'nvme', 'class': '010802',
-            'vendor_name': 'Samsung Electronics Co Ltd',
-            'product_name': 'NVMe SSD Controller PM9A1/PM9A3/980PRO',
-            'link_speed': '16', 'link_width': '4',
-        })
-    return devices
+    devices = _gpu_devices(H200_GPU_ADDRESSES, H200_PRODUCT_ID,
+                           H200_PRODUCT_NAME)[:num_gpus]
+    return devices + (_nic_and_nvme() if extra_devices else [])
+
+
+def h200_nvl_node_xml(memory_mb: int = 1048576) -> str:
+    """Return the node XML of a 4-GPU H200 NVL server.
+
+    Two NUMA nodes with one 32-core, 2-thread socket each (128 vCPUs),
+    ``memory_mb`` of RAM (1 TiB by default), four H200 NVL GPUs (two per
+    NUMA node), a ConnectX-7 NIC and an NVMe.
+    """
+    devices = _gpu_devices(H200_NVL_GPU_ADDRESSES, H200_NVL_PRODUCT_ID,
+                           H200_NVL_PRODUCT_NAME) + _nic_and_nvme()
+    return node_xml_from_devices(devices, memory_mb=memory_mb,
+                                 cores_per_socket=32)
 
 
 def _device_element(dev: dict) -> ET.Element:
@@ -245,6 +280,36 @@ H200_NVLINK_QUADS = {'quad-a': ('pair-a1', 'pair-a2'),
                      'quad-b': ('pair-b1', 'pair-b2')}
 H200_NVLINK_BOARD = {'board': ('quad-a', 'quad-b')}
 
+# The two bridged pairs of the H200 NVL server; nothing larger.
+H200_NVL_NVLINK_PAIRS = {'pair-1': (1, 2), 'pair-2': (3, 4)}
+
+# The alias both host kinds serve: any H200 GPU, in NVLink groups.
+H200_ALIAS = {'name': 'h200', 'resource_class': 'PGPU',
+              'group_type': 'nvlink'}
+
+
+def _pci_config(addresses: tuple[str, ...], product_id: str,
+                pairs: dict[str, tuple[int, int]],
+                parents: tuple[dict[str, tuple[str, ...]], ...]
+                ) -> dict[str, list[str]]:
+    """[pci] option values for GPUs at ``addresses`` in NVLink ``pairs``
+    (by 1-based GPU number) nested in the ``parents`` levels."""
+    groups = []
+    for name, (first, second) in pairs.items():
+        groups.append({'name': name, 'type': 'nvlink', 'addresses': [
+            addresses[first - 1], addresses[second - 1]]})
+    for level in parents:
+        for name, members in level.items():
+            groups.append({'name': name, 'type': 'nvlink',
+                           'members': list(members)})
+    return {
+        'device_spec': [json.dumps({'vendor_id': H200_VENDOR_ID,
+                                    'product_id': product_id,
+                                    'resource_class': 'PGPU'})],
+        'device_group': [json.dumps(group) for group in groups],
+        'alias': [json.dumps(H200_ALIAS)],
+    }
+
 
 def h200_pci_config() -> dict[str, list[str]]:
     """The [pci] option values an operator writes for the HGX H200 host.
@@ -252,20 +317,52 @@ def h200_pci_config() -> dict[str, list[str]]:
     Returns ``device_spec``, ``device_group`` and ``alias`` values (JSON
     strings), shared by the demo and the functional tests.
     """
+    return _pci_config(H200_GPU_ADDRESSES, H200_PRODUCT_ID,
+                       H200_NVLINK_PAIRS,
+                       (H200_NVLINK_QUADS, H200_NVLINK_BOARD))
 
-    groups = []
-    for name, (first, second) in H200_NVLINK_PAIRS.items():
-        groups.append({'name': name, 'type': 'nvlink', 'addresses': [
-            H200_GPU_ADDRESSES[first - 1], H200_GPU_ADDRESSES[second - 1]]})
-    for parents in (H200_NVLINK_QUADS, H200_NVLINK_BOARD):
-        for name, members in parents.items():
-            groups.append({'name': name, 'type': 'nvlink',
-                           'members': list(members)})
-    return {
-        'device_spec': [json.dumps({'vendor_id': H200_VENDOR_ID,
-                                    'product_id': H200_PRODUCT_ID,
-                                    'resource_class': 'PGPU'})],
-        'device_group': [json.dumps(group) for group in groups],
-        'alias': [json.dumps({'name': 'h200', 'resource_class': 'PGPU',
-                              'group_type': 'nvlink'})],
-    }
+
+def h200_nvl_pci_config() -> dict[str, list[str]]:
+    """The [pci] option values for the 4-GPU H200 NVL server: its two
+    pairs and the same ``h200`` alias as the HGX board."""
+    return _pci_config(H200_NVL_GPU_ADDRESSES, H200_NVL_PRODUCT_ID,
+                       H200_NVL_NVLINK_PAIRS, ())
+
+
+# Generated host kinds: node XML and [pci] options of each.
+HOST_KINDS = {
+    'hgx-h200': (hgx_h200_node_xml, h200_pci_config),
+    'h200-nvl': (h200_nvl_node_xml, h200_nvl_pci_config),
+}
+
+
+def pci_config_lines(pci: dict[str, list[str]]) -> list[str]:
+    """nova.conf lines of a [pci] section with ``pci``'s values."""
+    lines = ['[pci]', 'report_in_placement = true']
+    for name in ('device_spec', 'device_group', 'alias'):
+        lines += ['%s = %s' % (name, value) for value in pci.get(name, [])]
+    return lines
+
+
+def write_compute_config(kind: str, host: str, directory: str) -> str:
+    """Write a generated host of ``kind`` and its compute config file.
+
+    Writes ``<directory>/<host>.xml`` (the test:/// node file) and
+    ``<directory>/<host>.conf`` with ``[libvirt]connection_uri`` and the
+    host's ``[pci]`` section, for ``nova-all --compute HOST=FILE`` or a
+    separate nova-compute. Returns the config file's path.
+    """
+    if kind not in HOST_KINDS:
+        raise exception.Invalid(reason=(
+            'host kind %r is not allowed; known kinds: %s' % (
+                kind, ', '.join(sorted(HOST_KINDS)))))
+    node_xml, pci_config = HOST_KINDS[kind]
+    os.makedirs(directory, exist_ok=True)
+    uri = write_node_xml(os.path.join(directory, '%s.xml' % host),
+                         node_xml())
+    lines = ['[libvirt]', 'connection_uri = %s' % uri, '']
+    lines += pci_config_lines(pci_config())
+    path = os.path.abspath(os.path.join(directory, '%s.conf' % host))
+    with open(path, 'w', encoding='utf-8') as conf_file:
+        conf_file.write('\n'.join(lines) + '\n')
+    return path

@@ -146,3 +146,30 @@ class TestDriverAcceptsNodeXmlTest(test.TestCase):
             libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_PCI_DEV))
         self.assertEqual(10, len(names))
         self.assertIn('pci_0000_db_00_0', names)
+
+    def test_compute_config_of_the_nvl_host(self):
+        path = fakehost.write_compute_config('h200-nvl', 'nvl-1', self.tmp)
+        with open(path, encoding='utf-8') as conf_file:
+            lines = conf_file.read().splitlines()
+        uri = 'test://' + os.path.join(self.tmp, 'nvl-1.xml')
+        self.assertEqual(['[libvirt]', 'connection_uri = ' + uri],
+                         lines[:2])
+        groups = [line for line in lines if line.startswith('device_group')]
+        self.assertEqual(2, len(groups))
+        self.assertIn('"0000:17:00.0", "0000:31:00.0"', groups[0])
+        conn = libvirt.open(uri)
+        self.addCleanup(conn.close)
+        self.assertEqual((128, 2), (conn.getInfo()[2], conn.getInfo()[4]))
+        devices = [config.parse_pci_nodedev(d.XMLDesc()) for d in
+                   conn.listAllDevices(
+                       libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_PCI_DEV)]
+        gpus = sorted(d['address'] for d in devices
+                      if d['product_id'] == fakehost.H200_NVL_PRODUCT_ID)
+        self.assertEqual(list(fakehost.H200_NVL_GPU_ADDRESSES), gpus)
+
+    def test_unknown_kind(self):
+        exc = self.assertRaises(exception.Invalid,
+                                fakehost.write_compute_config, 'h100',
+                                'x', self.tmp)
+        self.assertIn("'h100'", str(exc))
+        self.assertIn('h200-nvl, hgx-h200', str(exc))

@@ -1,0 +1,83 @@
+"""Configuration of one compute inside a multi-compute process (nova-all).
+
+Each compute of ``nova-all --compute NAME=FILE`` reads its own file on top
+of the process-wide configuration, exactly as a separate ``nova-compute``
+started with ``--config-file <shared files> --config-file FILE`` would:
+an option the compute file sets wins, every other option keeps the
+process-wide value (files, defaults and overrides alike). Only options a
+compute reads for itself may be set there; the database, messaging and
+API options are one per process.
+"""
+
+from oslo_config import cfg
+
+import nova.conf
+from nova import exception
+
+# Whole groups a compute file may set, and single [DEFAULT] options.
+PER_COMPUTE_GROUPS = ('pci', 'libvirt')
+PER_COMPUTE_DEFAULTS = ('instances_path', 'reserved_host_disk_mb',
+                        'disk_allocation_ratio', 'update_resources_interval')
+
+# oslo.config's own command-line options, not configuration.
+_CLI_ONLY = ('config_file', 'config_dir', 'config_source')
+
+
+def _options(conf: cfg.ConfigOpts):
+    """(group name or None, option name) of every option of ``conf``."""
+    for name in conf:
+        if isinstance(getattr(conf, name), cfg.ConfigOpts.GroupAttr):
+            for opt in conf[name]:
+                yield name, opt
+        elif name not in _CLI_ONLY:
+            yield None, name
+
+
+def _allowed(group: str | None, name: str) -> bool:
+    if group is None:
+        return name in PER_COMPUTE_DEFAULTS
+    return group in PER_COMPUTE_GROUPS
+
+
+def _layer(conf: cfg.ConfigOpts, shared: cfg.ConfigOpts) -> list[str]:
+    """Give ``conf`` the shared value of every option its file does not
+    set; return the options the file sets but may not."""
+    refused = []
+    for group, name in _options(conf):
+        location = conf.get_location(name, group)
+        if location is not None and location.location == cfg.Locations.user:
+            if not _allowed(group, name):
+                refused.append('[%s]%s' % (group or 'DEFAULT', name))
+            continue
+        section = shared[group] if group else shared
+        try:
+            value = getattr(section, name)
+        except cfg.NoSuchOptError:
+            continue
+        conf.set_override(name, value, group=group)
+    return refused
+
+
+def layered(shared: cfg.ConfigOpts, config_file: str) -> cfg.ConfigOpts:
+    """A new ConfigOpts: ``config_file`` layered on ``shared``.
+
+    Raises InvalidConfiguration naming the file and any option it sets
+    that cannot differ between the computes of one process.
+    """
+    conf = cfg.ConfigOpts()
+    nova.conf.register_all(conf)
+    try:
+        conf(['--config-file', config_file], project='nova',
+             default_config_files=[], default_config_dirs=[])
+        refused = _layer(conf, shared)
+    except cfg.Error as err:
+        raise exception.InvalidConfiguration(reason=(
+            'compute config file %s: %s' % (config_file, err))) from err
+    if refused:
+        raise exception.InvalidConfiguration(reason=(
+            'compute config file %s sets %s, which every compute of the '
+            'process shares; a compute file may set the [%s] sections and '
+            '[DEFAULT] %s' % (config_file, ', '.join(sorted(refused)),
+                              '] and ['.join(PER_COMPUTE_GROUPS),
+                              ', '.join(PER_COMPUTE_DEFAULTS))))
+    return conf
