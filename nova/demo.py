@@ -15,6 +15,7 @@ import requests
 
 from nova import context as nova_context
 from nova.db import api as db
+from nova.pci import board as pci_board
 from nova.virt.libvirt import fakehost
 
 _SIZES = (1, 2, 4, 8)
@@ -101,33 +102,12 @@ def _partitions() -> list[frozenset[int]]:
             [frozenset(range(1, 9))])
 
 
-def board(host: str) -> tuple[str, dict[str, set[int]]]:
-    """A picture of ``host``'s GPUs and which server holds each."""
+def boards(hosts: list[str]) -> list[pci_board.HostBoard]:
+    """The board of each of ``hosts``, as ``nova-manage pci board``."""
     context = nova_context.get_admin_context()
-    node = db.compute_node_get_by_nodename(context, host)
-    devices = {d['address']: d for d in
-               db.pci_device_get_all_by_node(context, node['id'])}
-    names = {i['uuid']: i['display_name']
-             for i in db.instance_get_all(context)}
-    held: dict[str, set[int]] = {}
-
-    def cell(gpu: int) -> str:
-        dev = devices[fakehost.H200_GPU_ADDRESSES[gpu - 1]]
-        owner = names.get(dev['instance_uuid'], '-') \
-            if dev['instance_uuid'] else 'free'
-        if dev['instance_uuid']:
-            held.setdefault(owner, set()).add(gpu)
-        return 'GPU%d %-8s' % (gpu, owner)
-
-    lines = ['%s  (board: quad-a = pairs {1,3} {2,4}, '
-             'quad-b = pairs {5,7} {6,8})' % host]
-    for quad, pairs in fakehost.H200_NVLINK_QUADS.items():
-        row = []
-        for pair in pairs:
-            first, second = fakehost.H200_NVLINK_PAIRS[pair]
-            row.append('%s [%s|%s]' % (pair, cell(first), cell(second)))
-        lines.append('  %s: %s' % (quad, '   '.join(row)))
-    return '\n'.join(lines), held
+    nodes = [db.compute_node_get_by_nodename(context, host)
+             for host in hosts]
+    return pci_board.load(context, nodes)
 
 
 def run(allinone) -> int:
@@ -153,16 +133,19 @@ def run(allinone) -> int:
     valid = set(_partitions())
     ok = True
     print()
-    for host in allinone.compute_hosts:
-        picture, held = board(host)
-        print(picture)
-        for name, gpus in sorted(held.items()):
+    host_boards = boards(allinone.compute_hosts)
+    for host_board in host_boards:
+        print(host_board.draw())
+        for name, addresses in sorted(host_board.holders().items()):
+            gpus = {_gpu_number(address) for address in addresses}
             good = frozenset(gpus) in valid
             ok &= good
             print('    %-8s GPUs %-18s %s' % (
                 name, ','.join(map(str, sorted(gpus))),
                 'valid NVLink partition' if good else 'INVALID'))
         print()
+    print(pci_board.draw_fleet_summary(host_boards))
+    print()
     expected_error = servers['pair-2']['status'] == 'ERROR'
     ok &= expected_error and all(
         s['status'] == 'ACTIVE' for n, s in servers.items() if n != 'pair-2')

@@ -12,6 +12,7 @@ from nova.compute import audit
 from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
 from nova.db import migration
+from nova.pci import board
 from nova.pci import manager as pci_manager
 from nova.scheduler.client import report
 from nova.servicegroup import api as servicegroup
@@ -41,18 +42,27 @@ def _print_table(columns: tuple[str, ...], rows: list[dict]) -> None:
     print(line)
 
 
+def _nodes(context, host: str | None) -> list[dict] | None:
+    """Compute nodes of ``host`` (all when None); None after printing an
+    error naming the known hosts when ``host`` is unknown."""
+    nodes = db.compute_node_get_all(context)
+    if host is None:
+        return nodes
+    found = [n for n in nodes if n['host'] == host]
+    if not found:
+        known = ', '.join(sorted(n['host'] for n in nodes))
+        print('No compute host %r; known hosts: %s' % (
+            host, known or 'none'), file=sys.stderr)
+        return None
+    return found
+
+
 def pci_list(host: str | None) -> int:
     """List tracked PCI devices with their group path, status, instance."""
     context = nova_context.get_admin_context()
-    nodes = db.compute_node_get_all(context)
-    if host is not None:
-        nodes = [n for n in nodes if n['host'] == host]
-        if not nodes:
-            known = ', '.join(sorted(n['host'] for n in
-                                     db.compute_node_get_all(context)))
-            print('No compute host %r; known hosts: %s' % (
-                host, known or 'none'), file=sys.stderr)
-            return 1
+    nodes = _nodes(context, host)
+    if nodes is None:
+        return 1
     rows = []
     for node in sorted(nodes, key=lambda n: n['host']):
         for dev in db.pci_device_get_all_by_node(context, node['id']):
@@ -153,6 +163,21 @@ def _free_device_claims(context, conf: cfg.ConfigOpts,
     return freed
 
 
+def pci_board(host: str | None) -> int:
+    """Draw each host's device groups with holders, then the free
+    partitions per size across the hosts shown."""
+    context = nova_context.get_admin_context()
+    nodes = _nodes(context, host)
+    if nodes is None:
+        return 1
+    boards = board.load(context, nodes)
+    for host_board in boards:
+        print(host_board.draw())
+        print()
+    print(board.draw_fleet_summary(boards))
+    return 0
+
+
 def db_sync() -> int:
     """Create or upgrade the nova database schema."""
     migration.db_sync()
@@ -173,6 +198,10 @@ def _parser() -> argparse.ArgumentParser:
     list_parser = pci_actions.add_parser(
         'list', help='devices with group path, status and instance')
     list_parser.add_argument('--host', help='only this compute host')
+    board_parser = pci_actions.add_parser(
+        'board', help='each host\'s groups with free and used devices, '
+                      'and free partitions per size')
+    board_parser.add_argument('--host', help='only this compute host')
     placement_parser = categories.add_parser('placement', help='Placement')
     placement_actions = placement_parser.add_subparsers(dest='action',
                                                         required=True)
@@ -202,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.category == 'placement':
             return placement_audit(conf, args.verbose, args.delete,
                                    args.resource_provider)
+        if args.action == 'board':
+            return pci_board(args.host)
         return pci_list(args.host)
     except exception.NovaException as err:
         print(err, file=sys.stderr)

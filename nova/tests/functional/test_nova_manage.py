@@ -1,4 +1,5 @@
-"""nova-manage pci list and placement audit against real services."""
+"""nova-manage pci list, pci board and placement audit against real
+services."""
 
 import datetime
 import io
@@ -47,6 +48,61 @@ class TestPciList(base.FunctionalTestCase):
         self.assertEqual(1, code)
         self.assertIn("'nope'", err)
         self.assertIn('cmp1', err)
+
+
+class TestPciBoard(base.FunctionalTestCase):
+
+    def _run(self, host=None):
+        out = io.StringIO()
+        err = io.StringIO()
+        with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err):
+            code = manage.pci_board(host)
+        return code, out.getvalue(), err.getvalue()
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        cmp1 = self.start_compute('cmp1')
+        self.start_compute('cmp2')
+        # GPU 1 alone, and the pair {2, 4}: quad-a is broken, quad-b whole.
+        cmp1.rt.pci_tracker.claim('vm-1', 'req-1', [base.GPUS[0]])
+        cmp1.rt.pci_tracker.claim('vm-2', 'req-2',
+                                  [base.GPUS[1], base.GPUS[3]])
+
+    def test_board_and_fleet_summary(self):
+        code, out, _ = self._run()
+        self.assertEqual(0, code)
+        self.assertIn('cmp1: 8 devices, 5 free', out)
+        self.assertIn('cmp2: 8 devices, 8 free', out)
+        lines = out.splitlines()
+        cmp1 = lines.index('cmp1: 8 devices, 5 free')
+        self.assertEqual(['  board', '    quad-a'], lines[cmp1 + 1:cmp1 + 3])
+        self.assertEqual(
+            '      pair-a1 [%s vm-1     | %s free    ]' % (
+                base.GPUS[0], base.GPUS[2]),
+            lines[cmp1 + 3])
+        self.assertIn('pair-a2 [%s vm-2     | %s vm-2    ]' % (
+            base.GPUS[1], base.GPUS[3]), lines[cmp1 + 4])
+        summary = lines[lines.index('  size  free  hosts') + 1:]
+        self.assertEqual(['  1     13    cmp1 5, cmp2 8',
+                          '  2     6     cmp1 2, cmp2 4',
+                          '  4     3     cmp1 1, cmp2 2',
+                          '  8     1     cmp2 1'], summary)
+
+    def test_command_line(self):
+        args = manage._parser().parse_args(['pci', 'board', '--host', 'h'])
+        self.assertEqual(('pci', 'board', 'h'),
+                         (args.category, args.action, args.host))
+
+    def test_one_host(self):
+        code, out, _ = self._run('cmp2')
+        self.assertEqual(0, code)
+        self.assertNotIn('cmp1', out)
+        self.assertIn('  8     1     cmp2 1', out)
+        code, _, err = self._run('nope')
+        self.assertEqual(1, code)
+        self.assertIn("No compute host 'nope'; known hosts: cmp1, cmp2",
+                      err)
 
 
 class TestPlacementAudit(base.FunctionalTestCase):

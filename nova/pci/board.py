@@ -1,0 +1,133 @@
+"""The board view of a host's PCI devices: groups, free devices, holders.
+
+Built from the device rows the PCI tracker keeps in the database (each
+row has its ``group_path``, e.g. ``board/quad-a/pair-a1``), so it shows
+what nova believes, for any host and any group tree. ``nova-manage pci
+board`` and the nova-all demo draw it; ``free_partitions`` counts, per
+group size, the groups whose devices are all free: what the next request
+of that size can get.
+"""
+
+import dataclasses
+
+from nova.db import api as db
+from nova.pci import manager as pci_manager
+
+# Label of devices outside any group.
+UNGROUPED = '(no group)'
+
+
+@dataclasses.dataclass
+class _Group:
+    name: str
+    children: dict[str, '_Group'] = dataclasses.field(default_factory=dict)
+    devices: list[dict] = dataclasses.field(default_factory=list)
+
+    def all_devices(self) -> list[dict]:
+        found = list(self.devices)
+        for child in self.children.values():
+            found.extend(child.all_devices())
+        return found
+
+
+@dataclasses.dataclass
+class HostBoard:
+    """The tracked PCI devices of one host and the names of instances."""
+
+    host: str
+    devices: list[dict]
+    names: dict[str, str]
+
+    def _tree(self) -> _Group:
+        root = _Group(self.host)
+        for dev in sorted(self.devices, key=lambda d: d['address']):
+            node = root
+            for name in (dev.get('group_path') or UNGROUPED).split('/'):
+                node = node.children.setdefault(name, _Group(name))
+            node.devices.append(dev)
+        return root
+
+    def holder(self, dev: dict) -> str:
+        """``free``, the instance's name, or the device status."""
+        if dev['status'] == pci_manager.AVAILABLE:
+            return 'free'
+        uuid = dev.get('instance_uuid')
+        if uuid:
+            return self.names.get(uuid) or uuid
+        return dev['status']
+
+    def holders(self) -> dict[str, list[str]]:
+        """Holder name -> addresses of the devices it holds."""
+        held: dict[str, list[str]] = {}
+        for dev in sorted(self.devices, key=lambda d: d['address']):
+            if dev.get('instance_uuid'):
+                held.setdefault(self.holder(dev), []).append(dev['address'])
+        return held
+
+    def free_partitions(self) -> dict[int, int]:
+        """Group size -> number of groups of that size with every device
+        free; size 1 counts free devices."""
+        counts = {1: 0}
+        for dev in self.devices:
+            if dev['status'] == pci_manager.AVAILABLE:
+                counts[1] += 1
+
+        def visit(group: _Group) -> None:
+            for child in group.children.values():
+                members = child.all_devices()
+                if child.name != UNGROUPED and len(members) > 1:
+                    free = all(d['status'] == pci_manager.AVAILABLE
+                               for d in members)
+                    counts[len(members)] = counts.get(len(members), 0) + \
+                        int(free)
+                visit(child)
+        visit(self._tree())
+        return counts
+
+    def draw(self) -> str:
+        """The host's group tree; a group of devices is one line
+        ``name [address holder | address holder]``."""
+        free = sum(1 for d in self.devices
+                   if d['status'] == pci_manager.AVAILABLE)
+        lines = ['%s: %d devices, %d free' % (self.host, len(self.devices),
+                                              free)]
+
+        def visit(group: _Group, depth: int) -> None:
+            for child in group.children.values():
+                indent = '  ' * depth
+                if child.devices:
+                    cells = ' | '.join('%s %-8s' % (d['address'],
+                                                    self.holder(d))
+                                       for d in child.devices)
+                    lines.append('%s%s [%s]' % (indent, child.name, cells))
+                else:
+                    lines.append('%s%s' % (indent, child.name))
+                visit(child, depth + 1)
+        visit(self._tree(), 1)
+        return '\n'.join(lines)
+
+
+def load(context, nodes: list[dict]) -> list[HostBoard]:
+    """The boards of the compute ``nodes`` (database rows), by host."""
+    names = {i['uuid']: i['display_name']
+             for i in db.instance_get_all(context)}
+    return [HostBoard(node['host'],
+                      db.pci_device_get_all_by_node(context, node['id']),
+                      names)
+            for node in sorted(nodes, key=lambda n: n['host'])]
+
+
+def draw_fleet_summary(boards: list[HostBoard]) -> str:
+    """Free partitions per size, in total and per host."""
+    per_host = {b.host: b.free_partitions() for b in boards}
+    sizes = sorted({size for counts in per_host.values() for size in counts})
+    lines = ['Free partitions by size (every device of the group free):',
+             '  %-5s %-5s %s' % ('size', 'free', 'hosts')]
+    for size in sizes:
+        where = ['%s %d' % (host, counts[size])
+                 for host, counts in sorted(per_host.items())
+                 if counts.get(size)]
+        lines.append('  %-5d %-5d %s' % (
+            size, sum(c.get(size, 0) for c in per_host.values()),
+            ', '.join(where) or '-'))
+    return '\n'.join(lines)

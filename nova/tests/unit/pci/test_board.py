@@ -1,0 +1,46 @@
+"""The board view drawn from device rows."""
+
+from nova import test
+from nova.pci import board
+
+
+def _dev(address, path, instance=None, status=None):
+    return {'address': address, 'group_path': path,
+            'instance_uuid': instance,
+            'status': status or ('allocated' if instance else 'available')}
+
+
+class HostBoardTest(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Two NVLink pairs, one half used, and an ungrouped NVMe.
+        self.board = board.HostBoard('nvl-1', [
+            _dev('0000:31:00.0', 'pair-1'),
+            _dev('0000:17:00.0', 'pair-1', 'u1'),
+            _dev('0000:b1:00.0', 'pair-2'),
+            _dev('0000:ca:00.0', 'pair-2'),
+            _dev('0000:c1:00.0', '', 'u2', status='claimed'),
+        ], {'u1': 'vm-1'})
+
+    def test_draw(self):
+        self.assertEqual([
+            'nvl-1: 5 devices, 3 free',
+            '  pair-1 [0000:17:00.0 vm-1     | 0000:31:00.0 free    ]',
+            '  pair-2 [0000:b1:00.0 free     | 0000:ca:00.0 free    ]',
+            '  (no group) [0000:c1:00.0 u2      ]',
+        ], self.board.draw().splitlines())
+
+    def test_holders_and_free_partitions(self):
+        self.assertEqual({'vm-1': ['0000:17:00.0'], 'u2': ['0000:c1:00.0']},
+                         self.board.holders())
+        self.assertEqual({1: 3, 2: 1}, self.board.free_partitions())
+
+    def test_fleet_summary(self):
+        empty = board.HostBoard('other', [_dev('0000:01:00.0', '')], {})
+        self.assertEqual([
+            'Free partitions by size (every device of the group free):',
+            '  size  free  hosts',
+            '  1     4     nvl-1 3, other 1',
+            '  2     1     nvl-1 1',
+        ], board.draw_fleet_summary([self.board, empty]).splitlines())
