@@ -26,6 +26,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova.pci import request as pci_request
+from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import weights
 from nova.servicegroup import api as servicegroup
@@ -98,8 +99,9 @@ class SchedulerManager(manager.Manager):
         response = self._allocation_candidates(request, wanted)
         candidates = response.get('allocation_requests', [])
         if not candidates:
-            raise exception.NoValidHost(
-                reason='no host can provide %s' % wanted)
+            raise exception.NoValidHost(reason='no host can provide %s: %s' % (
+                wanted, refusal.explain(self.reportclient, request,
+                                        pci_requests, pci_in_placement)))
 
         usable, dropped = self._usable_hosts(
             context, response, set(excluded_hosts), self.conf)

@@ -178,6 +178,25 @@ class SchedulerReportClient:
         resp = self._call('GET', '/resource_providers/%s/usages' % rp_uuid)
         return resp.json()['usages']
 
+    def count_providers(self, resources: dict[str, int] | None = None,
+                        required: Iterable[str] = ()) -> int:
+        """How many providers have ``resources`` free and all ``required``
+        traits; a trait Placement has never seen means none."""
+        params = {}
+        if resources:
+            params['resources'] = ','.join(
+                '%s:%d' % item for item in sorted(resources.items()))
+        if required:
+            params['required'] = ','.join(sorted(required))
+        resp = self._call('GET', '/resource_providers', params=params,
+                          allow=(400,))
+        if resp.status_code == 400:
+            detail, _code = _error_body(resp)
+            if 'No such trait' in (detail or ''):
+                return 0
+            raise self._api_error('GET', '/resource_providers', resp)
+        return len(resp.json()['resource_providers'])
+
     def _root_uuid(self, root_name_or_uuid: str) -> str | None:
         if uuidutils.is_uuid_like(root_name_or_uuid):
             return root_name_or_uuid

@@ -90,5 +90,6 @@ class TestDocumentedFlavors(boot.BootTestBase):
             'disk': capacity + 1}})['flavor']
         failed = self.boot(flavor['id'], 'huge', status='ERROR')
         self.assertIn('No valid host', failed['fault']['message'])
-        self.assertIn('DISK_GB', failed['fault']['message'])
+        self.assertIn('no host has %d DISK_GB free' % (capacity + 1),
+                      failed['fault']['message'])
         self.assert_nothing_held(failed['id'])

@@ -99,7 +99,11 @@ class TestMixedFleet(boot.BootTestBase):
         # One free pair is left on the first board: no quad anywhere.
         failed = self.boot(flavors[4], 'q2', status='ERROR')
         self.assertIn('No valid host', failed['fault']['message'])
+        self.assertIn('only 2 PGPU devices free, 4 needed',
+                      failed['fault']['message'])
         self.assert_nothing_held(failed['id'])
         last = self.boot(flavors[2], 'p5')
         self.assertEqual('hgx-h200', self.assert_partition(last, 2))
-        self.boot(flavors[2], 'p6', status='ERROR')
+        failed = self.boot(flavors[2], 'p6', status='ERROR')
+        self.assertIn('no PGPU device is free on any host',
+                      failed['fault']['message'])

@@ -199,7 +199,8 @@ class TestBuildInstance(BuildTestBase):
         self.assertEqual(
             'No valid host was found. There are not enough hosts '
             'available: no host can provide 4 VCPU, 4096 MEMORY_MB and a '
-            'free nvlink group of 8 x PGPU', instance['fault_message'])
+            'free nvlink group of 8 x PGPU: only 7 PGPU devices free, 8 '
+            'needed', instance['fault_message'])
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
 
     def test_unexpected_compute_error_is_not_rescheduled(self):

@@ -191,7 +191,8 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.assertEqual(
             'No valid host was found. There are not enough hosts '
             'available: no host can provide 4 VCPU, 4096 MEMORY_MB and a '
-            'free nvlink group of 8 x PGPU', error.message)
+            'free nvlink group of 8 x PGPU: only 7 PGPU devices free, 8 '
+            'needed', error.message)
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
 
     def test_group_size_no_host_declares_raises_no_valid_host(self):

@@ -1,0 +1,80 @@
+"""Why Placement had no candidate for a request, in an operator's words.
+
+An empty ``GET /allocation_candidates`` says nothing about the cause. For
+the NoValidHost fault this module asks Placement smaller questions, one
+part of the request at a time: is there a host with the flavor's VCPU,
+MEMORY_MB or DISK_GB free, a compute with each required trait, enough free
+devices of each PCI request (with its traits), and, for a device group
+request, a wholly free group of the requested size. A GPU request is then
+refused either for lack of free GPUs or for fragmentation: GPUs are free,
+but no free partition of that size exists.
+"""
+
+from nova.pci import utils as pci_utils
+from nova.scheduler import request_builder
+
+
+def _devices(count: int, rc: str) -> str:
+    return '%d %s device%s' % (count, rc, '' if count == 1 else 's')
+
+
+def _flavor_reasons(reportclient,
+                    group: request_builder.RequestGroup) -> list[str]:
+    reasons = []
+    for rc, amount in sorted(group.resources.items()):
+        if not reportclient.count_providers(resources={rc: amount}):
+            reasons.append('no host has %d %s free' % (amount, rc))
+    for trait in sorted(group.required_traits):
+        if not reportclient.count_providers(required=[trait]):
+            reasons.append('no compute has the required trait %s' % trait)
+    return reasons
+
+
+def _pci_reason(reportclient, pci_req) -> str | None:
+    """Why one PCI request cannot be met, or None if its devices exist."""
+    rc = pci_req.resource_class
+    one = {rc: 1}
+    free = reportclient.count_providers(resources=one)
+    if not free:
+        return 'no %s device is free on any host' % rc
+    traits = sorted(pci_req.traits)
+    if traits:
+        missing = [t for t in traits
+                   if not reportclient.count_providers(resources=one,
+                                                       required=[t])]
+        if missing:
+            return '%s free, none with the required trait(s) %s' % (
+                _devices(free, rc), ', '.join(missing))
+        free = reportclient.count_providers(resources=one, required=traits)
+    if free < pci_req.count:
+        return 'only %s free, %d needed' % (_devices(free, rc),
+                                            pci_req.count)
+    if pci_req.group_type and pci_req.count >= 2:
+        size_trait = pci_utils.group_size_trait(pci_req.group_type,
+                                                pci_req.count)
+        if not reportclient.count_providers(required=[size_trait]):
+            return ('no host declares %s groups of %d devices (trait %s)'
+                    % (pci_req.group_type, pci_req.count, size_trait))
+        return ('fragmentation: %s free, but no %s group of %d is wholly '
+                'free (the free devices sit in partly used groups)' % (
+                    _devices(free, rc), pci_req.group_type,
+                    pci_req.count))
+    return None
+
+
+def explain(reportclient, request: request_builder.ResourceRequest,
+            pci_requests: list, pci_in_placement: bool) -> str:
+    """What kept Placement from finding any candidate for ``request``.
+
+    Each part of the request that no host can give is named; when every
+    part exists somewhere, the parts are on different hosts.
+    """
+    reasons = _flavor_reasons(reportclient, request.groups[0])
+    if pci_in_placement:
+        for pci_req in pci_requests:
+            reason = _pci_reason(reportclient, pci_req)
+            if reason:
+                reasons.append(reason)
+    if not reasons:
+        return 'each part is free somewhere, but no single host has all'
+    return '; '.join(reasons)

@@ -1,0 +1,81 @@
+"""The NoValidHost reason of a refused request, against real Placement."""
+
+import oslo_messaging
+
+from nova import exception
+from nova.db import api as db
+from nova.pci import request as pci_request
+from nova.scheduler import manager
+from nova.tests.unit.scheduler import fakes
+
+PREFIX = ('No valid host was found. There are not enough hosts available: '
+          'no host can provide ')
+
+
+class TestRefusalReason(fakes.GpuHostsTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.scheduler = manager.SchedulerManager(self.conf)
+        self.hosts.add_host('cmp1')
+
+    def refuse(self, gpus, traits=(), flavor=None):
+        request = fakes.gpu_request(gpus)
+        request.traits = set(traits)
+        instance = db.instance_create(self.admin, {
+            'display_name': 'vm', 'project_id': 'p', 'user_id': 'u',
+            'flavor_id': fakes.FLAVOR['id'],
+            'flavor': flavor or fakes.FLAVOR, 'vm_state': 'building',
+            'pci_requests': pci_request.requests_to_primitive([request])})
+        try:
+            self.scheduler.select_destination(self.admin, instance['uuid'],
+                                              [])
+        except oslo_messaging.ExpectedException as wrapped:
+            error = wrapped.exc_info[1]
+        else:
+            self.fail('instance was scheduled')
+        self.assertIsInstance(error, exception.NoValidHost)
+        self.assertTrue(error.message.startswith(PREFIX), error.message)
+        return error.message.split(': ', 2)[2]
+
+    def test_fragmented_free_gpus(self):
+        # One GPU of each quad in use: 6 free, no free quad.
+        self.hosts.use('cmp1', [1, 6])
+        self.assertEqual(
+            'fragmentation: 6 PGPU devices free, but no nvlink group of 4 '
+            'is wholly free (the free devices sit in partly used groups)',
+            self.refuse(4))
+
+    def test_no_free_gpu_at_all(self):
+        self.hosts.use('cmp1', range(1, 9))
+        self.assertEqual('no PGPU device is free on any host',
+                         self.refuse(1))
+
+    def test_too_few_free_gpus(self):
+        self.hosts.use('cmp1', [1])
+        self.assertEqual('only 7 PGPU devices free, 8 needed',
+                         self.refuse(8))
+
+    def test_missing_device_trait_is_named(self):
+        # The trait exists in Placement, no GPU carries it.
+        self.hosts.builder.call('put', '/traits/CUSTOM_HBM_141G')
+        self.assertEqual(
+            '8 PGPU devices free, none with the required trait(s) '
+            'CUSTOM_HBM_141G', self.refuse(2, traits=['CUSTOM_HBM_141G']))
+
+    def test_missing_flavor_resource_and_trait(self):
+        self.hosts.builder.call('put', '/traits/CUSTOM_FAST')
+        flavor = dict(fakes.FLAVOR, vcpus=1000, extra_specs={
+            'trait:CUSTOM_FAST': 'required'})
+        self.assertEqual('no host has 1000 VCPU free; no compute has the '
+                         'required trait CUSTOM_FAST',
+                         self.refuse(1, flavor=flavor))
+
+    def test_parts_on_different_hosts(self):
+        self.hosts.add_host('cmp2')
+        self.hosts.use('cmp1', range(1, 9))
+        self.hosts.allocate('0ddba110-0000-4000-8000-000000000001', {
+            self.hosts.roots['cmp2']: {'VCPU': 62}})
+        self.assertEqual(
+            'each part is free somewhere, but no single host has all',
+            self.refuse(1))
