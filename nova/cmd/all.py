@@ -2,7 +2,8 @@
 
 The single-node default and the demo: SQLite under ``$state_path``,
 in-process messaging (``fake:/``), the REST API on ``[api]listen_port``,
-Placement on ``--placement-port`` (8778, as a standalone Placement), and
+Placement on ``[all_in_one]placement_listen_port`` (8778, as a standalone
+Placement), and
 either ``--computes N`` computes sharing the configuration or one compute
 per ``--compute NAME=CONFIG_FILE``, each with its own ``[pci]`` and
 ``[libvirt]`` on top of the shared configuration. A compute uses
@@ -42,8 +43,6 @@ LOG = logging.getLogger(__name__)
 
 # Placement's noauth2 middleware treats this token as the admin.
 PLACEMENT_TOKEN = 'admin'
-# Where a standalone Placement (placement-api) listens by default.
-PLACEMENT_PORT = 8778
 
 
 def use_noauth_placement(conf: cfg.ConfigOpts, url: str) -> None:
@@ -152,11 +151,6 @@ def _parser() -> argparse.ArgumentParser:
                              'and disk options come from CONFIG_FILE on '
                              'top of the shared configuration '
                              '(repeatable; instead of --computes)')
-    parser.add_argument('--placement-port', type=int,
-                        default=PLACEMENT_PORT,
-                        help='port of the embedded Placement on 127.0.0.1 '
-                             '(default %d; 0 picks a free port)' %
-                             PLACEMENT_PORT)
     parser.add_argument('--demo', action='store_true',
                         help='boot a mix of GPU servers through the REST '
                              'API, print every GPU board, then exit')
@@ -187,9 +181,6 @@ def _compute_files(args: argparse.Namespace) -> dict[str, str]:
     if args.computes is not None and args.computes < 1:
         raise ValueError('--computes must be at least 1, got %d' %
                          args.computes)
-    if not 0 <= args.placement_port <= 65535:
-        raise ValueError('--placement-port must be 0 to 65535, got %d' %
-                         args.placement_port)
     return files
 
 
@@ -234,7 +225,7 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(
         state_path=conf.state_path,
-        port=0 if args.demo else args.placement_port)
+        port=0 if args.demo else conf.all_in_one.placement_listen_port)
     placement.start()
     try:
         use_noauth_placement(conf, placement.url)

@@ -7,6 +7,7 @@ them all on the global ``CONF``.
 
 from oslo_config import cfg
 
+from nova.conf import all_in_one
 from nova.conf import api
 from nova.conf import compute
 from nova.conf import conductor
@@ -21,8 +22,8 @@ from nova.conf import service
 
 CONF = cfg.CONF
 
-_MODULES = (paths, api, compute, conductor, database, libvirt, logs, pci,
-            placement, scheduler, service)
+_MODULES = (paths, all_in_one, api, compute, conductor, database, libvirt,
+            logs, pci, placement, scheduler, service)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

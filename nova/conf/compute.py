@@ -28,7 +28,6 @@ compute_opts = [
                     'run; guests and devices are still cleaned at start.'),
     cfg.StrOpt('instances_path',
                default=paths.state_path_def('instances'),
-               sample_default='$state_path/instances',
                help='Where the compute keeps instance files. The size of '
                     'the filesystem holding it is the host\'s local disk, '
                     'reported to Placement as DISK_GB inventory.'),

@@ -1,0 +1,169 @@
+"""The README's and the deployment guide's commands, run as written.
+
+Each test makes a directory that looks like a fresh clone after
+``tools/install.sh`` (``.venv`` and ``tools`` link to this checkout's),
+starts the documented ``nova-all`` command in the background and runs the
+documented client commands in a second shell, in order. Only the ports
+differ: nova-all gets free ports through oslo.config's environment
+variables, and the client commands get them in place of 8774 and 8778.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import fixtures
+import requests
+import testtools
+
+from nova import test
+from nova.tests.functional import doc_commands
+
+VENV = sys.prefix
+TIMEOUT = 240
+GIB = 1024 ** 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class TestDocumentedCommands(test.TestCase):
+
+    TIMEOUT = 2 * TIMEOUT
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(os.path.join(VENV, 'bin', 'nova-all')):
+            self.skipTest('nova is not installed in %s' % VENV)
+        self.clone = self.useFixture(fixtures.TempDir()).path
+        os.symlink(VENV, os.path.join(self.clone, '.venv'))
+        os.symlink(os.path.join(doc_commands.ROOT, 'tools'),
+                   os.path.join(self.clone, 'tools'))
+        self.api_port = _free_port()
+        self.placement_port = _free_port()
+        self.env = dict(
+            os.environ, PYTHONPATH=doc_commands.ROOT, TMPDIR=self.clone,
+            OS_API__LISTEN='127.0.0.1',
+            OS_API__LISTEN_PORT=str(self.api_port),
+            OS_ALL_IN_ONE__PLACEMENT_LISTEN_PORT=str(self.placement_port))
+        if shutil.disk_usage(self.clone).total < 800 * GIB:
+            # As the deployment guide says for disks smaller than the
+            # operator guide's flavors.
+            self.env['OS_DEFAULT__DISK_ALLOCATION_RATIO'] = '4.0'
+
+    def _ports(self, command: str) -> str:
+        return command.replace('8774', str(self.api_port)).replace(
+            '8778', str(self.placement_port))
+
+    def bash(self, commands: list[str]) -> str:
+        script = '\n'.join(['set -e'] + [self._ports(c) for c in commands])
+        result = subprocess.run(['bash', '-c', script], cwd=self.clone,
+                                env=self.env, capture_output=True,
+                                text=True, timeout=TIMEOUT)
+        self.assertEqual(0, result.returncode,
+                         '%s\n%s\n%s' % (script, result.stdout,
+                                         result.stderr))
+        return result.stdout
+
+    def start_nova_all(self, command: str) -> str:
+        """Start ``command`` in the background; its start-up lines."""
+        log = open(os.path.join(self.clone, 'nova-all.out'), 'w+')
+        self.addCleanup(log.close)
+        # Its own process group: the shell and nova-all stop together.
+        proc = subprocess.Popen(['bash', '-c', command], cwd=self.clone,
+                                env=self.env, stdout=subprocess.PIPE,
+                                stderr=log, text=True,
+                                start_new_session=True)
+        self.addCleanup(self._stop, proc)
+        self.addOnException(lambda _exc: self.addDetail(
+            'nova-all', testtools.content.text_content(self._read(log))))
+        lines = []
+        # Bounded by the test's timeout; an exit ends the output.
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith('Placement (osc-placement)'):
+                return ''.join(lines)
+        self.fail('nova-all did not start: %s' % ''.join(lines))
+
+    @staticmethod
+    def _read(log) -> str:
+        log.flush()
+        log.seek(0)
+        return log.read()
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def servers(self) -> list[dict]:
+        return requests.get(
+            'http://127.0.0.1:%d/v2.1/servers/detail' % self.api_port,
+            headers={'X-Auth-Token': 'admin'}, timeout=30).json()['servers']
+
+    def test_readme_using_it(self):
+        commands = doc_commands.commands(doc_commands.README, 'Using it')
+        start = next(i for i, c in enumerate(commands)
+                     if c.startswith('.venv/bin/nova-all'))
+        self.bash(commands[:start])
+        started = self.start_nova_all(commands[start])
+        self.assertIn(
+            'openstack --os-endpoint http://127.0.0.1:%d resource provider '
+            'list' % self.placement_port, started)
+        out = self.bash(commands[start + 1:])
+        # The server is on an NVLink pair of some host's board ...
+        self.assertRegex(out, re.compile(
+            r'^\s+pair-\S+ \[\S+ vm1\s+\| \S+ vm1\s*\]$', re.M))
+        self.assertIn('Free partitions by size', out)
+        # ... and osc-placement listed every host's tree.
+        for name in ('hgx-1_board', 'hgx-2_quad-b', 'nvl-1_pair-2'):
+            self.assertIn(' %s ' % name, out)
+        [server] = self.servers()
+        self.assertEqual('ACTIVE', server['status'])
+
+    def test_deployment_guide(self):
+        guide = doc_commands.commands(doc_commands.DEPLOYMENT_GUIDE)
+        fake_hosts = [c for c in guide if 'tools/fake_hosts.py' in c]
+        nova_all = [c for c in guide if c.startswith('nova-all --config')]
+        clients = [c for c in guide if c.startswith(('export ',
+                                                     'openstack '))]
+        self.assertEqual((1, 1, 3),
+                         (len(fake_hosts), len(nova_all), len(clients)))
+        activate = '. .venv/bin/activate'
+        self.bash([activate] + fake_hosts)
+        self.start_nova_all('%s && %s' % (activate, nova_all[0]))
+        # The guide's server uses the operator guide's gpu.2x flavor,
+        # created once the client environment is set.
+        flavors = [c for c in doc_commands.commands(
+            doc_commands.PCI_GROUPS_GUIDE)
+            if c.startswith('openstack flavor ')]
+        out = self.bash([activate, clients[0]] + flavors + clients[1:])
+        self.assertIn(' nvl-1_pair-1 ', out)
+        deadline = time.monotonic() + TIMEOUT
+        while self.servers()[0]['status'] == 'BUILD' and (
+                time.monotonic() < deadline):
+            time.sleep(0.5)
+        self.assertEqual('ACTIVE', self.servers()[0]['status'])
+
+    def test_demo(self):
+        commands = doc_commands.commands(doc_commands.README)
+        demo = [c for c in commands if c.endswith('nova-all --demo')]
+        self.assertEqual(['./tools/install.sh && .venv/bin/nova-all --demo'],
+                         demo)
+        # install.sh has already run for this checkout.
+        out = self.bash([demo[0].split(' && ', 1)[1]])
+        self.assertIn('Result: every server got exactly one valid '
+                      'partition', out)
+        self.assertIn('Free partitions by size', out)
