@@ -10,9 +10,8 @@ variables, and the client commands get them in place of 8774 and 8778.
 
 import os
 import re
+import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,16 +22,12 @@ import testtools
 
 from nova import test
 from nova.tests.functional import doc_commands
+# The process helpers of the separate-services test.
+from nova.tests.functional import test_deployment as processes
 
 VENV = sys.prefix
 TIMEOUT = 240
 GIB = 1024 ** 3
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 class TestDocumentedCommands(test.TestCase):
@@ -47,10 +42,13 @@ class TestDocumentedCommands(test.TestCase):
         os.symlink(VENV, os.path.join(self.clone, '.venv'))
         os.symlink(os.path.join(doc_commands.ROOT, 'tools'),
                    os.path.join(self.clone, 'tools'))
-        self.api_port = _free_port()
-        self.placement_port = _free_port()
+        self.api_port = processes._free_port()
+        self.placement_port = processes._free_port()
         self.env = dict(
             os.environ, PYTHONPATH=doc_commands.ROOT, TMPDIR=self.clone,
+            # The deployment guide's commands run in the active virtualenv.
+            PATH=os.pathsep.join([os.path.join(VENV, 'bin'),
+                                  os.environ.get('PATH', '')]),
             OS_API__LISTEN='127.0.0.1',
             OS_API__LISTEN_PORT=str(self.api_port),
             OS_ALL_IN_ONE__PLACEMENT_LISTEN_PORT=str(self.placement_port))
@@ -77,14 +75,13 @@ class TestDocumentedCommands(test.TestCase):
         """Start ``command`` in the background; its start-up lines."""
         log = open(os.path.join(self.clone, 'nova-all.out'), 'w+')
         self.addCleanup(log.close)
-        # Its own process group: the shell and nova-all stop together.
-        proc = subprocess.Popen(['bash', '-c', command], cwd=self.clone,
+        proc = subprocess.Popen(shlex.split(command), cwd=self.clone,
                                 env=self.env, stdout=subprocess.PIPE,
-                                stderr=log, text=True,
-                                start_new_session=True)
-        self.addCleanup(self._stop, proc)
+                                stderr=log, text=True)
+        self.addCleanup(processes.TestSeparateServices._stop, proc)
         self.addOnException(lambda _exc: self.addDetail(
-            'nova-all', testtools.content.text_content(self._read(log))))
+            'nova-all', testtools.content.text_content(
+                processes.TestSeparateServices._read(log))))
         lines = []
         # Bounded by the test's timeout; an exit ends the output.
         for line in proc.stdout:
@@ -92,21 +89,6 @@ class TestDocumentedCommands(test.TestCase):
             if line.startswith('Placement (osc-placement)'):
                 return ''.join(lines)
         self.fail('nova-all did not start: %s' % ''.join(lines))
-
-    @staticmethod
-    def _read(log) -> str:
-        log.flush()
-        log.seek(0)
-        return log.read()
-
-    @staticmethod
-    def _stop(proc: subprocess.Popen) -> None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
     def servers(self) -> list[dict]:
         return requests.get(
@@ -141,15 +123,14 @@ class TestDocumentedCommands(test.TestCase):
                                                      'openstack '))]
         self.assertEqual((1, 1, 3),
                          (len(fake_hosts), len(nova_all), len(clients)))
-        activate = '. .venv/bin/activate'
-        self.bash([activate] + fake_hosts)
-        self.start_nova_all('%s && %s' % (activate, nova_all[0]))
+        self.bash(fake_hosts)
+        self.start_nova_all(nova_all[0])
         # The guide's server uses the operator guide's gpu.2x flavor,
         # created once the client environment is set.
         flavors = [c for c in doc_commands.commands(
             doc_commands.PCI_GROUPS_GUIDE)
             if c.startswith('openstack flavor ')]
-        out = self.bash([activate, clients[0]] + flavors + clients[1:])
+        out = self.bash([clients[0]] + flavors + clients[1:])
         self.assertIn(' nvl-1_pair-1 ', out)
         deadline = time.monotonic() + TIMEOUT
         while self.servers()[0]['status'] == 'BUILD' and (

@@ -13,14 +13,19 @@ from nova.db import api as db
 from nova.tests.functional import base
 
 
+def _capture(command, host):
+    """Exit code, stdout and stderr of ``command(host)``."""
+    out = io.StringIO()
+    err = io.StringIO()
+    with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err):
+        code = command(host)
+    return code, out.getvalue(), err.getvalue()
+
+
 class TestPciList(base.FunctionalTestCase):
 
     def _run(self, host=None):
-        out = io.StringIO()
-        err = io.StringIO()
-        with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err):
-            code = manage.pci_list(host)
-        return code, out.getvalue(), err.getvalue()
+        return _capture(manage.pci_list, host)
 
     def test_lists_devices_with_group_path_and_instance(self):
         self.enable_h200_groups()
@@ -53,11 +58,7 @@ class TestPciList(base.FunctionalTestCase):
 class TestPciBoard(base.FunctionalTestCase):
 
     def _run(self, host=None):
-        out = io.StringIO()
-        err = io.StringIO()
-        with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err):
-            code = manage.pci_board(host)
-        return code, out.getvalue(), err.getvalue()
+        return _capture(manage.pci_board, host)
 
     def setUp(self):
         super().setUp()
