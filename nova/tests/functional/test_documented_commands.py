@@ -90,6 +90,13 @@ class TestDocumentedCommands(test.TestCase):
                 return ''.join(lines)
         self.fail('nova-all did not start: %s' % ''.join(lines))
 
+    def provider(self, name: str) -> str:
+        """UUID of the Placement provider ``name``."""
+        return requests.get(
+            'http://127.0.0.1:%d/resource_providers' % self.placement_port,
+            params={'name': name}, headers={'X-Auth-Token': 'admin'},
+            timeout=30).json()['resource_providers'][0]['uuid']
+
     def servers(self) -> list[dict]:
         return requests.get(
             'http://127.0.0.1:%d/v2.1/servers/detail' % self.api_port,
@@ -132,6 +139,22 @@ class TestDocumentedCommands(test.TestCase):
             if c.startswith('openstack flavor ')]
         out = self.bash([clients[0]] + flavors + clients[1:])
         self.assertIn(' nvl-1_pair-1 ', out)
+        # The operator guide's osc-placement commands, for hgx-1 and its
+        # GPU 3, which the guide says carries these member traits.
+        inspect = [c.replace('<compute node uuid>', self.provider('hgx-1'))
+                   .replace('<device provider uuid>',
+                            self.provider('hgx-1_0000:3A:00.0'))
+                   for c in doc_commands.commands(
+                       doc_commands.PCI_GROUPS_GUIDE)
+                   if 'resource provider' in c]
+        self.assertEqual(2, len(inspect), inspect)
+        out = self.bash([clients[0]] + inspect)
+        self.assertIn(' hgx-1_pair-b2 ', out)
+        self.assertNotIn('nvl-1', out)
+        for trait in ('CUSTOM_PCI_GROUP_NVLINK_8_M2',
+                      'CUSTOM_PCI_GROUP_NVLINK_4_M2',
+                      'CUSTOM_PCI_GROUP_NVLINK_2_M1'):
+            self.assertIn(trait, out)
         deadline = time.monotonic() + TIMEOUT
         while self.servers()[0]['status'] == 'BUILD' and (
                 time.monotonic() < deadline):

@@ -1,25 +1,11 @@
 """Pure helpers of tools/bench_allocation_candidates.py (not the run)."""
 
-import importlib.util
-import os
-
 from nova.pci import groups as pci_groups
 from nova import test
+from nova.tests.unit import tool
 from nova.virt.libvirt import fakehost
 
-_PATH = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tools',
-                     'bench_allocation_candidates.py')
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location(
-        'bench_allocation_candidates', os.path.abspath(_PATH))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_tool()
+bench = tool.load('bench_allocation_candidates')
 GPU = fakehost.H200_GPU_ADDRESSES
 
 
