@@ -1,12 +1,11 @@
 """The NoValidHost reason of a refused request, against real Placement."""
 
-import oslo_messaging
-
 from nova import exception
 from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.scheduler import manager
 from nova.tests.unit.scheduler import fakes
+from nova.tests.unit.scheduler import test_manager
 
 PREFIX = ('No valid host was found. There are not enough hosts available: '
           'no host can provide ')
@@ -17,6 +16,7 @@ class TestRefusalReason(fakes.GpuHostsTestCase):
     def setUp(self):
         super().setUp()
         self.scheduler = manager.SchedulerManager(self.conf)
+        self.context = self.admin
         self.hosts.add_host('cmp1')
 
     def refuse(self, gpus, traits=(), flavor=None):
@@ -26,15 +26,12 @@ class TestRefusalReason(fakes.GpuHostsTestCase):
             'display_name': 'vm', 'project_id': 'p', 'user_id': 'u',
             'flavor_id': fakes.FLAVOR['id'],
             'flavor': flavor or fakes.FLAVOR, 'vm_state': 'building',
+            'task_state': 'scheduling',
             'pci_requests': pci_request.requests_to_primitive([request])})
-        try:
-            self.scheduler.select_destination(self.admin, instance['uuid'],
-                                              [])
-        except oslo_messaging.ExpectedException as wrapped:
-            error = wrapped.exc_info[1]
-        else:
-            self.fail('instance was scheduled')
-        self.assertIsInstance(error, exception.NoValidHost)
+        # Scheduled as the conductor asks, build lease included.
+        error = self.assertRaises(
+            exception.NoValidHost,
+            test_manager.TestSelectDestination._select, self, instance)
         self.assertTrue(error.message.startswith(PREFIX), error.message)
         return error.message.split(': ', 2)[2]
 
