@@ -234,6 +234,7 @@ class ComputeManager(manager.Manager):
                         instance, mappings):
                     devices += self.rt.pci_tracker.claim(
                         instance_uuid, request_id, addresses)
+                self.rt.reserve_used_once(devices)
                 flavor = instance['flavor']
                 # Only while no delete has started (it sets 'deleting')
                 # and the build is still this host's.

@@ -50,10 +50,31 @@ def group_rp_name(nodename: str, group_name: str) -> str:
     return '%s_%s' % (nodename, group_name)
 
 
-def _inventory(resource_class: str, total: int) -> dict[str, dict]:
-    return {resource_class: {'total': total, 'reserved': 0, 'min_unit': 1,
-                             'max_unit': total, 'step_size': 1,
-                             'allocation_ratio': 1.0}}
+def _inventory(resource_class: str, total: int,
+               reserved: int = 0) -> dict[str, dict]:
+    return {resource_class: {'total': total, 'reserved': reserved,
+                             'min_unit': 1, 'max_unit': total,
+                             'step_size': 1, 'allocation_ratio': 1.0}}
+
+
+def _keep_reserved(wanted: dict[str, dict],
+                   current: dict[str, dict]) -> dict[str, dict]:
+    """``wanted`` with each class's ``reserved`` raised to Placement's.
+
+    Nova reserves PCI inventory only for one-time-use devices; any other
+    ``reserved`` was set by an operator (e.g. to keep a device out of use)
+    and nova must not undo it. Nova never lowers a reservation either: a
+    used one-time-use device stays reserved until an operator clears it.
+    The value is capped at the total, which Placement requires.
+    """
+    result = {}
+    for rc, record in wanted.items():
+        record = dict(record)
+        have = current.get(rc, {}).get('reserved', 0)
+        record['reserved'] = min(record['total'],
+                                 max(record['reserved'], have))
+        result[rc] = record
+    return result
 
 
 @dataclasses.dataclass
@@ -94,12 +115,13 @@ class PlacementView:
             pending.extend((member, name) for member in group.members)
 
     def add_static_group(self, group: pci_groups.StaticGroup,
-                         traits: set[str]) -> None:
-        """Add a static spec group: one unit of its class, consumed whole."""
+                         traits: set[str], reserved: bool) -> None:
+        """Add a static spec group: one unit of its class, consumed whole;
+        ``reserved`` reserves that unit (a used one-time-use group)."""
         name = group_rp_name(self.nodename, group.name)
         self.wanted[name] = _Wanted(
             name=name, parent=self.nodename,
-            inventory=_inventory(group.resource_class, 1),
+            inventory=_inventory(group.resource_class, 1, int(reserved)),
             traits=set(traits) | MANAGED_TRAITS,
             addresses=list(group.addresses))
 
@@ -109,6 +131,13 @@ class PlacementView:
         if dev['dev_type'] in _PARENT_TYPES:
             address = dev['address']
         else:
+            if 'one_time_use' in spec.tags:
+                # A VF's inventory sits on its PF's provider, shared with
+                # its siblings, so one VF cannot be reserved on its own.
+                raise exception.PlacementPciException(error=(
+                    'one_time_use is only supported for type-PCI and '
+                    'type-PF devices, but device spec %r matches VF %s; '
+                    'remove one_time_use from it' % (spec, dev['address'])))
             address = dev.get('parent_addr')
             if not address:
                 raise exception.PlacementPciException(error=(
@@ -122,10 +151,13 @@ class PlacementView:
             group_tree.member_traits(address)
         existing = self.wanted.get(name)
         if existing is None:
+            # A one-time-use device is reserved as soon as it is used.
+            reserved = int(spec.one_time_use and
+                           bool(dev.get('instance_uuid')))
             self.wanted[name] = _Wanted(
                 name=name, parent=parent,
-                inventory=_inventory(resource_class, 1), traits=traits,
-                addresses=[dev['address']])
+                inventory=_inventory(resource_class, 1, reserved),
+                traits=traits, addresses=[dev['address']])
             return
         # Several VFs of one PF share the PF's provider.
         if resource_class not in existing.inventory or \
@@ -232,7 +264,8 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree) -> None:
         elif tree.data(tree.data(wanted.name).parent_uuid).name != \
                 wanted.parent:
             tree.reparent(wanted.name, wanted.parent)
-        tree.update_inventory(wanted.name, wanted.inventory)
+        tree.update_inventory(wanted.name, _keep_reserved(
+            wanted.inventory, tree.data(wanted.name).inventory))
         tree.update_traits(wanted.name, wanted.traits)
     stale = [p for p in tree.providers()
              if p.parent_uuid is not None and is_pci_provider(p) and
@@ -262,6 +295,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
         for address in group.addresses:
             in_static[address] = group
     static_traits: dict[str, set[str]] = collections.defaultdict(set)
+    static_used_once: set[str] = set()
     for dev in devices:
         if dev['status'] == 'removed':
             continue
@@ -275,10 +309,13 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
         group = in_static.get(dev['address'])
         if group is not None:
             static_traits[group.name] |= set(spec.traits)
+            if spec.one_time_use and dev.get('instance_uuid'):
+                static_used_once.add(group.name)
             continue
         view.add_device(dev, spec, group_tree)
     for group in static_groups:
-        view.add_static_group(group, static_traits[group.name])
+        view.add_static_group(group, static_traits[group.name],
+                              group.name in static_used_once)
 
     _check_multi_device_requests(devices, group_tree)
     _check_allocations_fit(view, tree, allocations)

@@ -79,6 +79,19 @@ class ResourceTracker:
                 devices, self.whitelist, self._group_path)
             self._update_placement(resources)
 
+    def reserve_used_once(self, devices: list[dict]) -> None:
+        """Report the reservation of just-claimed one-time-use devices now.
+
+        The periodic update would reserve them too, but an instance deleted
+        before it runs would free the device for a second use.
+        """
+        if not self.report_in_placement or not any(
+                spec is not None and spec.one_time_use for spec in
+                map(self.whitelist.device_assignable, devices)):
+            return
+        with self._lock:
+            self._update_placement(self.driver.get_available_resource())
+
     def _group_path(self, address: str) -> str:
         return '/'.join(g.name for g in self.group_tree.enclosing(address))
 

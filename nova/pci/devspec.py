@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+import os_traits
 from oslo_log import log as logging
 from oslo_utils import strutils
 
@@ -382,8 +383,21 @@ class PciDeviceSpec:
 
     @property
     def traits(self) -> set[str]:
-        """Placement traits from the ``traits`` tag."""
-        return utils.get_traits(self.tags.get('traits'))
+        """Placement traits of the matching devices: the ``traits`` tag
+        plus the standard traits of the ``live_migratable`` and
+        ``one_time_use`` tags, as upstream reports them."""
+        traits = utils.get_traits(self.tags.get('traits'))
+        if self.tags.get('live_migratable') == 'true':
+            traits.add(os_traits.HW_PCI_LIVE_MIGRATABLE)
+        if self.one_time_use:
+            traits.add(os_traits.HW_PCI_ONE_TIME_USE)
+        return traits
+
+    @property
+    def one_time_use(self) -> bool:
+        """True when a device must not be handed out again after its first
+        use until an operator clears its reservation in Placement."""
+        return self.tags.get('one_time_use') == 'true'
 
     def _explicit_resource_class(self) -> str | None:
         if self.tags.get('resource_class'):

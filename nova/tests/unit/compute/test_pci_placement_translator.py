@@ -207,3 +207,74 @@ class TestAllocationsAndStaticGroups(TranslatorTestBase):
                                 translator.ensure_reporting_not_disabled,
                                 self.tree)
         self.assertIn('report_in_placement', str(err))
+
+
+class TestUpstreamTags(TranslatorTestBase):
+    """one_time_use, live_migratable and operator-set reservations."""
+
+    def otu_whitelist(self, **tags):
+        spec = dict(json.loads(SPEC), address=GPUS[0], **tags)
+        return devspec.Whitelist.from_config(
+            [json.dumps(spec), SPEC], True)
+
+    def reserved(self, gpu):
+        return self.tree.data(self.dev_name(gpu)).inventory['PGPU'][
+            'reserved']
+
+    def test_tag_traits(self):
+        whitelist = self.otu_whitelist(one_time_use='yes',
+                                       live_migratable=True)
+        self.translate(gpu_devices(), whitelist=whitelist)
+        self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                          'HW_PCI_ONE_TIME_USE', 'HW_PCI_LIVE_MIGRATABLE'},
+                         self.tree.data(self.dev_name(1)).traits)
+        self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'},
+                         self.tree.data(self.dev_name(2)).traits)
+
+    def test_one_time_use_reserved_once_used_and_never_lowered(self):
+        whitelist = self.otu_whitelist(one_time_use=True)
+        self.translate(gpu_devices(), whitelist=whitelist)
+        self.assertEqual(0, self.reserved(1))
+        used = gpu_devices(**{GPUS[0]: {'instance_uuid': 'vm1'},
+                              GPUS[1]: {'instance_uuid': 'vm1'}})
+        self.translate(used, whitelist=whitelist)
+        self.assertEqual((1, 0), (self.reserved(1), self.reserved(2)))
+        # Freed: still reserved, only an operator clears it.
+        self.translate(gpu_devices(), whitelist=whitelist)
+        self.assertEqual(1, self.reserved(1))
+
+    def test_operator_reserved_is_kept_and_capped_at_total(self):
+        self.translate(gpu_devices())
+        self.tree.data(self.dev_name(3)).inventory['PGPU']['reserved'] = 1
+        self.translate(gpu_devices())
+        self.assertEqual(1, self.reserved(3))
+        self.assertEqual(
+            1, translator._keep_reserved(
+                translator._inventory('PGPU', 1),
+                {'PGPU': {'reserved': 5}})['PGPU']['reserved'])
+
+    def test_one_time_use_static_group_reserved_once_used(self):
+        spec = json.dumps({'vendor_id': '10de', 'product_id': '2335',
+                           'group_name': 'hgx1', 'group_type': 'nvlink',
+                           'one_time_use': True})
+        whitelist = devspec.Whitelist.from_config([spec], True)
+        devices = gpu_devices(**{GPUS[4]: {'instance_uuid': 'vm1'}})
+        statics = groups.static_groups(devices, whitelist)
+        self.translate(devices, statics=statics, whitelist=whitelist)
+        data = self.tree.data('cmp1_hgx1')
+        self.assertEqual(1, data.inventory['CUSTOM_PCI_GROUP_NVLINK'][
+            'reserved'])
+        self.assertIn('HW_PCI_ONE_TIME_USE', data.traits)
+
+    def test_one_time_use_on_a_vf_is_refused(self):
+        spec = json.dumps({'vendor_id': '15b3', 'one_time_use': 'false'})
+        whitelist = devspec.Whitelist.from_config([spec], True)
+        vf = {'address': '0000:4b:00.2', 'vendor_id': '15b3',
+              'product_id': '101e', 'dev_type': 'type-VF',
+              'parent_addr': '0000:4b:00.0', 'status': 'available',
+              'instance_uuid': None, 'request_id': None}
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.translate, [vf], whitelist=whitelist)
+        self.assertIn('one_time_use', str(err))
+        self.assertIn('0000:4b:00.2', str(err))
+        self.assertEqual([], self.tree.children(HOST))

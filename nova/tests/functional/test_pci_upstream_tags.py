@@ -1,0 +1,127 @@
+"""Upstream device_spec tags as they show in real Placement.
+
+``one_time_use`` and ``live_migratable`` traits, the one-time-use
+reservation, and operator-set ``reserved`` values nova must keep.
+"""
+
+import json
+
+from nova import exception
+from nova.tests.functional import base
+from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt.libvirt import fakehost
+
+GPUS = base.GPUS
+NIC = fakehost.NIC_ADDRESS
+VF = '0000:4b:00.2'
+
+
+def gpu_spec(address, **tags) -> str:
+    return json.dumps(dict({'vendor_id': '10de', 'product_id': '2335',
+                            'resource_class': 'PGPU', 'address': address},
+                           **tags))
+
+
+class PlacementReads:
+    """Placement reads shared by the tests below (needs a test case with
+    ``placement_get`` and ``provider_view``)."""
+
+    def rp_uuid(self, host: str, address: str) -> str:
+        return self.provider_view(host)['%s_%s' % (
+            host, address.upper())]['uuid']
+
+    def inventory(self, rp_uuid: str) -> dict:
+        return self.placement_get(
+            '/resource_providers/%s/inventories/PGPU' % rp_uuid)
+
+    def set_reserved(self, rp_uuid: str, reserved: int) -> None:
+        """What an operator does with ``openstack resource provider
+        inventory set``."""
+        record = self.inventory(rp_uuid)
+        record['reserved'] = reserved
+        resp = self.placement.api.put(
+            '/resource_providers/%s/inventories/PGPU' % rp_uuid,
+            json=record)
+        self.assertEqual(200, resp.status_code, resp.text)
+
+
+class TestTagTraits(PlacementReads, base.FunctionalTestCase):
+
+    def test_one_time_use_and_live_migratable_traits(self):
+        self.flags('pci', report_in_placement=True, device_spec=[
+            gpu_spec(GPUS[0], one_time_use=True),
+            gpu_spec(GPUS[1], live_migratable='yes'),
+            gpu_spec(GPUS[2], live_migratable=False, one_time_use='false'),
+        ])
+        self.start_compute('cmp1')
+        view = self.provider_view('cmp1')
+        traits = {address: view['cmp1_' + address.upper()]['traits']
+                  for address in GPUS[:3]}
+        managed = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'}
+        self.assertEqual({GPUS[0]: managed | {'HW_PCI_ONE_TIME_USE'},
+                          GPUS[1]: managed | {'HW_PCI_LIVE_MIGRATABLE'},
+                          GPUS[2]: managed}, traits)
+        # An unused one-time-use device is not reserved.
+        self.assertEqual(0, self.inventory(
+            self.rp_uuid('cmp1', GPUS[0]))['reserved'])
+
+    def test_one_time_use_on_vfs_is_refused_at_start(self):
+        devices = fakehost.hgx_h200_devices(num_gpus=1) + [{
+            'address': VF, 'vendor_id': '15b3', 'product_id': '101e',
+            'dev_type': 'type-VF', 'parent_addr': NIC, 'numa_node': 0}]
+        self.flags('pci', report_in_placement=True, device_spec=[
+            json.dumps({'vendor_id': '15b3', 'product_id': '101e',
+                        'one_time_use': False})])
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.start_compute, 'cmp1', devices)
+        self.assertIn('one_time_use', str(err))
+        self.assertIn(VF, str(err))
+
+
+class TestOperatorReserved(PlacementReads, base.FunctionalTestCase):
+
+    def test_operator_reserved_survives_updates_and_restarts(self):
+        self.flags('pci', report_in_placement=True,
+                   device_spec=[gpu_spec(GPUS[1])])
+        compute = self.start_compute('cmp1')
+        gpu = self.rp_uuid('cmp1', GPUS[1])
+        self.set_reserved(gpu, 1)
+        compute.update_available_resource()
+        self.assertEqual(1, self.inventory(gpu)['reserved'])
+        # A restart with new traits rewrites the provider's traits but
+        # not the operator's reservation.
+        self.flags('pci', device_spec=[gpu_spec(GPUS[1], traits='fast')])
+        self.start_compute('cmp1')
+        self.assertEqual(1, self.inventory(gpu)['reserved'])
+        self.assertIn('CUSTOM_FAST', self.provider_view('cmp1')[
+            'cmp1_' + GPUS[1].upper()]['traits'])
+        # The operator clears it; nova keeps it cleared.
+        self.set_reserved(gpu, 0)
+        compute.update_available_resource()
+        self.assertEqual(0, self.inventory(gpu)['reserved'])
+
+
+class TestOneTimeUseBoot(PlacementReads, boot.BootTestBase):
+
+    def test_used_device_is_not_handed_out_again_until_cleared(self):
+        self.flags('pci', report_in_placement=True,
+                   device_spec=[gpu_spec(GPUS[0], one_time_use=True)],
+                   alias=['{"name": "gpu", "resource_class": "PGPU"}'])
+        self.flags('filter_scheduler', pci_in_placement=True)
+        self.start_services()
+        gpu = self.rp_uuid('cmp1', GPUS[0])
+        flavor = self.flavor('gpu.1x', 'gpu:1')
+        first = self.boot(flavor, 'first')
+        self.assertEqual(frozenset({1}), self.gpus_of(first))
+        # Reserved as soon as it is claimed, not at the next periodic.
+        self.assertEqual(1, self.inventory(gpu)['reserved'])
+        self.delete(first['id'])
+        self.assert_nothing_held(first['id'])
+        self.computes['cmp1'].update_available_resource()
+        self.assertEqual(1, self.inventory(gpu)['reserved'])
+        self.boot(flavor, 'second', status='ERROR')
+        # The operator has cleaned the device and releases it.
+        self.set_reserved(gpu, 0)
+        third = self.boot(flavor, 'third')
+        self.assertEqual(frozenset({1}), self.gpus_of(third))
+        self.assertEqual(1, self.inventory(gpu)['reserved'])
