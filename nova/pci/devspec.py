@@ -31,6 +31,12 @@ _MATCH_KEYS = ('vendor_id', 'product_id', 'address', 'devname')
 # Tags parsed strictly as booleans, and the one upstream parses leniently.
 _STRICT_BOOL_TAGS = ('managed', 'live_migratable', 'one_time_use')
 _LENIENT_BOOL_TAGS = ('remote_managed',)
+# Tags naming Placement objects: a number is refused rather than turned
+# into a name nobody wrote. Value: the hint added to the error.
+_STRING_TAGS = {
+    'resource_class': ', e.g. "PGPU" or "CUSTOM_GPU"',
+    'traits': ' of comma-separated trait names, e.g. "CUSTOM_A,CUSTOM_B"',
+}
 # Every key with a meaning to nova. Other keys are free-form tags matched
 # against alias specs, unless they look like a misspelling of one of these
 # (see utils.misspelling_of): a typo such as "vendorid" would otherwise
@@ -156,17 +162,28 @@ def _device_fields(address: object) -> tuple[str, ...] | None:
     return domain, bus, slot, function
 
 
+def _pf_address(fields: tuple[str, ...]) -> str | None:
+    """The address of normalized ``fields`` when they name one SR-IOV PF
+    of this host exactly; such a spec also selects the PF's VFs."""
+    if ANY in fields:
+        return None
+    address = '%s:%s:%s.%s' % fields
+    return address if is_sriov_pf(address) else None
+
+
+def _is_vf_of(dev: dict, pf_address: str | None) -> bool:
+    """True when ``dev`` is a VF of the PF at ``pf_address``."""
+    if pf_address is None or not dev.get('parent_addr'):
+        return False
+    return _device_fields(dev['parent_addr']) == _device_fields(pf_address)
+
+
 class _GlobAddress:
     """The glob form: each field is a concrete normalized value or ``*``."""
 
     def __init__(self, fields: tuple[str, ...]):
         self.fields = fields
-        self.pf_address = None
-        if ANY not in fields:
-            address = '%s:%s:%s.%s' % fields
-            if is_sriov_pf(address):
-                # A PF's own address also selects its VFs.
-                self.pf_address = address
+        self.pf_address = _pf_address(fields)
 
     @classmethod
     def parse(cls, text: str) -> '_GlobAddress':
@@ -195,10 +212,7 @@ class _GlobAddress:
             return False
         if all(want in (ANY, got) for want, got in zip(self.fields, fields)):
             return True
-        if self.pf_address is not None and dev.get('parent_addr'):
-            parent = _device_fields(dev['parent_addr'])
-            return parent == self.fields
-        return False
+        return _is_vf_of(dev, self.pf_address)
 
 
 class _RegexAddress:
@@ -224,13 +238,28 @@ class _RegexAddress:
                 raise exception.PciDeviceWrongAddressFormat(message=(
                     'The PCI address %r has an invalid %s regular '
                     'expression %r: %s.' % (spec, name, pattern, err)))
+        self.pf_address = _pf_address(self._literal_fields(spec))
+
+    @staticmethod
+    def _literal_fields(spec: dict) -> tuple[str, ...]:
+        """Normalized fields where every pattern is plain hex digits (an
+        exact address, as the string form writes it); ``*`` elsewhere."""
+        fields = []
+        for name, maximum, digits in _ADDRESS_FIELDS:
+            pattern = spec.get(name, '')
+            if not re.fullmatch('[0-9a-fA-F]+', pattern) or \
+                    int(pattern, 16) > maximum:
+                return (ANY,)
+            fields.append('%0*x' % (digits, int(pattern, 16)))
+        return tuple(fields)
 
     def match(self, dev: dict) -> bool:
         fields = _device_fields(dev.get('address'))
         if fields is None:
             return False
-        return all(p.match(value)
-                   for p, value in zip(self.patterns, fields))
+        if all(p.match(value) for p, value in zip(self.patterns, fields)):
+            return True
+        return _is_vf_of(dev, self.pf_address)
 
 
 class _NoAddress:
@@ -316,6 +345,10 @@ class PciDeviceSpec:
             if name in _MATCH_KEYS or value is None:
                 # null means "unset", as upstream treats physical_network.
                 continue
+            if name in _STRING_TAGS and not isinstance(value, str):
+                raise exception.PciConfigInvalidSpec(reason=(
+                    '%s: %s (%r) must be a string%s' % (
+                        self._text, name, value, _STRING_TAGS[name])))
             if name in _STRICT_BOOL_TAGS:
                 tags[name] = _parse_bool_tag(name, value, strict=True)
             elif name in _LENIENT_BOOL_TAGS:

@@ -5,8 +5,12 @@ reservation, and operator-set ``reserved`` values nova must keep.
 """
 
 import json
+import os
+
+import fixtures
 
 from nova import exception
+from nova.pci import devspec
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.libvirt import fakehost
@@ -76,6 +80,46 @@ class TestTagTraits(PlacementReads, base.FunctionalTestCase):
                                 self.start_compute, 'cmp1', devices)
         self.assertIn('one_time_use', str(err))
         self.assertIn(VF, str(err))
+
+
+class TestSpecForms(base.FunctionalTestCase):
+
+    def nic_with_vfs(self) -> list[dict]:
+        """The H200 host's ConnectX-7 PF (0000:4b:00.0) with 2 VFs, and a
+        sysfs that says it is an SR-IOV PF."""
+        sysfs = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.pci.devspec.SYSFS_ROOT', sysfs))
+        pf_dir = os.path.join(sysfs, 'bus', 'pci', 'devices', NIC)
+        os.makedirs(pf_dir)
+        with open(os.path.join(pf_dir, 'sriov_totalvfs'), 'w') as f:
+            f.write('16\n')
+        self.assertTrue(devspec.is_sriov_pf(NIC))
+        return fakehost.hgx_h200_devices(num_gpus=1) + [{
+            'address': '0000:4b:00.%d' % fn, 'vendor_id': '15b3',
+            'product_id': '101e', 'dev_type': 'type-VF',
+            'parent_addr': NIC, 'numa_node': 0} for fn in (2, 3)]
+
+    def test_exact_regex_dict_naming_a_pf_reports_its_vfs(self):
+        devices = self.nic_with_vfs()
+        for address in (NIC, {'domain': '0000', 'bus': '4b', 'slot': '00',
+                              'function': '0'}):
+            self.flags('pci', report_in_placement=True, device_spec=[
+                json.dumps({'vendor_id': '15b3', 'product_id': '101e',
+                            'address': address,
+                            'resource_class': 'CUSTOM_VF'})])
+            self.start_compute('cmp1', devices)
+            view = self.provider_view('cmp1')
+            self.assertEqual({'CUSTOM_VF': 2},
+                             view['cmp1_' + NIC.upper()]['inventory'],
+                             address)
+
+    def test_non_string_resource_class_stops_the_compute(self):
+        self.flags('pci', report_in_placement=True, device_spec=[
+            '{"vendor_id": "10de", "resource_class": 2335}'])
+        err = self.assertRaises(exception.PciConfigInvalidSpec,
+                                self.start_compute, 'cmp1')
+        self.assertIn('resource_class (2335) must be a string', str(err))
 
 
 class TestOperatorReserved(PlacementReads, base.FunctionalTestCase):

@@ -259,6 +259,26 @@ class TestPfAddress(_SysfsMixin, _Base):
         self.assertFalse(spec.match(self._vf()))
         self.assertTrue(spec.match(_dev(address=self.PF)))
 
+    def test_exact_regex_dict_pf_address_selects_vfs(self):
+        self.make_pf(self.PF)
+        spec = devspec.PciDeviceSpec({'address': {
+            'domain': '0', 'bus': '81', 'slot': '00', 'function': '0'}})
+        self.assertTrue(spec.match(_dev(address=self.PF,
+                                        dev_type='type-PF')))
+        self.assertTrue(spec.match(self._vf()))
+        self.assertFalse(spec.match(self._vf(parent='0000:83:00.0')))
+        # A pattern that is not an exact address stays a plain regex.
+        for inexact in ({'bus': '81'}, {'domain': '0000', 'bus': '81$',
+                                        'slot': '00', 'function': '0'}):
+            spec = devspec.PciDeviceSpec({'address': inexact})
+            self.assertFalse(spec.match(self._vf()), inexact)
+
+    def test_exact_regex_dict_of_a_non_pf_matches_only_itself(self):
+        spec = devspec.PciDeviceSpec({'address': {
+            'domain': '0000', 'bus': '81', 'slot': '00', 'function': '0'}})
+        self.assertTrue(spec.match(_dev(address=self.PF)))
+        self.assertFalse(spec.match(self._vf()))
+
     def test_only_fully_specified_globs_are_checked(self):
         self.make_pf(self.PF)
         for address in ('81:00.0', '0000:81:00.*', {'bus': '81'}):
@@ -328,6 +348,14 @@ class TestTags(_Base):
                           'dev_type': 'type-PF', 'numa': '1',
                           'ratio': '1.5', 'flag': 'true',
                           'trusted': 'true'}, spec.tags)
+
+    def test_placement_names_must_be_strings(self):
+        for key, bad in (('resource_class', 5), ('resource_class', True),
+                         ('traits', ['CUSTOM_A']), ('traits', 1.5)):
+            self.assertRejected(exception.PciConfigInvalidSpec,
+                                {'vendor_id': '10de', key: bad},
+                                '%s (%r) must be a string' % (key, bad),
+                                placement=True)
 
     def test_structured_tag_rejected(self):
         for bad in ({'a': 1}, ['x']):

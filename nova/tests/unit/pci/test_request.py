@@ -234,6 +234,14 @@ class TestAliasRejected(test.TestCase):
             value = _alias(resource_class='X', **{key: 0x10de})
             self._reject(value, True, value, "'%s' 4318 is not of type" % key)
 
+    def test_non_string_placement_names(self):
+        for key, bad in (('resource_class', 5), ('traits', ['CUSTOM_A']),
+                         ('resource_class', None)):
+            value = _alias(vendor_id='10de', product_id='2335',
+                           **{key: bad})
+            self._reject(value, True, value,
+                         "'%s' %r is not of type 'string'" % (key, bad))
+
     def test_bad_device_type(self):
         for bad in ('vdpa', 'type-pci', 'PCI'):
             value = _alias(resource_class='X', device_type=bad)
