@@ -56,21 +56,25 @@ def run_service(binary: str, serve: Callable[[cfg.ConfigOpts], int],
                 argv: list[str] | None = None,
                 conf: cfg.ConfigOpts = nova.conf.CONF,
                 log_file: str | None = None,
-                runs_compute: bool = False) -> int:
+                runs_compute: bool = False,
+                runs_control_plane: bool = True) -> int:
     """Read the configuration, check ``[pci]``, then ``serve(conf)``.
 
     ``[pci]`` is checked as a whole before anything starts (or logs), so
     that a bad value stops every service, not only the one that reads it
     first. ``runs_compute``: aliases are also checked with the rules a
-    compute applies (see ResourceTracker). A configuration error raised at
+    compute applies (see ResourceTracker); ``runs_control_plane`` (API,
+    scheduler, conductor): with the rules those apply (see
+    nova.pci.config.load). A configuration error raised at
     any point of the start ends the service as described in the module
     docstring; other errors propagate unchanged.
     """
     try:
         conf = parse_args(argv, conf, log_file)
-        pci_config.load(conf)
+        if runs_control_plane:
+            pci_config.load(conf)
         if runs_compute:
-            pci_config.load(conf, aliases_for_placement=True)
+            pci_config.load(conf, for_compute=True)
         return serve(conf)
     except CONFIG_ERRORS as err:
         LOG.debug('%s stopped by a configuration error', binary,

@@ -9,7 +9,8 @@ from nova.virt import driver as virt_driver
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cmd.run_service('nova-compute', _serve, argv, runs_compute=True)
+    return cmd.run_service('nova-compute', _serve, argv, runs_compute=True,
+                           runs_control_plane=False)
 
 
 def _serve(conf) -> int:

@@ -40,11 +40,10 @@ class ResourceTracker:
         # DISK_GB: reserved is whole GB, as upstream rounds it up.
         self.disk_reserved_gb = math.ceil(conf.reserved_host_disk_mb / 1024)
         self.disk_allocation_ratio = conf.disk_allocation_ratio
-        # The compute only checks aliases against its groups; the rules
-        # that depend on how the scheduler runs are the API's business, so
-        # parse them as for Placement scheduling, the only mode in which
-        # groups exist.
-        pci = pci_config.load(conf, aliases_for_placement=True)
+        # The compute checks aliases against its groups, with the rules of
+        # Placement scheduling (the only mode in which it gets devices to
+        # claim); aliases need report_in_placement here.
+        pci = pci_config.load(conf, for_compute=True)
         self.whitelist = pci.whitelist
         self.group_tree = pci.group_tree
         self._aliases = pci.aliases

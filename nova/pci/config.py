@@ -41,16 +41,39 @@ def _option(conf: cfg.ConfigOpts, group: str, name: str):
             reason='[%s]%s: %s' % (group, name, problem)) from err
 
 
-def load(conf: cfg.ConfigOpts,
-         aliases_for_placement: bool | None = None) -> PciConfig:
+def _check_aliases_schedulable(conf: cfg.ConfigOpts, aliases: list[str],
+                               for_compute: bool) -> None:
+    """Refuse aliases this service could never serve.
+
+    Flavor PCI requests (plain or group-aware) are scheduled only through
+    Placement here: the scheduler has no device filter of its own and the
+    compute claims exactly the devices Placement allocated. Without
+    Placement PCI scheduling (API side) or reporting (compute side) every
+    build with an alias would fail after all retries, so say which option
+    to set instead.
+    """
+    if not aliases:
+        return
+    group, name = (('pci', 'report_in_placement') if for_compute else
+                   ('filter_scheduler', 'pci_in_placement'))
+    if _option(conf, group, name):
+        return
+    raise exception.InvalidConfiguration(reason=(
+        '[pci]alias is set but [%s]%s is False; PCI devices are only '
+        'scheduled through Placement here, so set [%s]%s = True (with '
+        '[pci]report_in_placement = True on the computes and '
+        '[filter_scheduler]pci_in_placement = True on the API, scheduler '
+        'and conductor), or remove [pci]alias' % (group, name, group, name)))
+
+
+def load(conf: cfg.ConfigOpts, for_compute: bool = False) -> PciConfig:
     """Parse ``conf.pci``; raise an Invalid subclass naming the bad value.
 
-    ``aliases_for_placement`` selects the alias rules of Placement
-    scheduling; None takes ``[filter_scheduler]pci_in_placement``.
+    ``for_compute`` applies a compute's rules: aliases are checked as for
+    Placement scheduling (the only mode in which a compute gets devices
+    to claim) and need ``[pci]report_in_placement``; otherwise aliases
+    need ``[filter_scheduler]pci_in_placement``.
     """
-    if aliases_for_placement is None:
-        aliases_for_placement = _option(conf, 'filter_scheduler',
-                                        'pci_in_placement')
     report = _option(conf, 'pci', 'report_in_placement')
     whitelist = devspec.Whitelist.from_config(
         _option(conf, 'pci', 'device_spec'), report)
@@ -61,6 +84,9 @@ def load(conf: cfg.ConfigOpts,
             '[pci]device_group is set but [pci]report_in_placement is '
             'False; device groups are scheduled through Placement, so '
             'enable report_in_placement'))
+    # Aliases are parsed with the rules of Placement scheduling, the only
+    # mode that can serve them, so a bad value is named either way.
     aliases = request.get_alias_from_config(_option(conf, 'pci', 'alias'),
-                                            aliases_for_placement)
+                                            True)
+    _check_aliases_schedulable(conf, list(aliases), for_compute)
     return PciConfig(whitelist, group_tree, aliases)

@@ -118,7 +118,7 @@ class TestFlatTree(base.FunctionalTestCase):
     def test_reporting_cannot_be_disabled_once_enabled(self):
         self.enable_h200_groups(groups=False)
         self.start_compute('cmp1')
-        self.flags('pci', report_in_placement=False)
+        self.flags('pci', report_in_placement=False, alias=[])
         err = self.assertRaises(exception.PlacementPciException,
                                 self.start_compute, 'cmp1')
         self.assertIn('report_in_placement', str(err))

@@ -78,6 +78,28 @@ class TestBadConfigAtStart(test.TestCase):
             self._start_all(('nova-api', 'nova-compute'), config),
             '[pci]alias', "alias 'h200'", "product_id '2335'")
 
+    def test_alias_without_placement_scheduling(self):
+        # Group-aware or plain: no alias can be served without Placement.
+        for name, alias, binaries in (
+                ('group', GROUP_ALIAS, ('nova-api', 'nova-all')),
+                ('plain', '{"name": "gpu", "vendor_id": "10de", '
+                          '"product_id": "2335"}', ('nova-scheduler',))):
+            config = self._config('off-' + name, {
+                'report_in_placement': 'true', 'device_spec': H200_SPEC,
+                'alias': alias}, placement=False)
+            self.assertOneLine(
+                self._start_all(binaries, config),
+                '[pci]alias is set but [filter_scheduler]pci_in_placement '
+                'is False', 'set [filter_scheduler]pci_in_placement = True')
+
+    def test_alias_on_a_compute_without_reporting(self):
+        config = self._config('report-off', {
+            'device_spec': H200_SPEC, 'alias': GROUP_ALIAS})
+        self.assertOneLine(
+            self._start_all(('nova-compute',), config),
+            '[pci]alias is set but [pci]report_in_placement is False',
+            'set [pci]report_in_placement = True')
+
     def test_value_of_the_wrong_type(self):
         config = self._config('type', {'report_in_placement': 'maybe'})
         self.assertOneLine(

@@ -66,6 +66,8 @@ class APITestCase(test.TestCase):
         # objects; the fixture resets them when the test ends.
         self.config = self.useFixture(config_fixture.Config(self.conf))
         self.config.config(alias=self.aliases, group='pci')
+        # Aliases are only served through Placement scheduling.
+        self.config.config(pci_in_placement=True, group='filter_scheduler')
         self.admin_context = nova_context.get_admin_context()
 
     def request(self, method, path, body=None, token=ADMIN, version=None,

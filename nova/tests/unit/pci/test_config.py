@@ -43,15 +43,33 @@ class TestLoad(test.TestCase):
         self.assertIn('[pci]device_group is set but '
                       '[pci]report_in_placement is False', err.message)
 
-    def test_alias_rules_follow_the_scheduling_mode(self):
+    def test_aliases_need_placement_scheduling(self):
         self.config.config(group='pci', alias=[
-            '{"name": "gpu", "resource_class": "PGPU"}'])
-        # Without Placement scheduling an alias needs ids...
-        self.assertRaises(exception.PciInvalidAlias, pci_config.load,
-                          self.conf)
-        # ...which a compute (Placement rules) does not require.
-        self.assertEqual(['gpu'], list(pci_config.load(
-            self.conf, aliases_for_placement=True).aliases))
+            '{"name": "gpu", "vendor_id": "10de", "product_id": "2335"}'])
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                pci_config.load, self.conf)
+        self.assertIn('[pci]alias is set but '
+                      '[filter_scheduler]pci_in_placement is False', str(err))
+        self.assertIn('set [filter_scheduler]pci_in_placement = True',
+                      str(err))
+        self.config.config(group='filter_scheduler', pci_in_placement=True)
+        self.assertEqual(['gpu'], list(pci_config.load(self.conf).aliases))
+
+    def test_aliases_on_a_compute_need_report_in_placement(self):
+        self.config.config(group='pci', alias=[ALIAS])
+        self.config.config(group='filter_scheduler', pci_in_placement=True)
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                pci_config.load, self.conf, for_compute=True)
+        self.assertIn('set [pci]report_in_placement = True', str(err))
+        self.config.config(group='pci', report_in_placement=True)
+        self.assertEqual(['h200'], list(pci_config.load(
+            self.conf, for_compute=True).aliases))
+
+    def test_no_alias_needs_neither_option(self):
+        self.config.config(group='pci', device_spec=[SPEC])
+        for for_compute in (False, True):
+            self.assertEqual({}, pci_config.load(
+                self.conf, for_compute=for_compute).aliases)
 
     def test_wrong_type_names_group_option_and_value(self):
         path = self.useFixture(fixtures.TempDir()).join('nova.conf')
