@@ -34,8 +34,13 @@ Each value is a JSON object, or a JSON list of objects, selecting devices:
 * ``traits``: comma-separated Placement traits for the devices.
 * ``managed``: ``true`` (default) lets libvirt detach the device from its host
   driver; ``false`` means it is pre-bound to vfio-pci.
-* ``live_migratable``, ``one_time_use``, ``physical_network``,
-  ``remote_managed``, ``trusted``: as in upstream Nova.
+* ``live_migratable``: ``true`` adds trait ``HW_PCI_LIVE_MIGRATABLE``.
+* ``one_time_use``: trait ``HW_PCI_ONE_TIME_USE``; once used the device's
+  inventory stays reserved in Placement until an operator clears it
+  (needs ``report_in_placement``; refused on VFs).
+* ``physical_network``: Neutron SR-IOV devices; not reported, so not
+  assignable here. ``trusted``, ``remote_managed``: kept as tags only (not
+  implemented here). See the operator guide's table of upstream options.
 * ``group_name`` + ``group_type``: the static group form; all devices with
   the same ``group_name`` form one unit of ``CUSTOM_PCI_GROUP_<TYPE>``,
   always assigned whole.
@@ -87,13 +92,17 @@ nova-conductor and nova-compute).
 Each value is one JSON object with the keys ``name`` (required),
 ``vendor_id``, ``product_id``, ``device_type`` (``type-PCI``, ``type-PF``,
 ``type-VF``), ``numa_policy`` (``legacy``, ``preferred``, ``required``,
-``socket``), ``resource_class``, ``traits``, ``live_migratable`` and
-``group_type``. With ``group_type``, a request of N devices is always served
-by one whole device group of that type and of size N (N = 1 means any single
-device). Several values with the same name form one alias matching any of
+``socket``; validated but not enforced here), ``resource_class``,
+``traits``, ``live_migratable`` and ``group_type``. With ``group_type``, a
+request of N devices is always served by one whole device group of that
+type and of size N (N = 1 means any single device). Several values with
+the same name form one alias matching any of
 them. With ``[filter_scheduler]pci_in_placement`` an alias names either
 ``resource_class`` or ``vendor_id``/``product_id``, not both: Placement
-chooses devices by resource class only, so the ids would be ignored. Example::
+chooses devices by resource class only, so the ids would be ignored.
+Aliases need ``[filter_scheduler]pci_in_placement`` (API, scheduler,
+conductor) and ``report_in_placement`` (computes); services refuse to start
+otherwise. Example::
 
   alias = {"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}
 """),
