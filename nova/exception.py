@@ -136,6 +136,60 @@ class InstanceDestroyFailed(NovaException):
     msg_fmt = 'Failed to destroy instance %(uuid)s on %(uri)s: %(error)s'
 
 
+# NVIDIA Fabric Manager ----------------------------------------------------
+
+class FabricManagerError(NovaException):
+    """An ``fmpm`` call failed; subclasses name FM's return code."""
+
+    msg_fmt = 'Fabric Manager %(operation)s failed: %(error)s'
+
+
+class FabricManagerBadParam(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: bad or unsupported '
+               'partition ID (%(error)s)')
+
+
+class FabricManagerInUse(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: the partition is '
+               'already active or shares a GPU with an active partition '
+               '(%(error)s)')
+
+
+class FabricManagerNotActive(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: the partition is not '
+               'active (%(error)s)')
+
+
+class FabricManagerNotConfigured(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: Fabric Manager is '
+               'still initializing or waits for its restart list '
+               '(%(error)s)')
+
+
+class FabricManagerNotSupported(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: not supported; is '
+               'FABRIC_MODE=1 (shared NVSwitch)? (%(error)s)')
+
+
+class FabricManagerConnectionInvalid(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: cannot connect to '
+               'Fabric Manager (%(error)s)')
+
+
+class FabricManagerTimeout(FabricManagerError):
+    msg_fmt = 'Fabric Manager %(operation)s timed out: %(error)s'
+
+
+class FabricManagerNVLinkError(FabricManagerError):
+    msg_fmt = ('Fabric Manager %(operation)s failed: NVLink training '
+               'failed (%(error)s)')
+
+
+class NVLinkPartitionFailed(NovaException):
+    msg_fmt = ('NVLink partition %(partition)s for instance %(uuid)s: '
+               '%(error)s')
+
+
 # Scheduler ----------------------------------------------------------------
 
 class FlavorExtraSpecInvalid(Invalid):

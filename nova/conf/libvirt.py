@@ -15,6 +15,63 @@ libvirt_opts = [
                     'The test driver works as a fake hypervisor: '
                     'test:///<absolute path to a node XML> reads the host, '
                     'its CPUs, memory and PCI devices from that file.'),
+    cfg.StrOpt('nvlink_partitions',
+               default='none',
+               choices=[
+                   ('none', 'nova does nothing about NVLink partitions'),
+                   ('libvirt_hook', "NVIDIA's libvirt qemu hook activates "
+                    'the partition; nova does not check it'),
+                   ('fabric_manager', 'nova-compute activates and '
+                    'deactivates partitions through Fabric Manager')],
+               help="""
+Who makes the NVLink partition of a guest's GPUs live on an NVSwitch host
+(shared NVSwitch mode of NVIDIA Fabric Manager).
+
+* ``none``: nobody; for hosts without NVSwitches.
+* ``libvirt_hook``: NVIDIA's ``/etc/libvirt/hooks/qemu`` does it when
+  libvirt prepares the domain. nova cannot see its failures: the hook exits
+  0, and the guest boots without NVLink, when no partition matches the
+  guest's GPUs, when ``fmpm -l`` fails and on any exception in the hook.
+  Only an error of ``fmpm -a`` itself stops the guest start.
+* ``fabric_manager``: nova-compute runs ``fmpm`` itself. After the devices
+  are claimed and before the domain starts it activates the partition whose
+  GPU module IDs equal the guest's GPUs (single GPUs too); a failure fails
+  the build with a fault naming the partition and Fabric Manager's error,
+  and the build is rescheduled. The partition is deactivated after the
+  domain is destroyed. At start nova deactivates partitions it does not
+  hold and re-activates those its guests need.
+"""),
+    cfg.StrOpt('fmpm_path',
+               default='/usr/bin/fmpm',
+               help='Path of the Fabric Manager partition tool ``fmpm`` '
+                    '(NVIDIA/Fabric-Manager-Client), used when '
+                    'nvlink_partitions = fabric_manager.'),
+    cfg.StrOpt('fabric_manager_address',
+               default='127.0.0.1',
+               help='Address of Fabric Manager, ``ip`` or ``ip:port`` '
+                    '(port 6666 when absent), passed to fmpm as '
+                    '``--hostname``. A service VM owning the NVSwitches is '
+                    'reached by its IP. (fmpm ignores '
+                    '``--unix-domain-socket``, so only TCP works.)'),
+    cfg.IntOpt('fabric_manager_timeout',
+               default=30, min=1,
+               help='Seconds one fmpm call may take before nova kills it '
+                    'and treats the call as a Fabric Manager timeout.'),
+    cfg.StrOpt('nvidia_smi_path',
+               default='/usr/bin/nvidia-smi',
+               help='Path of ``nvidia-smi``; ``nvidia-smi -q`` gives the '
+                    'module ID of every GPU bound to the nvidia driver.'),
+    cfg.StrOpt('gpu_module_map',
+               default='',
+               help="""
+Operator-given GPU module IDs, a JSON object of PCI address to module ID,
+e.g. ``{"0000:86:00.0": 1, "0000:b8:00.0": 2}``. Addresses listed here
+override what ``nvidia-smi -q`` reported. Fabric Manager names GPUs only by
+module ID on HGX H100/H200, and module order is not PCI order, so nova needs
+this map to know which partition a set of GPUs is. nova saves the map it
+read under ``$state_path/nvlink`` so that it survives GPUs moving to
+vfio-pci (where nvidia-smi no longer lists them).
+"""),
 ]
 
 
