@@ -156,7 +156,10 @@ class ComputeManager(manager.Manager):
         return [('update_available_resource', self.update_available_resource,
                  self.conf.update_resources_interval),
                 ('audit_allocations', self.audit_allocations,
-                 self.conf.allocation_audit_interval)]
+                 self.conf.allocation_audit_interval),
+                ('repair_nvlink_partitions',
+                 self.driver.repair_nvlink_partitions,
+                 self.conf.update_resources_interval)]
 
     # Instances --------------------------------------------------------------
 

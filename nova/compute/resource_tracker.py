@@ -45,7 +45,10 @@ class ResourceTracker:
         # claim); aliases need report_in_placement here.
         pci = pci_config.load(conf, for_compute=True)
         self.whitelist = pci.whitelist
-        self.group_tree = pci.group_tree
+        self.declared_tree = pci.group_tree
+        self.group_tree = self.declared_tree
+        self.group_source = conf.pci.device_group_source
+        self._group_warnings: set[str] = set()
         self._aliases = pci.aliases
         self._alias_warnings: set[str] = set()
         self._lock = threading.Lock()
@@ -62,6 +65,7 @@ class ResourceTracker:
         with self._lock:
             resources = self.driver.get_available_resource()
             devices = self.driver.get_pci_devices()
+            self.group_tree = self._current_group_tree()
             self.group_tree.validate_devices(devices, self.whitelist)
             self.static_groups = pci_groups.static_groups(
                 devices, self.whitelist)
@@ -90,6 +94,33 @@ class ResourceTracker:
             return
         with self._lock:
             self._update_placement(self.driver.get_available_resource())
+
+    def _current_group_tree(self) -> pci_groups.GroupTree:
+        """The declared groups, or FM's, checked against FM's partitions.
+
+        Without FM partitions (another mode) the declared tree is used as
+        it is. When FM cannot be asked, the tree of the last update stays.
+        """
+        try:
+            fabric = self.driver.get_nvlink_partitions()
+        except exception.FabricManagerError as err:
+            LOG.warning('Cannot read NVLink partitions from Fabric '
+                        'Manager, keeping the device groups as they were: '
+                        '%s', err.message)
+            return self.group_tree
+        if fabric is None:
+            return self.declared_tree
+        if self.group_source == 'fabric_manager':
+            tree, warnings = pci_groups.tree_from_partitions(
+                fabric['partitions'], 'nvlink')
+        else:
+            tree, warnings = pci_groups.check_declared_against_partitions(
+                self.declared_tree, fabric['partitions'],
+                fabric['module_ids'], fabric['unmapped'])
+        for warning in sorted(set(warnings) - self._group_warnings):
+            LOG.warning('%s', warning)
+        self._group_warnings = set(warnings)
+        return tree
 
     def _group_path(self, address: str) -> str:
         return '/'.join(g.name for g in self.group_tree.enclosing(address))

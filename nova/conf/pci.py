@@ -106,6 +106,23 @@ otherwise. Example::
 
   alias = {"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}
 """),
+    cfg.StrOpt('device_group_source',
+               default='config',
+               choices=[
+                   ('config', 'groups are declared in [pci]device_group'),
+                   ('fabric_manager', 'groups are the NVLink partitions '
+                    'Fabric Manager lists')],
+               help="""
+Where nova-compute gets its device groups. ``config``: from
+``[pci]device_group``; when ``[libvirt]nvlink_partitions = fabric_manager``
+every declared multi-device group must be exactly one Fabric Manager
+partition, else the compute refuses to start. ``fabric_manager``: the
+compute builds the ``nvlink`` group tree itself from Fabric Manager's
+partitions and the GPU module map (pairs inside quads inside the board, by
+containment), so the operator writes only device_spec and alias;
+``[pci]device_group`` must then be empty. Requires
+``[libvirt]nvlink_partitions = fabric_manager``.
+"""),
     cfg.BoolOpt('report_in_placement',
                 default=False,
                 help='Report the PCI devices selected by device_spec, and '

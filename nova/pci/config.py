@@ -66,6 +66,29 @@ def _check_aliases_schedulable(conf: cfg.ConfigOpts, aliases: list[str],
         'and conductor), or remove [pci]alias' % (group, name, group, name)))
 
 
+def _check_group_source(conf: cfg.ConfigOpts, group_tree: groups.GroupTree,
+                        report: bool) -> None:
+    """Groups discovered from Fabric Manager need FM mode and Placement,
+    and leave nothing to declare."""
+    if _option(conf, 'pci', 'device_group_source') != 'fabric_manager':
+        return
+    if group_tree.groups():
+        raise exception.InvalidConfiguration(reason=(
+            '[pci]device_group is set but [pci]device_group_source is '
+            'fabric_manager, which discovers the groups; remove '
+            'device_group or set device_group_source = config'))
+    mode = _option(conf, 'libvirt', 'nvlink_partitions')
+    if mode != 'fabric_manager':
+        raise exception.InvalidConfiguration(reason=(
+            '[pci]device_group_source = fabric_manager needs '
+            '[libvirt]nvlink_partitions = fabric_manager, got %s' % mode))
+    if not report:
+        raise exception.InvalidConfiguration(reason=(
+            '[pci]device_group_source = fabric_manager but '
+            '[pci]report_in_placement is False; device groups are '
+            'scheduled through Placement, so enable report_in_placement'))
+
+
 def load(conf: cfg.ConfigOpts, for_compute: bool = False) -> PciConfig:
     """Parse ``conf.pci``; raise an Invalid subclass naming the bad value.
 
@@ -84,6 +107,7 @@ def load(conf: cfg.ConfigOpts, for_compute: bool = False) -> PciConfig:
             '[pci]device_group is set but [pci]report_in_placement is '
             'False; device groups are scheduled through Placement, so '
             'enable report_in_placement'))
+    _check_group_source(conf, group_tree, report)
     # Aliases are parsed with the rules of Placement scheduling, the only
     # mode that can serve them, so a bad value is named either way.
     aliases = request.get_alias_from_config(_option(conf, 'pci', 'alias'),

@@ -467,3 +467,140 @@ def check_aliases(aliases: dict[str, request.PciAlias], tree: GroupTree,
                 'types: %s' % (name, group_type,
                                ', '.join(sorted(declared)) or 'none'))
     return warnings
+
+
+# Groups from the hardware's own partitions ---------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class HardwarePartition:
+    """A device partition the hardware defines (an NVLink FM partition).
+    """
+
+    id: int
+    module_ids: frozenset[int]
+    # PCI addresses of its devices, sorted; None if one is not known.
+    addresses: tuple[str, ...] | None
+
+    def describe(self) -> str:
+        return '%d (modules %s%s)' % (
+            self.id, ','.join(str(m) for m in sorted(self.module_ids)),
+            ': ' + ', '.join(self.addresses) if self.addresses else '')
+
+
+def partition_group_name(partition: HardwarePartition) -> str:
+    return 'partition-%d' % partition.id
+
+
+def tree_from_partitions(partitions: list[HardwarePartition],
+                         group_type: str) -> tuple[GroupTree, list[str]]:
+    """Build the group tree from hardware partitions, by containment.
+
+    Every multi-device partition whose addresses are known becomes a
+    group; its members are the largest partitions strictly inside it (a
+    quad holds two pairs, the board two quads). A partition only partly
+    covered by smaller ones, or overlapping another without containing
+    it, cannot be a tree node and is left out. Returns the tree and a
+    warning per partition left out.
+    """
+    usable = sorted((p for p in partitions
+                     if p.addresses and len(p.addresses) > 1),
+                    key=lambda p: (len(p.addresses), p.id))
+    warnings = []
+    kept: list[HardwarePartition] = []
+    for partition in usable:
+        devices = set(partition.addresses)
+        inside = [k for k in kept if set(k.addresses) < devices]
+        crossing = [k for k in kept if set(k.addresses) & devices and
+                    not set(k.addresses) < devices]
+        if crossing:
+            warnings.append('partition %s overlaps partition %s without '
+                            'containing it; it is not a group' % (
+                                partition.describe(),
+                                crossing[0].describe()))
+            continue
+        kept.append(partition)
+    values = []
+    for partition in kept:
+        devices = set(partition.addresses)
+        inside = [k for k in kept if set(k.addresses) < devices]
+        # Direct members: those inside no other partition inside this one.
+        members = [k for k in inside if not any(
+            set(k.addresses) < set(o.addresses) for o in inside)]
+        covered = set().union(*(set(m.addresses) for m in members))
+        group = {'name': partition_group_name(partition), 'type': group_type}
+        if not members:
+            group['addresses'] = list(partition.addresses)
+        elif covered == devices:
+            group['members'] = [partition_group_name(m) for m in members]
+        else:
+            warnings.append('partition %s is only partly made of smaller '
+                            'partitions; it is not a group' %
+                            partition.describe())
+            continue
+        values.append(json.dumps(group))
+    # A dropped partition's parent would name an unknown member: drop up.
+    names = {json.loads(v)['name'] for v in values}
+    while True:
+        bad = {json.loads(v)['name'] for v in values if any(
+            m not in names for m in json.loads(v).get('members', []))}
+        if not bad:
+            break
+        values = [v for v in values if json.loads(v)['name'] not in bad]
+        names -= bad
+    return GroupTree.from_config(values), warnings
+
+
+def check_declared_against_partitions(
+        tree: GroupTree, partitions: list[HardwarePartition],
+        module_ids: dict[str, int], unmapped: dict[str, str]
+) -> tuple[GroupTree, list[str]]:
+    """Check declared groups against the hardware's partitions.
+
+    A multi-device group must be exactly one partition; otherwise
+    PciGroupConfigInvalid names the group, its addresses, their module
+    IDs and the partitions that exist. A group with a device whose module
+    ID is unknown (``unmapped``: address -> reason) cannot be checked or
+    activated: it and the groups enclosing it are left out, with a
+    warning, and its devices stay usable one by one.
+    Returns the tree to use and the warnings.
+    """
+    dropped: set[str] = set()
+    warnings: list[str] = []
+    by_modules = {p.module_ids: p for p in partitions}
+    for group in tree.groups():
+        unknown = [a for a in group.addresses if a in unmapped or
+                   a not in module_ids]
+        if unknown:
+            dropped.add(group.name)
+            continue
+        wanted = frozenset(module_ids[a] for a in group.addresses)
+        if wanted not in by_modules:
+            raise _invalid(
+                'group %s (%s, module IDs %s) is not a Fabric Manager '
+                'partition; partitions: %s' % (
+                    group.name, ', '.join(group.addresses),
+                    ','.join(str(module_ids[a]) for a in group.addresses),
+                    '; '.join(p.describe() for p in partitions
+                              if len(p.module_ids) > 1) or 'none'))
+    if not dropped:
+        return tree, warnings
+    # Every group enclosing an unknown device is dropped; the others,
+    # siblings included, stay.
+    for name in sorted(dropped):
+        group = tree.get(name)
+        warnings.append(
+            'device group %s (%s) is not offered: %s' % (
+                name, ', '.join(group.addresses), '; '.join(
+                    '%s %s' % (a, unmapped.get(a, 'has no module ID'))
+                    for a in group.addresses
+                    if a in unmapped or a not in module_ids)))
+    kept = [g for g in tree.groups() if g.name not in dropped]
+    values = []
+    for group in kept:
+        value = {'name': group.name, 'type': group.type}
+        if group.members:
+            value['members'] = [m.name for m in group.members]
+        else:
+            value['addresses'] = list(group.own_addresses)
+        values.append(json.dumps(value))
+    return GroupTree.from_config(values), warnings

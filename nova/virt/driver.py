@@ -54,6 +54,21 @@ class ComputeDriver(abc.ABC):
     def list_instance_uuids(self) -> list[str]:
         """Return the uuids of the guests nova created on the hypervisor."""
 
+    def get_nvlink_partitions(self) -> dict | None:
+        """The NVLink partitions the hardware defines, if the driver knows.
+
+        None, or ``partitions`` (nova.pci.groups.HardwarePartition list),
+        ``module_ids`` (address -> GPU module ID) and ``unmapped``
+        (address -> why its module ID is unknown).
+        """
+        return None
+
+    def repair_nvlink_partitions(self) -> None:
+        """Periodic: settle NVLink partitions left by crashes and restarts.
+
+        Only drivers that activate partitions themselves do anything.
+        """
+
 
 def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
     """Return the compute driver configured in ``conf``.
@@ -63,5 +78,7 @@ def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
     """
     # Imported here so nova.virt.driver does not need libvirt-python.
     from nova.virt.libvirt import driver as libvirt_driver
+    from nova.virt.libvirt import nvlink
     uri = conf.libvirt.connection_uri or DEFAULT_LIBVIRT_URI
-    return libvirt_driver.LibvirtDriver(uri, conf.instances_path)
+    return libvirt_driver.LibvirtDriver(uri, conf.instances_path,
+                                        nvlink=nvlink.from_config(conf))

@@ -16,6 +16,7 @@ from nova import exception
 from nova.virt import driver
 from nova.virt.libvirt import config
 from nova.virt.libvirt import host as libvirt_host
+from nova.virt.libvirt import nvlink as nvlink_partitions
 
 LOG = logging.getLogger(__name__)
 
@@ -28,17 +29,28 @@ def _canonical_uuid(instance_uuid: str) -> str:
             'instance uuid %r is not a valid UUID' % (instance_uuid,)))
 
 
+def _is_nvidia_gpu(dev: dict) -> bool:
+    """An NVIDIA display/3D controller (NVSwitches are bridges)."""
+    return dev.get('vendor_id') == nvlink_partitions.NVIDIA_VENDOR_ID and \
+        (dev.get('class') or '').startswith('03')
+
+
 class LibvirtDriver(driver.ComputeDriver):
     """ComputeDriver backed by one libvirt connection to ``uri``.
 
     ``instances_path`` is where guests' files live; the filesystem holding
     it is the local disk reported as ``local_gb``. None means the host has
-    no local instance storage (``local_gb`` 0).
+    no local instance storage (``local_gb`` 0). ``nvlink`` is set when this
+    driver makes NVLink partitions live itself
+    (``[libvirt]nvlink_partitions = fabric_manager``).
     """
 
-    def __init__(self, uri: str, instances_path: str | None = None) -> None:
+    def __init__(self, uri: str, instances_path: str | None = None,
+                 nvlink: nvlink_partitions.NVLinkPartitions | None = None
+                 ) -> None:
         self.host = libvirt_host.Host(uri)
         self.instances_path = instances_path
+        self.nvlink = nvlink
         self._hostname: str | None = None
         # Serializes the exists-check and define of spawn, so two spawns of
         # one uuid cannot both pass the check and redefine each other.
@@ -63,6 +75,25 @@ class LibvirtDriver(driver.ComputeDriver):
                     'instances_path %s cannot be created: %s' % (
                         self.instances_path, err))) from err
         self.host.get_connection()
+        if self.nvlink is not None:
+            self.nvlink.start(host, [
+                dev['address'] for dev in self.get_pci_devices()
+                if _is_nvidia_gpu(dev)])
+            self.nvlink.repair(set(self.list_instance_uuids()))
+
+    def get_nvlink_partitions(self) -> dict | None:
+        """FM's partitions and the GPU module map, None without FM mode.
+        """
+        if self.nvlink is None:
+            return None
+        return {'partitions': self.nvlink.hardware_partitions(),
+                'module_ids': dict(self.nvlink.module_map),
+                'unmapped': dict(self.nvlink.unmapped)}
+
+    def repair_nvlink_partitions(self) -> None:
+        """Periodic: make Fabric Manager's active set match nova's."""
+        if self.nvlink is not None:
+            self.nvlink.repair()
 
     def _local_gb(self) -> int:
         """Size in whole GiB of the filesystem holding instances_path."""
@@ -109,9 +140,15 @@ class LibvirtDriver(driver.ComputeDriver):
                 raise exception.InstanceSpawnFailed(
                     uuid=instance_uuid, uri=self.uri, error=err)
         try:
+            # The partition is live before the guest starts: a guest never
+            # runs on GPUs whose partition is not active.
+            if self.nvlink is not None:
+                self.nvlink.activate(instance_uuid, [
+                    dev['address'] for dev in pci_devices])
             domain.create()
         except BaseException as err:
             self._remove_failed_domain(domain, instance_uuid)
+            self._release_partition(instance_uuid)
             if isinstance(err, libvirt.libvirtError):
                 raise exception.InstanceSpawnFailed(
                     uuid=instance_uuid, uri=self.uri, error=err) from err
@@ -135,19 +172,25 @@ class LibvirtDriver(driver.ComputeDriver):
         """Stop and undefine the guest; a missing guest is fine."""
         instance_uuid = _canonical_uuid(instance_uuid)
         domain = self.host.lookup_domain(instance_uuid)
-        if domain is None:
-            return
-        try:
-            if domain.isActive():
-                domain.destroy()
-            domain.undefine()
-        except libvirt.libvirtError as err:
-            # A concurrent destroy got there first: the goal is reached.
-            if err.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                return
-            raise exception.InstanceDestroyFailed(
-                uuid=instance_uuid, uri=self.uri, error=err) from err
-        LOG.info('Destroyed instance %s', instance_uuid)
+        if domain is not None:
+            try:
+                if domain.isActive():
+                    domain.destroy()
+                domain.undefine()
+                LOG.info('Destroyed instance %s', instance_uuid)
+            except libvirt.libvirtError as err:
+                # A concurrent destroy got there first: the goal is
+                # reached.
+                if err.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
+                    raise exception.InstanceDestroyFailed(
+                        uuid=instance_uuid, uri=self.uri,
+                        error=err) from err
+        # Only once the guest is gone may its partition go.
+        self._release_partition(instance_uuid)
+
+    def _release_partition(self, instance_uuid: str) -> None:
+        if self.nvlink is not None:
+            self.nvlink.release(instance_uuid)
 
     def list_instance_uuids(self) -> list[str]:
         """Return the instance uuids of the domains nova created (named

@@ -1,0 +1,288 @@
+"""nova-compute drives NVIDIA Fabric Manager (the fake FM, its real fmpm).
+
+Real Placement, database and messaging; computes on libvirt's test driver
+with [libvirt]nvlink_partitions = fabric_manager against a fake Fabric
+Manager per host that the compute reaches only through the ``fmpm`` and
+``nvidia-smi`` executables.
+"""
+
+import os
+
+from nova import exception
+from nova.cmd import all as nova_all
+from nova.tests.fixtures import fabric_manager as fake_fm
+from nova.tests.functional import base
+from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import fakehost
+from nova.virt.libvirt import nvlink
+
+GPUS = base.GPUS
+# The fake gives GPU n of the H200 host (PCI order) module ID n, so FM's
+# partitions are the groups of the documented nova.conf.
+H200_MAP = {address: n + 1 for n, address in enumerate(GPUS)}
+H100_MAP = fake_fm.H100_WP12736_MAP
+
+
+def h100_devices():
+    """The H200 host's devices moved to the published H100 addresses."""
+    devices = fakehost.hgx_h200_devices(extra_devices=False)
+    for dev, address in zip(devices, sorted(H100_MAP)):
+        dev['address'] = address
+    return devices
+
+
+class NVLinkTestBase(boot.BootTestBase):
+
+    module_map = H200_MAP
+
+    def setUp(self):
+        super().setUp()
+        self.flags('libvirt', nvlink_partitions='fabric_manager')
+        self.fms = {}
+
+    def fm_for(self, host):
+        if host not in self.fms:
+            self.fms[host] = self.useFixture(
+                fake_fm.FabricManagerFixture(self.module_map)).fm
+        return self.fms[host]
+
+    def nvlink_driver(self, host, devices=None, override=None):
+        fm = self.fm_for(host)
+        parts = nvlink.NVLinkPartitions(
+            nvlink.fabric_manager.FabricManagerClient(fm.fmpm_path),
+            fm.nvidia_smi_path, override or {},
+            os.path.join(self.tmpdir, 'nvlink'))
+        return libvirt_driver.LibvirtDriver(self.node_uri(host, devices),
+                                            nvlink=parts)
+
+    def start_services(self, hosts=('cmp1',), devices=None, override=None):
+        drivers = {host: self.nvlink_driver(host, devices, override)
+                   for host in hosts}
+        self.allinone = nova_all.AllInOne(self.conf, list(hosts),
+                                          api_port=0, drivers=drivers)
+        self.allinone.start()
+        self.addCleanup(self.allinone.stop)
+        self.computes = self.allinone.computes
+
+    def partition_of(self, server):
+        """(partition ID, FM state) of the FM partition of the server's
+        GPUs, by the module map the fake holds."""
+        host = server['OS-EXT-SRV-ATTR:host']
+        compute = self.computes[host]
+        addresses = {d['address'] for d in compute.rt.pci_tracker.pci_devs
+                     if d['instance_uuid'] == server['id']}
+        modules = frozenset(self.module_map[a] for a in addresses)
+        for pid, members in fake_fm.H100_PARTITIONS.items():
+            if frozenset(members) == modules:
+                return pid
+        self.fail('GPUs %s of %s are no FM partition' % (addresses,
+                                                         server['name']))
+
+    def assert_active(self, host, servers):
+        """FM has exactly the servers' partitions active, nova agrees."""
+        expected = {self.partition_of(s): s['id'] for s in servers}
+        self.assertEqual(set(expected), self.fms[host].active())
+        self.assertEqual(expected,
+                         self.computes[host].driver.nvlink.holders())
+
+
+class TestPartitionLifecycle(NVLinkTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+
+    def test_every_partition_activated_and_released(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        for size, expected in ((2, {3, 4, 5, 6}), (4, {1, 2}), (8, {0}),
+                               (1, set(range(7, 15)))):
+            servers = [self.boot(flavors[size], 's%d-%d' % (size, i))
+                       for i in range(8 // size)]
+            self.assertEqual(expected, self.fms['cmp1'].active())
+            self.assertEqual(expected,
+                             {self.partition_of(s) for s in servers})
+            self.assert_active('cmp1', servers)
+            for server in servers:
+                self.delete(server['id'])
+            self.assertEqual(set(), self.fms['cmp1'].active())
+            self.assertEqual({}, self.computes['cmp1'].driver.nvlink
+                             .holders())
+
+    def test_activation_failure_faults_and_frees(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        fm = self.fm_for('cmp1')
+        fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        server = self.boot(flavors[2], 'doomed', status='ERROR')
+        message = server['fault']['message']
+        self.assertIn('NVLink partition', message)
+        self.assertIn('fmReturn: -10', message)
+        self.assertIn('NVLink training failed', message)
+        self.assert_nothing_held(server['id'])
+        self.assertEqual(set(), fm.active())
+        # The one attempt (the only host is not retried) activated a pair
+        # and nothing else.
+        [(op, pid, code)] = fm.calls()
+        self.assertEqual(('activate', -10), (op, code))
+        self.assertIn(pid, (3, 4, 5, 6))
+        # The host works again once FM does.
+        self.assert_active('cmp1', [self.boot(flavors[2], 'ok')])
+
+    def test_activation_failure_reschedules(self):
+        self.start_services(hosts=('cmp1', 'cmp2'))
+        flavors = self.gpu_flavors()
+        first = self.boot(flavors[1], 'first')
+        bad = first['OS-EXT-SRV-ATTR:host']
+        good = ({'cmp1', 'cmp2'} - {bad}).pop()
+        self.fms[bad].stop()
+        server = self.boot(flavors[2], 'moved')
+        self.assertEqual(good, server['OS-EXT-SRV-ATTR:host'])
+        self.assert_active(good, [server])
+        self.assertEqual([], [d for d in self.computes[bad].rt.pci_tracker
+                              .pci_devs if d['instance_uuid'] ==
+                              server['id']])
+
+    def test_partition_activated_behind_novas_back_fails_the_build(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        fm = self.fm_for('cmp1')
+        # Another client holds the whole board: every pair is IN_USE.
+        fm.call('activate', 0)
+        server = self.boot(flavors[2], 'blocked', status='ERROR')
+        self.assertIn('fmReturn: -7', server['fault']['message'])
+        self.assert_nothing_held(server['id'])
+        self.assertEqual({0}, fm.active())
+
+    def test_restarted_compute_repairs_partitions(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        keep = self.boot(flavors[2], 'keep')
+        gone = self.boot(flavors[2], 'gone')
+        fm = self.fms['cmp1']
+        # While the compute was down: FM restarted without --restart (all
+        # inactive), gone's guest vanished and someone activated the
+        # single partition of a free GPU.
+        fm.stop()
+        fm.start()
+        compute = self.computes['cmp1']
+        compute.driver.host.lookup_domain(gone['id']).destroy()
+        compute.driver.host.lookup_domain(gone['id']).undefine()
+        free = [d for d in compute.rt.pci_tracker.pci_devs
+                if d['instance_uuid'] is None]
+        stray = 6 + H200_MAP[free[0]['address']]
+        fm.call('activate', stray)
+        compute.init_host()
+        self.assertEqual({self.partition_of(keep)}, fm.active())
+        self.assertEqual({self.partition_of(keep): keep['id']},
+                         compute.driver.nvlink.holders())
+
+    def test_periodic_repair_replays_fm_restart(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        servers = [self.boot(flavors[4], 'q'), self.boot(flavors[1], 's')]
+        fm = self.fms['cmp1']
+        fm.stop()
+        fm.start(restart=True)
+        self.computes['cmp1'].driver.repair_nvlink_partitions()
+        self.assertEqual('ready', fm.read()['daemon'])
+        self.assert_active('cmp1', servers)
+        self.assertEqual('set', fm.calls()[-1][0])
+
+    def test_periodic_repair_deactivates_stray_partition(self):
+        self.start_services()
+        fm = self.fms['cmp1']
+        fm.call('activate', 4)
+        self.computes['cmp1'].driver.repair_nvlink_partitions()
+        self.assertEqual(set(), fm.active())
+
+
+class TestGroupsAgainstFabricManager(NVLinkTestBase):
+
+    def test_declared_group_fm_does_not_have_is_refused(self):
+        self.enable_h200_groups()
+        bad = ['{"name": "wrong", "type": "nvlink", "addresses": '
+               '["%s", "%s"]}' % (GPUS[0], GPUS[1])]
+        self.flags('pci', device_group=bad)
+        err = self.assertRaises(exception.PciGroupConfigInvalid,
+                                self.start_compute, 'cmp1',
+                                driver=self.nvlink_driver('cmp1'))
+        message = str(err)
+        for part in ('group wrong', GPUS[0], GPUS[1], 'module IDs 1,2',
+                     '3 (modules 1,3', '0 (modules 1,2,3,4,5,6,7,8'):
+            self.assertIn(part, message)
+
+    def tree_shape(self, tree):
+        """Each group as (its devices, its members' device sets)."""
+        return {(frozenset(g.addresses),
+                 frozenset(frozenset(m.addresses) for m in g.members))
+                for g in tree.groups()}
+
+    def test_discovery_gives_the_documented_tree(self):
+        self.enable_h200_groups()
+        documented = self.start_compute(
+            'cmp1', driver=self.nvlink_driver('cmp1'))
+        self.flags('pci', device_group=[],
+                   device_group_source='fabric_manager')
+        discovered = self.start_compute(
+            'cmp2', driver=self.nvlink_driver('cmp2'))
+        self.assertEqual(7, len(discovered.rt.group_tree.groups()))
+        self.assertEqual(self.tree_shape(documented.rt.group_tree),
+                         self.tree_shape(discovered.rt.group_tree))
+        # Placement sees the same structure: every device provider has the
+        # same member-index traits on both hosts.
+        shapes = []
+        for host in ('cmp1', 'cmp2'):
+            view = self.provider_view(host)
+            shapes.append({name.split('_', 1)[1]: rp['traits']
+                           for name, rp in view.items()
+                           if rp['inventory'].get('PGPU')})
+        self.assertEqual(8, len(shapes[0]))
+        self.assertEqual(shapes[0], shapes[1])
+
+    def test_unmapped_gpu_loses_its_groups_but_stays_usable(self):
+        self.enable_h200_groups()
+        fm = self.fm_for('cmp1')
+        fm.bind(GPUS[0], 'vfio-pci')
+        compute = self.start_compute('cmp1',
+                                     driver=self.nvlink_driver('cmp1'))
+        names = {g.name for g in compute.rt.group_tree.groups()}
+        # GPU 1 is in pair-a1, quad-a and the board.
+        self.assertEqual({'pair-a2', 'quad-b', 'pair-b1', 'pair-b2'}, names)
+        self.assertEqual({GPUS[0]: 'has no module ID'},
+                         compute.driver.nvlink.unmapped)
+
+
+class TestH100ModuleMap(NVLinkTestBase):
+    """Module IDs not in PCI order (the published H100 map)."""
+
+    module_map = H100_MAP
+
+    def setUp(self):
+        super().setUp()
+        self.flags('pci', report_in_placement=True,
+                   device_spec=base.H200_CONFIG['device_spec'],
+                   alias=base.H200_CONFIG['alias'],
+                   device_group_source='fabric_manager')
+        self.flags('filter_scheduler', pci_in_placement=True)
+
+    def test_guests_get_exactly_one_partition(self):
+        self.start_services(devices=h100_devices())
+        flavors = self.gpu_flavors()
+        pairs = [self.boot(flavors[2], 'p%d' % i) for i in range(4)]
+        self.assertEqual({3, 4, 5, 6}, {self.partition_of(p) for p in pairs})
+        by_modules = {frozenset(H100_MAP[a] for a in pair)
+                      for pair in ({'0000:86:00.0', '0000:87:00.0'},
+                                   {'0000:b8:00.0', '0000:bb:00.0'},
+                                   {'0000:0f:00.0', '0000:10:00.0'},
+                                   {'0000:41:00.0', '0000:44:00.0'})}
+        self.assertEqual({frozenset(m) for p, m in
+                          fake_fm.H100_PARTITIONS.items() if p in
+                          (3, 4, 5, 6)}, by_modules)
+        self.assert_active('cmp1', pairs)
+        for pair in pairs:
+            self.delete(pair['id'])
+        quads = [self.boot(flavors[4], 'q%d' % i) for i in range(2)]
+        self.assert_active('cmp1', quads)
+        self.assertEqual({1, 2}, {self.partition_of(q) for q in quads})

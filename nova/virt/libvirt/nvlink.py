@@ -1,0 +1,392 @@
+"""NVLink partitions of a shared-NVSwitch host, driven by nova-compute.
+
+Fabric Manager names GPUs only by module ID on HGX H100/H200, so this
+module first joins module IDs to PCI addresses (``nvidia-smi -q`` while the
+GPUs are on the nvidia driver, saved under ``$state_path/nvlink`` so the
+map survives vfio-pci binding, and an operator map on top). With that map
+it activates the partition whose module IDs equal an instance's GPUs,
+deactivates it when the instance is gone, and repairs what crashes and
+Fabric Manager restarts leave.
+
+"Nova's records" of which instance holds which partition are a JSON file
+per host next to the module map; a partition is recorded before it is
+activated and forgotten after it is deactivated, so a crash in between
+leaves a record that the start-up repair settles.
+"""
+
+import json
+import logging
+import os
+import re
+import subprocess
+import threading
+
+from nova import exception
+from nova.pci import groups as pci_groups
+from nova.pci import utils as pci_utils
+from nova.virt.libvirt import fabric_manager
+
+LOG = logging.getLogger(__name__)
+
+NVIDIA_VENDOR_ID = '10de'
+_GPU_LINE = re.compile(r'^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:'
+                       r'[0-9A-Fa-f]{2}\.[0-7])\s*$')
+_MODULE_LINE = re.compile(r'^\s+Module ID\s*:\s*(\S+)\s*$')
+
+
+def parse_nvidia_smi(text: str) -> dict[str, int]:
+    """Address -> module ID from ``nvidia-smi -q`` output.
+
+    Each "GPU 00000000:BB:DD.F" block may hold a "Module ID : N" line;
+    module ID 0 (NVML's "not a baseboard GPU") and "N/A" mean unknown and
+    are left out.
+    """
+    found: dict[str, int] = {}
+    address = None
+    for line in text.splitlines():
+        gpu = _GPU_LINE.match(line)
+        if gpu:
+            domain, rest = gpu.group(1).split(':', 1)
+            address = pci_utils.normalize_address(
+                '%04x:%s' % (int(domain, 16), rest))
+            continue
+        module = _MODULE_LINE.match(line)
+        if module and address is not None:
+            if module.group(1).isdigit() and int(module.group(1)) > 0:
+                found[address] = int(module.group(1))
+            address = None
+    return found
+
+
+def parse_module_map_option(value: str) -> dict[str, int]:
+    """Parse ``[libvirt]gpu_module_map`` (JSON object address -> ID)."""
+    if not value:
+        return {}
+    try:
+        data = json.loads(value)
+        if not isinstance(data, dict):
+            raise ValueError('not a JSON object')
+        result = {}
+        for address, module in data.items():
+            if isinstance(module, str) and module.isdigit():
+                module = int(module)
+            if isinstance(module, bool) or not isinstance(module, int) or \
+                    module < 1:
+                raise ValueError('module ID %r of %s is not a positive '
+                                 'integer' % (module, address))
+            result[pci_utils.normalize_address(address)] = module
+        return result
+    except (ValueError, exception.PciDeviceWrongAddressFormat) as err:
+        raise exception.InvalidConfiguration(reason=(
+            '[libvirt]gpu_module_map %r is not allowed (%s); give a JSON '
+            'object of PCI address to module ID, e.g. {"0000:86:00.0": 1}'
+            % (value, getattr(err, 'message', None) or err)))
+
+
+class NVLinkPartitions:
+    """Fabric Manager partitions of one host and the instances holding them.
+    """
+
+    def __init__(self, client: fabric_manager.FabricManagerClient,
+                 nvidia_smi_path: str, module_override: dict[str, int],
+                 state_dir: str) -> None:
+        self.client = client
+        self.nvidia_smi_path = nvidia_smi_path
+        self.module_override = dict(module_override)
+        self.state_dir = state_dir
+        # The host's NVIDIA GPUs, and the module ID of each that has one.
+        self.gpu_addresses: frozenset[str] = frozenset()
+        self.module_map: dict[str, int] = {}
+        # address -> why nova cannot tell its module ID
+        self.unmapped: dict[str, str] = {}
+        self._records: dict[str, int] = {}
+        self._records_path: str | None = None
+        self._lock = threading.Lock()
+
+    # Start ------------------------------------------------------------------
+
+    def start(self, host: str, gpu_addresses: list[str]) -> None:
+        """Load the module map and records of ``host``.
+
+        ``gpu_addresses`` are the host's NVIDIA GPUs; the ones whose module
+        ID is missing or shared with another GPU are named in a warning
+        and kept in ``unmapped``.
+        """
+        os.makedirs(self.state_dir, exist_ok=True)
+        map_path = os.path.join(self.state_dir, '%s-gpu-modules.json' % host)
+        self._records_path = os.path.join(self.state_dir,
+                                          '%s-partitions.json' % host)
+        saved = _read_json(map_path)
+        seen = self._read_nvidia_smi()
+        # What nvidia-smi sees now wins over what it saw earlier; GPUs on
+        # vfio-pci are not listed and keep their saved module ID.
+        learned = {**saved, **seen}
+        if learned != saved:
+            _write_json(map_path, learned)
+        merged = {**learned, **self.module_override}
+        self.gpu_addresses = frozenset(gpu_addresses)
+        self.module_map, self.unmapped = _check_map(merged, gpu_addresses)
+        if self.unmapped:
+            LOG.warning(
+                'Cannot place GPUs %s in NVLink partitions: %s. They get no '
+                'multi-GPU group; set [libvirt]gpu_module_map or bind them '
+                'to the nvidia driver once so nvidia-smi shows their module '
+                'IDs', ', '.join(sorted(self.unmapped)), '; '.join(
+                    '%s %s' % item for item in sorted(self.unmapped.items())))
+        self._records = {uuid: int(pid) for uuid, pid in
+                         _read_json(self._records_path).items()}
+
+    def _read_nvidia_smi(self) -> dict[str, int]:
+        try:
+            proc = subprocess.run([self.nvidia_smi_path, '-q'],
+                                  capture_output=True, text=True,
+                                  timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            LOG.warning('Cannot run %s -q: %s; using the saved GPU module '
+                        'map', self.nvidia_smi_path, err)
+            return {}
+        if proc.returncode != 0:
+            LOG.warning('%s -q exited with status %d: %s; using the saved '
+                        'GPU module map', self.nvidia_smi_path,
+                        proc.returncode, proc.stderr.strip())
+            return {}
+        return parse_nvidia_smi(proc.stdout)
+
+    # Partitions by address --------------------------------------------------
+
+    def partitions(self) -> list[fabric_manager.Partition]:
+        return self.client.list_partitions()
+
+    def addresses_of(self, partition: fabric_manager.Partition
+                     ) -> list[str] | None:
+        """PCI addresses of a partition's GPUs; None if any is unmapped."""
+        by_module = {m: a for a, m in self.module_map.items()}
+        if not partition.module_ids <= set(by_module):
+            return None
+        return sorted(by_module[m] for m in partition.module_ids)
+
+    def hardware_partitions(self) -> list[pci_groups.HardwarePartition]:
+        """FM's partitions with the PCI addresses of their GPUs."""
+        result = []
+        for partition in self.partitions():
+            addresses = self.addresses_of(partition)
+            result.append(pci_groups.HardwarePartition(
+                partition.id, partition.module_ids,
+                tuple(addresses) if addresses is not None else None))
+        return result
+
+    def modules_of(self, addresses: list[str]) -> dict[str, int | None]:
+        return {a: self.module_map.get(a) for a in addresses}
+
+    def _partition_for(self, instance_uuid: str, addresses: list[str]
+                       ) -> fabric_manager.Partition:
+        modules = self.modules_of(addresses)
+        missing = sorted(a for a, m in modules.items() if m is None)
+        if missing:
+            raise exception.NVLinkPartitionFailed(
+                partition='(none)', uuid=instance_uuid, error=(
+                    'GPUs %s have no known module ID (%s)' % (
+                        ', '.join(missing), '; '.join(
+                            self.unmapped.get(a, 'not a GPU nvidia-smi '
+                                              'listed') for a in missing))))
+        wanted = frozenset(m for m in modules.values() if m is not None)
+        partitions = self.partitions()
+        for partition in partitions:
+            if partition.module_ids == wanted:
+                return partition
+        raise exception.NVLinkPartitionFailed(
+            partition='(none)', uuid=instance_uuid, error=(
+                'no Fabric Manager partition has exactly the modules %s of '
+                'GPUs %s; partitions: %s' % (
+                    sorted(wanted), ', '.join(sorted(addresses)),
+                    ', '.join(p.describe() for p in partitions))))
+
+    # Instance lifecycle -----------------------------------------------------
+
+    def activate(self, instance_uuid: str, addresses: list[str]
+                 ) -> int | None:
+        """Make the partition of exactly the GPUs among ``addresses`` live.
+
+        "Already active" is success only if the records give that
+        partition to this instance. Returns the partition ID, None when
+        the guest gets no GPU.
+        Raises NVLinkPartitionFailed naming the partition and FM's error.
+        """
+        addresses = sorted(set(addresses) & self.gpu_addresses)
+        if not addresses:
+            return None
+        with self._lock:
+            partition = self._partition_for(instance_uuid, addresses)
+            held_by = self._holder(partition.id)
+            if partition.active:
+                if held_by == instance_uuid:
+                    return partition.id
+                raise exception.NVLinkPartitionFailed(
+                    partition=partition.describe(), uuid=instance_uuid,
+                    error='Fabric Manager reports it already active and '
+                    'nova records it as held by %s' % (
+                        held_by or 'no instance'))
+            self._records[instance_uuid] = partition.id
+            self._save_records()
+            try:
+                self.client.activate(partition.id)
+            except exception.FabricManagerError as err:
+                del self._records[instance_uuid]
+                self._save_records()
+                raise exception.NVLinkPartitionFailed(
+                    partition=partition.describe(), uuid=instance_uuid,
+                    error=err.message) from err
+            LOG.info('Activated NVLink partition %s for instance %s',
+                     partition.describe(), instance_uuid)
+            return partition.id
+
+    def release(self, instance_uuid: str) -> None:
+        """Deactivate the instance's partition once its guest is gone.
+
+        A failure is logged and the record dropped: the partition is then
+        active with no holder, which the periodic repair deactivates.
+        """
+        with self._lock:
+            partition_id = self._records.pop(instance_uuid, None)
+            if partition_id is None:
+                return
+            try:
+                self.client.deactivate(partition_id)
+            except exception.FabricManagerNotActive:
+                pass
+            except exception.FabricManagerError as err:
+                LOG.error('Could not deactivate NVLink partition %d of '
+                          'deleted instance %s: %s; the periodic repair '
+                          'retries', partition_id, instance_uuid,
+                          err.message)
+            else:
+                LOG.info('Deactivated NVLink partition %d of instance %s',
+                         partition_id, instance_uuid)
+            self._save_records()
+
+    def holders(self) -> dict[int, str]:
+        """Partition ID -> instance uuid, as nova's records say."""
+        with self._lock:
+            return {pid: uuid for uuid, pid in self._records.items()}
+
+    def _holder(self, partition_id: int) -> str | None:
+        for uuid, pid in self._records.items():
+            if pid == partition_id:
+                return uuid
+        return None
+
+    def _save_records(self) -> None:
+        _write_json(self._records_path, self._records)
+
+    # Repair -----------------------------------------------------------------
+
+    def repair(self, guests: set[str] | None = None) -> None:
+        """Make Fabric Manager's active set match nova's records.
+
+        ``guests`` (at compute start) are the instance uuids that have a
+        domain; records of other instances are dropped first. Then
+        partitions active without a holder are deactivated and held ones
+        that are inactive are activated again. A Fabric Manager waiting in
+        restart mode is given the recorded set (set-activated-list).
+        """
+        with self._lock:
+            if guests is not None:
+                for uuid in sorted(set(self._records) - guests):
+                    LOG.warning('Instance %s holds NVLink partition %d in '
+                                'nova records but has no guest; releasing '
+                                'it', uuid, self._records.pop(uuid))
+                self._save_records()
+            try:
+                partitions = self.partitions()
+            except exception.FabricManagerNotConfigured as err:
+                self._replay(err)
+                return
+            except exception.FabricManagerError as err:
+                LOG.error('NVLink partition repair skipped: %s', err.message)
+                return
+            held = {pid: uuid for uuid, pid in self._records.items()}
+            for partition in partitions:
+                owner = held.get(partition.id)
+                try:
+                    if partition.active and owner is None:
+                        LOG.warning('NVLink partition %s is active but no '
+                                    'instance holds it; deactivating it',
+                                    partition.describe())
+                        self.client.deactivate(partition.id)
+                    elif owner is not None and not partition.active:
+                        LOG.warning('NVLink partition %s of instance %s is '
+                                    'not active; activating it again',
+                                    partition.describe(), owner)
+                        self.client.activate(partition.id)
+                except exception.FabricManagerError as err:
+                    LOG.error('Could not repair NVLink partition %s (held '
+                              'by %s): %s', partition.describe(),
+                              owner or 'no instance', err.message)
+
+    def _replay(self, cause: exception.FabricManagerError) -> None:
+        ids = sorted(set(self._records.values()))
+        try:
+            self.client.set_activated_list(ids)
+        except exception.FabricManagerError as err:
+            LOG.error('Fabric Manager is not ready (%s) and did not take '
+                      'the active partition list %s: %s', cause.message,
+                      ids, err.message)
+            return
+        LOG.warning('Fabric Manager was waiting after a restart; replayed '
+                    'the active NVLink partitions %s from nova records',
+                    ids)
+
+
+def from_config(conf) -> NVLinkPartitions | None:
+    """The partition driver [libvirt]nvlink_partitions asks for, if any.
+    """
+    opts = conf.libvirt
+    if opts.nvlink_partitions != 'fabric_manager':
+        return None
+    client = fabric_manager.FabricManagerClient(
+        opts.fmpm_path, opts.fabric_manager_address,
+        opts.fabric_manager_timeout)
+    return NVLinkPartitions(client, opts.nvidia_smi_path,
+                            parse_module_map_option(opts.gpu_module_map),
+                            os.path.join(conf.state_path, 'nvlink'))
+
+
+def _check_map(module_map: dict[str, int], gpu_addresses: list[str]
+               ) -> tuple[dict[str, int], dict[str, str]]:
+    """Split the host's GPUs into mapped ones and why others are not."""
+    by_module: dict[int, list[str]] = {}
+    for address in gpu_addresses:
+        if address in module_map:
+            by_module.setdefault(module_map[address], []).append(address)
+    mapped, unmapped = {}, {}
+    for address in gpu_addresses:
+        module = module_map.get(address)
+        if module is None:
+            unmapped[address] = 'has no module ID'
+        elif len(by_module[module]) > 1:
+            unmapped[address] = 'shares module ID %d with %s' % (
+                module, ', '.join(a for a in by_module[module]
+                                  if a != address))
+        else:
+            mapped[address] = module
+    return mapped, unmapped
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding='utf-8') as src:
+            data = json.load(src)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise exception.InvalidConfiguration(reason=(
+            'NVLink state file %s is unreadable: %s; fix or remove it' % (
+                path, err)))
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as out:
+        json.dump(data, out, indent=1, sort_keys=True)
+    os.replace(tmp, path)
