@@ -34,6 +34,8 @@ def configure(conf) -> None:
     for name in ('device_spec', 'device_group', 'alias'):
         conf.set_default(name, pci[name], group='pci')
     conf.set_default('pci_in_placement', True, group='filter_scheduler')
+    # Each generated host gets a fake Fabric Manager that nova drives.
+    conf.set_default('nvlink_partitions', 'fabric_manager', group='libvirt')
 
 
 class _Client:
@@ -110,6 +112,32 @@ def boards(hosts: list[str]) -> list[pci_board.HostBoard]:
     return pci_board.load(context, nodes)
 
 
+def fabric_state(driver, held: dict[str, set[int]], names: dict[str, str]
+                 ) -> tuple[str, bool]:
+    """FM's partitions of a host, and whether exactly the servers' ones
+    are active (each with the modules of its server's GPUs)."""
+    nvlink = driver.nvlink
+    if nvlink is None:
+        return '  (no Fabric Manager: [libvirt]nvlink_partitions = none)', \
+            True
+    holders = nvlink.holders()
+    lines, ok = [], True
+    for partition in nvlink.partitions():
+        owner = holders.get(partition.id)
+        name = names.get(owner, owner) if owner else None
+        if partition.active or owner:
+            good = partition.active and name in held and \
+                set(held[name]) == set(partition.module_ids)
+            ok &= good
+            lines.append('    FM partition %-22s %-8s held by %-8s %s' % (
+                partition.describe(),
+                'ACTIVE' if partition.active else 'inactive',
+                name or 'nobody', 'ok' if good else 'WRONG'))
+    ok &= {n for n in held} <= {names.get(u) for u in holders.values()}
+    lines = lines or ['    nothing active']
+    return '\n'.join(['  Fabric Manager:'] + lines), ok
+
+
 def run(allinone) -> int:
     """Run the scenario against a started AllInOne; 0 if all is valid."""
     client = _Client(allinone.api_url)
@@ -133,11 +161,18 @@ def run(allinone) -> int:
     valid = set(_partitions())
     ok = True
     print()
+    names = {i['uuid']: i['display_name'] for i in db.instance_get_all(
+        nova_context.get_admin_context())}
     host_boards = boards(allinone.compute_hosts)
     for host_board in host_boards:
         print(host_board.draw())
-        for name, addresses in sorted(host_board.holders().items()):
-            gpus = {_gpu_number(address) for address in addresses}
+        held = {name: {_gpu_number(address) for address in addresses}
+                for name, addresses in host_board.holders().items()}
+        fabric, fabric_ok = fabric_state(
+            allinone.computes[host_board.host].driver, held, names)
+        print(fabric)
+        ok &= fabric_ok
+        for name, gpus in sorted(held.items()):
             good = frozenset(gpus) in valid
             ok &= good
             print('    %-8s GPUs %-18s %s' % (
@@ -149,7 +184,8 @@ def run(allinone) -> int:
     expected_error = servers['pair-2']['status'] == 'ERROR'
     ok &= expected_error and all(
         s['status'] == 'ACTIVE' for n, s in servers.items() if n != 'pair-2')
-    print('Result: %s' % ('every server got exactly one valid partition; '
-                          'pair-2 was refused (no free pair left)'
+    print('Result: %s' % ('every server got exactly one valid partition, '
+                          'active in Fabric Manager, and nothing else is '
+                          'active; pair-2 was refused (no free pair left)'
                           if ok else 'FAILED'))
     return 0 if ok else 1

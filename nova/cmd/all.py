@@ -38,6 +38,7 @@ from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import fakehost
+from nova.virt.libvirt import nvlink
 
 LOG = logging.getLogger(__name__)
 
@@ -87,12 +88,27 @@ class AllInOne:
     def _compute_driver(self, host: str) -> libvirt_driver.LibvirtDriver:
         conf = self.compute_conf(host)
         uri = conf.libvirt.connection_uri
-        if not uri:
-            path = os.path.join(conf.state_path, 'hosts', '%s.xml' % host)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            uri = fakehost.write_node_xml(path,
-                                          fakehost.hgx_h200_node_xml())
-        return libvirt_driver.LibvirtDriver(uri, conf.instances_path)
+        if uri:
+            return libvirt_driver.LibvirtDriver(
+                uri, conf.instances_path, nvlink=nvlink.from_config(conf))
+        path = os.path.join(conf.state_path, 'hosts', '%s.xml' % host)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        uri = fakehost.write_node_xml(path, fakehost.hgx_h200_node_xml())
+        fake_paths = {}
+        if conf.libvirt.nvlink_partitions == 'fabric_manager':
+            # A generated host gets its own fake Fabric Manager, whose
+            # module IDs follow PCI order (so its partitions are the
+            # documented groups); nova reaches it through its fmpm.
+            from nova.tests.fixtures import fake_fabric_manager
+            fm = fake_fabric_manager.FakeFabricManager.create(
+                os.path.join(conf.state_path, 'fabric-manager', host),
+                {address: n + 1 for n, address in
+                 enumerate(fakehost.H200_GPU_ADDRESSES)})
+            fake_paths = {'fmpm_path': fm.fmpm_path,
+                          'nvidia_smi_path': fm.nvidia_smi_path}
+        return libvirt_driver.LibvirtDriver(
+            uri, conf.instances_path,
+            nvlink=nvlink.from_config(conf, **fake_paths))
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))

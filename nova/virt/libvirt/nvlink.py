@@ -337,16 +337,20 @@ class NVLinkPartitions:
                     ids)
 
 
-def from_config(conf) -> NVLinkPartitions | None:
+def from_config(conf, fmpm_path: str | None = None,
+                nvidia_smi_path: str | None = None
+                ) -> NVLinkPartitions | None:
     """The partition driver [libvirt]nvlink_partitions asks for, if any.
+
+    The paths override the options (nova-all's fake hosts).
     """
     opts = conf.libvirt
     if opts.nvlink_partitions != 'fabric_manager':
         return None
     client = fabric_manager.FabricManagerClient(
-        opts.fmpm_path, opts.fabric_manager_address,
+        fmpm_path or opts.fmpm_path, opts.fabric_manager_address,
         opts.fabric_manager_timeout)
-    return NVLinkPartitions(client, opts.nvidia_smi_path,
+    return NVLinkPartitions(client, nvidia_smi_path or opts.nvidia_smi_path,
                             parse_module_map_option(opts.gpu_module_map),
                             os.path.join(conf.state_path, 'nvlink'))
 

@@ -545,3 +545,83 @@ class TestCheckAliases(test.TestCase):
         self.assertEqual([], groups.check_aliases(
             aliases({'name': 'h200', 'resource_class': 'PGPU',
                      'group_type': 'nvlink'}), tree, []))
+
+
+# FM's HGX H100/H200 partitions (ID: module IDs); GPU n has module n.
+FM_TABLE = {0: range(1, 9), 1: (1, 2, 3, 4), 2: (5, 6, 7, 8), 3: (1, 3),
+            4: (2, 4), 5: (5, 7), 6: (6, 8)}
+FM_TABLE.update({6 + n: (n,) for n in range(1, 9)})
+
+
+def fm_partitions(unknown=()):
+    return [groups.HardwarePartition(
+        pid, frozenset(modules),
+        None if set(modules) & set(unknown) else
+        tuple(sorted(gpu(m) for m in modules)))
+        for pid, modules in FM_TABLE.items()]
+
+
+class PartitionTreeTest(test.TestCase):
+
+    def shape(self, tree):
+        return {(frozenset(g.addresses),
+                 frozenset(frozenset(m.addresses) for m in g.members))
+                for g in tree.groups()}
+
+    def test_containment_gives_the_declared_tree(self):
+        tree, warnings = groups.tree_from_partitions(fm_partitions(),
+                                                     'nvlink')
+        self.assertEqual([], warnings)
+        self.assertEqual(self.shape(groups.GroupTree.from_config(
+            H200_CONFIG)), self.shape(tree))
+        self.assertEqual(['partition-0'], [r.name for r in tree.roots])
+        self.assertEqual(['partition-3', 'partition-4'],
+                         [m.name for m in tree.get('partition-1').members])
+
+    def test_unknown_module_drops_its_partitions_upwards(self):
+        tree, _ = groups.tree_from_partitions(fm_partitions(unknown={1}),
+                                              'nvlink')
+        self.assertEqual(['partition-2', 'partition-4'],
+                         sorted(r.name for r in tree.roots))
+        self.assertEqual(4, len(tree.get('partition-2').addresses))
+
+    def test_crossing_partition_is_left_out(self):
+        parts = fm_partitions() + [groups.HardwarePartition(
+            20, frozenset({3, 5}), (gpu(3), gpu(5)))]
+        tree, warnings = groups.tree_from_partitions(parts, 'nvlink')
+        self.assertNotIn('partition-20', {g.name for g in tree.groups()})
+        self.assertEqual(1, len(warnings))
+        self.assertIn('partition 20 (modules 3,5', warnings[0])
+
+    def test_declared_groups_match_fm(self):
+        tree = groups.GroupTree.from_config(H200_CONFIG)
+        modules = {gpu(n): n for n in range(1, 9)}
+        checked, warnings = groups.check_declared_against_partitions(
+            tree, fm_partitions(), modules, {})
+        self.assertIs(tree, checked)
+        self.assertEqual([], warnings)
+
+    def test_declared_group_that_is_no_partition_is_refused(self):
+        tree = groups.GroupTree.from_config([
+            group('odd', addresses=[gpu(1), gpu(2)])])
+        modules = {gpu(n): n for n in range(1, 9)}
+        err = self.assertRaises(
+            exception.PciGroupConfigInvalid,
+            groups.check_declared_against_partitions, tree,
+            fm_partitions(), modules, {})
+        self.assertIn('group odd (%s, %s, module IDs 1,2)' % (gpu(1),
+                                                              gpu(2)),
+                      str(err))
+        self.assertIn('3 (modules 1,3: %s, %s)' % (gpu(1), gpu(3)),
+                      str(err))
+
+    def test_group_with_unknown_module_is_not_offered(self):
+        tree = groups.GroupTree.from_config(H200_CONFIG)
+        modules = {gpu(n): n for n in range(2, 9)}
+        checked, warnings = groups.check_declared_against_partitions(
+            tree, fm_partitions(unknown={1}), modules,
+            {gpu(1): 'has no module ID'})
+        self.assertEqual({'pair-a2', 'quad-b', 'pair-b1', 'pair-b2'},
+                         {g.name for g in checked.groups()})
+        self.assertEqual(3, len(warnings))
+        self.assertIn('%s has no module ID' % gpu(1), warnings[0])
