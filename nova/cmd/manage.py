@@ -16,6 +16,7 @@ from nova.pci import board
 from nova.pci import manager as pci_manager
 from nova.scheduler.client import report
 from nova.servicegroup import api as servicegroup
+from nova.virt.libvirt import nvlink
 
 # Exit codes of ``placement audit``, as upstream nova-manage has them.
 AUDIT_NOTHING_FOUND = 0
@@ -178,6 +179,72 @@ def pci_board(host: str | None) -> int:
     return 0
 
 
+_PARTITION_COLUMNS = ('partition', 'module_ids', 'addresses', 'fm_state',
+                      'nova_holder', 'devices_held_by', 'difference')
+
+
+def _partition_rows(parts: nvlink.NVLinkPartitions,
+                    holder_of_device: dict[str, str | None]) -> list[dict]:
+    """One row per FM partition, with what FM and nova each say."""
+    holders = parts.holders()
+    rows = []
+    for partition in parts.partitions():
+        addresses = parts.addresses_of(partition)
+        holder = holders.get(partition.id)
+        users = sorted({holder_of_device.get(a) or '-'
+                        for a in addresses or []})
+        if addresses is None:
+            difference = 'module IDs not all mapped to PCI addresses'
+        elif partition.active and holder is None:
+            difference = 'ACTIVE in FM, no instance holds it in nova'
+        elif holder is not None and not partition.active:
+            difference = 'held by %s in nova, NOT ACTIVE in FM' % holder
+        elif holder is not None and users != [holder]:
+            difference = 'nova records %s, its devices are held by %s' % (
+                holder, ', '.join(users))
+        else:
+            difference = ''
+        rows.append({
+            'partition': str(partition.id),
+            'module_ids': ','.join(map(str, sorted(partition.module_ids))),
+            'addresses': ' '.join(addresses or []) or '?',
+            'fm_state': 'active' if partition.active else 'inactive',
+            'nova_holder': holder, 'devices_held_by': ','.join(users),
+            'difference': difference})
+    return rows
+
+
+def pci_partitions(conf, host: str | None) -> int:
+    """Fabric Manager's partitions of a host next to nova's records.
+
+    Run on the compute host: it asks FM through [libvirt]fmpm_path and
+    reads the module map and records the compute keeps under state_path.
+    """
+    host = host or conf.host
+    parts = nvlink.from_config(conf)
+    if parts is None:
+        print('[libvirt]nvlink_partitions is %s; nova drives no Fabric '
+              'Manager partitions' % conf.libvirt.nvlink_partitions,
+              file=sys.stderr)
+        return 1
+    context = nova_context.get_admin_context()
+    try:
+        node = db.compute_node_get_by_nodename(context, host)
+    except exception.NotFound:
+        known = ', '.join(sorted(n['host'] for n in
+                                 db.compute_node_get_all(context)))
+        print('No compute host %r; known hosts: %s' % (
+            host, known or 'none'), file=sys.stderr)
+        return 1
+    devices = db.pci_device_get_all_by_node(context, node['id'])
+    parts.load(host, [d['address'] for d in devices
+                      if d['vendor_id'] == nvlink.NVIDIA_VENDOR_ID])
+    rows = _partition_rows(parts, {d['address']: d['instance_uuid']
+                                   for d in devices})
+    _print_table(_PARTITION_COLUMNS, rows)
+    return 0
+
+
 def db_sync() -> int:
     """Create or upgrade the nova database schema."""
     migration.db_sync()
@@ -216,6 +283,12 @@ def _parser() -> argparse.ArgumentParser:
     audit_parser.add_argument('--resource_provider', metavar='UUID',
                               help='only the compute node with this root '
                                    'resource provider')
+    partitions_parser = pci_actions.add_parser(
+        'partitions', help="Fabric Manager's NVLink partitions and the "
+        'instance holding each, differences to nova marked')
+    partitions_parser.add_argument(
+        '--host', help='compute host whose records to read (default: '
+        '[DEFAULT]host)')
     return parser
 
 
@@ -233,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                                    args.resource_provider)
         if args.action == 'board':
             return pci_board(args.host)
+        if args.action == 'partitions':
+            return pci_partitions(conf, args.host)
         return pci_list(args.host)
     except exception.NovaException as err:
         print(err, file=sys.stderr)

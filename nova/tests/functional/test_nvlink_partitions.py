@@ -6,10 +6,18 @@ Manager per host that the compute reaches only through the ``fmpm`` and
 ``nvidia-smi`` executables.
 """
 
+import io
 import os
+import subprocess
+import sys
+from unittest import mock
+
+import fixtures
 
 from nova import exception
+from nova import test
 from nova.cmd import all as nova_all
+from nova.cmd import manage
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -286,3 +294,57 @@ class TestH100ModuleMap(NVLinkTestBase):
         quads = [self.boot(flavors[4], 'q%d' % i) for i in range(2)]
         self.assert_active('cmp1', quads)
         self.assertEqual({1, 2}, {self.partition_of(q) for q in quads})
+
+
+class TestManagePartitions(NVLinkTestBase):
+
+    def test_lists_fm_state_holders_and_differences(self):
+        self.enable_h200_groups()
+        self.start_services()
+        fm = self.fms['cmp1']
+        self.flags('libvirt', fmpm_path=fm.fmpm_path)
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        pid = self.partition_of(server)
+        stray = ({3, 4, 5, 6} - {pid}).pop()
+        fm.call('activate', stray)
+        out = io.StringIO()
+        with mock.patch('sys.stdout', out):
+            self.assertEqual(0, manage.pci_partitions(self.conf, 'cmp1'))
+        rows = {int(cells[0]): cells for cells in (
+            [c.strip() for c in line.strip('|').split('|')]
+            for line in out.getvalue().splitlines()
+            if line.startswith('|') and line[2].isdigit())}
+        self.assertEqual(list(range(15)), sorted(rows))
+        addresses = ' '.join(sorted(
+            GPUS[m - 1] for m in fake_fm.H100_PARTITIONS[pid]))
+        self.assertEqual([str(pid), ','.join(
+            map(str, fake_fm.H100_PARTITIONS[pid])), addresses, 'active',
+            server['id'], server['id'], '-'], rows[pid])
+        self.assertEqual('ACTIVE in FM, no instance holds it in nova',
+                         rows[stray][6])
+        self.assertEqual('inactive', rows[0][3])
+
+    def test_refuses_without_fabric_manager_mode(self):
+        self.flags('libvirt', nvlink_partitions='none')
+        err = io.StringIO()
+        with mock.patch('sys.stderr', err):
+            self.assertEqual(1, manage.pci_partitions(self.conf, 'cmp1'))
+        self.assertIn('nvlink_partitions is none', err.getvalue())
+
+
+class TestDemo(test.TestCase):
+
+    TIMEOUT = 600
+
+    def test_demo_shows_only_servers_partitions_active(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        proc = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), 'nova-all'),
+             '--demo'], cwd=tmp, capture_output=True, text=True,
+            timeout=500)
+        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
+        self.assertIn('active in Fabric Manager, and nothing else is '
+                      'active', proc.stdout)
+        self.assertIn('FM partition 0 (modules 1,2,3,4,5,6,7,8) ACTIVE',
+                      proc.stdout)
+        self.assertNotIn('WRONG', proc.stdout)

@@ -106,26 +106,21 @@ class NVLinkPartitions:
     # Start ------------------------------------------------------------------
 
     def start(self, host: str, gpu_addresses: list[str]) -> None:
-        """Load the module map and records of ``host``.
+        """Learn module IDs from nvidia-smi, then load ``host``'s state.
 
         ``gpu_addresses`` are the host's NVIDIA GPUs; the ones whose module
         ID is missing or shared with another GPU are named in a warning
         and kept in ``unmapped``.
         """
         os.makedirs(self.state_dir, exist_ok=True)
-        map_path = os.path.join(self.state_dir, '%s-gpu-modules.json' % host)
-        self._records_path = os.path.join(self.state_dir,
-                                          '%s-partitions.json' % host)
+        map_path = self._path(host, 'gpu-modules')
         saved = _read_json(map_path)
-        seen = self._read_nvidia_smi()
         # What nvidia-smi sees now wins over what it saw earlier; GPUs on
         # vfio-pci are not listed and keep their saved module ID.
-        learned = {**saved, **seen}
+        learned = {**saved, **self._read_nvidia_smi()}
         if learned != saved:
             _write_json(map_path, learned)
-        merged = {**learned, **self.module_override}
-        self.gpu_addresses = frozenset(gpu_addresses)
-        self.module_map, self.unmapped = _check_map(merged, gpu_addresses)
+        self.load(host, gpu_addresses)
         if self.unmapped:
             LOG.warning(
                 'Cannot place GPUs %s in NVLink partitions: %s. They get no '
@@ -133,8 +128,20 @@ class NVLinkPartitions:
                 'to the nvidia driver once so nvidia-smi shows their module '
                 'IDs', ', '.join(sorted(self.unmapped)), '; '.join(
                     '%s %s' % item for item in sorted(self.unmapped.items())))
+
+    def load(self, host: str, gpu_addresses: list[str]) -> None:
+        """Read ``host``'s saved module map and records (no nvidia-smi).
+        """
+        merged = {**_read_json(self._path(host, 'gpu-modules')),
+                  **self.module_override}
+        self.gpu_addresses = frozenset(gpu_addresses)
+        self.module_map, self.unmapped = _check_map(merged, gpu_addresses)
+        self._records_path = self._path(host, 'partitions')
         self._records = {uuid: int(pid) for uuid, pid in
                          _read_json(self._records_path).items()}
+
+    def _path(self, host: str, what: str) -> str:
+        return os.path.join(self.state_dir, '%s-%s.json' % (host, what))
 
     def _read_nvidia_smi(self) -> dict[str, int]:
         try:
