@@ -159,7 +159,7 @@ class ComputeManager(manager.Manager):
                  self.conf.allocation_audit_interval),
                 ('repair_nvlink_partitions',
                  self.driver.repair_nvlink_partitions,
-                 self.conf.update_resources_interval)]
+                 self.conf.libvirt.nvlink_repair_interval)]
 
     # Instances --------------------------------------------------------------
 

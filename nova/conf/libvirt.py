@@ -57,6 +57,16 @@ Who makes the NVLink partition of a guest's GPUs live on an NVSwitch host
                default=30, min=1,
                help='Seconds one fmpm call may take before nova kills it '
                     'and treats the call as a Fabric Manager timeout.'),
+    cfg.IntOpt('nvlink_repair_interval',
+               default=20, min=0,
+               help='Seconds between runs of the periodic NVLink partition '
+                    'repair (nvlink_partitions = fabric_manager): '
+                    'partitions active without a holder are deactivated, '
+                    "held ones that are not active activated, and a Fabric "
+                    'Manager restarted in resiliency mode is given the '
+                    'active list; FM waits only 60 s for that list, so '
+                    'keep this well below 60. 0 disables the periodic run '
+                    '(the repair still runs at compute start).'),
     cfg.StrOpt('nvidia_smi_path',
                default='/usr/bin/nvidia-smi',
                help='Path of ``nvidia-smi``; ``nvidia-smi -q`` gives the '

@@ -10,6 +10,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from unittest import mock
 
 import fixtures
@@ -197,6 +198,21 @@ class TestPartitionLifecycle(NVLinkTestBase):
         self.assertEqual('ready', fm.read()['daemon'])
         self.assert_active('cmp1', servers)
         self.assertEqual('set', fm.calls()[-1][0])
+
+    def test_periodic_task_replays_within_fm_window(self):
+        self.flags('libvirt', nvlink_repair_interval=1)
+        self.start_services()
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        fm = self.fms['cmp1']
+        fm.stop()
+        fm.start(restart=True)
+        # The compute's own periodic task must answer FM's 60 s window.
+        deadline = time.monotonic() + boot.TIMEOUT
+        while fm.read()['daemon'] != 'ready' and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertEqual('ready', fm.read()['daemon'])
+        self.assert_active('cmp1', [server])
 
     def test_periodic_repair_deactivates_stray_partition(self):
         self.start_services()
