@@ -61,6 +61,8 @@ class ComputeManager(manager.Manager):
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
         self._repair_host(context)
+        # After half-built guests are gone, so their partitions are freed.
+        self.repair_nvlink_partitions()
         LOG.info('Compute %s started with %d PCI devices tracked',
                  self.host, len(self.rt.pci_tracker.pci_devs))
 
@@ -152,13 +154,25 @@ class ComputeManager(manager.Manager):
             context, self.reportclient, [self.rt.compute_node['uuid']])
         audit.remove_allocations(self.reportclient, orphans)
 
+    def repair_nvlink_partitions(self) -> None:
+        """Periodic and at start: let the driver settle NVLink partitions;
+        an instance whose partition it cannot make active again goes to
+        ERROR with the driver's reason as fault."""
+        context = nova_context.get_admin_context()
+        for instance_uuid, reason in sorted(
+                self.driver.repair_nvlink_partitions().items()):
+            try:
+                db.instance_update(context, instance_uuid, {
+                    'vm_state': 'error', 'fault_message': reason})
+            except exception.InstanceNotFound:
+                pass
+
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
                  self.conf.update_resources_interval),
                 ('audit_allocations', self.audit_allocations,
                  self.conf.allocation_audit_interval),
-                ('repair_nvlink_partitions',
-                 self.driver.repair_nvlink_partitions,
+                ('repair_nvlink_partitions', self.repair_nvlink_partitions,
                  self.conf.libvirt.nvlink_repair_interval)]
 
     # Instances --------------------------------------------------------------

@@ -63,11 +63,14 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
-    def repair_nvlink_partitions(self) -> None:
-        """Periodic: settle NVLink partitions left by crashes and restarts.
+    def repair_nvlink_partitions(self) -> dict[str, str]:
+        """Settle NVLink partitions left by crashes and restarts.
 
-        Only drivers that activate partitions themselves do anything.
+        Returns instance uuid -> fault message for instances whose
+        partition could not be made active again. Only drivers that
+        activate partitions themselves do anything.
         """
+        return {}
 
 
 def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:

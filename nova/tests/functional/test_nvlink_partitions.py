@@ -194,7 +194,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         fm = self.fms['cmp1']
         fm.stop()
         fm.start(restart=True)
-        self.computes['cmp1'].driver.repair_nvlink_partitions()
+        self.computes['cmp1'].repair_nvlink_partitions()
         self.assertEqual('ready', fm.read()['daemon'])
         self.assert_active('cmp1', servers)
         self.assertEqual('set', fm.calls()[-1][0])
@@ -214,11 +214,24 @@ class TestPartitionLifecycle(NVLinkTestBase):
         self.assertEqual('ready', fm.read()['daemon'])
         self.assert_active('cmp1', [server])
 
+    def test_instance_whose_partition_cannot_come_back_is_faulted(self):
+        self.start_services()
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        pid = self.partition_of(server)
+        fm = self.fms['cmp1']
+        fm.call('deactivate', pid)
+        fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        self.computes['cmp1'].repair_nvlink_partitions()
+        server = self.api('GET', '/servers/%s' % server['id'])['server']
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn('NVLink partition %d' % pid, server['fault']['message'])
+        self.assertIn('fmReturn: -10', server['fault']['message'])
+
     def test_periodic_repair_deactivates_stray_partition(self):
         self.start_services()
         fm = self.fms['cmp1']
         fm.call('activate', 4)
-        self.computes['cmp1'].driver.repair_nvlink_partitions()
+        self.computes['cmp1'].repair_nvlink_partitions()
         self.assertEqual(set(), fm.active())
 
 

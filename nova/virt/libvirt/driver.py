@@ -79,7 +79,7 @@ class LibvirtDriver(driver.ComputeDriver):
             self.nvlink.start(host, [
                 dev['address'] for dev in self.get_pci_devices()
                 if _is_nvidia_gpu(dev)])
-            self.nvlink.repair(set(self.list_instance_uuids()))
+            self.nvlink.forget_missing(set(self.list_instance_uuids()))
 
     def get_nvlink_partitions(self) -> dict | None:
         """FM's partitions and the GPU module map, None without FM mode.
@@ -90,10 +90,11 @@ class LibvirtDriver(driver.ComputeDriver):
                 'module_ids': dict(self.nvlink.module_map),
                 'unmapped': dict(self.nvlink.unmapped)}
 
-    def repair_nvlink_partitions(self) -> None:
+    def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""
-        if self.nvlink is not None:
-            self.nvlink.repair()
+        if self.nvlink is None:
+            return {}
+        return self.nvlink.repair()
 
     def _local_gb(self) -> int:
         """Size in whole GiB of the filesystem holding instances_path."""

@@ -287,48 +287,66 @@ class NVLinkPartitions:
 
     # Repair -----------------------------------------------------------------
 
-    def repair(self, guests: set[str] | None = None) -> None:
-        """Make Fabric Manager's active set match nova's records.
+    def forget_missing(self, guests: set[str]) -> None:
+        """At compute start: drop records of instances without a domain.
 
-        ``guests`` (at compute start) are the instance uuids that have a
-        domain; records of other instances are dropped first. Then
-        partitions active without a holder are deactivated and held ones
-        that are inactive are activated again. A Fabric Manager waiting in
-        restart mode is given the recorded set (set-activated-list).
+        Their partitions become holder-less and the repair deactivates
+        them (the compute died while deleting or failing a build).
         """
         with self._lock:
-            if guests is not None:
-                for uuid in sorted(set(self._records) - guests):
-                    LOG.warning('Instance %s holds NVLink partition %d in '
-                                'nova records but has no guest; releasing '
-                                'it', uuid, self._records.pop(uuid))
-                self._save_records()
+            for uuid in sorted(set(self._records) - guests):
+                LOG.warning('Instance %s holds NVLink partition %d in nova '
+                            'records but has no guest; releasing it', uuid,
+                            self._records.pop(uuid))
+            self._save_records()
+
+    def repair(self) -> dict[str, str]:
+        """Make Fabric Manager's active set match nova's records.
+
+        Partitions active without a holder are deactivated, and after
+        that held ones that are inactive are activated again. A Fabric
+        Manager waiting in restart mode is given the recorded set
+        (set-activated-list). Returns instance uuid -> why its partition
+        could not be made active again.
+        """
+        with self._lock:
             try:
                 partitions = self.partitions()
             except exception.FabricManagerNotConfigured as err:
                 self._replay(err)
-                return
+                return {}
             except exception.FabricManagerError as err:
                 LOG.error('NVLink partition repair skipped: %s', err.message)
-                return
+                return {}
             held = {pid: uuid for uuid, pid in self._records.items()}
             for partition in partitions:
-                owner = held.get(partition.id)
-                try:
-                    if partition.active and owner is None:
-                        LOG.warning('NVLink partition %s is active but no '
-                                    'instance holds it; deactivating it',
-                                    partition.describe())
+                if partition.active and partition.id not in held:
+                    LOG.warning('NVLink partition %s is active but no '
+                                'instance holds it; deactivating it',
+                                partition.describe())
+                    try:
                         self.client.deactivate(partition.id)
-                    elif owner is not None and not partition.active:
-                        LOG.warning('NVLink partition %s of instance %s is '
-                                    'not active; activating it again',
-                                    partition.describe(), owner)
-                        self.client.activate(partition.id)
+                    except exception.FabricManagerError as err:
+                        LOG.error('Could not deactivate NVLink partition '
+                                  '%s: %s', partition.describe(),
+                                  err.message)
+            failed = {}
+            for partition in partitions:
+                owner = held.get(partition.id)
+                if owner is None or partition.active:
+                    continue
+                LOG.warning('NVLink partition %s of instance %s is not '
+                            'active; activating it again',
+                            partition.describe(), owner)
+                try:
+                    self.client.activate(partition.id)
                 except exception.FabricManagerError as err:
-                    LOG.error('Could not repair NVLink partition %s (held '
-                              'by %s): %s', partition.describe(),
-                              owner or 'no instance', err.message)
+                    failed[owner] = exception.NVLinkPartitionFailed(
+                        partition=partition.describe(), uuid=owner,
+                        error='the guest runs without it: %s' %
+                        err.message).message
+                    LOG.error('%s', failed[owner])
+            return failed
 
     def _replay(self, cause: exception.FabricManagerError) -> None:
         ids = sorted(set(self._records.values()))

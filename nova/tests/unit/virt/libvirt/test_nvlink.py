@@ -150,7 +150,8 @@ class PartitionsTest(test.TestCase):
         self.fm.call('deactivate', 3)        # lost behind our back
         again = self.make()
         # UUID2's guest is gone (compute died while deleting it).
-        again.repair({UUID1})
+        again.forget_missing({UUID1})
+        self.assertEqual({}, again.repair())
         self.assertEqual({3}, self.fm.active())
         self.assertEqual({3: UUID1}, again.holders())
 
@@ -186,6 +187,18 @@ class PartitionsTest(test.TestCase):
         self.assertEqual(set(), self.fm.active())
         self.parts.repair()
         self.assertEqual({3}, self.fm.active())
+
+    def test_repair_reports_partitions_it_cannot_reactivate(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.fm.call('deactivate', 3)
+        # Someone else took GPU 1 meanwhile.
+        self.fm.call('activate', 7)
+        self.fm.inject_fault('deactivate', fake_fm.GENERIC_ERROR)
+        failed = self.parts.repair()
+        self.assertEqual([UUID1], list(failed))
+        self.assertIn('NVLink partition 3 (modules 1,3)', failed[UUID1])
+        self.assertIn('runs without it', failed[UUID1])
+        self.assertIn('fmReturn: -7', failed[UUID1])
 
     def test_repair_with_fm_down_changes_nothing(self):
         self.parts.activate(UUID1, gpus(1, 3))
