@@ -117,6 +117,9 @@ class ResourceTracker:
             tree, warnings = pci_groups.check_declared_against_partitions(
                 self.declared_tree, fabric['partitions'],
                 fabric['module_ids'], fabric['unmapped'])
+        tree, foreign_warnings = pci_groups.without_foreign(
+            tree, fabric['partitions'])
+        warnings += foreign_warnings
         for warning in sorted(set(warnings) - self._group_warnings):
             LOG.warning('%s', warning)
         self._group_warnings = set(warnings)

@@ -38,8 +38,10 @@ Who makes the NVLink partition of a guest's GPUs live on an NVSwitch host
   GPU module IDs equal the guest's GPUs (single GPUs too); a failure fails
   the build with a fault naming the partition and Fabric Manager's error,
   and the build is rescheduled. The partition is deactivated after the
-  domain is destroyed. At start nova deactivates partitions it does not
-  hold and re-activates those its guests need.
+  domain is destroyed. At start and periodically nova deactivates
+  partitions it left active without a holder, re-activates those its
+  guests need, and offers no group overlapping a partition someone else
+  activated.
 """),
     cfg.StrOpt('fmpm_path',
                default='/usr/bin/fmpm',

@@ -480,6 +480,8 @@ class HardwarePartition:
     module_ids: frozenset[int]
     # PCI addresses of its devices, sorted; None if one is not known.
     addresses: tuple[str, ...] | None
+    # Active, but not by nova: its devices are someone else's.
+    foreign: bool = False
 
     def describe(self) -> str:
         return '%d (modules %s%s)' % (
@@ -594,13 +596,43 @@ def check_declared_against_partitions(
                     '%s %s' % (a, unmapped.get(a, 'has no module ID'))
                     for a in group.addresses
                     if a in unmapped or a not in module_ids)))
-    kept = [g for g in tree.groups() if g.name not in dropped]
+    return _without(tree, dropped), warnings
+
+
+def _without(tree: GroupTree, dropped: set[str]) -> GroupTree:
+    """``tree`` less the ``dropped`` groups, which must include every
+    group enclosing a dropped one; orphaned members become roots."""
     values = []
-    for group in kept:
+    for group in tree.groups():
+        if group.name in dropped:
+            continue
         value = {'name': group.name, 'type': group.type}
         if group.members:
             value['members'] = [m.name for m in group.members]
         else:
             value['addresses'] = list(group.own_addresses)
         values.append(json.dumps(value))
-    return GroupTree.from_config(values), warnings
+    return GroupTree.from_config(values)
+
+
+def without_foreign(tree: GroupTree, partitions: list[HardwarePartition]
+                    ) -> tuple[GroupTree, list[str]]:
+    """Leave out the groups that overlap a partition someone else made
+    active: nova cannot activate their partition until it is cleared.
+    Returns the tree and one warning per group left out."""
+    foreign = [p for p in partitions if p.foreign]
+    dropped: dict[str, HardwarePartition] = {}
+    for group in tree.groups():
+        for partition in foreign:
+            if set(group.addresses) & set(partition.addresses or ()):
+                dropped.setdefault(group.name, partition)
+    warnings = [
+        'device group %s (%s) is not offered while Fabric Manager '
+        'partition %s is active; nova did not activate it, deactivate it '
+        'to make the group schedulable again' % (
+            name, ', '.join(tree.get(name).addresses),
+            partition.describe())
+        for name, partition in sorted(dropped.items())]
+    if not dropped:
+        return tree, warnings
+    return _without(tree, set(dropped)), warnings

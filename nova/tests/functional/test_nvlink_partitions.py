@@ -170,18 +170,12 @@ class TestPartitionLifecycle(NVLinkTestBase):
         keep = self.boot(flavors[2], 'keep')
         gone = self.boot(flavors[2], 'gone')
         fm = self.fms['cmp1']
-        # While the compute was down: FM restarted without --restart (all
-        # inactive), gone's guest vanished and someone activated the
-        # single partition of a free GPU.
-        fm.stop()
-        fm.start()
+        # While the compute was down: keep's partition was lost and
+        # gone's guest vanished with its partition still active.
+        fm.call('deactivate', self.partition_of(keep))
         compute = self.computes['cmp1']
         compute.driver.host.lookup_domain(gone['id']).destroy()
         compute.driver.host.lookup_domain(gone['id']).undefine()
-        free = [d for d in compute.rt.pci_tracker.pci_devs
-                if d['instance_uuid'] is None]
-        stray = 6 + H200_MAP[free[0]['address']]
-        fm.call('activate', stray)
         compute.init_host()
         self.assertEqual({self.partition_of(keep)}, fm.active())
         self.assertEqual({self.partition_of(keep): keep['id']},
@@ -227,12 +221,24 @@ class TestPartitionLifecycle(NVLinkTestBase):
         self.assertIn('NVLink partition %d' % pid, server['fault']['message'])
         self.assertIn('fmReturn: -10', server['fault']['message'])
 
-    def test_periodic_repair_deactivates_stray_partition(self):
+    def test_foreign_partition_withholds_its_groups_until_cleared(self):
         self.start_services()
+        flavors = self.gpu_flavors()
         fm = self.fms['cmp1']
-        fm.call('activate', 4)
-        self.computes['cmp1'].repair_nvlink_partitions()
-        self.assertEqual(set(), fm.active())
+        compute = self.computes['cmp1']
+        fm.call('activate', 4)                  # pair-a2, not by nova
+        compute.repair_nvlink_partitions()
+        self.assertEqual({4}, fm.active())
+        compute.update_available_resource()
+        self.assertEqual({'pair-a1', 'quad-b', 'pair-b1', 'pair-b2'},
+                         {g.name for g in compute.rt.group_tree.groups()})
+        self.assertNotIn('cmp1_pair-a2', self.provider_view('cmp1'))
+        self.assertEqual(2, self.partition_of(self.boot(flavors[4], 'q1')))
+        self.boot(flavors[4], 'no-more-quads', status='ERROR')
+        fm.call('deactivate', 4)
+        compute.update_available_resource()
+        self.assertEqual(7, len(compute.rt.group_tree.groups()))
+        self.assertEqual(1, self.partition_of(self.boot(flavors[4], 'q2')))
 
 
 class TestGroupsAgainstFabricManager(NVLinkTestBase):

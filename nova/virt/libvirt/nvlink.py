@@ -11,7 +11,11 @@ Fabric Manager restarts leave.
 "Nova's records" of which instance holds which partition are a JSON file
 per host next to the module map; a partition is recorded before it is
 activated and forgotten after it is deactivated, so a crash in between
-leaves a record that the start-up repair settles.
+leaves a record that the start-up repair settles. Partitions nova may have
+left active (a deactivation or activation that failed, an instance gone
+while the compute was down) are recorded as orphans, which the repair
+deactivates. Any other active partition was activated behind nova's back:
+nova leaves it alone and offers no group that overlaps it.
 """
 
 import json
@@ -100,6 +104,8 @@ class NVLinkPartitions:
         # address -> why nova cannot tell its module ID
         self.unmapped: dict[str, str] = {}
         self._records: dict[str, int] = {}
+        # Partitions nova activated and may have left active.
+        self._orphans: set[int] = set()
         self._records_path: str | None = None
         self._lock = threading.Lock()
 
@@ -137,8 +143,10 @@ class NVLinkPartitions:
         self.gpu_addresses = frozenset(gpu_addresses)
         self.module_map, self.unmapped = _check_map(merged, gpu_addresses)
         self._records_path = self._path(host, 'partitions')
+        saved = _read_json(self._records_path)
         self._records = {uuid: int(pid) for uuid, pid in
-                         _read_json(self._records_path).items()}
+                         saved.get('held', {}).items()}
+        self._orphans = {int(pid) for pid in saved.get('orphans', [])}
 
     def _path(self, host: str, what: str) -> str:
         return os.path.join(self.state_dir, '%s-%s.json' % (host, what))
@@ -173,13 +181,19 @@ class NVLinkPartitions:
         return sorted(by_module[m] for m in partition.module_ids)
 
     def hardware_partitions(self) -> list[pci_groups.HardwarePartition]:
-        """FM's partitions with the PCI addresses of their GPUs."""
+        """FM's partitions with the PCI addresses of their GPUs.
+
+        Partitions activated behind nova's back are marked ``foreign``.
+        """
+        partitions = self.partitions()
+        foreign = {p.id for p in self.foreign(partitions)}
         result = []
-        for partition in self.partitions():
+        for partition in partitions:
             addresses = self.addresses_of(partition)
             result.append(pci_groups.HardwarePartition(
                 partition.id, partition.module_ids,
-                tuple(addresses) if addresses is not None else None))
+                tuple(addresses) if addresses is not None else None,
+                foreign=partition.id in foreign))
         return result
 
     def modules_of(self, addresses: list[str]) -> dict[str, int | None]:
@@ -234,11 +248,17 @@ class NVLinkPartitions:
                     'nova records it as held by %s' % (
                         held_by or 'no instance'))
             self._records[instance_uuid] = partition.id
+            self._orphans.discard(partition.id)
             self._save_records()
             try:
                 self.client.activate(partition.id)
             except exception.FabricManagerError as err:
                 del self._records[instance_uuid]
+                if not isinstance(err, (exception.FabricManagerInUse,
+                                        exception.FabricManagerBadParam)):
+                    # FM may have activated it anyway (a timeout, FM dying
+                    # mid-call): the repair checks.
+                    self._orphans.add(partition.id)
                 self._save_records()
                 raise exception.NVLinkPartitionFailed(
                     partition=partition.describe(), uuid=instance_uuid,
@@ -250,8 +270,8 @@ class NVLinkPartitions:
     def release(self, instance_uuid: str) -> None:
         """Deactivate the instance's partition once its guest is gone.
 
-        A failure is logged and the record dropped: the partition is then
-        active with no holder, which the periodic repair deactivates.
+        A failure is logged and the partition becomes an orphan, which the
+        periodic repair deactivates.
         """
         with self._lock:
             partition_id = self._records.pop(instance_uuid, None)
@@ -262,6 +282,7 @@ class NVLinkPartitions:
             except exception.FabricManagerNotActive:
                 pass
             except exception.FabricManagerError as err:
+                self._orphans.add(partition_id)
                 LOG.error('Could not deactivate NVLink partition %d of '
                           'deleted instance %s: %s; the periodic repair '
                           'retries', partition_id, instance_uuid,
@@ -283,7 +304,15 @@ class NVLinkPartitions:
         return None
 
     def _save_records(self) -> None:
-        _write_json(self._records_path, self._records)
+        _write_json(self._records_path, {'held': self._records,
+                                         'orphans': sorted(self._orphans)})
+
+    def foreign(self, partitions: list[fabric_manager.Partition]
+                ) -> list[fabric_manager.Partition]:
+        """Active partitions nova neither holds nor left behind."""
+        with self._lock:
+            ours = set(self._records.values()) | self._orphans
+        return [p for p in partitions if p.active and p.id not in ours]
 
     # Repair -----------------------------------------------------------------
 
@@ -295,16 +324,20 @@ class NVLinkPartitions:
         """
         with self._lock:
             for uuid in sorted(set(self._records) - guests):
+                partition_id = self._records.pop(uuid)
+                self._orphans.add(partition_id)
                 LOG.warning('Instance %s holds NVLink partition %d in nova '
                             'records but has no guest; releasing it', uuid,
-                            self._records.pop(uuid))
+                            partition_id)
             self._save_records()
 
     def repair(self) -> dict[str, str]:
         """Make Fabric Manager's active set match nova's records.
 
-        Partitions active without a holder are deactivated, and after
-        that held ones that are inactive are activated again. A Fabric
+        Orphans (active partitions nova left without a holder) are
+        deactivated, and after that held ones that are inactive are
+        activated again; partitions activated behind nova's back are left
+        alone (``hardware_partitions`` marks them). A Fabric
         Manager waiting in restart mode is given the recorded set
         (set-activated-list). Returns instance uuid -> why its partition
         could not be made active again.
@@ -320,7 +353,10 @@ class NVLinkPartitions:
                 return {}
             held = {pid: uuid for uuid, pid in self._records.items()}
             for partition in partitions:
-                if partition.active and partition.id not in held:
+                if partition.id not in self._orphans or \
+                        partition.id in held:
+                    continue
+                if partition.active:
                     LOG.warning('NVLink partition %s is active but no '
                                 'instance holds it; deactivating it',
                                 partition.describe())
@@ -330,6 +366,10 @@ class NVLinkPartitions:
                         LOG.error('Could not deactivate NVLink partition '
                                   '%s: %s', partition.describe(),
                                   err.message)
+                        continue
+                self._orphans.discard(partition.id)
+            self._orphans &= {p.id for p in partitions}
+            self._save_records()
             failed = {}
             for partition in partitions:
                 owner = held.get(partition.id)

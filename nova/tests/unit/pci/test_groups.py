@@ -625,3 +625,18 @@ class PartitionTreeTest(test.TestCase):
                          {g.name for g in checked.groups()})
         self.assertEqual(3, len(warnings))
         self.assertIn('%s has no module ID' % gpu(1), warnings[0])
+
+    def test_groups_overlapping_a_foreign_partition_are_withheld(self):
+        tree = groups.GroupTree.from_config(H200_CONFIG)
+        parts = [groups.HardwarePartition(
+            p.id, p.module_ids, p.addresses, foreign=p.id == 11)
+            for p in fm_partitions()]
+        kept, warnings = groups.without_foreign(tree, parts)
+        self.assertEqual({'quad-a', 'pair-a1', 'pair-a2', 'pair-b2'},
+                         {g.name for g in kept.groups()})
+        self.assertEqual(['board', 'pair-b1', 'quad-b'],
+                         [w.split()[2] for w in warnings])
+        self.assertIn('partition 11 (modules 5', warnings[0])
+        same, none = groups.without_foreign(tree, fm_partitions())
+        self.assertIs(tree, same)
+        self.assertEqual([], none)

@@ -141,26 +141,40 @@ class PartitionsTest(test.TestCase):
         again = self.make()
         self.assertEqual({3: UUID1}, again.holders())
         with open(os.path.join(self.state_dir, 'cmp1-partitions.json')) as f:
-            self.assertEqual({UUID1: 3}, json.load(f))
+            self.assertEqual({'held': {UUID1: 3}, 'orphans': []},
+                             json.load(f))
 
     def test_repair_at_start(self):
         self.parts.activate(UUID1, gpus(1, 3))
         self.parts.activate(UUID2, gpus(2, 4))
-        self.fm.call('activate', 5)          # nobody's
-        self.fm.call('deactivate', 3)        # lost behind our back
+        self.fm.call('activate', 5)          # behind nova's back
+        self.fm.call('deactivate', 3)        # lost behind nova's back
         again = self.make()
-        # UUID2's guest is gone (compute died while deleting it).
+        # UUID2's guest is gone (compute died while deleting it): its
+        # partition is nova's orphan, deactivated; the foreign one stays.
         again.forget_missing({UUID1})
         self.assertEqual({}, again.repair())
-        self.assertEqual({3}, self.fm.active())
+        self.assertEqual({3, 5}, self.fm.active())
         self.assertEqual({3: UUID1}, again.holders())
+        foreign = [p for p in again.hardware_partitions() if p.foreign]
+        self.assertEqual([5], [p.id for p in foreign])
+        self.assertEqual(tuple(sorted(gpus(5, 7))), foreign[0].addresses)
 
     def test_periodic_repair_keeps_records(self):
         self.parts.activate(UUID1, gpus(1, 3))
-        self.fm.call('activate', 6)
+        self.fm.call('deactivate', 3)
         self.parts.repair()
         self.assertEqual({3}, self.fm.active())
         self.assertEqual({3: UUID1}, self.parts.holders())
+
+    def test_uncertain_activation_is_checked_by_repair(self):
+        # FM activated the partition but the answer never came back.
+        self.fm.inject_fault('activate', fake_fm.TIMEOUT)
+        self.assertRaises(exception.NVLinkPartitionFailed,
+                          self.parts.activate, UUID1, gpus(1, 3))
+        self.fm.call('activate', 3)
+        self.parts.repair()
+        self.assertEqual(set(), self.fm.active())
 
     def test_failed_release_is_retried_by_repair(self):
         self.parts.activate(UUID1, gpus(1, 3))
@@ -193,7 +207,6 @@ class PartitionsTest(test.TestCase):
         self.fm.call('deactivate', 3)
         # Someone else took GPU 1 meanwhile.
         self.fm.call('activate', 7)
-        self.fm.inject_fault('deactivate', fake_fm.GENERIC_ERROR)
         failed = self.parts.repair()
         self.assertEqual([UUID1], list(failed))
         self.assertIn('NVLink partition 3 (modules 1,3)', failed[UUID1])
