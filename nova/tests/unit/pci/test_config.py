@@ -43,6 +43,28 @@ class TestLoad(test.TestCase):
         self.assertIn('[pci]device_group is set but '
                       '[pci]report_in_placement is False', err.message)
 
+    def test_groups_from_fabric_manager(self):
+        self.config.config(group='pci', report_in_placement=True,
+                           device_spec=[SPEC],
+                           device_group_source='fabric_manager')
+        self.config.config(group='libvirt',
+                           nvlink_partitions='fabric_manager')
+        self.assertEqual([], pci_config.load(self.conf).group_tree.groups())
+        for group, values, expected in (
+                ('pci', {'device_group': [GROUP]}, 'remove device_group'),
+                ('libvirt', {'nvlink_partitions': 'libvirt_hook'},
+                 'got libvirt_hook'),
+                ('pci', {'report_in_placement': False},
+                 'enable report_in_placement')):
+            saved = {k: getattr(getattr(self.conf, group), k)
+                     for k in values}
+            self.config.config(group=group, **values)
+            err = self.assertRaises(exception.InvalidConfiguration,
+                                    pci_config.load, self.conf)
+            self.assertIn(expected, str(err))
+            self.assertIn('device_group_source', str(err))
+            self.config.config(group=group, **saved)
+
     def test_aliases_need_placement_scheduling(self):
         self.config.config(group='pci', alias=[
             '{"name": "gpu", "vendor_id": "10de", "product_id": "2335"}'])
