@@ -22,12 +22,27 @@ import testtools
 
 from nova import test
 from nova.tests.functional import doc_commands
-# The process helpers of the separate-services test.
-from nova.tests.functional import test_deployment as processes
+from nova.tests.functional import deployment
 
 VENV = sys.prefix
 TIMEOUT = 240
 GIB = 1024 ** 3
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` does not exit in time."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _read(log) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read()
 
 
 class TestDocumentedCommands(test.TestCase):
@@ -42,8 +57,8 @@ class TestDocumentedCommands(test.TestCase):
         os.symlink(VENV, os.path.join(self.clone, '.venv'))
         os.symlink(os.path.join(doc_commands.ROOT, 'tools'),
                    os.path.join(self.clone, 'tools'))
-        self.api_port = processes._free_port()
-        self.placement_port = processes._free_port()
+        self.api_port = deployment.free_port()
+        self.placement_port = deployment.free_port()
         self.env = dict(
             os.environ, PYTHONPATH=doc_commands.ROOT, TMPDIR=self.clone,
             # The deployment guide's commands run in the active virtualenv.
@@ -78,10 +93,10 @@ class TestDocumentedCommands(test.TestCase):
         proc = subprocess.Popen(shlex.split(command), cwd=self.clone,
                                 env=self.env, stdout=subprocess.PIPE,
                                 stderr=log, text=True)
-        self.addCleanup(processes.TestSeparateServices._stop, proc)
+        self.addCleanup(_stop, proc)
         self.addOnException(lambda _exc: self.addDetail(
             'nova-all', testtools.content.text_content(
-                processes.TestSeparateServices._read(log))))
+                _read(log))))
         lines = []
         # Bounded by the test's timeout; an exit ends the output.
         for line in proc.stdout:
