@@ -56,14 +56,19 @@ class NVLinkTestBase(boot.BootTestBase):
                 fake_fm.FabricManagerFixture(self.module_map)).fm
         return self.fms[host]
 
-    def nvlink_driver(self, host, devices=None, override=None):
+    def nvlink_partitions(self, host, override=None):
+        """What a nova-compute process knows of FM when it starts: the
+        records and module map kept under its state path, nothing else."""
         fm = self.fm_for(host)
-        parts = nvlink.NVLinkPartitions(
+        return nvlink.NVLinkPartitions(
             nvlink.fabric_manager.FabricManagerClient(fm.fmpm_path),
             fm.nvidia_smi_path, override or {},
             os.path.join(self.tmpdir, 'nvlink'))
-        return libvirt_driver.LibvirtDriver(self.node_uri(host, devices),
-                                            nvlink=parts)
+
+    def nvlink_driver(self, host, devices=None, override=None):
+        return libvirt_driver.LibvirtDriver(
+            self.node_uri(host, devices),
+            nvlink=self.nvlink_partitions(host, override))
 
     def start_services(self, hosts=('cmp1',), devices=None, override=None):
         drivers = {host: self.nvlink_driver(host, devices, override)
@@ -176,6 +181,9 @@ class TestPartitionLifecycle(NVLinkTestBase):
         compute = self.computes['cmp1']
         compute.driver.host.lookup_domain(gone['id']).destroy()
         compute.driver.host.lookup_domain(gone['id']).undefine()
+        # A new process: its FM view starts from what is on disk; the
+        # hypervisor (libvirt) keeps its guests across the restart.
+        compute.driver.nvlink = self.nvlink_partitions('cmp1')
         compute.init_host()
         self.assertEqual({self.partition_of(keep)}, fm.active())
         self.assertEqual({self.partition_of(keep): keep['id']},
