@@ -42,15 +42,23 @@ class BootTestBase(base.FunctionalTestCase):
         self.session.headers.update({'X-Auth-Token': 'admin',
                                      'Content-Type': 'application/json'})
 
-    def start_services(self, hosts=('cmp1',), devices=None):
-        drivers = {host: libvirt_driver.LibvirtDriver(
-            self.node_uri(host, devices), self.conf.instances_path)
-            for host in hosts}
+    def start_allinone(self, hosts, **kwargs) -> None:
+        """API, conductor, scheduler and the computes of ``hosts`` in this
+        process; ``kwargs`` go to AllInOne (drivers, compute_confs)."""
         self.allinone = nova_all.AllInOne(self.conf, list(hosts),
-                                          api_port=0, drivers=drivers)
+                                          api_port=0, **kwargs)
         self.allinone.start()
         self.addCleanup(self.allinone.stop)
         self.computes = self.allinone.computes
+
+    def make_driver(self, host, devices=None):
+        """The hypervisor of ``host``: a libvirt test:/// host."""
+        return libvirt_driver.LibvirtDriver(self.node_uri(host, devices),
+                                            self.conf.instances_path)
+
+    def start_services(self, hosts=('cmp1',), devices=None):
+        self.start_allinone(hosts, drivers={
+            host: self.make_driver(host, devices) for host in hosts})
 
     # REST helpers ----------------------------------------------------------
 

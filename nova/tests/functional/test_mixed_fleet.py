@@ -9,7 +9,6 @@ HGX H200 board and the 4-GPU H200 NVL server with two NVLink pairs.
 import os
 
 from nova.conf import per_compute
-from nova.cmd import all as nova_all
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import fakehost
@@ -44,11 +43,7 @@ class TestMixedFleet(boot.BootTestBase):
         confs = {host: per_compute.layered(
             self.conf, fakehost.write_compute_config(kind, host, hosts_dir))
             for host, kind in KINDS.items()}
-        self.allinone = nova_all.AllInOne(self.conf, list(KINDS),
-                                          api_port=0, compute_confs=confs)
-        self.allinone.start()
-        self.addCleanup(self.allinone.stop)
-        self.computes = self.allinone.computes
+        self.start_allinone(KINDS, compute_confs=confs)
 
     def held(self, server):
         """Addresses the compute and the libvirt domain give the server."""

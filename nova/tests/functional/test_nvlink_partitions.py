@@ -17,7 +17,6 @@ import fixtures
 
 from nova import exception
 from nova import test
-from nova.cmd import all as nova_all
 from nova.cmd import manage
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
@@ -56,28 +55,18 @@ class NVLinkTestBase(boot.BootTestBase):
                 fake_fm.FabricManagerFixture(self.module_map)).fm
         return self.fms[host]
 
-    def nvlink_partitions(self, host, override=None):
+    def nvlink_partitions(self, host):
         """What a nova-compute process knows of FM when it starts: the
         records and module map kept under its state path, nothing else."""
         fm = self.fm_for(host)
         return nvlink.NVLinkPartitions(
             nvlink.fabric_manager.FabricManagerClient(fm.fmpm_path),
-            fm.nvidia_smi_path, override or {},
-            os.path.join(self.tmpdir, 'nvlink'))
+            fm.nvidia_smi_path, {}, os.path.join(self.tmpdir, 'nvlink'))
 
-    def nvlink_driver(self, host, devices=None, override=None):
+    def make_driver(self, host, devices=None):
         return libvirt_driver.LibvirtDriver(
-            self.node_uri(host, devices),
-            nvlink=self.nvlink_partitions(host, override))
-
-    def start_services(self, hosts=('cmp1',), devices=None, override=None):
-        drivers = {host: self.nvlink_driver(host, devices, override)
-                   for host in hosts}
-        self.allinone = nova_all.AllInOne(self.conf, list(hosts),
-                                          api_port=0, drivers=drivers)
-        self.allinone.start()
-        self.addCleanup(self.allinone.stop)
-        self.computes = self.allinone.computes
+            self.node_uri(host, devices), self.conf.instances_path,
+            nvlink=self.nvlink_partitions(host))
 
     def partition_of(self, server):
         """(partition ID, FM state) of the FM partition of the server's
@@ -258,7 +247,7 @@ class TestGroupsAgainstFabricManager(NVLinkTestBase):
         self.flags('pci', device_group=bad)
         err = self.assertRaises(exception.PciGroupConfigInvalid,
                                 self.start_compute, 'cmp1',
-                                driver=self.nvlink_driver('cmp1'))
+                                driver=self.make_driver('cmp1'))
         message = str(err)
         for part in ('group wrong', GPUS[0], GPUS[1], 'module IDs 1,2',
                      '3 (modules 1,3', '0 (modules 1,2,3,4,5,6,7,8'):
@@ -273,11 +262,11 @@ class TestGroupsAgainstFabricManager(NVLinkTestBase):
     def test_discovery_gives_the_documented_tree(self):
         self.enable_h200_groups()
         documented = self.start_compute(
-            'cmp1', driver=self.nvlink_driver('cmp1'))
+            'cmp1', driver=self.make_driver('cmp1'))
         self.flags('pci', device_group=[],
                    device_group_source='fabric_manager')
         discovered = self.start_compute(
-            'cmp2', driver=self.nvlink_driver('cmp2'))
+            'cmp2', driver=self.make_driver('cmp2'))
         self.assertEqual(7, len(discovered.rt.group_tree.groups()))
         self.assertEqual(self.tree_shape(documented.rt.group_tree),
                          self.tree_shape(discovered.rt.group_tree))
@@ -297,7 +286,7 @@ class TestGroupsAgainstFabricManager(NVLinkTestBase):
         fm = self.fm_for('cmp1')
         fm.bind(GPUS[0], 'vfio-pci')
         compute = self.start_compute('cmp1',
-                                     driver=self.nvlink_driver('cmp1'))
+                                     driver=self.make_driver('cmp1'))
         names = {g.name for g in compute.rt.group_tree.groups()}
         # GPU 1 is in pair-a1, quad-a and the board.
         self.assertEqual({'pair-a2', 'quad-b', 'pair-b1', 'pair-b2'}, names)
