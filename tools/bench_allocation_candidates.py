@@ -157,7 +157,7 @@ def build_hosts(model: str, hosts: int, client: report.SchedulerReportClient
         tree.add(host)
         tree.update_inventory(host, ROOT_INVENTORY)
         translator.update_provider_tree_for_pci(
-            tree, host, devices, whitelist, group_tree, [], {})
+            tree, host, devices, whitelist, group_tree, [], dict)
         for provider in tree.providers() if model == 'nested' else []:
             tree.update_traits(provider.uuid, {
                 t for t in provider.traits if not _MEMBER_TRAIT_RE.match(t)})

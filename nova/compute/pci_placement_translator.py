@@ -23,6 +23,7 @@ stays in place.
 import collections
 import dataclasses
 import logging
+from typing import Callable
 
 import os_traits
 
@@ -198,15 +199,36 @@ def _consumers_on(allocations: dict, rp_uuid: str) -> dict[str, dict]:
             if rp_uuid in data.get('allocations', {})}
 
 
-def _check_allocations_fit(view: PlacementView, tree: ptree.ProviderTree,
-                           allocations: dict) -> None:
-    """Refuse a new tree that could not hold the existing allocations."""
+def _shrinking(view: PlacementView,
+               tree: ptree.ProviderTree) -> list[ptree.ProviderData]:
+    """PCI providers of ``tree`` that the new view removes or gives less
+    of some resource class they have: the only ones an allocation may not
+    fit (a group provider without inventory holds no allocation)."""
+    result = []
     for provider in tree.providers():
         if provider.parent_uuid is None or not is_pci_provider(provider):
             continue
+        wanted = view.wanted.get(provider.name)
+        inventory = wanted.inventory if wanted is not None else {}
+        if any(inventory.get(rc, {}).get('total', 0) < record['total']
+               for rc, record in provider.inventory.items()):
+            result.append(provider)
+    return result
+
+
+def _check_allocations_fit(view: PlacementView, tree: ptree.ProviderTree,
+                           read_allocations: Callable[[], dict]) -> None:
+    """Refuse a new tree that could not hold the existing allocations.
+
+    Allocations are read only when some provider shrinks, so a periodic
+    update that changes nothing costs Placement no allocation reads.
+    """
+    shrinking = _shrinking(view, tree)
+    if not shrinking:
+        return
+    allocations = read_allocations()
+    for provider in shrinking:
         used = _consumers_on(allocations, provider.uuid)
-        if not used:
-            continue
         wanted = view.wanted.get(provider.name)
         for consumer, resources in used.items():
             for rc, amount in resources.items():
@@ -280,13 +302,15 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
                                  devices: list[dict], whitelist,
                                  group_tree: pci_groups.GroupTree,
                                  static_groups: list,
-                                 allocations: dict) -> None:
+                                 read_allocations: Callable[[], dict]
+                                 ) -> None:
     """Make ``tree`` reflect the node's PCI devices and groups.
 
     ``devices`` are the PCI tracker's devices (status and instance
-    included); ``allocations`` are Placement's allocations on the tree, by
-    consumer. Raises PlacementPciException, leaving ``tree`` untouched,
-    when the result could not hold an existing allocation.
+    included); ``read_allocations`` returns Placement's allocations on the
+    tree, by consumer, and is called only if a provider would shrink.
+    Raises PlacementPciException, leaving ``tree`` untouched, when the
+    result could not hold an existing allocation.
     """
     view = PlacementView(nodename, tree)
     view.add_groups(group_tree)
@@ -318,7 +342,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
                               group.name in static_used_once)
 
     _check_multi_device_requests(devices, group_tree)
-    _check_allocations_fit(view, tree, allocations)
+    _check_allocations_fit(view, tree, read_allocations)
     _apply(view, tree)
 
 

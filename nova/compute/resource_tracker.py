@@ -160,20 +160,22 @@ class ResourceTracker:
                          _UPDATE_ATTEMPTS)
 
     def _sync_provider_tree(self, resources: dict) -> None:
-        tree = self.reportclient.get_provider_tree(self.nodename)
+        # By UUID: the report client then checks its remembered copy with
+        # one listing of the tree and re-reads only providers that moved.
+        root_uuid = self.compute_node['uuid']
+        tree = self.reportclient.get_provider_tree(root_uuid)
         if tree is None:
             tree = ptree.ProviderTree()
-            tree.add(self.nodename, uuid=self.compute_node['uuid'])
-        root = tree.data(self.nodename)
+            tree.add(self.nodename, uuid=root_uuid)
+        root = tree.data(root_uuid)
         tree.update_inventory(root.uuid, self._root_inventory(resources))
         tree.update_traits(root.uuid, root.traits | {'OWNER_NOVA'})
         if self.report_in_placement:
-            allocations = self.reportclient.get_allocations_for_tree(
-                root.uuid)
             translator.update_provider_tree_for_pci(
                 tree, self.nodename, self.pci_tracker.pci_devs,
                 self.whitelist, self.group_tree, self.static_groups,
-                allocations)
+                lambda: self.reportclient.get_allocations_for_tree(
+                    root_uuid))
         else:
             translator.ensure_reporting_not_disabled(tree)
         self.reportclient.update_from_provider_tree(tree)

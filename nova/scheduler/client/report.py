@@ -6,7 +6,8 @@ exceptions naming the method, URL, status and Placement's own error detail
 so an operator can tell "Placement is down" from "Placement said no".
 
 Provider trees: :meth:`SchedulerReportClient.get_provider_tree` reads a
-compute node's whole tree and remembers a copy of it;
+compute node's whole tree and remembers a copy of it (later reads list the
+tree once and re-read only providers whose generation moved);
 :meth:`SchedulerReportClient.update_from_provider_tree` diffs a desired
 tree against that copy (reading Placement when there is none) and sends
 only the writes needed, so an unchanged tree costs no requests at all.
@@ -215,22 +216,35 @@ class SchedulerReportClient:
         """Read the whole tree containing a provider from Placement.
 
         Returns None when no such provider exists. The tree carries every
-        provider's parent, inventory, traits and generation.
+        provider's parent, inventory, traits and generation. With a
+        remembered copy of the tree, given by UUID, this costs one request
+        (the tree listing, which carries every generation) when nothing
+        changed: only providers that are new or whose generation moved
+        (someone wrote to them, allocations included) are read again, so
+        a change made behind nova's back is still seen at the next call.
         """
         root_uuid = self._root_uuid(root_name_or_uuid)
         if root_uuid is None:
             return None
-        tree = self._read_tree(root_uuid)
-        if tree is None:
-            return None
+        listing = self._tree_listing(root_uuid)
         with self._lock:
+            known = self._trees.pop(root_uuid, None)
+            if not listing:
+                return None
+            tree = self._tree_from_listing(listing, known)
             self._trees[tree.roots()[0].uuid] = tree.copy()
         return tree
 
     def _read_tree(self, any_uuid: str) -> ptree.ProviderTree | None:
         listing = self._tree_listing(any_uuid)
-        if not listing:
-            return None
+        return self._tree_from_listing(listing, None) if listing else None
+
+    def _tree_from_listing(self, listing: list[dict],
+                           known: ptree.ProviderTree | None
+                           ) -> ptree.ProviderTree:
+        """Build a tree from an ``in_tree`` listing, taking inventory and
+        traits from ``known`` for providers whose generation is the same
+        and reading them from Placement for the others."""
         children: dict[str | None, list[dict]] = {}
         for rp in listing:
             children.setdefault(rp['parent_provider_uuid'], []).append(rp)
@@ -240,7 +254,16 @@ class SchedulerReportClient:
             rp = pending.pop(0)
             provider = tree.add(rp['name'], parent=rp['parent_provider_uuid'],
                                 uuid=rp['uuid'])
-            self._refresh_provider(provider)
+            same = (known.data(rp['uuid'])
+                    if known is not None and known.exists(rp['uuid'])
+                    else None)
+            if same is not None and same.generation == rp['generation']:
+                provider.inventory = {rc: dict(record) for rc, record in
+                                      same.inventory.items()}
+                provider.traits = set(same.traits)
+                provider.generation = same.generation
+            else:
+                self._refresh_provider(provider)
             pending.extend(children.get(rp['uuid'], []))
         return tree
 
@@ -274,7 +297,8 @@ class SchedulerReportClient:
         that ``desired`` no longer has (children first, inventory removed
         before the provider). The generations in ``desired`` are updated to
         Placement's. On an unexpected failure the remembered copy of the
-        tree is dropped, so the next call starts from a fresh read.
+        tree (and the known CUSTOM_ names) are dropped, so the next call
+        starts from a fresh read.
         """
         roots = desired.roots()
         if len(roots) != 1:
@@ -286,7 +310,13 @@ class SchedulerReportClient:
             current = self._trees.pop(root_uuid, None)
             if current is None:
                 current = self._read_tree(root_uuid) or ptree.ProviderTree()
-            renamed = self._sync(current, desired)
+            try:
+                renamed = self._sync(current, desired)
+            except exception.NovaException:
+                # A CUSTOM_ name deleted behind our back would fail every
+                # later write; learn them again.
+                self._custom_names.clear()
+                raise
             if not renamed:
                 self._trees[root_uuid] = current
         for provider in desired.providers():

@@ -46,7 +46,7 @@ class TranslatorTestBase(test.TestCase):
         translator.update_provider_tree_for_pci(
             self.tree, HOST, devices, whitelist or self.whitelist,
             groups.GroupTree.from_config(list(group_config)), list(statics),
-            allocations or {})
+            lambda: allocations or {})
 
     def parent_name(self, name):
         return self.tree.data(self.tree.data(name).parent_uuid).name
@@ -169,6 +169,28 @@ class TestAllocationsAndStaticGroups(TranslatorTestBase):
         self.assertIn('vm2', str(err))
         self.assertIn(rp.name, str(err))
         self.assertTrue(self.tree.exists(rp.uuid))
+
+    def test_allocations_are_read_only_when_a_provider_shrinks(self):
+        self.translate(gpu_devices(), h200_groups())
+        reads = []
+
+        def read():
+            reads.append(True)
+            return {}
+
+        translator.update_provider_tree_for_pci(
+            self.tree, HOST, gpu_devices(), self.whitelist,
+            groups.GroupTree.from_config(h200_groups()), [], read)
+        self.assertEqual([], reads)
+        # Regrouping moves providers but shrinks none: still no read.
+        translator.update_provider_tree_for_pci(
+            self.tree, HOST, gpu_devices(), self.whitelist,
+            groups.GroupTree([]), [], read)
+        self.assertEqual([], reads)
+        translator.update_provider_tree_for_pci(
+            self.tree, HOST, gpu_devices()[1:], self.whitelist,
+            groups.GroupTree([]), [], read)
+        self.assertEqual([True], reads)
 
     def test_allocated_device_without_spec_is_kept(self):
         self.translate(gpu_devices())
