@@ -1,0 +1,394 @@
+"""Replay a seeded GPU workload on an H200 fleet: what host choice buys.
+
+A trace of requests (Poisson arrivals, exponential lifetimes, 40/30/20/10 %
+asking for 1/2/4/8 GPUs, offered load 85 % of the fleet's GPUs by default)
+is replayed through the project's real path: the request builder turns the
+``h200:N`` flavor into a ``GET /allocation_candidates`` query (``limit``
+as the scheduler sends it), a real embedded Placement answers it, a host
+choice picks a candidate and claims it with ``PUT /allocations``; an
+instance's end deletes its allocations. Hosts are HGX H200 trees built by
+nova's translator (pairs 1+3, 2+4, 5+7, 6+8, quartets 1-4 and 5-8, the
+board of 8). Host choices, all on the same trace and fleet:
+
+* scheduler: ``nova.scheduler.weights.select_candidates`` (what
+  nova-scheduler claims first);
+* first: Placement's first candidate;
+* random: a random candidate (seeded);
+* spread: emptiest host first (most free GPUs), Placement's order inside.
+
+The no-topology limit replays the same trace against one pool of all the
+fleet's GPUs with no partition rule. Acceptance and utilization count the
+requests arriving after ``--warmup`` mean lifetimes (the fleet fills up
+first). Decision latency is the Placement query and the choice, timed
+separately. Example::
+
+    .venv/bin/python tools/bench_fleet.py --hosts 16 --requests 2000
+"""
+
+import argparse
+import dataclasses
+import heapq
+from importlib import metadata
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from typing import Callable
+
+from oslo_config import cfg
+from oslo_utils import uuidutils
+
+from nova.cmd import all as nova_all
+from nova.compute import pci_placement_translator as translator
+from nova.compute import provider_tree as ptree
+from nova.conf import placement as placement_conf
+from nova import embedded_placement
+from nova.pci import devspec
+from nova.pci import groups as pci_groups
+from nova.pci import request as pci_request
+from nova.scheduler.client import report
+from nova.scheduler import request_builder
+from nova.scheduler import weights
+from nova.virt.libvirt import fakehost
+
+# Requested GPUs -> share of requests.
+MIX = {1: 0.4, 2: 0.3, 4: 0.2, 8: 0.1}
+GPUS_PER_HOST = 8
+# Small enough that CPU and memory never decide (8 instances per host at
+# most); the GPUs alone are scheduled.
+FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0}
+ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
+                       'max_unit': n, 'step_size': 1, 'allocation_ratio': 1.0}
+                  for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
+POLICIES = ('scheduler', 'first', 'random', 'spread')
+PROJECT = USER = 'bench-fleet'
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One instance of the trace."""
+
+    index: int
+    arrival: float
+    lifetime: float
+    size: int
+
+
+def make_trace(gpus: int, count: int, load: float, seed: int,
+               mix: dict[int, float] = MIX) -> list[Request]:
+    """``count`` requests whose offered load is ``load`` x ``gpus``.
+
+    Time is in mean lifetimes: lifetimes are exponential with mean 1, so
+    the arrival rate is ``load * gpus / mean size``.
+    """
+    rng = random.Random(seed)
+    sizes, shares = zip(*sorted(mix.items()))
+    mean_size = sum(s * p for s, p in mix.items()) / sum(shares)
+    rate = load * gpus / mean_size
+    trace, now = [], 0.0
+    for index in range(count):
+        now += rng.expovariate(rate)
+        trace.append(Request(index, now, rng.expovariate(1.0),
+                             rng.choices(sizes, shares)[0]))
+    return trace
+
+
+def replay(trace: list[Request], place: Callable[[Request], object],
+           release: Callable[[object], None]) -> list[bool]:
+    """Run the trace: ends before each arrival, then ``place``.
+
+    ``place`` returns a handle for an accepted request or None; ``release``
+    gets the handle back at the request's end (also for those still
+    running after the last arrival). Returns acceptance per request.
+    """
+    running: list[tuple[float, int, object]] = []
+    accepted = []
+    for request in trace:
+        while running and running[0][0] <= request.arrival:
+            release(heapq.heappop(running)[2])
+        handle = place(request)
+        accepted.append(handle is not None)
+        if handle is not None:
+            heapq.heappush(running, (request.arrival + request.lifetime,
+                                     request.index, handle))
+    while running:
+        release(heapq.heappop(running)[2])
+    return accepted
+
+
+def no_topology(trace: list[Request], gpus: int) -> list[bool]:
+    """Acceptance against one pool of ``gpus`` with no partition rule."""
+    free = [gpus]
+
+    def place(request: Request):
+        if request.size > free[0]:
+            return None
+        free[0] -= request.size
+        return request.size
+
+    def release(size: int) -> None:
+        free[0] += size
+
+    return replay(trace, place, release)
+
+
+def summarize(trace: list[Request], accepted: list[bool], gpus: int,
+              warmup: float) -> dict:
+    """Acceptance per size and GPU utilization after ``warmup``.
+
+    Utilization is the time-averaged share of GPUs held between the
+    first measured arrival and the last arrival.
+    """
+    start, end = warmup, trace[-1].arrival
+    if end <= start:
+        raise ValueError('the trace ends at %.2f mean lifetimes, before '
+                         'the warm-up of %.2f; give more requests or a '
+                         'shorter --warmup' % (end, start))
+    asked: dict[int, int] = {}
+    got: dict[int, int] = {}
+    held = 0.0
+    for request, ok in zip(trace, accepted):
+        if ok:
+            overlap = (min(request.arrival + request.lifetime, end) -
+                       max(request.arrival, start))
+            held += request.size * max(overlap, 0.0)
+        if request.arrival >= start:
+            asked[request.size] = asked.get(request.size, 0) + 1
+            got[request.size] = got.get(request.size, 0) + int(ok)
+    return {'acceptance': {size: got[size] / asked[size]
+                           for size in sorted(asked)},
+            'asked': {size: asked[size] for size in sorted(asked)},
+            'all': sum(got.values()) / sum(asked.values()),
+            'utilization': held / (gpus * (end - start))}
+
+
+# Host choices --------------------------------------------------------------
+
+def _root(candidate: dict, summaries: dict) -> str:
+    """Compute node of a candidate: the root of its unsuffixed group."""
+    return summaries[candidate['mappings'][''][0]]['root_provider_uuid']
+
+
+def _free_gpus(summaries: dict) -> dict[str, int]:
+    """Root provider -> free PGPU on its tree."""
+    free: dict[str, int] = {}
+    for summary in summaries.values():
+        pgpu = summary.get('resources', {}).get('PGPU')
+        if pgpu:
+            root = summary['root_provider_uuid']
+            free[root] = free.get(root, 0) + pgpu['capacity'] - pgpu['used']
+    return free
+
+
+def order_candidates(policy: str, body: dict,
+                     request: request_builder.ResourceRequest,
+                     rng: random.Random) -> list[dict]:
+    """The allocation requests of ``body`` in the order ``policy`` tries
+    them."""
+    candidates = body['allocation_requests']
+    if policy == 'scheduler':
+        return [s.allocation_request
+                for s in weights.select_candidates(body, request)]
+    if policy == 'first':
+        return list(candidates)
+    if policy == 'random':
+        return rng.sample(candidates, len(candidates))
+    if policy == 'spread':
+        summaries = body['provider_summaries']
+        free = _free_gpus(summaries)
+        return sorted(candidates,
+                      key=lambda c: -free[_root(c, summaries)])
+    raise ValueError('host choice %r is not allowed; choose from %s' % (
+        policy, ', '.join(POLICIES)))
+
+
+# The fleet in Placement ------------------------------------------------------
+
+def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
+    """Push ``hosts`` HGX H200 trees, as their computes would report
+    them, through the translator and the report client."""
+    config = fakehost.h200_pci_config()
+    whitelist = devspec.Whitelist.from_config(config['device_spec'],
+                                              report_in_placement=True)
+    group_tree = pci_groups.GroupTree.from_config(config['device_group'])
+    devices = [dict(dev, status='available', instance_uuid=None,
+                    request_id=None) for dev in fakehost.hgx_h200_devices()]
+    for number in range(1, hosts + 1):
+        host = 'hgx-%d' % number
+        tree = ptree.ProviderTree()
+        tree.add(host)
+        tree.update_inventory(host, ROOT_INVENTORY)
+        tree.update_traits(host, {'OWNER_NOVA'})
+        translator.update_provider_tree_for_pci(
+            tree, host, devices, whitelist, group_tree, [], dict)
+        client.update_from_provider_tree(tree)
+
+
+def resource_request(size: int) -> request_builder.ResourceRequest:
+    """What the scheduler asks Placement for a flavor ``h200:<size>``."""
+    aliases = pci_request.get_alias_from_config(
+        [json.dumps(fakehost.H200_ALIAS)], True)
+    requests = pci_request.get_pci_requests_from_flavor(
+        {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
+    return request_builder.build_resource_request(
+        dict(FLAVOR, extra_specs={}), requests, True)
+
+
+class FleetRun:
+    """Replays a trace on the Placement fleet with one host choice."""
+
+    def __init__(self, client: report.SchedulerReportClient, policy: str,
+                 limit: int | None, seed: int) -> None:
+        self.client = client
+        self.policy = policy
+        self.limit = limit
+        self.rng = random.Random(seed)
+        # size -> [(query seconds, choice seconds)]
+        self.latency: dict[int, list[tuple[float, float]]] = {}
+
+    def place(self, request: Request) -> str | None:
+        """Schedule one request; its consumer UUID if claimed."""
+        rr = resource_request(request.size)
+        started = time.perf_counter()
+        body = self.client.get_allocation_candidates(
+            rr.to_query_params(self.limit))
+        asked = time.perf_counter()
+        ordered = order_candidates(self.policy, body, rr, self.rng)
+        chosen = time.perf_counter()
+        self.latency.setdefault(request.size, []).append(
+            (asked - started, chosen - asked))
+        consumer = uuidutils.generate_uuid()
+        for candidate in ordered:
+            if self.client.claim_resources(consumer, candidate, PROJECT,
+                                           USER):
+                return consumer
+        return None
+
+    def release(self, consumer: str) -> None:
+        self.client.delete_allocation_for_instance(consumer)
+
+
+def _embedded_client(tmp: str, max_candidates: int):
+    """An embedded Placement on ``tmp`` and a report client for it."""
+    placement = embedded_placement.EmbeddedPlacement(state_path=tmp)
+    placement.conf.set_override('max_allocation_candidates', max_candidates,
+                                group='placement')
+    placement.start()
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    nova_all.use_noauth_placement(conf, placement.url)
+    conf([], project='nova', default_config_files=[],
+         default_config_dirs=[])
+    return placement, report.SchedulerReportClient(conf)
+
+
+# Output ---------------------------------------------------------------------
+
+def format_results(rows: list[dict]) -> str:
+    """One line per host choice: acceptance per size, overall,
+    utilization."""
+    sizes = sorted(rows[0]['acceptance'])
+    head = ('| host choice | ' + ' | '.join('accept %d' % s for s in sizes)
+            + ' | accept all | utilization |')
+    lines = [head, '|' + '---|' * (len(sizes) + 3)]
+    for row in rows:
+        lines.append('| %s | %s | %.3f | %.3f |' % (
+            row['policy'], ' | '.join('%.3f' % row['acceptance'][s]
+                                      for s in sizes),
+            row['all'], row['utilization']))
+    return '\n'.join(lines)
+
+
+def format_latency(run: FleetRun) -> str:
+    """Median Placement query and choice time per requested size."""
+    lines = ['| N | queries | query median | choice median | choice/query |',
+             '|---|---|---|---|---|']
+    for size in sorted(run.latency):
+        query = statistics.median(q for q, _ in run.latency[size])
+        choice = statistics.median(c for _, c in run.latency[size])
+        lines.append('| %d | %d | %.1f ms | %.2f ms | %.1f%% |' % (
+            size, len(run.latency[size]), query * 1e3, choice * 1e3,
+            100.0 * choice / query))
+    return '\n'.join(lines)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--hosts', type=int, default=16)
+    parser.add_argument('--requests', type=int, default=2000,
+                        help='length of the trace')
+    parser.add_argument('--load', type=float, default=0.85,
+                        help="offered load, share of the fleet's GPUs")
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--warmup', type=float, default=1.0,
+                        help='mean lifetimes not counted at the start')
+    parser.add_argument('--limit', type=int, default=1000,
+                        help='limit of GET /allocation_candidates, as '
+                             '[scheduler]max_placement_results; 0: none')
+    parser.add_argument('--policies', default=','.join(POLICIES),
+                        help='host choices to replay, comma-separated')
+    parser.add_argument('--state-dir', default=None,
+                        help="parent directory of Placement's SQLite file "
+                             "(e.g. /dev/shm to keep disk syncs out of "
+                             "the timings); default: the system's temp")
+    args = parser.parse_args(argv)
+    args.policies = args.policies.split(',')
+    unknown = set(args.policies) - set(POLICIES)
+    if unknown:
+        parser.error('unknown host choice(s) %s; choose from %s' % (
+            ', '.join(sorted(unknown)), ', '.join(POLICIES)))
+    for name in ('hosts', 'requests'):
+        if getattr(args, name) < 1:
+            parser.error('--%s must be at least 1' % name)
+    if not 0 < args.load:
+        parser.error('--load must be positive, got %s' % args.load)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    gpus = args.hosts * GPUS_PER_HOST
+    trace = make_trace(gpus, args.requests, args.load, args.seed)
+    limit_row = summarize(trace, no_topology(trace, gpus), gpus,
+                          args.warmup)
+    rows, runs = [], []
+    with tempfile.TemporaryDirectory(prefix='bench-fleet-',
+                                     dir=args.state_dir) as tmp:
+        placement, client = _embedded_client(tmp, -1)
+        try:
+            started = time.perf_counter()
+            build_fleet(client, args.hosts)
+            print('built %d hosts in %.0f s' % (
+                args.hosts, time.perf_counter() - started),
+                file=sys.stderr, flush=True)
+            for policy in args.policies:
+                started = time.perf_counter()
+                run = FleetRun(client, policy, args.limit or None,
+                               args.seed)
+                accepted = replay(trace, run.place, run.release)
+                rows.append(dict(summarize(trace, accepted, gpus,
+                                           args.warmup), policy=policy))
+                runs.append(run)
+                print('%s: %.0f s' % (policy, time.perf_counter() - started),
+                      file=sys.stderr, flush=True)
+        finally:
+            placement.stop()
+    rows.append(dict(limit_row, policy='no-topology limit'))
+    print('%d H200 hosts (%d GPUs), %d requests, load %.2f, seed %d, '
+          'limit %s, warm-up %.1f lifetimes, Placement %s' % (
+              args.hosts, gpus, args.requests, args.load, args.seed,
+              args.limit or 'none', args.warmup,
+              metadata.version('openstack-placement')))
+    print('requests measured per size: %s' % ', '.join(
+        '%d: %d' % item for item in sorted(limit_row['asked'].items())))
+    print(format_results(rows))
+    for run in runs:
+        print('\ndecision latency, %s:' % run.policy)
+        print(format_latency(run))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
