@@ -30,7 +30,10 @@ import dataclasses
 import heapq
 from importlib import metadata
 import json
+import multiprocessing
+import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -206,6 +209,15 @@ def order_candidates(policy: str, body: dict,
 
 # The fleet in Placement ------------------------------------------------------
 
+def build_fleet_at(state_path: str, hosts: int) -> None:
+    """Worker: build the fleet in a fresh Placement database."""
+    placement, client = _embedded_client(state_path)
+    try:
+        build_fleet(client, hosts)
+    finally:
+        placement.stop()
+
+
 def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
     """Push ``hosts`` HGX H200 trees, as their computes would report
     them, through the translator and the report client."""
@@ -270,11 +282,10 @@ class FleetRun:
         self.client.delete_allocation_for_instance(consumer)
 
 
-def _embedded_client(tmp: str, max_candidates: int):
-    """An embedded Placement on ``tmp`` and a report client for it."""
-    placement = embedded_placement.EmbeddedPlacement(state_path=tmp)
-    placement.conf.set_override('max_allocation_candidates', max_candidates,
-                                group='placement')
+def _embedded_client(state_path: str):
+    """An embedded Placement keeping its SQLite file in ``state_path``,
+    and a report client for it."""
+    placement = embedded_placement.EmbeddedPlacement(state_path=state_path)
     placement.start()
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
@@ -282,6 +293,32 @@ def _embedded_client(tmp: str, max_candidates: int):
     conf([], project='nova', default_config_files=[],
          default_config_dirs=[])
     return placement, report.SchedulerReportClient(conf)
+
+
+def _database(state_path: str) -> str:
+    return os.path.join(state_path, 'placement.sqlite')
+
+
+def run_policy(job: tuple) -> tuple[dict, dict]:
+    """Worker: replay the trace with one host choice on a copy of the
+    built fleet, in a Placement of its own; returns the summary and the
+    latencies by size."""
+    policy, fleet_path, state_path, args = job
+    os.makedirs(state_path)
+    shutil.copyfile(_database(fleet_path), _database(state_path))
+    gpus = args.hosts * GPUS_PER_HOST
+    trace = make_trace(gpus, args.requests, args.load, args.seed)
+    placement, client = _embedded_client(state_path)
+    try:
+        started = time.perf_counter()
+        run = FleetRun(client, policy, args.limit or None, args.seed)
+        accepted = replay(trace, run.place, run.release)
+        print('%s: %.0f s' % (policy, time.perf_counter() - started),
+              file=sys.stderr, flush=True)
+    finally:
+        placement.stop()
+    return (dict(summarize(trace, accepted, gpus, args.warmup),
+                 policy=policy), run.latency)
 
 
 # Output ---------------------------------------------------------------------
@@ -301,15 +338,17 @@ def format_results(rows: list[dict]) -> str:
     return '\n'.join(lines)
 
 
-def format_latency(run: FleetRun) -> str:
+def format_latency(policy: str,
+                   latency: dict[int, list[tuple[float, float]]]) -> str:
     """Median Placement query and choice time per requested size."""
-    lines = ['| N | queries | query median | choice median | choice/query |',
+    lines = ['decision latency, %s:' % policy,
+             '| N | queries | query median | choice median | choice/query |',
              '|---|---|---|---|---|']
-    for size in sorted(run.latency):
-        query = statistics.median(q for q, _ in run.latency[size])
-        choice = statistics.median(c for _, c in run.latency[size])
+    for size in sorted(latency):
+        query = statistics.median(q for q, _ in latency[size])
+        choice = statistics.median(c for _, c in latency[size])
         lines.append('| %d | %d | %.1f ms | %.2f ms | %.1f%% |' % (
-            size, len(run.latency[size]), query * 1e3, choice * 1e3,
+            size, len(latency[size]), query * 1e3, choice * 1e3,
             100.0 * choice / query))
     return '\n'.join(lines)
 
@@ -329,6 +368,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              '[scheduler]max_placement_results; 0: none')
     parser.add_argument('--policies', default=','.join(POLICIES),
                         help='host choices to replay, comma-separated')
+    parser.add_argument('--jobs', type=int, default=2,
+                        help='host choices replayed at once, each in a '
+                             'process and Placement of its own')
     parser.add_argument('--state-dir', default=None,
                         help="parent directory of Placement's SQLite file "
                              "(e.g. /dev/shm to keep disk syncs out of "
@@ -339,7 +381,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if unknown:
         parser.error('unknown host choice(s) %s; choose from %s' % (
             ', '.join(sorted(unknown)), ', '.join(POLICIES)))
-    for name in ('hosts', 'requests'):
+    for name in ('hosts', 'requests', 'jobs'):
         if getattr(args, name) < 1:
             parser.error('--%s must be at least 1' % name)
     if not 0 < args.load:
@@ -353,28 +395,26 @@ def main(argv: list[str] | None = None) -> int:
     trace = make_trace(gpus, args.requests, args.load, args.seed)
     limit_row = summarize(trace, no_topology(trace, gpus), gpus,
                           args.warmup)
-    rows, runs = [], []
     with tempfile.TemporaryDirectory(prefix='bench-fleet-',
                                      dir=args.state_dir) as tmp:
-        placement, client = _embedded_client(tmp, -1)
-        try:
-            started = time.perf_counter()
-            build_fleet(client, args.hosts)
-            print('built %d hosts in %.0f s' % (
-                args.hosts, time.perf_counter() - started),
-                file=sys.stderr, flush=True)
-            for policy in args.policies:
-                started = time.perf_counter()
-                run = FleetRun(client, policy, args.limit or None,
-                               args.seed)
-                accepted = replay(trace, run.place, run.release)
-                rows.append(dict(summarize(trace, accepted, gpus,
-                                           args.warmup), policy=policy))
-                runs.append(run)
-                print('%s: %.0f s' % (policy, time.perf_counter() - started),
-                      file=sys.stderr, flush=True)
-        finally:
-            placement.stop()
+        fleet_path = os.path.join(tmp, 'fleet')
+        started = time.perf_counter()
+        # Built once in a child, so this process never configures
+        # Placement's process-wide database; each host choice replays on
+        # a copy of the same fleet.
+        ctx = multiprocessing.get_context('spawn')
+        with ctx.Pool(1) as pool:
+            pool.apply(build_fleet_at, (fleet_path, args.hosts))
+        print('built %d hosts in %.0f s' % (
+            args.hosts, time.perf_counter() - started), file=sys.stderr,
+            flush=True)
+        jobs = [(policy, fleet_path, os.path.join(tmp, policy), args)
+                for policy in args.policies]
+        # One job per process: Placement configures its database once
+        # per process.
+        with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
+            results = pool.map(run_policy, jobs, chunksize=1)
+    rows = [row for row, _latency in results]
     rows.append(dict(limit_row, policy='no-topology limit'))
     print('%d H200 hosts (%d GPUs), %d requests, load %.2f, seed %d, '
           'limit %s, warm-up %.1f lifetimes, Placement %s' % (
@@ -384,9 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     print('requests measured per size: %s' % ', '.join(
         '%d: %d' % item for item in sorted(limit_row['asked'].items())))
     print(format_results(rows))
-    for run in runs:
-        print('\ndecision latency, %s:' % run.policy)
-        print(format_latency(run))
+    for row, latency in results:
+        print()
+        print(format_latency(row['policy'], latency))
     return 0
 
 

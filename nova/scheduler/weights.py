@@ -3,21 +3,21 @@
 Device groups (NVLink partitions) make big requests fragile: an 8-GPU
 request needs a host whose whole board is free, a 4-GPU request a free
 quartet. Spreading instances over hosts (Nova's usual weighing) breaks a
-little of every host; a fleet simulation at 85% load accepted only 7% of
-8-GPU requests that way, against 95% with the policy below (DESIGN.md,
-"Request model"):
+little of every host; so GPU requests are placed like a buddy allocator
+places blocks, best fit first (measured with ``tools/bench_fleet.py``, see
+doc/source/admin/scheduling.rst):
 
-1. Hosts fullest first: fewest free devices of the requested PCI resource
-   classes, counted over the host's provider tree. Ties: lowest root
-   provider UUID.
-2. Inside a host, the candidate that breaks the fewest free groups
-   ("buddy rule"): one GPU goes next to a busy partner rather than into a
-   free pair, two GPUs into an already broken quartet rather than a free
-   one. A group is broken when it is wholly free now and the candidate
-   takes some, but not all, of its devices. For a single group request of
-   size N this counts the free groups larger than N around the devices.
-   Ties: the candidate whose device provider UUIDs sort lowest, then
-   Placement's order.
+1. Best fit over the whole fleet: the candidate whose largest broken free
+   group is smallest. A group is broken when it is wholly free now and
+   the candidate takes some, but not all, of its devices. One GPU goes
+   next to a busy partner (breaks nothing) before it breaks a free pair,
+   a pair before a quartet, a quartet before a wholly free board; two
+   GPUs go into an already broken quartet before a free one.
+2. Then hosts fullest first: fewest free devices of the requested PCI
+   resource classes, counted over the host's provider tree. Ties: lowest
+   root provider UUID.
+3. Inside the host, fewest broken free groups; then the candidate whose
+   device provider UUIDs sort lowest, then Placement's order.
 
 Requests without PCI devices in Placement all tie on both keys and are
 ordered by host UUID; weighing those is left to the generic weighers.
@@ -87,10 +87,12 @@ class _HostView:
             if devices and all(is_free(dev) for dev in devices):
                 self.free_groups.append(frozenset(devices))
 
-    def broken_groups(self, taken: set[str]) -> int:
-        """Number of wholly free groups ``taken`` would leave half used."""
-        return sum(1 for devices in self.free_groups
-                   if devices & taken and not devices <= taken)
+    def damage(self, taken: set[str]) -> tuple[int, int]:
+        """Size of the largest wholly free group ``taken`` would leave
+        half used (0 if none), and how many it would."""
+        broken = [len(devices) for devices in self.free_groups
+                  if devices & taken and not devices <= taken]
+        return max(broken, default=0), len(broken)
 
 
 def _host_root(candidate: dict, summaries: dict) -> str:
@@ -134,8 +136,9 @@ def select_candidates(candidates_response: dict,
             hosts[root] = _HostView(root, summaries, pci_rcs)
         host = hosts[root]
         taken = _pci_providers(candidate, request)
-        key = (host.free_pci, root, host.broken_groups(taken),
-               sorted(taken), position)
+        largest, count = host.damage(taken)
+        key = (largest, host.free_pci, root, count, sorted(taken),
+               position)
         keyed.append((key, Selection(
             host=root, allocation_request=candidate,
             mappings=candidate.get('mappings', {}))))

@@ -136,15 +136,27 @@ class TestSelectCandidates(test.TestCase):
         self.assertEqual([(2, 4), (5, 7), (6, 8)],
                          [gpus for _host, gpus in picked])
 
-    def test_host_fullness_before_buddy(self):
-        # h-busy has fewer free GPUs, so it wins although its only choice
-        # breaks a free pair, while h-light offers a buddy slot.
+    def test_best_fit_before_host_fullness(self):
+        # h-light's GPU 3 sits next to its busy partner and breaks
+        # nothing, so it goes first although h-busy is fuller; breaking a
+        # free pair comes next, on the fuller host first; breaking a free
+        # quartet (h-light's quad-b) last.
         hosts = {'h-busy': (1, 2, 3, 4, 5, 7), 'h-light': (1,)}
         response = _response(hosts, {
             host: _free_singles(used) for host, used in hosts.items()})
         picked = _picked(weights.select_candidates(response, _request(1)))
-        self.assertEqual([('h-busy', (6,)), ('h-busy', (8,)),
-                          ('h-light', (3,))], picked[:3])
+        self.assertEqual([('h-light', (3,)), ('h-busy', (6,)),
+                          ('h-busy', (8,)), ('h-light', (2,)),
+                          ('h-light', (4,)), ('h-light', (5,))],
+                         picked[:6])
+
+    def test_quartet_goes_to_a_broken_board(self):
+        # A 4-GPU request keeps the wholly free host for an 8-GPU one.
+        hosts = {'h-a': (), 'h-b': (1,)}
+        response = _response(hosts, {'h-a': [(1, 2, 3, 4), (5, 6, 7, 8)],
+                                     'h-b': [(5, 6, 7, 8)]})
+        picked = _picked(weights.select_candidates(response, _request(4)))
+        self.assertEqual(('h-b', (5, 6, 7, 8)), picked[0])
 
     def test_free_host_ties_are_deterministic(self):
         response = _response({'h': ()}, {'h': _free_singles(())})
