@@ -52,10 +52,9 @@ class Selection(typing.NamedTuple):
 class _HostView:
     """Free devices and free groups of one host, from provider summaries."""
 
-    def __init__(self, root: str, summaries: dict, pci_rcs: set[str]):
+    def __init__(self, root: str, tree: dict, pci_rcs: set[str]):
+        """``tree``: the provider summaries of the host's tree."""
         self.root = root
-        tree = {uuid: summary for uuid, summary in summaries.items()
-                if summary.get('root_provider_uuid') == root}
         children = collections.defaultdict(list)
         for uuid, summary in tree.items():
             parent = summary.get('parent_provider_uuid')
@@ -128,12 +127,17 @@ def select_candidates(candidates_response: dict,
     summaries = candidates_response.get('provider_summaries', {})
     pci_rcs = request.pci_resource_classes
     hosts: dict[str, _HostView] = {}
+    # Summaries by host once, not once per host: a large fleet's response
+    # has thousands of them.
+    trees: dict[str, dict] = collections.defaultdict(dict)
+    for uuid, summary in summaries.items():
+        trees[summary.get('root_provider_uuid')][uuid] = summary
     keyed = []
     for position, candidate in enumerate(
             candidates_response.get('allocation_requests', [])):
         root = _host_root(candidate, summaries)
         if root not in hosts:
-            hosts[root] = _HostView(root, summaries, pci_rcs)
+            hosts[root] = _HostView(root, trees[root], pci_rcs)
         host = hosts[root]
         taken = _pci_providers(candidate, request)
         largest, count = host.damage(taken)
