@@ -13,10 +13,13 @@ the same process set:
   messaging under a temporary ``state_path``).
 
 Every process is a :class:`ServiceProcess`: SIGKILL it, start it again,
-read its log. Both are fixtures; used as context managers outside tests.
+read its log. It dies with the process that started it, so a test run
+that is killed leaves no service processes behind. Both are fixtures;
+used as context managers outside tests.
 """
 
 import argparse
+import ctypes
 import logging
 import os
 import re
@@ -48,6 +51,8 @@ STOP_TIMEOUT = 20
 RPC_READY = 'serving topic'
 # The token nova-api (noauth) and Placement (noauth2) take as the admin.
 TOKEN = 'admin'
+# prctl(2) option: the signal a process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -55,6 +60,25 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
+
+
+def die_with_parent():
+    """A ``preexec_fn`` for ``subprocess.Popen``: the child is SIGKILLed
+    when the thread that started it ends (Linux ``PR_SET_PDEATHSIG``).
+
+    The signal comes when the starting *thread* ends, so start processes
+    from one that lives as long as they should (a test's main thread).
+    ``prctl`` is looked up here so the forked child only calls it.
+    """
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            # The parent ended before prctl: no signal will come.
+            os._exit(1)
+    return preexec
 
 
 def write_conf(path: str, sections: dict[str, dict]) -> str:
@@ -131,9 +155,10 @@ class ServiceProcess:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                 [SOURCE_ROOT] + [p for p in os.environ.get(
                     'PYTHONPATH', '').split(os.pathsep) if p]))
-            self.popen = subprocess.Popen(self.argv, stdout=log,
-                                          stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env)
+            self.popen = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env,
+                preexec_fn=die_with_parent())
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until ``ready``; RuntimeError if it exits or times out."""
@@ -327,10 +352,12 @@ class AllInOne(_Processes):
     """
 
     def __init__(self, computes: int = 2,
-                 workdir: str | None = None) -> None:
+                 workdir: str | None = None,
+                 extra_conf: dict[str, dict] | None = None) -> None:
         super().__init__()
         self.computes = computes
         self.workdir = workdir
+        self.extra_conf = extra_conf or {}
 
     def _setUp(self) -> None:
         if self.workdir is None:
@@ -341,7 +368,9 @@ class AllInOne(_Processes):
         conf = write_conf(os.path.join(self.workdir, 'nova.conf'), _merge({
             'DEFAULT': {'state_path': self.workdir, 'host': 'hgx'},
             'api': {'listen': '127.0.0.1', 'listen_port': self.api_port},
-        }, h200_sections()))
+            # Not Placement's usual 8778: runs side by side never clash.
+            'all_in_one': {'placement_listen_port': free_port()},
+        }, h200_sections(), self.extra_conf))
         self._add('nova-all', [
             os.path.join(BIN, 'nova-all'), '--config-file', conf,
             '--computes', str(self.computes)],
@@ -380,9 +409,9 @@ def _serve_placement(argv: list[str]) -> int:
     placement.start()
     LOG.info('Placement listening at %s', placement.url)
     try:
-        cmd.wait_for_signal()
+        cmd.wait_for_signal(STOP_TIMEOUT)
     finally:
-        placement.stop()
+        placement.stop(timeout=None)
     return 0
 
 
