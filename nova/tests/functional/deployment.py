@@ -19,7 +19,6 @@ used as context managers outside tests.
 """
 
 import argparse
-import ctypes
 import logging
 import os
 import re
@@ -35,6 +34,7 @@ import requests
 from nova import cmd
 from nova import embedded_placement
 from nova.tests.fixtures import database as db_fixture
+from nova.tests.fixtures import process as process_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
 from nova.virt.libvirt import fakehost
 
@@ -51,8 +51,6 @@ STOP_TIMEOUT = 20
 RPC_READY = 'serving topic'
 # The token nova-api (noauth) and Placement (noauth2) take as the admin.
 TOKEN = 'admin'
-# prctl(2) option: the signal a process gets when its parent ends.
-PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -60,25 +58,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
-
-
-def die_with_parent():
-    """A ``preexec_fn`` for ``subprocess.Popen``: the child is SIGKILLed
-    when the thread that started it ends (Linux ``PR_SET_PDEATHSIG``).
-
-    The signal comes when the starting *thread* ends, so start processes
-    from one that lives as long as they should (a test's main thread).
-    ``prctl`` is looked up here so the forked child only calls it.
-    """
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            # The parent ended before prctl: no signal will come.
-            os._exit(1)
-    return preexec
 
 
 def write_conf(path: str, sections: dict[str, dict]) -> str:
@@ -158,7 +137,7 @@ class ServiceProcess:
             self.popen = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=env,
-                preexec_fn=die_with_parent())
+                preexec_fn=process_fixture.die_with_parent())
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until ``ready``; RuntimeError if it exits or times out."""
