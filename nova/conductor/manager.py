@@ -54,7 +54,9 @@ import oslo_messaging
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
+from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import task_states
 from nova import context as nova_context
 from nova.db import api as db
 from nova import manager
@@ -153,22 +155,56 @@ class ConductorManager(manager.Manager):
             return
         self._drive(context, instance_uuid, False)
 
-    def _drive(self, context, instance_uuid: str, takeover: bool) -> None:
-        """Run a build whose lease this conductor holds."""
+    def unshelve_instance(self, context, instance_uuid: str) -> None:
+        """Schedule a SHELVED_OFFLOADED server (``unshelving``) again and
+        start it, exactly as a build: the flavor's request, the scheduler's
+        claim, reschedules on compute failures, all under a build lease.
+
+        Never raises. On failure (e.g. no valid host) the server is
+        SHELVED_OFFLOADED again with no task state and nothing held, the
+        reason in ``fault_message`` and in the unshelve action's events.
+        """
+        try:
+            db.instance_update(
+                context, instance_uuid,
+                {'build_owner': self.owner,
+                 'build_heartbeat': timeutils.utcnow(),
+                 'host': None, 'node': None, 'fault_message': None,
+                 'fault_details': None},
+                expected={'vm_state': 'shelved_offloaded',
+                          'task_state': task_states.UNSHELVING})
+        except (exception.InstanceUpdateConflict,
+                exception.InstanceNotFound):
+            LOG.info('Ignoring the unshelve request of instance %s: it no '
+                     'longer waits to be unshelved', instance_uuid)
+            return
+        with instance_actions.step(context, instance_uuid,
+                                   'conductor_unshelve_instance') as step:
+            failure = self._drive(context, instance_uuid, False,
+                                  task_states.UNSHELVING)
+            if failure is not None:
+                step.fail(failure)
+
+    def _drive(self, context, instance_uuid: str, takeover: bool,
+               waiting: str = task_states.SCHEDULING) -> str | None:
+        """Run a build whose lease this conductor holds; the instance
+        waits for a host in task state ``waiting``. Returns the fault
+        message if the build failed."""
         with self._builds_lock:
             self._builds.add(instance_uuid)
         try:
             if takeover:
                 # What the previous owner's scheduler may have claimed.
                 self._free(instance_uuid)
-            self._build(context, instance_uuid)
+            return self._build(context, instance_uuid, waiting)
         finally:
             with self._builds_lock:
                 self._builds.discard(instance_uuid)
 
     # The build --------------------------------------------------------------
 
-    def _build(self, context, instance_uuid: str) -> None:
+    def _build(self, context, instance_uuid: str,
+               waiting: str) -> str | None:
         max_attempts = self.conf.scheduler.max_attempts
         excluded: list[str] = []
         failures: list[str] = []    # "host: reason" per reschedule
@@ -178,19 +214,20 @@ class ConductorManager(manager.Manager):
                     selection = self.scheduler_api.select_destination(
                         context, instance_uuid, excluded, self.owner)
                 except exception.NoValidHost as exc:
-                    self._fail(context, instance_uuid,
-                               _with_history(exc.message, failures))
-                    return
+                    return self._fail(context, instance_uuid,
+                                      _with_history(exc.message, failures),
+                                      waiting=waiting)
                 except exception.BuildLeaseLost as exc:
                     raise _LeaseLost() from exc
                 host = selection['host']
-                self._record_host(context, instance_uuid, selection)
+                self._record_host(context, instance_uuid, selection,
+                                  waiting)
                 LOG.info('Building instance %s on %s (attempt %d of %d)',
                          instance_uuid, host, attempt, max_attempts)
                 try:
                     self._call_compute(context, host, instance_uuid,
-                                       selection['mappings'])
-                    return
+                                       selection['mappings'], waiting)
+                    return None
                 except exception.RescheduledException as exc:
                     LOG.warning('Build of instance %s failed on %s, '
                                 'rescheduling: %s', instance_uuid, host,
@@ -200,13 +237,13 @@ class ConductorManager(manager.Manager):
                     excluded.append(host)
                     # Lease checked first: a conductor that lost the
                     # build must not free the new owner's claim.
-                    self._clear_host(context, instance_uuid)
+                    self._clear_host(context, instance_uuid, waiting)
                     self._free(instance_uuid)
-            self._fail(context, instance_uuid, _with_history(
+            return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed on every host tried '
                 '([scheduler]max_attempts = %d)' % (instance_uuid,
                                                     max_attempts),
-                failures))
+                failures), waiting=waiting)
         except _LeaseLost:
             LOG.warning('Instance %s: another conductor took its build '
                         'over; %s stops driving it', instance_uuid,
@@ -217,13 +254,14 @@ class ConductorManager(manager.Manager):
             self._free(instance_uuid)
         except Exception as exc:
             LOG.exception('Build of instance %s failed', instance_uuid)
-            self._fail(context, instance_uuid, _with_history(
+            return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed: %s' % (
                     instance_uuid, getattr(exc, 'message', None) or exc),
-                failures), details=traceback.format_exc())
+                failures), details=traceback.format_exc(), waiting=waiting)
+        return None
 
     def _call_compute(self, context, host: str, instance_uuid: str,
-                      mappings: dict) -> None:
+                      mappings: dict, waiting: str) -> None:
         """Build on ``host``; a compute that stopped answering before it
         started spawning (or that handed the build back when it
         restarted) counts as a reschedule."""
@@ -235,7 +273,7 @@ class ConductorManager(manager.Manager):
             # answers late cannot start it any more once the host is
             # cleared (it spawns only while it is the recorded host).
             current = db.instance_get_by_uuid(context, instance_uuid)
-            if current['task_state'] != 'scheduling' or \
+            if current['task_state'] != waiting or \
                     current['build_owner'] != self.owner:
                 raise
             raise exception.RescheduledException(
@@ -262,7 +300,7 @@ class ConductorManager(manager.Manager):
             raise _BuildAborted() from exc
 
     def _record_host(self, context, instance_uuid: str,
-                     selection: dict) -> None:
+                     selection: dict, waiting: str) -> None:
         """Record the chosen host, unless a delete got there first.
 
         Only while the task state is ``scheduling``: the API sets
@@ -272,9 +310,10 @@ class ConductorManager(manager.Manager):
         self._update(
             context, instance_uuid,
             {'host': selection['host'], 'node': selection['nodename']},
-            {'task_state': 'scheduling'})
+            {'task_state': waiting})
 
-    def _clear_host(self, context, instance_uuid: str) -> None:
+    def _clear_host(self, context, instance_uuid: str,
+                    waiting: str) -> None:
         """Back to ``scheduling`` on no host, unless being deleted.
 
         A compare-and-swap on the task state the compute left, so a delete
@@ -288,7 +327,7 @@ class ConductorManager(manager.Manager):
             raise _BuildAborted()
         self._update(context, instance_uuid,
                      {'host': None, 'node': None,
-                      'task_state': 'scheduling'},
+                      'task_state': waiting},
                      {'task_state': current['task_state']})
 
     def _free(self, instance_uuid: str) -> None:
@@ -301,27 +340,35 @@ class ConductorManager(manager.Manager):
                           'in Placement', instance_uuid)
 
     def _fail(self, context, instance_uuid: str, message: str,
-              details: str | None = None) -> None:
-        """Put the instance in ERROR, then free the allocation.
+              details: str | None = None,
+              waiting: str = task_states.SCHEDULING) -> str:
+        """Put a build in ERROR (an unshelve back to SHELVED_OFFLOADED
+        with no task state), then free the allocation; return
+        ``message``.
 
-        In this order: a scheduler claim that lands after the ERROR is
+        In this order: a scheduler claim that lands after the failure is
         given back by the scheduler, one before it is freed here. Nothing
         is freed if another conductor took the build over.
         """
         LOG.error('Instance %s: %s', instance_uuid, message)
+        values = {'task_state': None, 'fault_message': message,
+                  'fault_details': details}
+        if waiting == task_states.SCHEDULING:
+            values['vm_state'] = 'error'
+        else:
+            values.update(host=None, node=None)
         try:
-            db.instance_update(context, instance_uuid, {
-                'vm_state': 'error', 'task_state': None,
-                'fault_message': message, 'fault_details': details},
-                expected={'build_owner': self.owner})
+            db.instance_update(context, instance_uuid, values,
+                               expected={'build_owner': self.owner})
         except exception.InstanceUpdateConflict:
             LOG.warning('Instance %s: another conductor took its build '
                         'over; leaving the failure to it', instance_uuid)
-            return
+            return message
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its failure could be '
                      'recorded', instance_uuid)
         self._free(instance_uuid)
+        return message
 
 
 def _with_history(message: str, failures: list[str]) -> str:

@@ -595,3 +595,91 @@ def instance_get_orphaned_builds(context, stale_before) -> list[str]:
         sa.select(models.Instance.uuid)
         .where(_orphaned_build(stale_before))
         .order_by(models.Instance.id)))
+
+
+# Instance actions ----------------------------------------------------------
+
+@context_manager.writer
+def action_start(context, values: dict) -> dict:
+    """Record the start of an instance action (see
+    ``nova.compute.instance_actions``) and return it."""
+    _check_fields(models.InstanceAction, values)
+    action = models.InstanceAction(**values)
+    context.session.add(action)
+    context.session.flush()
+    return action.to_dict()
+
+
+def _action_row(session, instance_uuid: str, request_id: str
+                ) -> models.InstanceAction | None:
+    """The newest action of ``instance_uuid`` made by ``request_id``."""
+    return session.scalars(
+        sa.select(models.InstanceAction)
+        .filter_by(instance_uuid=instance_uuid, request_id=request_id)
+        .order_by(models.InstanceAction.id.desc())).first()
+
+
+@context_manager.reader
+def action_get_by_request_id(context, instance_uuid: str,
+                             request_id: str) -> dict:
+    """The action ``request_id`` made on the instance;
+    InstanceActionNotFound if there is none."""
+    action = _action_row(context.session, instance_uuid, request_id)
+    if action is None:
+        raise exception.InstanceActionNotFound(
+            request_id=request_id, instance_uuid=instance_uuid)
+    return action.to_dict()
+
+
+@context_manager.reader
+def actions_get(context, instance_uuid: str) -> list[dict]:
+    """Every action of an instance, newest first."""
+    actions = context.session.scalars(
+        sa.select(models.InstanceAction)
+        .filter_by(instance_uuid=instance_uuid)
+        .order_by(models.InstanceAction.start_time.desc(),
+                  models.InstanceAction.id.desc()))
+    return [action.to_dict() for action in actions]
+
+
+@context_manager.writer
+def action_event_start(context, instance_uuid: str, request_id: str,
+                       values: dict) -> dict | None:
+    """Record the start of one step of the action ``request_id`` made on
+    the instance; None (nothing recorded) if there is no such action."""
+    _check_fields(models.InstanceActionEvent, values)
+    action = _action_row(context.session, instance_uuid, request_id)
+    if action is None:
+        return None
+    event = models.InstanceActionEvent(action_id=action.id, **values)
+    context.session.add(event)
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.writer
+def action_event_finish(context, event_id: int, values: dict,
+                        failed: bool) -> dict:
+    """Record the end of a step; the action then ends at the same time
+    (its latest step) and, if the step ``failed``, is marked 'Error'."""
+    event = context.session.get(models.InstanceActionEvent, event_id)
+    if event is None:
+        raise exception.InstanceActionEventNotFound(event_id=event_id)
+    _update_row(context.session, event, values, None)
+    action = context.session.get(models.InstanceAction, event.action_id)
+    action.finish_time = values.get('finish_time', action.finish_time)
+    if failed:
+        action.message = 'Error'
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.reader
+def action_events_get(context, action_id: int) -> list[dict]:
+    """The steps of one action, newest first."""
+    events = context.session.scalars(
+        sa.select(models.InstanceActionEvent)
+        .filter_by(action_id=action_id)
+        .order_by(models.InstanceActionEvent.start_time.desc(),
+                  models.InstanceActionEvent.id.desc()))
+    return [event.to_dict() for event in events]
