@@ -167,11 +167,7 @@ class ComputeManager(manager.Manager):
                         'vm_state': vm_states.SHELVED,
                         'power_state': virt_driver.SHUTDOWN}
             else:    # rebooting, powering on, unshelving a SHELVED server
-                if self.driver.get_power_state(uuid) == virt_driver.NOSTATE:
-                    self._rebuild(dict(instance,
-                                       vm_state=vm_states.ACTIVE))
-                else:
-                    self.driver.power_on(uuid)
+                self._hard_reboot(instance)
                 values = _RUNNING
         except Exception as exc:
             self._action_failed(context, instance, task_state, exc)
@@ -502,12 +498,25 @@ class ComputeManager(manager.Manager):
                         hard: bool) -> None:
         """Reboot the guest; it is ACTIVE and running afterwards."""
         def work(instance):
-            self.driver.reboot(instance_uuid, hard)
+            if hard:
+                self._hard_reboot(instance)
+            else:
+                self.driver.reboot(instance_uuid, hard=False)
             return _RUNNING
         self._act(context, instance_uuid,
                   task_states.REBOOTING_HARD if hard
                   else task_states.REBOOTING, 'compute_reboot_instance',
                   work)
+
+    def _hard_reboot(self, instance: dict) -> None:
+        """Power cycle the guest; one that is gone is defined again on
+        the devices the instance holds (as upstream, a hard reboot
+        recreates the guest from nova's records)."""
+        if self.driver.get_power_state(instance['uuid']) == \
+                virt_driver.NOSTATE:
+            self._rebuild(dict(instance, vm_state=vm_states.ACTIVE))
+        else:
+            self.driver.reboot(instance['uuid'], hard=True)
 
     def stop_instance(self, context, instance_uuid: str) -> None:
         """Power the guest off; it keeps devices, partition, allocation."""

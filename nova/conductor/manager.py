@@ -249,8 +249,9 @@ class ConductorManager(manager.Manager):
                         'over; %s stops driving it', instance_uuid,
                         self.owner)
         except _BuildAborted:
-            LOG.info('Instance %s was deleted during its build; allocation '
-                     'freed', instance_uuid)
+            LOG.info('Instance %s was deleted (or its unshelve rolled '
+                     'back) during its build; allocation freed',
+                     instance_uuid)
             self._free(instance_uuid)
         except Exception as exc:
             LOG.exception('Build of instance %s failed', instance_uuid)
@@ -314,7 +315,8 @@ class ConductorManager(manager.Manager):
 
     def _clear_host(self, context, instance_uuid: str,
                     waiting: str) -> None:
-        """Back to ``scheduling`` on no host, unless being deleted.
+        """Back to waiting for a host, unless being deleted or rolled
+        back.
 
         A compare-and-swap on the task state the compute left, so a delete
         arriving meanwhile (``deleting``) is never overwritten.
@@ -323,7 +325,9 @@ class ConductorManager(manager.Manager):
             current = db.instance_get_by_uuid(context, instance_uuid)
         except exception.InstanceNotFound as exc:
             raise _BuildAborted() from exc
-        if current['task_state'] == 'deleting':
+        if current['task_state'] not in (waiting, task_states.SPAWNING):
+            # Being deleted, or rolled back by a restarted compute (an
+            # unshelve it was spawning): nothing left to drive.
             raise _BuildAborted()
         self._update(context, instance_uuid,
                      {'host': None, 'node': None,
