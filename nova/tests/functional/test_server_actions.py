@@ -22,6 +22,7 @@ from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.functional import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.tests.functional import test_nvlink_partitions
 from nova.virt import driver as virt_driver
 
 PAIRS = boot.PAIRS
@@ -580,4 +581,39 @@ class TestStartUpRepair(ServerActionsBase):
         self.assertEqual(('shelved_offloaded', None, None), (
             instance['vm_state'], instance['task_state'], instance['host']))
         self.assert_nothing_held(server['id'])
+        self.assert_consistent()
+
+
+class TestFabricManagerPartitions(ServerActionsBase,
+                                  test_nvlink_partitions.NVLinkTestBase):
+    """With Fabric Manager, a server keeps its NVLink partition active
+    while it is stopped, rebooted or rebuilt (its GPUs are still its own);
+    offloading releases it and unshelving activates the new one."""
+
+    def test_partition_follows_the_server_through_its_actions(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        server = self.boot(flavors[2], 'vm')
+        other = self.boot(flavors[4], 'other')
+        self.assert_active('cmp1', [server, other])
+        uuid = server['id']
+        for body, status in (({'os-stop': None}, 'SHUTOFF'),
+                             ({'os-start': None}, 'ACTIVE'),
+                             ({'reboot': {'type': 'HARD'}}, 'ACTIVE'),
+                             ({'reboot': {'type': 'SOFT'}}, 'ACTIVE'),
+                             ({'rebuild': {'imageRef': 'x'}}, 'ACTIVE')):
+            self.act(uuid, body)
+            current = self.wait_status(uuid, status)
+            self.assert_active('cmp1', [current, other])
+            self.assert_consistent()
+
+        self.act(uuid, {'shelve': None})
+        self.wait_status(uuid, 'SHELVED_OFFLOADED')
+        self.assert_active('cmp1', [other])
+        self.assert_consistent()
+
+        self.act(uuid, {'unshelve': None})
+        unshelved = self.wait_status(uuid, 'ACTIVE')
+        self.assert_server_holds(unshelved, PAIRS)
+        self.assert_active('cmp1', [unshelved, other])
         self.assert_consistent()
