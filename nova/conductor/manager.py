@@ -1,4 +1,7 @@
-"""The nova-conductor manager: the build workflow of an instance.
+"""The nova-conductor manager: the build workflow of an instance, and
+the unshelve of an offloaded one, which is the same workflow (the server
+waits in ``unshelving`` instead of ``scheduling``, and a failure leaves it
+SHELVED_OFFLOADED instead of ERROR).
 
 For up to ``[scheduler]max_attempts`` hosts: the scheduler picks a host
 and claims the allocation; the conductor records the host on the instance
@@ -27,6 +30,9 @@ Builds survive crashes through a **build lease** on the instance row
   host) for its conductor or, if that one is gone, the next one. A
   compute that does not answer before it started spawning is rescheduled
   away from: it spawns only while it is the instance's recorded host.
+* Unshelves take the lease the same way but are not re-driven by other
+  conductors: an unshelve whose conductor died stays ``unshelving`` until
+  an operator resets it (a compute that restarts mid-spawn rolls it back).
 * Every write a conductor makes during a build is fenced by its lease
   (``expected build_owner``). A conductor that lost its lease stops and
   frees nothing: the allocation belongs to the new owner.
