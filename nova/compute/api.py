@@ -11,6 +11,7 @@ import logging
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_utils import timeutils
 
 from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
@@ -182,17 +183,18 @@ class API:
     # Server actions ---------------------------------------------------------
 
     def _accept(self, context, uuid: str, action: str, task_state: str,
-                vm_state: list[str], task_state_in: list | None = None
-                ) -> dict:
+                vm_state: list[str], task_state_in: list | None = None,
+                values: dict | None = None) -> dict:
         """Accept ``action`` if the server is in one of ``vm_state`` with a
         task state in ``task_state_in`` (default: none): set
-        ``task_state`` in the same statement (so of concurrent actions one
-        wins), record the action and return the instance.
-        InstanceInvalidState (409, upstream's wording) otherwise.
+        ``task_state`` (and ``values``) in the same statement (so of
+        concurrent actions one wins), record the action and return the
+        instance. InstanceInvalidState (409, upstream's wording)
+        otherwise.
         """
         try:
             instance = db.instance_update(
-                context, uuid, {'task_state': task_state},
+                context, uuid, dict(values or {}, task_state=task_state),
                 expected={'vm_state': vm_state,
                           'task_state': task_state_in or [None]})
         except exception.InstanceUpdateConflict as exc:
@@ -259,10 +261,16 @@ class API:
     def unshelve(self, context, uuid: str) -> None:
         """Unshelve: a SHELVED server powers on where it is, an offloaded
         one is scheduled again by the conductor."""
+        # An offloaded server is handed to the conductors as a build is
+        # (see nova.conductor.manager): unowned, stamped now, so another
+        # conductor takes it over if this hand-over is lost.
         instance = self._accept(
             context, uuid, instance_actions.UNSHELVE,
             task_states.UNSHELVING,
-            [vm_states.SHELVED, vm_states.SHELVED_OFFLOADED])
+            [vm_states.SHELVED, vm_states.SHELVED_OFFLOADED],
+            values={'build_owner': None,
+                    'build_heartbeat': timeutils.utcnow(),
+                    'fault_message': None, 'fault_details': None})
         if instance['vm_state'] == vm_states.SHELVED:
             self.compute_rpcapi.unshelve_instance(context, instance['host'],
                                                   uuid)

@@ -30,9 +30,9 @@ Builds survive crashes through a **build lease** on the instance row
   host) for its conductor or, if that one is gone, the next one. A
   compute that does not answer before it started spawning is rescheduled
   away from: it spawns only while it is the instance's recorded host.
-* Unshelves take the lease the same way but are not re-driven by other
-  conductors: an unshelve whose conductor died stays ``unshelving`` until
-  an operator resets it (a compute that restarts mid-spawn rolls it back).
+* Unshelves take the lease the same way and are re-driven the same way
+  (nova-api stamps ``build_heartbeat`` when it accepts one, so an
+  unshelve nobody took is orphaned that long after it was accepted).
 * Every write a conductor makes during a build is fenced by its lease
   (``expected build_owner``). A conductor that lost its lease stops and
   frees nothing: the allocation belongs to the new owner.
@@ -137,8 +137,10 @@ class ConductorManager(manager.Manager):
             LOG.warning('Instance %s: its build had no live conductor for '
                         '%ss; freeing what it held and scheduling it again',
                         uuid, self.conf.conductor.build_lease_timeout)
+            waiting = task_states.WAITING_FOR_HOST[
+                db.instance_get_by_uuid(context, uuid)['vm_state']]
             thread = threading.Thread(
-                target=self._drive, args=(context, uuid, True),
+                target=self._drive, args=(context, uuid, True, waiting),
                 name='redrive-%s' % uuid, daemon=True)
             thread.start()
             threads.append(thread)
@@ -170,19 +172,12 @@ class ConductorManager(manager.Manager):
         SHELVED_OFFLOADED again with no task state and nothing held, the
         reason in ``fault_message`` and in the unshelve action's events.
         """
-        try:
-            db.instance_update(
-                context, instance_uuid,
-                {'build_owner': self.owner,
-                 'build_heartbeat': timeutils.utcnow(),
-                 'host': None, 'node': None, 'fault_message': None,
-                 'fault_details': None},
-                expected={'vm_state': 'shelved_offloaded',
-                          'task_state': task_states.UNSHELVING})
-        except (exception.InstanceUpdateConflict,
-                exception.InstanceNotFound):
-            LOG.info('Ignoring the unshelve request of instance %s: it no '
-                     'longer waits to be unshelved', instance_uuid)
+        if not db.instance_build_lease_take(context, instance_uuid,
+                                            self.owner, self._stale_before(),
+                                            any_unowned=True):
+            LOG.info('Ignoring the unshelve request of instance %s: it is '
+                     'driven by another conductor or no longer waits to be '
+                     'unshelved', instance_uuid)
             return
         with instance_actions.step(context, instance_uuid,
                                    'conductor_unshelve_instance') as step:

@@ -522,20 +522,35 @@ def instance_destroy(context, uuid: str) -> dict:
 
 # Build leases ----------------------------------------------------------------
 
-def _orphaned_build(stale_before):
-    """SQL condition: a build in ``scheduling`` nobody drives any more.
-
-    Unowned and created before ``stale_before`` (nova-api stopped before
-    it handed the build over), or owned with a heartbeat older than it.
-    """
+def _waiting_for_host():
+    """SQL condition: a live instance waiting for a conductor to find it
+    a host: a build in ``scheduling`` or an unshelve of an offloaded
+    server in ``unshelving``."""
     instance = models.Instance
     return sa.and_(
         instance.deleted_at.is_(None),
-        instance.vm_state == 'building',
-        instance.task_state == 'scheduling',
+        sa.or_(sa.and_(instance.vm_state == 'building',
+                       instance.task_state == 'scheduling'),
+               sa.and_(instance.vm_state == 'shelved_offloaded',
+                       instance.task_state == 'unshelving')))
+
+
+def _orphaned_build(stale_before):
+    """SQL condition: a build (or unshelve) waiting for a host that
+    nobody drives any more.
+
+    Unowned and handed over before ``stale_before`` (nova-api stopped
+    before it handed it over: the handover time is ``build_heartbeat``,
+    which nova-api sets when it accepts an unshelve, else ``created_at``),
+    or owned with a heartbeat older than it.
+    """
+    instance = models.Instance
+    return sa.and_(
+        _waiting_for_host(),
         sa.or_(
             sa.and_(instance.build_owner.is_(None),
-                    instance.created_at < stale_before),
+                    sa.func.coalesce(instance.build_heartbeat,
+                                     instance.created_at) < stale_before),
             sa.and_(instance.build_owner.is_not(None),
                     sa.or_(instance.build_heartbeat.is_(None),
                            instance.build_heartbeat < stale_before))))
@@ -548,19 +563,17 @@ def instance_build_lease_take(context, uuid: str, owner: str,
     """Make ``owner`` the driver of a build; True if it won.
 
     A compare-and-swap in one UPDATE, so of several conductors trying at
-    once exactly one wins. Only builds in ``scheduling`` can be taken, and
-    only if orphaned (see ``_orphaned_build``) or, with ``any_unowned``,
-    not yet owned at all (the conductor that received the build request).
+    once exactly one wins. Only builds in ``scheduling`` (or unshelves in
+    ``unshelving``) can be taken, and only if orphaned (see
+    ``_orphaned_build``) or, with ``any_unowned``, not yet owned at all
+    (the conductor that received the build request).
     Taking a build clears a host an earlier owner recorded: a compute
     that has not started spawning then refuses to.
     """
     condition = _orphaned_build(stale_before)
     if any_unowned:
         condition = sa.or_(condition, sa.and_(
-            models.Instance.deleted_at.is_(None),
-            models.Instance.vm_state == 'building',
-            models.Instance.task_state == 'scheduling',
-            models.Instance.build_owner.is_(None)))
+            _waiting_for_host(), models.Instance.build_owner.is_(None)))
     result = context.session.execute(
         sa.update(models.Instance)
         .where(models.Instance.uuid == uuid, condition)

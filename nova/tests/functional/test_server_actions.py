@@ -18,6 +18,7 @@ import time
 from oslo_utils import timeutils
 
 from nova.compute import vm_states
+from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.functional import invariants
@@ -616,4 +617,51 @@ class TestFabricManagerPartitions(ServerActionsBase,
         unshelved = self.wait_status(uuid, 'ACTIVE')
         self.assert_server_holds(unshelved, PAIRS)
         self.assert_active('cmp1', [unshelved, other])
+        self.assert_consistent()
+
+
+class TestOrphanedUnshelve(ServerActionsBase):
+    """An unshelve whose conductor died, or whose hand-over to the
+    conductors was lost, is taken over like an orphaned build."""
+
+    def test_another_conductor_drives_orphaned_unshelves(self):
+        self.start_services()
+        flavors = self.gpu_flavors()
+        servers = [self.boot(flavors[2], name) for name in ('lost', 'dead')]
+        for server in servers:
+            self.act(server['id'], {'shelve': None})
+            self.wait_status(server['id'], 'SHELVED_OFFLOADED')
+        two_minutes_ago = timeutils.utcnow() - datetime.timedelta(
+            seconds=120)
+        lost, dead = (s['id'] for s in servers)
+        # Accepted by nova-api, never taken by a conductor.
+        db.instance_update(self.ctx, lost, {
+            'task_state': 'unshelving', 'build_owner': None,
+            'build_heartbeat': two_minutes_ago})
+        # Taken by a conductor that died.
+        db.instance_update(self.ctx, dead, {
+            'task_state': 'unshelving', 'build_owner': 'conductor-0:dead',
+            'build_heartbeat': two_minutes_ago})
+        # An unshelve accepted just now is its conductor's, not orphaned.
+        fresh = self.boot(flavors[1], 'fresh')
+        self.act(fresh['id'], {'shelve': None})
+        self.wait_status(fresh['id'], 'SHELVED_OFFLOADED')
+        db.instance_update(self.ctx, fresh['id'], {
+            'task_state': 'unshelving', 'build_owner': None,
+            'build_heartbeat': timeutils.utcnow()})
+
+        conductor = conductor_manager.ConductorManager(self.conf)
+        for thread in conductor.redrive_orphaned_builds():
+            thread.join(TIMEOUT)
+
+        taken = {self.assert_server_holds(self.wait_status(uuid, 'ACTIVE'),
+                                          PAIRS) for uuid in (lost, dead)}
+        self.assertEqual(2, len(taken))
+        for uuid in (lost, dead):
+            self.assertEqual(conductor.owner, db.instance_get_by_uuid(
+                self.ctx, uuid)['build_owner'])
+        self.assertEqual(('unshelving', None), tuple(
+            db.instance_get_by_uuid(self.ctx, fresh['id'])[key]
+            for key in ('task_state', 'build_owner')))
+        db.instance_update(self.ctx, fresh['id'], {'task_state': None})
         self.assert_consistent()
