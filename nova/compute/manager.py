@@ -139,7 +139,7 @@ class ComputeManager(manager.Manager):
         if alive, finds it no longer unshelving and stops)."""
         uuid = instance['uuid']
         self._cleanup(uuid)
-        self.reportclient.delete_allocation_for_instance(uuid)
+        compute_utils.free_allocation(self.reportclient, uuid)
         self._finish(context, uuid, instance['task_state'], {
             'task_state': None, 'host': None, 'node': None,
             'fault_message': 'The unshelve was interrupted by a restart of '
@@ -586,7 +586,7 @@ class ComputeManager(manager.Manager):
         # Freed before the record says so: a crash in between leaves the
         # task state, and the start-up repair finishes the offload.
         self._cleanup(instance['uuid'])
-        self.reportclient.delete_allocation_for_instance(instance['uuid'])
+        compute_utils.free_allocation(self.reportclient, instance['uuid'])
         LOG.info('Instance %s offloaded from %s', instance['uuid'],
                  self.host)
         return {'vm_state': vm_states.SHELVED_OFFLOADED, 'host': None,
