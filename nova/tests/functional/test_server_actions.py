@@ -348,6 +348,25 @@ class TestShelve(ServerActionsBase):
         self.assertEqual({'conductor_unshelve_instance': 'Success',
                           'compute_unshelve_instance': 'Success'}, events)
 
+    def test_offload_while_placement_is_down(self):
+        """The offload finishes; the allocation it could not free is
+        the allocation audit's once Placement is back."""
+        self.flags(shelved_offload_time=-1)
+        self.start_services()
+        server = self.boot(self.gpu_flavors()[2], 'vm')
+        self.act(server['id'], {'shelve': None})
+        self.wait_status(server['id'], 'SHELVED')
+        self.placement.stop_server()
+        self.addCleanup(self.placement.start_server)
+        self.act(server['id'], {'shelveOffload': None})
+        self.wait_status(server['id'], 'SHELVED_OFFLOADED')
+        self.placement.start_server()
+        self.assertNotEqual({}, self.placement_get(
+            '/allocations/%s' % server['id'])['allocations'])
+        self.computes['cmp1'].audit_allocations()
+        self.assert_nothing_held(server['id'])
+        self.assert_consistent()
+
     def test_unshelve_of_a_shelved_server_powers_it_on_in_place(self):
         self.flags(shelved_offload_time=-1)
         self.start_services()
