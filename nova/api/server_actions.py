@@ -60,7 +60,7 @@ _UNSHELVE_SCHEMA = {
 def _reboot(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REBOOT,
                          _target(instance))
-    validation.validate(value, _REBOOT_SCHEMA)
+    _check('reboot', value, _REBOOT_SCHEMA)
     req.compute_api.reboot(req.context, instance['uuid'],
                            hard=value['type'].upper() == 'HARD')
     return 202, None
@@ -69,7 +69,7 @@ def _reboot(req, instance: dict, value) -> tuple:
 def _stop(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_STOP,
                          _target(instance))
-    validation.validate(value, _NULL)
+    _check('os-stop', value, _NULL)
     req.compute_api.stop(req.context, instance['uuid'])
     return 202, None
 
@@ -77,7 +77,7 @@ def _stop(req, instance: dict, value) -> tuple:
 def _start(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_START,
                          _target(instance))
-    validation.validate(value, _NULL)
+    _check('os-start', value, _NULL)
     req.compute_api.start(req.context, instance['uuid'])
     return 202, None
 
@@ -85,7 +85,7 @@ def _start(req, instance: dict, value) -> tuple:
 def _rebuild(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REBUILD,
                          _target(instance))
-    validation.validate(value, _REBUILD_SCHEMA)
+    _check('rebuild', value, _REBUILD_SCHEMA)
     if 'description' in value and not req.api_version.at_least('2.19'):
         raise exception.APIValidationError(
             field='rebuild/description',
@@ -99,7 +99,7 @@ def _rebuild(req, instance: dict, value) -> tuple:
 
 def _shelve(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SHELVE, _target(instance))
-    validation.validate(value, _NULL)
+    _check('shelve', value, _NULL)
     req.compute_api.shelve(req.context, instance['uuid'])
     return 202, None
 
@@ -107,7 +107,7 @@ def _shelve(req, instance: dict, value) -> tuple:
 def _shelve_offload(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SHELVE_OFFLOAD,
                          _target(instance))
-    validation.validate(value, _NULL)
+    _check('shelveOffload', value, _NULL)
     req.compute_api.shelve_offload(req.context, instance['uuid'])
     return 202, None
 
@@ -118,7 +118,7 @@ def _unshelve(req, instance: dict, value) -> tuple:
         raise exception.APIValidationError(
             field='unshelve', reason='a body other than null needs '
             'microversion 2.77 or later')
-    validation.validate(value, _UNSHELVE_SCHEMA)
+    _check('unshelve', value, _UNSHELVE_SCHEMA)
     req.compute_api.unshelve(req.context, instance['uuid'])
     return 202, None
 
@@ -132,6 +132,13 @@ ACTIONS = {
     'shelveOffload': _shelve_offload,
     'unshelve': _unshelve,
 }
+
+
+def _check(name: str, value, schema: dict) -> None:
+    """Validate an action's value; errors name the field from the action
+    on (e.g. ``reboot/type``)."""
+    validation.validate({name: value}, {
+        'type': 'object', 'properties': {name: schema}, 'required': [name]})
 
 
 def _target(instance: dict) -> dict:
