@@ -132,6 +132,10 @@ class InstanceSpawnFailed(NovaException):
     msg_fmt = 'Failed to spawn instance %(uuid)s on %(uri)s: %(error)s'
 
 
+class InstancePowerActionFailed(NovaException):
+    msg_fmt = 'Could not %(action)s instance %(uuid)s on %(uri)s: %(error)s'
+
+
 class InstanceDestroyFailed(NovaException):
     msg_fmt = 'Failed to destroy instance %(uuid)s on %(uri)s: %(error)s'
 
@@ -292,6 +296,21 @@ class InstanceExists(Conflict):
 class InstanceUpdateConflict(Conflict):
     msg_fmt = ('Instance %(uuid)s has %(field)s %(actual)r, expected one '
                'of %(expected)r.')
+
+
+class InstanceInvalidState(Conflict):
+    # Upstream's wording for a server action refused in this state.
+    msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s while it is "
+               "in %(attr)s %(state)s")
+
+
+class InstanceActionNotFound(NotFound):
+    msg_fmt = ('Action for request_id %(request_id)s on instance '
+               '%(instance_uuid)s not found')
+
+
+class InstanceActionEventNotFound(NotFound):
+    msg_fmt = 'Instance action event %(event_id)s could not be found.'
 
 
 class InventoryInUse(Conflict):

@@ -1,4 +1,5 @@
-"""The compute API behind the REST API: create, read and delete servers.
+"""The compute API behind the REST API: create, read, delete servers and
+run server actions (reboot, stop, start, rebuild, shelve, unshelve).
 
 ``create`` checks everything that can be checked without a host (the
 flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
@@ -10,9 +11,13 @@ import logging
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_utils import timeutils
 
+from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import task_states
 from nova.compute import utils as compute_utils
+from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
@@ -97,6 +102,8 @@ class API:
             'power_state': 0,
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
         })
+        instance_actions.start(context, instance['uuid'],
+                               instance_actions.CREATE)
         LOG.info('Instance %s (%s) created with flavor %s; image %r and '
                  '%d metadata item(s) are not stored', instance['uuid'],
                  name, flavor['flavorid'], image_ref, len(metadata or {}))
@@ -138,6 +145,7 @@ class API:
         """
         instance = db.instance_update(context, uuid,
                                       {'task_state': 'deleting'})
+        instance_actions.start(context, uuid, instance_actions.DELETE)
         host = instance['host']
         if host and self._terminate_on_host(context, host, uuid):
             return
@@ -171,3 +179,100 @@ class API:
         """
         compute_utils.free_and_destroy(context, self.reportclient, uuid)
         LOG.info('Instance %s deleted without a compute', uuid)
+
+    # Server actions ---------------------------------------------------------
+
+    def _accept(self, context, uuid: str, action: str, task_state: str,
+                vm_state: list[str], task_state_in: list | None = None,
+                values: dict | None = None) -> dict:
+        """Accept ``action`` if the server is in one of ``vm_state`` with a
+        task state in ``task_state_in`` (default: none): set
+        ``task_state`` (and ``values``) in the same statement (so of
+        concurrent actions one wins), record the action and return the
+        instance. InstanceInvalidState (409, upstream's wording)
+        otherwise.
+        """
+        try:
+            instance = db.instance_update(
+                context, uuid, dict(values or {}, task_state=task_state),
+                expected={'vm_state': vm_state,
+                          'task_state': task_state_in or [None]})
+        except exception.InstanceUpdateConflict as exc:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid,
+                attr=exc.kwargs['field'], state=exc.kwargs['actual'])
+        instance_actions.start(context, uuid, action)
+        return instance
+
+    def reboot(self, context, uuid: str, hard: bool) -> None:
+        """Soft reboot an ACTIVE server; hard reboot an ACTIVE or SHUTOFF
+        one (also while a soft reboot runs), as upstream."""
+        if hard:
+            instance = self._accept(
+                context, uuid, instance_actions.REBOOT,
+                task_states.REBOOTING_HARD,
+                [vm_states.ACTIVE, vm_states.STOPPED],
+                [None, task_states.REBOOTING])
+        else:
+            instance = self._accept(context, uuid, instance_actions.REBOOT,
+                                    task_states.REBOOTING,
+                                    [vm_states.ACTIVE])
+        self.compute_rpcapi.reboot_instance(context, instance['host'], uuid,
+                                            hard)
+
+    def stop(self, context, uuid: str) -> None:
+        """Power an ACTIVE server off (SHUTOFF, devices kept)."""
+        instance = self._accept(context, uuid, instance_actions.STOP,
+                                task_states.POWERING_OFF, [vm_states.ACTIVE])
+        self.compute_rpcapi.stop_instance(context, instance['host'], uuid)
+
+    def start(self, context, uuid: str) -> None:
+        """Power a SHUTOFF server on."""
+        instance = self._accept(context, uuid, instance_actions.START,
+                                task_states.POWERING_ON,
+                                [vm_states.STOPPED])
+        self.compute_rpcapi.start_instance(context, instance['host'], uuid)
+
+    def rebuild(self, context, uuid: str) -> dict:
+        """Rebuild an ACTIVE or SHUTOFF server on its devices; return it.
+        """
+        instance = self._accept(context, uuid, instance_actions.REBUILD,
+                                task_states.REBUILDING,
+                                [vm_states.ACTIVE, vm_states.STOPPED])
+        self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
+        return instance
+
+    def shelve(self, context, uuid: str) -> None:
+        """Shelve an ACTIVE or SHUTOFF server."""
+        instance = self._accept(context, uuid, instance_actions.SHELVE,
+                                task_states.SHELVING,
+                                [vm_states.ACTIVE, vm_states.STOPPED])
+        self.compute_rpcapi.shelve_instance(context, instance['host'], uuid)
+
+    def shelve_offload(self, context, uuid: str) -> None:
+        """Offload a SHELVED server from its host."""
+        instance = self._accept(context, uuid,
+                                instance_actions.SHELVE_OFFLOAD,
+                                task_states.SHELVING_OFFLOADING,
+                                [vm_states.SHELVED])
+        self.compute_rpcapi.shelve_offload_instance(context,
+                                                    instance['host'], uuid)
+
+    def unshelve(self, context, uuid: str) -> None:
+        """Unshelve: a SHELVED server powers on where it is, an offloaded
+        one is scheduled again by the conductor."""
+        # An offloaded server is handed to the conductors as a build is
+        # (see nova.conductor.manager): unowned, stamped now, so another
+        # conductor takes it over if this hand-over is lost.
+        instance = self._accept(
+            context, uuid, instance_actions.UNSHELVE,
+            task_states.UNSHELVING,
+            [vm_states.SHELVED, vm_states.SHELVED_OFFLOADED],
+            values={'build_owner': None,
+                    'build_heartbeat': timeutils.utcnow(),
+                    'fault_message': None, 'fault_details': None})
+        if instance['vm_state'] == vm_states.SHELVED:
+            self.compute_rpcapi.unshelve_instance(context, instance['host'],
+                                                  uuid)
+        else:
+            self.conductor_api.unshelve_instance(context, uuid)

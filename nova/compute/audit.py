@@ -15,10 +15,17 @@ belong to one host, so there the instance must also be on that host.
 Consumers whose Placement consumer type is ``MIGRATION`` are left alone:
 nova has no migration records to judge them by.
 
-Every state that makes something unowned is final (a deleted or failed
-instance never builds again, and a consumer UUID is an instance's before
-any allocation is claimed for it), so what is found stays unowned until it
-is removed.
+A SHELVED_OFFLOADED server owns nothing either (offloading freed its
+guest, devices and allocation; what is left is a free that failed), unless
+an unshelve of it is under way (``unshelving``/``spawning``).
+
+Every other state that makes something unowned is final (a deleted or
+failed instance never builds again, and a consumer UUID is an instance's
+before any allocation is claimed for it), so what is found stays unowned
+until it is removed. An offloaded server claims again only once nova-api
+accepted an unshelve of it, which the rule excludes; an unshelve accepted
+between the audit's read and its removal loses its claim, fails to spawn
+and is rescheduled.
 """
 
 import dataclasses
@@ -76,6 +83,9 @@ def owner_problem(instance: dict | None,
             instance['deleted_at'].strftime('%Y-%m-%d %H:%M:%S'))
     if instance['vm_state'] == 'error':
         return 'instance is in ERROR'
+    if instance['vm_state'] == 'shelved_offloaded' and \
+            instance['task_state'] not in ('unshelving', 'spawning'):
+        return 'instance is shelved and offloaded'
     if host is not None and instance['host'] != host:
         return 'instance is on host %s, not %s' % (
             instance['host'] or '(none)', host)

@@ -41,3 +41,50 @@ class ComputeAPI:
         cctxt = self.client.prepare(server=host)
         cctxt.call(context, 'terminate_instance',
                    instance_uuid=instance_uuid)
+
+    # Server actions: casts, as upstream; the compute clears the task state
+    # nova-api set when it is done.
+
+    def _cast(self, context, host: str, method: str, **kwargs) -> None:
+        self.client.prepare(server=host).cast(context, method, **kwargs)
+
+    def reboot_instance(self, context, host: str, instance_uuid: str,
+                        hard: bool) -> None:
+        """Reboot the guest (soft or hard)."""
+        self._cast(context, host, 'reboot_instance',
+                   instance_uuid=instance_uuid, hard=hard)
+
+    def stop_instance(self, context, host: str, instance_uuid: str) -> None:
+        """Power the guest off."""
+        self._cast(context, host, 'stop_instance',
+                   instance_uuid=instance_uuid)
+
+    def start_instance(self, context, host: str,
+                       instance_uuid: str) -> None:
+        """Power a stopped guest on."""
+        self._cast(context, host, 'start_instance',
+                   instance_uuid=instance_uuid)
+
+    def rebuild_instance(self, context, host: str,
+                         instance_uuid: str) -> None:
+        """Redefine the guest with the devices it has."""
+        self._cast(context, host, 'rebuild_instance',
+                   instance_uuid=instance_uuid)
+
+    def shelve_instance(self, context, host: str,
+                        instance_uuid: str) -> None:
+        """Shelve (and, per ``shelved_offload_time``, offload) it."""
+        self._cast(context, host, 'shelve_instance',
+                   instance_uuid=instance_uuid)
+
+    def shelve_offload_instance(self, context, host: str,
+                                instance_uuid: str) -> None:
+        """Free the host resources of a shelved server."""
+        self._cast(context, host, 'shelve_offload_instance',
+                   instance_uuid=instance_uuid)
+
+    def unshelve_instance(self, context, host: str,
+                          instance_uuid: str) -> None:
+        """Power a shelved (not offloaded) server on where it is."""
+        self._cast(context, host, 'unshelve_instance',
+                   instance_uuid=instance_uuid)

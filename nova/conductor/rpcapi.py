@@ -15,3 +15,9 @@ class ConductorAPI:
         """Start building the instance; returns at once (a cast)."""
         self.client.cast(context, 'build_instance',
                          instance_uuid=instance_uuid)
+
+    def unshelve_instance(self, context, instance_uuid: str) -> None:
+        """Schedule a SHELVED_OFFLOADED server again and start it there;
+        returns at once (a cast)."""
+        self.client.cast(context, 'unshelve_instance',
+                         instance_uuid=instance_uuid)

@@ -43,6 +43,22 @@ compute_opts = [
                  help='Allocation ratio of the DISK_GB inventory: Placement '
                       'lets instances claim (total - reserved) x ratio GB. '
                       'Above 1.0 overcommits thin-provisioned disks.'),
+    cfg.IntOpt('shelved_offload_time',
+               default=0,
+               min=-1,
+               help='Seconds a shelved server keeps its host resources '
+                    '(guest, PCI devices, Placement allocation) before the '
+                    'compute offloads it. 0 offloads at once when the '
+                    'server is shelved; -1 never offloads (only an explicit '
+                    '``shelveOffload`` does). Offloading after a delay is '
+                    'done by a periodic task that runs every '
+                    '``shelved_poll_interval`` seconds.'),
+    cfg.IntOpt('shelved_poll_interval',
+               default=3600,
+               min=0,
+               help='Seconds between runs of the periodic task that '
+                    'offloads servers shelved for longer than '
+                    '``shelved_offload_time``. 0 disables the task.'),
 ]
 
 

@@ -522,20 +522,35 @@ def instance_destroy(context, uuid: str) -> dict:
 
 # Build leases ----------------------------------------------------------------
 
-def _orphaned_build(stale_before):
-    """SQL condition: a build in ``scheduling`` nobody drives any more.
-
-    Unowned and created before ``stale_before`` (nova-api stopped before
-    it handed the build over), or owned with a heartbeat older than it.
-    """
+def _waiting_for_host():
+    """SQL condition: a live instance waiting for a conductor to find it
+    a host: a build in ``scheduling`` or an unshelve of an offloaded
+    server in ``unshelving``."""
     instance = models.Instance
     return sa.and_(
         instance.deleted_at.is_(None),
-        instance.vm_state == 'building',
-        instance.task_state == 'scheduling',
+        sa.or_(sa.and_(instance.vm_state == 'building',
+                       instance.task_state == 'scheduling'),
+               sa.and_(instance.vm_state == 'shelved_offloaded',
+                       instance.task_state == 'unshelving')))
+
+
+def _orphaned_build(stale_before):
+    """SQL condition: a build (or unshelve) waiting for a host that
+    nobody drives any more.
+
+    Unowned and handed over before ``stale_before`` (nova-api stopped
+    before it handed it over: the handover time is ``build_heartbeat``,
+    which nova-api sets when it accepts an unshelve, else ``created_at``),
+    or owned with a heartbeat older than it.
+    """
+    instance = models.Instance
+    return sa.and_(
+        _waiting_for_host(),
         sa.or_(
             sa.and_(instance.build_owner.is_(None),
-                    instance.created_at < stale_before),
+                    sa.func.coalesce(instance.build_heartbeat,
+                                     instance.created_at) < stale_before),
             sa.and_(instance.build_owner.is_not(None),
                     sa.or_(instance.build_heartbeat.is_(None),
                            instance.build_heartbeat < stale_before))))
@@ -548,19 +563,17 @@ def instance_build_lease_take(context, uuid: str, owner: str,
     """Make ``owner`` the driver of a build; True if it won.
 
     A compare-and-swap in one UPDATE, so of several conductors trying at
-    once exactly one wins. Only builds in ``scheduling`` can be taken, and
-    only if orphaned (see ``_orphaned_build``) or, with ``any_unowned``,
-    not yet owned at all (the conductor that received the build request).
+    once exactly one wins. Only builds in ``scheduling`` (or unshelves in
+    ``unshelving``) can be taken, and only if orphaned (see
+    ``_orphaned_build``) or, with ``any_unowned``, not yet owned at all
+    (the conductor that received the build request).
     Taking a build clears a host an earlier owner recorded: a compute
     that has not started spawning then refuses to.
     """
     condition = _orphaned_build(stale_before)
     if any_unowned:
         condition = sa.or_(condition, sa.and_(
-            models.Instance.deleted_at.is_(None),
-            models.Instance.vm_state == 'building',
-            models.Instance.task_state == 'scheduling',
-            models.Instance.build_owner.is_(None)))
+            _waiting_for_host(), models.Instance.build_owner.is_(None)))
     result = context.session.execute(
         sa.update(models.Instance)
         .where(models.Instance.uuid == uuid, condition)
@@ -595,3 +608,91 @@ def instance_get_orphaned_builds(context, stale_before) -> list[str]:
         sa.select(models.Instance.uuid)
         .where(_orphaned_build(stale_before))
         .order_by(models.Instance.id)))
+
+
+# Instance actions ----------------------------------------------------------
+
+@context_manager.writer
+def action_start(context, values: dict) -> dict:
+    """Record the start of an instance action (see
+    ``nova.compute.instance_actions``) and return it."""
+    _check_fields(models.InstanceAction, values)
+    action = models.InstanceAction(**values)
+    context.session.add(action)
+    context.session.flush()
+    return action.to_dict()
+
+
+def _action_row(session, instance_uuid: str, request_id: str
+                ) -> models.InstanceAction | None:
+    """The newest action of ``instance_uuid`` made by ``request_id``."""
+    return session.scalars(
+        sa.select(models.InstanceAction)
+        .filter_by(instance_uuid=instance_uuid, request_id=request_id)
+        .order_by(models.InstanceAction.id.desc())).first()
+
+
+@context_manager.reader
+def action_get_by_request_id(context, instance_uuid: str,
+                             request_id: str) -> dict:
+    """The action ``request_id`` made on the instance;
+    InstanceActionNotFound if there is none."""
+    action = _action_row(context.session, instance_uuid, request_id)
+    if action is None:
+        raise exception.InstanceActionNotFound(
+            request_id=request_id, instance_uuid=instance_uuid)
+    return action.to_dict()
+
+
+@context_manager.reader
+def actions_get(context, instance_uuid: str) -> list[dict]:
+    """Every action of an instance, newest first."""
+    actions = context.session.scalars(
+        sa.select(models.InstanceAction)
+        .filter_by(instance_uuid=instance_uuid)
+        .order_by(models.InstanceAction.start_time.desc(),
+                  models.InstanceAction.id.desc()))
+    return [action.to_dict() for action in actions]
+
+
+@context_manager.writer
+def action_event_start(context, instance_uuid: str, request_id: str,
+                       values: dict) -> dict | None:
+    """Record the start of one step of the action ``request_id`` made on
+    the instance; None (nothing recorded) if there is no such action."""
+    _check_fields(models.InstanceActionEvent, values)
+    action = _action_row(context.session, instance_uuid, request_id)
+    if action is None:
+        return None
+    event = models.InstanceActionEvent(action_id=action.id, **values)
+    context.session.add(event)
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.writer
+def action_event_finish(context, event_id: int, values: dict,
+                        failed: bool) -> dict:
+    """Record the end of a step; the action then ends at the same time
+    (its latest step) and, if the step ``failed``, is marked 'Error'."""
+    event = context.session.get(models.InstanceActionEvent, event_id)
+    if event is None:
+        raise exception.InstanceActionEventNotFound(event_id=event_id)
+    _update_row(context.session, event, values, None)
+    action = context.session.get(models.InstanceAction, event.action_id)
+    action.finish_time = values.get('finish_time', action.finish_time)
+    if failed:
+        action.message = 'Error'
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.reader
+def action_events_get(context, action_id: int) -> list[dict]:
+    """The steps of one action, newest first."""
+    events = context.session.scalars(
+        sa.select(models.InstanceActionEvent)
+        .filter_by(action_id=action_id)
+        .order_by(models.InstanceActionEvent.start_time.desc(),
+                  models.InstanceActionEvent.id.desc()))
+    return [event.to_dict() for event in events]

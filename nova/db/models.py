@@ -208,3 +208,53 @@ class Instance(Base):
         orm.mapped_column(sa.DateTime)
     deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+
+
+class InstanceAction(Base):
+    """One request that acted on a server (create, reboot, shelve, ...),
+    as ``GET /servers/{id}/os-instance-actions`` lists them."""
+
+    __tablename__ = 'instance_actions'
+    __table_args__ = (
+        sa.Index('ix_instance_actions_instance_uuid_request_id',
+                 'instance_uuid', 'request_id'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    action: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    request_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    finish_time: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    # None while every step succeeded, 'Error' once one failed (upstream).
+    message: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class InstanceActionEvent(Base):
+    """One step a service ran for an instance action, and its result."""
+
+    __tablename__ = 'instance_actions_events'
+    __table_args__ = (
+        sa.Index('ix_instance_actions_events_action_id', 'action_id'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    action_id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, sa.ForeignKey(
+            'instance_actions.id',
+            name='fk_instance_actions_events_action_id'))
+    event: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    result: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    traceback: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    finish_time: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    details: orm.Mapped[str | None] = orm.mapped_column(sa.Text)

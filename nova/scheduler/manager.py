@@ -22,6 +22,7 @@ import logging
 
 import oslo_messaging
 
+from nova.compute import task_states
 from nova.db import api as db
 from nova import manager
 from nova import exception
@@ -138,8 +139,8 @@ class SchedulerManager(manager.Manager):
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:
         """BuildLeaseLost unless ``build_owner`` may schedule the build."""
-        if instance['task_state'] != 'scheduling' or \
-                instance['vm_state'] != 'building':
+        waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
+        if waiting is None or instance['task_state'] != waiting:
             raise exception.BuildLeaseLost(
                 instance_uuid=instance['uuid'], owner=build_owner,
                 reason='it is %s/%s, not waiting to be scheduled' % (
@@ -153,7 +154,8 @@ class SchedulerManager(manager.Manager):
                        build_owner: str) -> None:
         """Check the build still wants the claim just made.
 
-        If the instance failed, is being deleted or is gone, the claim
+        If the instance failed (a build in ERROR, an unshelve back to
+        SHELVED_OFFLOADED), is being deleted or is gone, the claim
         came too late: give it back (nobody claims for such an instance,
         so the allocation is ours) and raise BuildLeaseLost. If another
         conductor took the build over, leave the allocation: its owner
@@ -172,7 +174,9 @@ class SchedulerManager(manager.Manager):
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
             if instance is None or instance['vm_state'] == 'error' or \
-                    instance['task_state'] == 'deleting':
+                    instance['task_state'] == 'deleting' or (
+                        instance['vm_state'] == 'shelved_offloaded' and
+                        instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',
                             instance_uuid, exc.message)
                 self.reportclient.delete_allocation_for_instance(

@@ -9,6 +9,11 @@ import abc
 
 from oslo_config import cfg
 
+# Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
+NOSTATE = 0
+RUNNING = 1
+SHUTDOWN = 4
+
 # Used when [libvirt]connection_uri is empty.
 DEFAULT_LIBVIRT_URI = 'qemu:///system'
 
@@ -49,6 +54,29 @@ class ComputeDriver(abc.ABC):
     def destroy(self, instance_uuid: str) -> None:
         """Stop and remove the guest; a guest that is gone is not an error.
         """
+
+    @abc.abstractmethod
+    def power_off(self, instance_uuid: str) -> None:
+        """Stop the guest; it keeps its definition and devices."""
+
+    @abc.abstractmethod
+    def power_on(self, instance_uuid: str) -> None:
+        """Start a stopped guest with the devices it has."""
+
+    @abc.abstractmethod
+    def reboot(self, instance_uuid: str, hard: bool) -> None:
+        """Reboot the guest (soft: by the guest OS; hard: power cycle)."""
+
+    @abc.abstractmethod
+    def rebuild(self, instance_uuid: str, name: str, vcpus: int,
+                memory_mb: int, pci_devices: list[dict],
+                power_on: bool) -> None:
+        """Redefine the guest with the same ``pci_devices`` (as for
+        ``spawn``), started if ``power_on``."""
+
+    @abc.abstractmethod
+    def get_power_state(self, instance_uuid: str) -> int:
+        """RUNNING, SHUTDOWN, or NOSTATE when the guest does not exist."""
 
     @abc.abstractmethod
     def list_instance_uuids(self) -> list[str]:

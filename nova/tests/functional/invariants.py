@@ -11,16 +11,17 @@ the deployment's database first, e.g. with ``nova.db.api.configure``).
 Checked:
 
 - no server is in BUILD (only with ``settled=True``);
-- an ACTIVE server holds exactly as many device rows as its flavor's
-  ``pci_passthrough:alias`` asks for, and, on a host with device groups,
-  they are exactly the devices of one group (a single device for 1);
-- every held device row belongs to an instance that exists and is ACTIVE
-  or building, and device status and holder agree;
+- an ACTIVE, SHUTOFF or SHELVED (not offloaded) server holds exactly as
+  many device rows as its flavor's ``pci_passthrough:alias`` asks for,
+  and, on a host with device groups, they are exactly the devices of one
+  group (a single device for 1);
+- every held device row belongs to an instance that exists and is one of
+  those or building, and device status and holder agree;
 - no device provider is allocated to more than one consumer;
-- Placement's device allocations of an ACTIVE server are exactly its
+- Placement's device allocations of such a server are exactly its
   device rows, and it has allocations only in its host's provider tree;
-- every consumer with allocations is an ACTIVE or building server (any
-  other consumer is a leak);
+- every consumer with allocations is such a server or a building one
+  (any other consumer, e.g. a SHELVED_OFFLOADED server, is a leak);
 - no provider's usage exceeds its capacity.
 
 The reads are not one snapshot: check a deployment at rest (no request in
@@ -44,7 +45,11 @@ ALIAS_SPEC = 'pci_passthrough:alias'
 # Device statuses in which a row belongs to an instance.
 _HELD = ('claimed', 'allocated')
 # Instance vm_states that may hold devices and allocations.
-_HOLDING = ('active', 'building')
+_HOLDING = ('active', 'building', 'stopped', 'shelved')
+# vm_state -> status of servers that must hold exactly their flavor's
+# devices and allocation on their host (a stopped or shelved, not
+# offloaded, server keeps them as an ACTIVE one does).
+_SETTLED = {'active': 'ACTIVE', 'stopped': 'SHUTOFF', 'shelved': 'SHELVED'}
 
 
 def placement_adapter(url: str, token: str = 'admin') -> ks_adapter.Adapter:
@@ -190,26 +195,29 @@ def _partitions(devices: list[dict], instances: dict) -> list[str]:
             held[row['instance_uuid']].add((row['host'], row['address']))
     violations = []
     for uuid, instance in sorted(instances.items()):
-        if instance['vm_state'] != 'active':
+        status = _SETTLED.get(instance['vm_state'])
+        if status is None:
             continue
         wanted = _requested_devices(instance)
         mine = held.get(uuid, set())
         if len(mine) != wanted:
-            violations.append('ACTIVE server %s holds %d devices, its flavor '
-                              'asks for %d' % (uuid, len(mine), wanted))
+            violations.append('%s server %s holds %d devices, its flavor '
+                              'asks for %d' % (status, uuid, len(mine),
+                                               wanted))
             continue
         hosts = {host for host, _address in mine}
         if len(hosts) > 1:
-            violations.append('ACTIVE server %s holds devices on several '
-                              'hosts: %s' % (uuid, sorted(hosts)))
+            violations.append('%s server %s holds devices on several '
+                              'hosts: %s' % (status, uuid, sorted(hosts)))
             continue
         if wanted < 2:
             continue
         groups = _group_members(by_host[hosts.pop()])
         addresses = frozenset(address for _host, address in mine)
         if groups and addresses not in groups.values():
-            violations.append('ACTIVE server %s holds %s, which is not one '
-                              'device group' % (uuid, sorted(addresses)))
+            violations.append('%s server %s holds %s, which is not one '
+                              'device group' % (status, uuid,
+                                                sorted(addresses)))
     return violations
 
 
@@ -228,22 +236,24 @@ def _allocations(devices: list[dict], instances: dict, nodes: dict,
             violations.append('consumer %s holds allocations %s but is %s '
                               '(leaked)' % (consumer, by_rp, state))
             continue
-        if state != 'active':
+        status = _SETTLED.get(state)
+        if status is None:
             continue
         node = instances[consumer]['node']
         roots = {providers.get(rp) for rp in by_rp}
         if roots != {nodes.get(node)}:
-            violations.append('ACTIVE server %s on %s has allocations in '
+            violations.append('%s server %s on %s has allocations in '
                               'provider trees %s' % (
-                                  consumer, node,
+                                  status, consumer, node,
                                   sorted(str(r) for r in roots)))
         in_placement = {rp for rp in by_rp if rp in device_rps}
         in_nova = {row['rp_uuid'] for row in devices
                    if row['instance_uuid'] == consumer}
         if in_placement != in_nova:
-            violations.append('ACTIVE server %s is allocated device '
+            violations.append('%s server %s is allocated device '
                               'providers %s in Placement but holds %s in '
-                              'nova' % (consumer, sorted(in_placement),
+                              'nova' % (status, consumer,
+                                        sorted(in_placement),
                                         sorted(in_nova)))
     for rp, consumers in sorted(users.items()):
         if len(consumers) > 1:
@@ -252,9 +262,10 @@ def _allocations(devices: list[dict], instances: dict, nodes: dict,
                               '%s' % (row['host'], row['address'],
                                       len(consumers), sorted(consumers)))
     # The scheduler claims for every server (at least its VCPU and RAM).
-    violations += ['ACTIVE server %s has no allocation in Placement' % uuid
+    violations += ['%s server %s has no allocation in Placement' % (
+                       _SETTLED[instance['vm_state']], uuid)
                    for uuid, instance in sorted(instances.items())
-                   if instance['vm_state'] == 'active'
+                   if instance['vm_state'] in _SETTLED
                    and uuid not in allocations]
     return violations
 

@@ -157,6 +157,109 @@ class LibvirtDriver(driver.ComputeDriver):
         LOG.info('Spawned instance %s with PCI devices %s', instance_uuid,
                  [dev['address'] for dev in pci_devices])
 
+    # Power actions ----------------------------------------------------------
+    #
+    # A stopped guest stays defined and keeps its devices, and its NVLink
+    # partition stays active (the GPUs are still the instance's, as its
+    # Placement allocation is): starting it again cannot fail for want of
+    # a partition another guest took. Every path that starts a guest
+    # (re)activates its partition first, which is a no-op when it is
+    # active and held by the instance.
+
+    def _domain(self, instance_uuid: str, action: str) -> libvirt.virDomain:
+        domain = self.host.lookup_domain(_canonical_uuid(instance_uuid))
+        if domain is None:
+            raise exception.InstancePowerActionFailed(
+                action=action, uuid=instance_uuid, uri=self.uri,
+                error='the hypervisor has no domain of this instance')
+        return domain
+
+    def _start(self, domain: libvirt.virDomain, instance_uuid: str) -> None:
+        """Start a defined guest on its partition (if not running)."""
+        if domain.isActive():
+            return
+        if self.nvlink is not None:
+            self.nvlink.activate(instance_uuid, [
+                dev['address'] for dev in
+                config.parse_guest_hostdevs(domain.XMLDesc())])
+        domain.create()
+
+    def _power(self, action: str, instance_uuid: str, operation) -> None:
+        """Run ``operation(domain)``; libvirt errors name the action."""
+        domain = self._domain(instance_uuid, action)
+        try:
+            operation(domain)
+        except libvirt.libvirtError as err:
+            raise exception.InstancePowerActionFailed(
+                action=action, uuid=instance_uuid, uri=self.uri,
+                error=err) from err
+        LOG.info('%s of instance %s done', action.capitalize(),
+                 instance_uuid)
+
+    def power_off(self, instance_uuid: str) -> None:
+        """Stop the guest at once; it stays defined with its devices."""
+        self._power('power off', instance_uuid,
+                    lambda dom: dom.destroy() if dom.isActive() else None)
+
+    def power_on(self, instance_uuid: str) -> None:
+        """Start the stopped guest again with the devices it has."""
+        self._power('power on', instance_uuid,
+                    lambda dom: self._start(dom, instance_uuid))
+
+    def reboot(self, instance_uuid: str, hard: bool) -> None:
+        """Soft: ask the guest to reboot (falling back to a hard reboot
+        if the hypervisor refuses, as upstream does); hard: power cycle.
+        Either way the guest runs afterwards."""
+        def soft(domain):
+            try:
+                domain.reboot(0)
+            except libvirt.libvirtError as err:
+                LOG.warning('Soft reboot of instance %s failed (%s); '
+                            'rebooting it hard', instance_uuid, err)
+                power_cycle(domain)
+
+        def power_cycle(domain):
+            if domain.isActive():
+                domain.destroy()
+            self._start(domain, instance_uuid)
+        self._power('hard reboot' if hard else 'reboot', instance_uuid,
+                    power_cycle if hard else soft)
+
+    def rebuild(self, instance_uuid: str, name: str, vcpus: int,
+                memory_mb: int, pci_devices: list[dict],
+                power_on: bool) -> None:
+        """Redefine the guest from scratch with the same devices, and
+        start it if ``power_on``. The partition stays the instance's
+        throughout; a missing domain (a rebuild cut short) is defined."""
+        instance_uuid = _canonical_uuid(instance_uuid)
+        xml = config.build_guest_xml(
+            instance_uuid, name, vcpus, memory_mb, pci_devices,
+            config.domain_type_for_uri(self.uri))
+        conn = self.host.get_connection()
+        try:
+            with self._define_lock:
+                old = self.host.lookup_domain(instance_uuid)
+                if old is not None:
+                    if old.isActive():
+                        old.destroy()
+                    old.undefine()
+                domain = conn.defineXML(xml)
+            if power_on:
+                self._start(domain, instance_uuid)
+        except libvirt.libvirtError as err:
+            raise exception.InstancePowerActionFailed(
+                action='rebuild', uuid=instance_uuid, uri=self.uri,
+                error=err) from err
+        LOG.info('Rebuilt instance %s with PCI devices %s', instance_uuid,
+                 [dev['address'] for dev in pci_devices])
+
+    def get_power_state(self, instance_uuid: str) -> int:
+        """1 (running), 4 (shut down) or 0 (no domain), as upstream."""
+        domain = self.host.lookup_domain(_canonical_uuid(instance_uuid))
+        if domain is None:
+            return driver.NOSTATE
+        return driver.RUNNING if domain.isActive() else driver.SHUTDOWN
+
     def _remove_failed_domain(self, domain: libvirt.virDomain,
                               instance_uuid: str) -> None:
         """Undo a define whose start failed; the start error matters more.

@@ -39,7 +39,15 @@ class TestAudit(fakes.GpuHostsTestCase):
             self._instance('active'): None,
             self._instance('active', deleted=True): 'instance was deleted',
             self._instance('error', host=None): 'instance is in ERROR',
+            self._instance('shelved_offloaded', host=None):
+                'instance is shelved and offloaded',
+            self._instance('shelved', host='cmp1'): None,
+            self._instance('stopped', host='cmp1'): None,
         }
+        unshelving = self._instance('shelved_offloaded', host=None)
+        db.instance_update(self.admin, unshelving,
+                           {'task_state': 'unshelving'})
+        cases[unshelving] = None
         unknown = str(uuid.uuid4())
         cases[unknown] = 'no instance has this UUID'
         found = audit.unowned(self.admin, cases)

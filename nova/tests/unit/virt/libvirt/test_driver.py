@@ -238,6 +238,82 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
 
 
+class PowerActionsTest(_LibvirtTestCase):
+    """Stop, start, reboot and rebuild on the test driver's domains."""
+
+    def setUp(self):
+        super().setUp()
+        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
+
+    def hostdevs(self):
+        return [h['address'] for h in
+                config.parse_guest_hostdevs(self.domain(UUID1).XMLDesc())]
+
+    def test_power_off_keeps_the_defined_guest_and_power_on_starts_it(self):
+        self.assertEqual(virt_driver.RUNNING,
+                         self.driver.get_power_state(UUID1))
+        self.driver.power_off(UUID1)
+        self.assertEqual(virt_driver.SHUTDOWN,
+                         self.driver.get_power_state(UUID1))
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.driver.power_off(UUID1)    # already off: nothing to do
+        self.driver.power_on(UUID1)
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.power_on(UUID1)     # already on: nothing to do
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_reboots_leave_it_running(self):
+        for hard in (False, True):
+            self.driver.reboot(UUID1, hard)
+            self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.power_off(UUID1)
+        self.driver.reboot(UUID1, hard=True)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_refused_soft_reboot_falls_back_to_hard(self):
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'reboot'))
+        self.driver.reboot(UUID1, hard=False)
+        self.assertEqual(['reboot'], faults.triggered)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_missing_guest_names_the_action(self):
+        self.driver.destroy(UUID1)
+        self.assertEqual(virt_driver.NOSTATE,
+                         self.driver.get_power_state(UUID1))
+        for call, words in ((self.driver.power_off, 'power off'),
+                            (self.driver.power_on, 'power on')):
+            exc = self.assertRaises(exception.InstancePowerActionFailed,
+                                    call, UUID1)
+            self.assertIn(words, exc.message)
+            self.assertIn('no domain', exc.message)
+
+    def test_start_failure_is_reported(self):
+        self.driver.power_off(UUID1)
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'create', message='device busy'))
+        exc = self.assertRaises(exception.InstancePowerActionFailed,
+                                self.driver.power_on, UUID1)
+        self.assertIn('device busy', exc.message)
+
+    def test_rebuild_redefines_with_the_same_devices(self):
+        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
+                            power_on=True)
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.assertIn('<title>renamed</title>',
+                      self.domain(UUID1).XMLDesc())
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
+                            power_on=False)
+        self.assertFalse(self.domain(UUID1).isActive())
+        # A rebuild cut short after the undefine is finished by another.
+        self.driver.destroy(UUID1)
+        self.driver.rebuild(UUID1, 'vm1', 2, 1024, self.gpus(0, 2),
+                            power_on=True)
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+
 class HostTest(_LibvirtTestCase):
 
     def test_unreachable_uri(self):
