@@ -29,8 +29,17 @@ _STATUS = {
     'paused': 'PAUSED',
     'suspended': 'SUSPENDED',
     'soft-delete': 'SOFT_DELETED',
+    'resized': 'VERIFY_RESIZE',
 }
-_STATUS_BY_NAME = {status: vm_state for vm_state, status in _STATUS.items()}
+# An ACTIVE server with one of these task states shows this status, as
+# upstream (a cold migration shows RESIZE too).
+_TASK_STATUS = {
+    'resize_prep': 'RESIZE',
+    'resize_migrating': 'RESIZE',
+    'resize_migrated': 'RESIZE',
+    'resize_finish': 'RESIZE',
+    'resize_reverting': 'REVERT_RESIZE',
+}
 
 # This deployment has no Glance and no Neutron: the image reference is
 # passed through unchecked, networks are accepted and not configured.
@@ -118,7 +127,7 @@ def _detail_view(req, instance: dict) -> dict:
     vm_state = instance.get('vm_state')
     view = _brief_view(req, instance)
     view.update({
-        'status': _STATUS.get(vm_state, 'UNKNOWN'),
+        'status': server_status(instance),
         'tenant_id': instance.get('project_id'),
         'user_id': instance.get('user_id'),
         'metadata': {},
@@ -165,7 +174,15 @@ def _detail_view(req, instance: dict) -> dict:
     return view
 
 
-def _get(req, server_id: str, rule: str) -> dict:
+def server_status(instance: dict) -> str:
+    """The status clients see for an instance's vm and task state."""
+    if instance.get('vm_state') == 'active' and \
+            instance.get('task_state') in _TASK_STATUS:
+        return _TASK_STATUS[instance['task_state']]
+    return _STATUS.get(instance.get('vm_state'), 'UNKNOWN')
+
+
+def get_server(req, server_id: str, rule: str) -> dict:
     """The instance, if the caller may act on it by ``rule``.
 
     As upstream, a server of another project does not exist for a caller
@@ -204,8 +221,8 @@ def _listed(req, detail: bool) -> list[dict]:
                      if name in (i.get('display_name') or '')]
     status = req.GET.get('status')
     if status:
-        vm_state = _STATUS_BY_NAME.get(status.upper())
-        instances = [i for i in instances if i.get('vm_state') == vm_state]
+        instances = [i for i in instances
+                     if server_status(i) == status.upper()]
     instances.sort(key=lambda i: str(i.get('created_at') or ''),
                    reverse=True)
     return validation.paginate(req, instances, 'uuid')
@@ -225,11 +242,11 @@ def detail(req) -> tuple:
 
 def show(req, server_id: str) -> tuple:
     """GET /servers/{id}."""
-    instance = _get(req, server_id, policies.SERVERS_SHOW)
+    instance = get_server(req, server_id, policies.SERVERS_SHOW)
     return 200, {'server': _detail_view(req, instance)}
 
 
-def _flavor_id(ref) -> str:
+def flavor_id(ref) -> str:
     """A flavorRef may be an id or a flavor URL; keep the id."""
     return str(ref).rstrip('/').rsplit('/', 1)[-1]
 
@@ -241,7 +258,7 @@ def create(req) -> tuple:
                           'user_id': req.context.user_id})
     body = req.body_object('server')
     validation.validate(body, _CREATE_SCHEMA)
-    flavor_ref = _flavor_id(body['flavorRef'])
+    flavor_ref = flavor_id(body['flavorRef'])
     try:
         db.flavor_get_by_flavorid(req.context, flavor_ref)
     except exception.FlavorNotFound:
@@ -260,6 +277,6 @@ def create(req) -> tuple:
 
 def delete(req, server_id: str) -> tuple:
     """DELETE /servers/{id}."""
-    _get(req, server_id, policies.SERVERS_DELETE)
+    get_server(req, server_id, policies.SERVERS_DELETE)
     req.compute_api.delete(req.context, server_id)
     return 204, None

@@ -55,6 +55,7 @@ from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from nova.compute import rpcapi as compute_rpcapi
+from nova.conductor import migrate
 from nova import context as nova_context
 from nova.db import api as db
 from nova import manager
@@ -92,6 +93,8 @@ class ConductorManager(manager.Manager):
         self.owner = '%s:%s' % (conf.host, uuidutils.generate_uuid())
         self._builds: set[str] = set()    # builds this process drives
         self._builds_lock = threading.Lock()
+        self.moves = migrate.MoveTasks(conf, self.reportclient,
+                                       self.scheduler_api, self.compute_api)
 
     # Leases -----------------------------------------------------------------
 
@@ -152,6 +155,25 @@ class ConductorManager(manager.Manager):
                      'scheduled', instance_uuid)
             return
         self._drive(context, instance_uuid, False)
+
+    # Moves (nova.conductor.migrate) ------------------------------------------
+
+    def migrate_server(self, context, instance_uuid: str,
+                       migration_uuid: str,
+                       requested_host: str | None) -> None:
+        """Resize or cold-migrate an instance (RPC cast from the API)."""
+        self.moves.migrate_server(context, instance_uuid, migration_uuid,
+                                  requested_host)
+
+    def confirm_resize(self, context, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Confirm a finished resize or cold migration."""
+        self.moves.confirm_resize(context, instance_uuid, migration_uuid)
+
+    def revert_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Revert a finished resize or cold migration."""
+        self.moves.revert_resize(context, instance_uuid, migration_uuid)
 
     def _drive(self, context, instance_uuid: str, takeover: bool) -> None:
         """Run a build whose lease this conductor holds."""

@@ -19,8 +19,12 @@ Checked:
 - no device provider is allocated to more than one consumer;
 - Placement's device allocations of an ACTIVE server are exactly its
   device rows, and it has allocations only in its host's provider tree;
-- every consumer with allocations is an ACTIVE or building server (any
-  other consumer is a leak);
+- every consumer with allocations is an ACTIVE, VERIFY_RESIZE or
+  building server, or a migration in progress (any other consumer is a
+  leak);
+- a server in VERIFY_RESIZE holds one partition of its new flavor on its
+  host (allocated to it) and one of its old flavor on the source of the
+  move (allocated to the migration), told apart by PCI request id;
 - no provider's usage exceeds its capacity.
 
 The reads are not one snapshot: check a deployment at rest (no request in
@@ -44,7 +48,7 @@ ALIAS_SPEC = 'pci_passthrough:alias'
 # Device statuses in which a row belongs to an instance.
 _HELD = ('claimed', 'allocated')
 # Instance vm_states that may hold devices and allocations.
-_HOLDING = ('active', 'building')
+_HOLDING = ('active', 'building', 'resized')
 
 
 def placement_adapter(url: str, token: str = 'admin') -> ks_adapter.Adapter:
@@ -74,6 +78,7 @@ def check(compute_url: str, token: str,
     nodes = {node['hypervisor_hostname']: node['uuid']
              for node in db.compute_node_get_all(context)}
     devices = _device_rows(context)
+    migrations = {m['uuid']: m for m in db.migration_get_in_progress(context)}
     providers, allocations, capacity = _placement_state(placement)
 
     violations = []
@@ -82,9 +87,9 @@ def check(compute_url: str, token: str,
                        for uuid, s in sorted(servers.items())
                        if s['status'] == 'BUILD']
     violations += _device_holders(devices, instances)
-    violations += _partitions(devices, instances)
+    violations += _partitions(devices, instances, migrations)
     violations += _allocations(devices, instances, nodes, providers,
-                               allocations)
+                               allocations, migrations)
     violations += _usage(allocations, capacity)
     return violations
 
@@ -161,12 +166,62 @@ def _device_holders(devices: list[dict], instances: dict) -> list[str]:
     return violations
 
 
-def _requested_devices(instance: dict) -> int:
-    specs = (instance.get('flavor') or {}).get('extra_specs') or {}
+def _requested_devices(flavor: dict | None) -> int:
+    specs = (flavor or {}).get('extra_specs') or {}
     if ALIAS_SPEC not in specs:
         return 0
     return sum(count for _name, count in
                pci_request.parse_alias_extra_spec(specs[ALIAS_SPEC]))
+
+
+def _request_ids(pci_requests: list | None) -> set[str]:
+    return {request['request_id'] for request in pci_requests or []}
+
+
+def _finished_moves(instances: dict, migrations: dict) -> dict[str, dict]:
+    """Instance UUID -> its finished move of a VERIFY_RESIZE server."""
+    return {m['instance_uuid']: m for m in migrations.values()
+            if m['status'] == 'finished' and
+            _state(instances, m['instance_uuid']) == 'resized'}
+
+
+def _holdings(devices: list[dict], instances: dict, migrations: dict
+              ) -> list[tuple[str, str, str, dict | None, list[dict]]]:
+    """(holder name, consumer, node, flavor, device rows) for every set
+    of devices a settled server should hold as one partition: an ACTIVE
+    server's, and both ends of a VERIFY_RESIZE server's move."""
+    rows_of = collections.defaultdict(list)
+    for row in devices:
+        if row['instance_uuid']:
+            rows_of[row['instance_uuid']].append(row)
+    moves = _finished_moves(instances, migrations)
+    result = []
+    for uuid, instance in sorted(instances.items()):
+        rows = rows_of.get(uuid, [])
+        if instance['vm_state'] == 'active':
+            result.append(('ACTIVE server %s' % uuid, uuid,
+                           instance['node'], instance['flavor'], rows))
+        elif uuid in moves:
+            move = moves[uuid]
+            old = _request_ids(move['old_pci_requests'])
+            new = _request_ids(move['new_pci_requests'])
+            result.append((
+                'VERIFY_RESIZE server %s (new flavor)' % uuid, uuid,
+                move['dest_node'], move['new_flavor'],
+                [r for r in rows if r['request_id'] in new and
+                 r['host'] == move['dest_node']]))
+            result.append((
+                'VERIFY_RESIZE server %s (source kept by migration %s)' % (
+                    uuid, move['uuid']), move['uuid'], move['source_node'],
+                move['old_flavor'],
+                [r for r in rows if r['request_id'] in old and
+                 r['host'] == move['source_node']]))
+            kept = [r for r in rows if r not in result[-1][4] and
+                    r not in result[-2][4]]
+            if kept:
+                result.append(('VERIFY_RESIZE server %s (outside its move)'
+                               % uuid, uuid, None, None, kept))
+    return result
 
 
 def _group_members(rows: list[dict]) -> dict[str, frozenset[str]]:
@@ -180,42 +235,41 @@ def _group_members(rows: list[dict]) -> dict[str, frozenset[str]]:
             members.items()}
 
 
-def _partitions(devices: list[dict], instances: dict) -> list[str]:
-    """ACTIVE servers hold their flavor's count, as one whole group."""
+def _partitions(devices: list[dict], instances: dict,
+                migrations: dict) -> list[str]:
+    """Each holding (see ``_holdings``) is its flavor's count of devices,
+    on its node, as one whole group."""
     by_host = collections.defaultdict(list)
-    held = collections.defaultdict(set)
     for row in devices:
         by_host[row['host']].append(row)
-        if row['instance_uuid']:
-            held[row['instance_uuid']].add((row['host'], row['address']))
     violations = []
-    for uuid, instance in sorted(instances.items()):
-        if instance['vm_state'] != 'active':
+    for name, _consumer, node, flavor, rows in _holdings(
+            devices, instances, migrations):
+        wanted = _requested_devices(flavor)
+        if len(rows) != wanted:
+            violations.append('%s holds %d devices, its flavor asks for %d'
+                              % (name, len(rows), wanted))
             continue
-        wanted = _requested_devices(instance)
-        mine = held.get(uuid, set())
-        if len(mine) != wanted:
-            violations.append('ACTIVE server %s holds %d devices, its flavor '
-                              'asks for %d' % (uuid, len(mine), wanted))
-            continue
-        hosts = {host for host, _address in mine}
-        if len(hosts) > 1:
-            violations.append('ACTIVE server %s holds devices on several '
-                              'hosts: %s' % (uuid, sorted(hosts)))
+        hosts = {row['host'] for row in rows}
+        if hosts - {node}:
+            violations.append('%s holds devices on %s, not (only) on its '
+                              'node %s' % (name, sorted(hosts), node))
             continue
         if wanted < 2:
             continue
-        groups = _group_members(by_host[hosts.pop()])
-        addresses = frozenset(address for _host, address in mine)
+        groups = _group_members(by_host[node])
+        addresses = frozenset(row['address'] for row in rows)
         if groups and addresses not in groups.values():
-            violations.append('ACTIVE server %s holds %s, which is not one '
-                              'device group' % (uuid, sorted(addresses)))
+            violations.append('%s holds %s, which is not one device group'
+                              % (name, sorted(addresses)))
     return violations
 
 
 def _allocations(devices: list[dict], instances: dict, nodes: dict,
-                 providers: dict, allocations: dict) -> list[str]:
-    """Placement holds what nova's servers hold, and nothing else."""
+                 providers: dict, allocations: dict,
+                 migrations: dict) -> list[str]:
+    """Placement holds what nova's servers and moves hold, and nothing
+    else."""
     device_rps = {row['rp_uuid']: row for row in devices if row['rp_uuid']}
     violations = []
     users = collections.defaultdict(list)
@@ -224,38 +278,41 @@ def _allocations(devices: list[dict], instances: dict, nodes: dict,
             if rp in device_rps:
                 users[rp].append(consumer)
         state = _state(instances, consumer)
-        if state not in _HOLDING:
+        if consumer in migrations:
+            state = 'migration'
+        if state not in _HOLDING and state != 'migration':
             violations.append('consumer %s holds allocations %s but is %s '
                               '(leaked)' % (consumer, by_rp, state))
+    for name, consumer, node, _flavor, rows in _holdings(
+            devices, instances, migrations):
+        if node is None:
+            violations.append('%s holds devices %s' % (
+                name, sorted(r['address'] for r in rows)))
             continue
-        if state != 'active':
+        by_rp = allocations.get(consumer)
+        if not by_rp:
+            # The scheduler claims for every server (at least its VCPU
+            # and RAM).
+            violations.append('%s has no allocation in Placement' % name)
             continue
-        node = instances[consumer]['node']
         roots = {providers.get(rp) for rp in by_rp}
         if roots != {nodes.get(node)}:
-            violations.append('ACTIVE server %s on %s has allocations in '
-                              'provider trees %s' % (
-                                  consumer, node,
-                                  sorted(str(r) for r in roots)))
+            violations.append('%s on %s has allocations in provider trees '
+                              '%s' % (name, node,
+                                      sorted(str(r) for r in roots)))
         in_placement = {rp for rp in by_rp if rp in device_rps}
-        in_nova = {row['rp_uuid'] for row in devices
-                   if row['instance_uuid'] == consumer}
+        in_nova = {row['rp_uuid'] for row in rows}
         if in_placement != in_nova:
-            violations.append('ACTIVE server %s is allocated device '
-                              'providers %s in Placement but holds %s in '
-                              'nova' % (consumer, sorted(in_placement),
-                                        sorted(in_nova)))
+            violations.append('%s is allocated device providers %s in '
+                              'Placement but holds %s in nova' % (
+                                  name, sorted(in_placement),
+                                  sorted(in_nova)))
     for rp, consumers in sorted(users.items()):
         if len(consumers) > 1:
             row = device_rps[rp]
             violations.append('device %s %s is allocated to %d consumers: '
                               '%s' % (row['host'], row['address'],
                                       len(consumers), sorted(consumers)))
-    # The scheduler claims for every server (at least its VCPU and RAM).
-    violations += ['ACTIVE server %s has no allocation in Placement' % uuid
-                   for uuid, instance in sorted(instances.items())
-                   if instance['vm_state'] == 'active'
-                   and uuid not in allocations]
     return violations
 
 
