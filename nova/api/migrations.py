@@ -90,9 +90,9 @@ def _server_view(req, migration: dict) -> dict:
 
 
 def _server_migrations(req, server_id: str) -> list[dict]:
+    servers.get_server(req, server_id, policies.SERVER_MIGRATIONS)
     if not req.api_version.at_least('2.23'):
         raise exception.NotFound()
-    servers.get_server(req, server_id, policies.SERVER_MIGRATIONS)
     return db.migration_get_in_progress(req.context, [server_id])
 
 

@@ -14,7 +14,7 @@ from nova.db import models
 from nova.tests.fixtures import database as db_fixture
 
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
-          'flavor_extra_specs', 'instances'}
+          'flavor_extra_specs', 'instances', 'migrations'}
 
 
 class TestMigrationSqlite(test.TestCase):
