@@ -339,7 +339,7 @@ class ComputeServiceUnavailable(NovaException):
     code = 409
 
 
-class ComputeServiceInUse(Conflict):
+class ComputeServiceInUse(Invalid):
     msg_fmt = ('Compute service of %(host)s is still up: %(reason)s; '
                'only instances of a host whose compute service is down '
                'can be evacuated.')

@@ -39,6 +39,7 @@ _TASK_STATUS = {
     'resize_migrated': 'RESIZE',
     'resize_finish': 'RESIZE',
     'resize_reverting': 'REVERT_RESIZE',
+    'rebuilding': 'REBUILD',
 }
 
 # This deployment has no Glance and no Neutron: the image reference is

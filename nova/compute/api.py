@@ -40,7 +40,15 @@ def flavor_snapshot(flavor: dict) -> dict:
 
 # Task states of a move in flight: a delete waits for the move to settle.
 MOVE_TASK_STATES = ('resize_prep', 'resize_migrating', 'resize_migrated',
-                    'resize_finish', 'resize_reverting')
+                    'resize_finish', 'resize_reverting', 'rebuilding')
+
+# migration_type -> (action name for errors, task state, first migration
+# status), as upstream.
+_MOVE_STEPS = {
+    'resize': ('resize', 'resize_prep', 'pre-migrating'),
+    'migration': ('migrate', 'resize_prep', 'pre-migrating'),
+    'evacuation': ('evacuate', 'rebuilding', 'accepted'),
+}
 
 
 class API:
@@ -138,9 +146,9 @@ class API:
         (or a move and a delete) exactly one starts.
         """
         uuid = instance['uuid']
-        action = 'resize' if migration_type == 'resize' else 'migrate'
+        action, task_state, status = _MOVE_STEPS[migration_type]
         try:
-            db.instance_update(context, uuid, {'task_state': 'resize_prep'},
+            db.instance_update(context, uuid, {'task_state': task_state},
                                expected={'vm_state': 'active',
                                          'task_state': None})
         except exception.InstanceUpdateConflict as exc:
@@ -156,7 +164,7 @@ class API:
             'old_instance_type_id': old_flavor.get('id'),
             'new_instance_type_id': new_flavor.get('id'),
             'migration_type': migration_type,
-            'status': 'pre-migrating',
+            'status': status,
             'project_id': instance['project_id'],
             'user_id': instance['user_id'],
             'old_flavor': old_flavor,
@@ -169,8 +177,9 @@ class API:
                                               migration['uuid'],
                                               requested_host)
         except oslo_messaging.MessagingException as exc:
-            db.migration_update(context, migration['uuid'],
-                                {'status': 'error'})
+            db.migration_update(context, migration['uuid'], {
+                'status': 'failed' if migration_type == 'evacuation'
+                else 'error'})
             db.instance_update(context, uuid, {'task_state': None})
             raise exception.MigrationFailed(
                 instance_uuid=uuid,
@@ -207,10 +216,7 @@ class API:
         """Cold-migrate the server to another host (``host`` if given);
         the migration. The flavor and PCI requests stay."""
         if host is not None:
-            try:
-                db.service_get_by_host_and_binary(context, host,
-                                                  compute_rpcapi.BINARY)
-            except exception.ServiceHostBinaryNotFound:
+            if self._compute_service(context, host) is None:
                 raise exception.APIValidationError(
                     field='host', reason='no compute service runs on host '
                     '%r' % (host,))
@@ -221,6 +227,45 @@ class API:
         return self._start_move(context, instance, 'migration',
                                 instance['flavor'] or {},
                                 instance['pci_requests'] or [], host)
+
+    def evacuate(self, context, instance: dict,
+                 host: str | None = None) -> dict:
+        """Rebuild the server on another host (``host`` if given) because
+        its compute is down; the migration.
+
+        400 (ComputeServiceInUse) while the source compute is up: an
+        evacuation must never run a second guest of the server. The
+        flavor and PCI requests stay: a partition of the same size.
+        """
+        source = instance['host']
+        service = self._compute_service(context, source)
+        if servicegroup.is_up(service, self.conf):
+            raise exception.ComputeServiceInUse(
+                host=source, reason='it reported within '
+                '[DEFAULT]service_down_time')
+        if host is not None:
+            target = self._compute_service(context, host)
+            if target is None:
+                raise exception.APIValidationError(
+                    field='host', reason='no compute service runs on host '
+                    '%r' % (host,))
+            if host == source:
+                raise exception.APIValidationError(
+                    field='host', reason='%r is the host the server is '
+                    'evacuated from' % (host,))
+            if not servicegroup.is_up(target, self.conf):
+                raise exception.ComputeServiceUnavailable(host=host)
+        return self._start_move(context, instance, 'evacuation',
+                                instance['flavor'] or {},
+                                instance['pci_requests'] or [], host)
+
+    @staticmethod
+    def _compute_service(context, host: str | None) -> dict | None:
+        try:
+            return db.service_get_by_host_and_binary(
+                context, host, compute_rpcapi.BINARY)
+        except exception.ServiceHostBinaryNotFound:
+            return None
 
     def _finished_move(self, context, instance: dict, action: str,
                        status: str) -> dict:
@@ -318,11 +363,7 @@ class API:
     def _terminate_on_host(self, context, host: str, uuid: str) -> bool:
         """Have the compute of ``host`` delete the instance; False if it
         is down or does not answer, so the caller deletes locally."""
-        try:
-            service = db.service_get_by_host_and_binary(
-                context, host, compute_rpcapi.BINARY)
-        except exception.ServiceHostBinaryNotFound:
-            service = None
+        service = self._compute_service(context, host)
         if not servicegroup.is_up(service, self.conf):
             LOG.warning('Deleting instance %s without its compute: %s',
                         uuid, servicegroup.down_reason(service, host))

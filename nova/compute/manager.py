@@ -60,6 +60,7 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
+        self._destroy_evacuated_instances(context)
         self._repair_host(context)
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
@@ -124,6 +125,43 @@ class ComputeManager(manager.Manager):
         if not repairs:
             LOG.info('Compute %s start-up check: nothing to repair',
                      self.host)
+
+    def _destroy_evacuated_instances(self, context) -> None:
+        """Clean up what instances evacuated away from this host while it
+        was down left here, as upstream does at start.
+
+        Driven by the evacuation migrations from this host: the guest is
+        destroyed (and its NVLink partition released) whatever their
+        status, since the instance may run elsewhere already; once the
+        evacuation is ``done`` the instance's devices here are freed, the
+        migration's source allocation deleted and the migration
+        ``completed``. An evacuation still in flight keeps the devices
+        and allocation for its rollback.
+        """
+        for migration in db.migration_get_all(context, {
+                'source_compute': self.host,
+                'migration_type': 'evacuation',
+                'status': ['accepted', 'pre-migrating', 'done']}):
+            uuid = migration['instance_uuid']
+            had_guest = uuid in self.driver.list_instance_uuids()
+            # Also releases a partition whose guest is gone already.
+            self.driver.destroy(uuid)
+            if had_guest:
+                LOG.warning('Compute %s start-up repair: guest of instance '
+                            '%s destroyed: it was evacuated to %s',
+                            self.host, uuid, migration['dest_compute'])
+            if migration['status'] != 'done':
+                continue
+            freed = self.rt.pci_tracker.free_instance(uuid)
+            self.reportclient.delete_allocation_for_instance(
+                migration['uuid'])
+            db.migration_update(context, migration['uuid'],
+                                {'status': 'completed'})
+            LOG.warning('Compute %s start-up repair: instance %s was '
+                        'evacuated to %s; PCI devices %s and its source '
+                        'allocation (migration %s) freed', self.host, uuid,
+                        migration['dest_compute'],
+                        ', '.join(freed) or 'none', migration['uuid'])
 
     def _device_holders(self) -> set[str]:
         """Instances holding a PCI device of this host."""
@@ -395,7 +433,8 @@ class ComputeManager(manager.Manager):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             new_ids = _request_ids(migration['new_pci_requests'])
             try:
-                if migration['status'] != 'pre-migrating' or \
+                if migration['status'] not in ('pre-migrating',
+                                               'accepted') or \
                         migration['dest_compute'] != self.host:
                     raise exception.MigrationFailed(
                         instance_uuid=instance_uuid,
@@ -438,7 +477,8 @@ class ComputeManager(manager.Manager):
     def finish_resize(self, context, instance_uuid: str,
                       migration_uuid: str) -> None:
         """Destination: start the guest with the new flavor on the devices
-        ``prep_resize`` claimed; the server waits in VERIFY_RESIZE.
+        ``prep_resize`` claimed; the server waits in VERIFY_RESIZE (or,
+        evacuated, is ACTIVE).
 
         On failure the guest and the devices claimed here are gone again
         and MigrationFailed is raised; the conductor rolls back.
@@ -462,17 +502,19 @@ class ComputeManager(manager.Manager):
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
+            # An evacuation is over here; a resize or cold migration
+            # waits in VERIFY_RESIZE for a confirm or revert.
+            evacuation = migration['migration_type'] == 'evacuation'
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
                 'host': self.host, 'node': self.rt.nodename,
-                'vm_state': 'resized', 'task_state': None,
-                'power_state': 1})
-            db.migration_update(context, migration_uuid,
-                                {'status': 'finished'})
-            LOG.info('Instance %s runs on %s with PCI devices %s, waiting '
-                     'for its %s to be confirmed or reverted',
-                     instance_uuid, self.host,
+                'vm_state': 'active' if evacuation else 'resized',
+                'task_state': None, 'power_state': 1})
+            db.migration_update(context, migration_uuid, {
+                'status': 'done' if evacuation else 'finished'})
+            LOG.info('Instance %s runs on %s with PCI devices %s after its '
+                     '%s', instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none',
                      migration['migration_type'])
 

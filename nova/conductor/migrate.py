@@ -1,4 +1,5 @@
-"""The conductor's move workflows: resize, cold migration, confirm, revert.
+"""The conductor's move workflows: resize, cold migration, evacuation,
+confirm, revert.
 
 A move follows upstream Nova's allocation model. Before the destination
 is scheduled, the instance's allocation on the source is moved to the
@@ -24,6 +25,12 @@ Steps (the migration's ``status`` in brackets, as upstream)::
                                                         [confirmed]
     revert: destination frees, its allocation deleted, source allocation
       moved back to the instance, source starts the guest [reverted]
+
+An evacuation (migration status ``accepted`` -> ``done``) takes the same
+path without the source step, since the source compute is down: the
+migration holds the source allocation until that compute starts again
+and cleans up (``ComputeManager._destroy_evacuated_instances``, status
+``completed``); the server is ACTIVE on the destination at once.
 
 Any failure before the server runs on the destination rolls back: what
 the destination claimed is freed, the source allocation goes back to the
@@ -86,9 +93,12 @@ class MoveTasks:
             dest = self._prepare_destination(context, instance_uuid,
                                              migration, excluded,
                                              requested_host)
-            self.compute_api.resize_instance(context, source, instance_uuid,
-                                             migration_uuid)
-            stopped = True
+            # The source of an evacuation is down: nothing to stop there.
+            if migration['migration_type'] != 'evacuation':
+                self.compute_api.resize_instance(context, source,
+                                                 instance_uuid,
+                                                 migration_uuid)
+                stopped = True
             self.compute_api.finish_resize(context, dest, instance_uuid,
                                            migration_uuid)
         except Exception as exc:
@@ -99,9 +109,8 @@ class MoveTasks:
             self._roll_back(context, instance_uuid, migration, dest,
                             stopped, reason)
             return
-        LOG.info('Instance %s: %s %s finished on %s; waiting for confirm '
-                 'or revert', instance_uuid, migration['migration_type'],
-                 migration_uuid, dest)
+        LOG.info('Instance %s: %s %s finished on %s', instance_uuid,
+                 migration['migration_type'], migration_uuid, dest)
 
     def _prepare_destination(self, context, instance_uuid: str,
                              migration: dict, excluded: set[str],
@@ -161,7 +170,8 @@ class MoveTasks:
                 report.CONSUMER_TYPE_INSTANCE)
             # Over before the server shows ACTIVE again: the instance is
             # on its source host, which owns what it holds there.
-            db.migration_update(context, migration_uuid, {'status': 'error'})
+            db.migration_update(context, migration_uuid,
+                                {'status': _failed(migration)})
             if stopped:
                 self.compute_api.finish_revert_resize(
                     context, migration['source_compute'], instance_uuid,
@@ -172,7 +182,8 @@ class MoveTasks:
         except Exception as exc:
             LOG.exception('Rolling back migration %s of instance %s failed',
                           migration_uuid, instance_uuid)
-            db.migration_update(context, migration_uuid, {'status': 'error'})
+            db.migration_update(context, migration_uuid,
+                                {'status': _failed(migration)})
             self._set_error(context, instance_uuid, 'Migration %s failed '
                             '(%s) and could not be rolled back: %s' % (
                                 migration_uuid, reason,
@@ -265,3 +276,10 @@ class MoveTasks:
                 'fault_message': message})
         except exception.InstanceNotFound:
             pass
+
+
+def _failed(migration: dict) -> str:
+    """The status of a failed move, as upstream: evacuations 'failed',
+    resizes and cold migrations 'error'."""
+    return 'failed' if migration['migration_type'] == 'evacuation' \
+        else 'error'

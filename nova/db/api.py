@@ -599,10 +599,11 @@ def instance_get_orphaned_builds(context, stale_before) -> list[str]:
 
 # Migrations ------------------------------------------------------------------
 
-# Statuses after which a migration holds nothing any more (upstream's
-# terminal statuses, plus 'done' and 'completed' of evacuations).
+# Statuses after which a migration holds nothing any more, as upstream.
+# An evacuation that is 'done' still holds its source until the source
+# compute comes back and cleans up ('completed').
 MIGRATION_FINAL_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
-                            'done', 'completed', 'cancelled')
+                            'completed', 'cancelled')
 
 
 @context_manager.writer

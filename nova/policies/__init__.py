@@ -46,6 +46,7 @@ MIGRATE = 'os_compute_api:os-migrate-server:migrate'
 MIGRATE_HOST = 'os_compute_api:os-migrate-server:migrate:host'
 MIGRATIONS_INDEX = 'os_compute_api:os-migrations:index'
 SERVER_MIGRATIONS = 'os_compute_api:servers:migrations:index'
+EVACUATE = 'os_compute_api:os-evacuate'
 
 
 def _rule(name: str, check: str, description: str,
@@ -143,6 +144,9 @@ def list_rules() -> list[policy.RuleDefault]:
         _rule(MIGRATE_HOST, ADMIN,
               'Cold-migrate a server to a named host (2.56).',
               [('POST', '/servers/{server_id}/action (migrate)')]),
+        _rule(EVACUATE, ADMIN,
+              'Evacuate a server from a host whose compute is down.',
+              [('POST', '/servers/{server_id}/action (evacuate)')]),
         _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
               [('GET', '/os-migrations')]),
         _rule(SERVER_MIGRATIONS, ADMIN,

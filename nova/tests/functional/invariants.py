@@ -22,9 +22,10 @@ Checked:
 - every consumer with allocations is an ACTIVE, VERIFY_RESIZE or
   building server, or a migration in progress (any other consumer is a
   leak);
-- a server in VERIFY_RESIZE holds one partition of its new flavor on its
-  host (allocated to it) and one of its old flavor on the source of the
-  move (allocated to the migration), told apart by PCI request id;
+- a server in VERIFY_RESIZE (or evacuated from a compute that has not
+  come back yet) holds one partition of its new flavor on its host
+  (allocated to it) and one of its old flavor on the source of the move
+  (allocated to the migration), told apart by PCI request id and host;
 - no provider's usage exceeds its capacity.
 
 The reads are not one snapshot: check a deployment at rest (no request in
@@ -178,49 +179,54 @@ def _request_ids(pci_requests: list | None) -> set[str]:
     return {request['request_id'] for request in pci_requests or []}
 
 
-def _finished_moves(instances: dict, migrations: dict) -> dict[str, dict]:
-    """Instance UUID -> its finished move of a VERIFY_RESIZE server."""
-    return {m['instance_uuid']: m for m in migrations.values()
-            if m['status'] == 'finished' and
-            _state(instances, m['instance_uuid']) == 'resized'}
+def _settled_moves(instances: dict, migrations: dict) -> dict[str, dict]:
+    """Instance UUID -> its move that holds both ends at rest: the finished
+    resize or cold migration of a VERIFY_RESIZE server, or the evacuation
+    of an ACTIVE server whose source compute has not cleaned up yet."""
+    moves = {}
+    for move in migrations.values():
+        state = _state(instances, move['instance_uuid'])
+        if (move['status'], state) in (('finished', 'resized'),
+                                       ('done', 'active')):
+            moves[move['instance_uuid']] = move
+    return moves
 
 
 def _holdings(devices: list[dict], instances: dict, migrations: dict
               ) -> list[tuple[str, str, str, dict | None, list[dict]]]:
     """(holder name, consumer, node, flavor, device rows) for every set
     of devices a settled server should hold as one partition: an ACTIVE
-    server's, and both ends of a VERIFY_RESIZE server's move."""
+    server's, and both ends of a settled move (see ``_settled_moves``;
+    the migration holds the source)."""
     rows_of = collections.defaultdict(list)
     for row in devices:
         if row['instance_uuid']:
             rows_of[row['instance_uuid']].append(row)
-    moves = _finished_moves(instances, migrations)
+    moves = _settled_moves(instances, migrations)
     result = []
     for uuid, instance in sorted(instances.items()):
         rows = rows_of.get(uuid, [])
-        if instance['vm_state'] == 'active':
-            result.append(('ACTIVE server %s' % uuid, uuid,
-                           instance['node'], instance['flavor'], rows))
-        elif uuid in moves:
+        if uuid in moves:
             move = moves[uuid]
+            label = '%s server %s' % (move['migration_type'], uuid)
             old = _request_ids(move['old_pci_requests'])
             new = _request_ids(move['new_pci_requests'])
-            result.append((
-                'VERIFY_RESIZE server %s (new flavor)' % uuid, uuid,
-                move['dest_node'], move['new_flavor'],
-                [r for r in rows if r['request_id'] in new and
-                 r['host'] == move['dest_node']]))
-            result.append((
-                'VERIFY_RESIZE server %s (source kept by migration %s)' % (
-                    uuid, move['uuid']), move['uuid'], move['source_node'],
-                move['old_flavor'],
-                [r for r in rows if r['request_id'] in old and
-                 r['host'] == move['source_node']]))
-            kept = [r for r in rows if r not in result[-1][4] and
-                    r not in result[-2][4]]
+            dest = [r for r in rows if r['request_id'] in new and
+                    r['host'] == move['dest_node']]
+            source = [r for r in rows if r['request_id'] in old and
+                      r['host'] == move['source_node']]
+            result.append(('%s (destination)' % label, uuid,
+                           move['dest_node'], move['new_flavor'], dest))
+            result.append(('%s (source kept by migration %s)' % (
+                label, move['uuid']), move['uuid'], move['source_node'],
+                move['old_flavor'], source))
+            kept = [r for r in rows if r not in dest and r not in source]
             if kept:
-                result.append(('VERIFY_RESIZE server %s (outside its move)'
-                               % uuid, uuid, None, None, kept))
+                result.append(('%s (outside its move)' % label, uuid, None,
+                               None, kept))
+        elif instance['vm_state'] == 'active':
+            result.append(('ACTIVE server %s' % uuid, uuid,
+                           instance['node'], instance['flavor'], rows))
     return result
 
 
