@@ -10,6 +10,7 @@ import logging
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_utils import timeutils
 
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import utils as compute_utils
@@ -49,6 +50,15 @@ _MOVE_STEPS = {
     'migration': ('migrate', 'resize_prep', 'pre-migrating'),
     'evacuation': ('evacuate', 'rebuilding', 'accepted'),
 }
+
+
+def _hand_over(task_state: str | None) -> dict:
+    """Instance values that start a move step: its task state, and the
+    move lease handed to whichever conductor takes the step (see
+    ``nova.db.api.instance_move_lease_take``); a step nobody takes within
+    ``[conductor]build_lease_timeout`` is recovered by a conductor."""
+    return {'task_state': task_state, 'build_owner': None,
+            'build_heartbeat': timeutils.utcnow()}
 
 
 class API:
@@ -148,7 +158,7 @@ class API:
         uuid = instance['uuid']
         action, task_state, status = _MOVE_STEPS[migration_type]
         try:
-            db.instance_update(context, uuid, {'task_state': task_state},
+            db.instance_update(context, uuid, _hand_over(task_state),
                                expected={'vm_state': 'active',
                                          'task_state': None})
         except exception.InstanceUpdateConflict as exc:
@@ -283,13 +293,16 @@ class API:
             raise exception.MigrationNotFound(
                 migration_id='(finished migration of instance %s)' % uuid)
         try:
-            return db.migration_update(context, migrations[0]['uuid'],
-                                       {'status': status},
-                                       expected_status='finished')
+            migration = db.migration_update(context, migrations[0]['uuid'],
+                                            {'status': status},
+                                            expected_status='finished')
         except exception.MigrationUpdateConflict as exc:
             raise exception.InstanceInvalidState(
                 action=action, instance_uuid=uuid, attr='migration status',
                 state=exc.kwargs['actual'], allowed='finished')
+        task_state = 'resize_reverting' if status == 'reverting' else None
+        db.instance_update(context, uuid, _hand_over(task_state))
+        return migration
 
     def confirm_resize(self, context, instance: dict,
                        wait: bool = False) -> None:
@@ -305,8 +318,6 @@ class API:
         it runs again where it was, with its old flavor and devices."""
         migration = self._finished_move(context, instance, 'revertResize',
                                         'reverting')
-        db.instance_update(context, instance['uuid'],
-                           {'task_state': 'resize_reverting'})
         self.conductor_api.revert_resize(context, instance['uuid'],
                                          migration['uuid'])
 

@@ -44,6 +44,7 @@ meanwhile, the late claim is left alone: the new owner frees before it
 schedules, or its own claim is refused and it fails the build, freeing.
 """
 
+import contextlib
 import datetime
 import logging
 import threading
@@ -99,13 +100,17 @@ class ConductorManager(manager.Manager):
     # Leases -----------------------------------------------------------------
 
     def init_host(self) -> None:
-        """Re-drive builds orphaned while no conductor was running."""
+        """Re-drive builds and recover moves orphaned while no conductor
+        was running."""
         self.redrive_orphaned_builds()
+        self.recover_orphaned_moves()
 
     def periodic_tasks(self) -> list:
         interval = self.conf.conductor.build_lease_timeout / 3.0
         return [('renew_build_leases', self.renew_build_leases, interval),
                 ('redrive_orphaned_builds', self.redrive_orphaned_builds,
+                 interval),
+                ('recover_orphaned_moves', self.recover_orphaned_moves,
                  interval)]
 
     def _stale_before(self) -> datetime.datetime:
@@ -157,36 +162,87 @@ class ConductorManager(manager.Manager):
         self._drive(context, instance_uuid, False)
 
     # Moves (nova.conductor.migrate) ------------------------------------------
+    #
+    # A conductor drives a move under the instance's lease (the build lease
+    # columns, renewed like a build's), so when it dies mid-move another
+    # conductor takes the move over and finishes or rolls it back.
+
+    @contextlib.contextmanager
+    def _driving(self, instance_uuid: str):
+        """Renew the instance's lease while the block runs."""
+        with self._builds_lock:
+            self._builds.add(instance_uuid)
+        try:
+            yield
+        finally:
+            with self._builds_lock:
+                self._builds.discard(instance_uuid)
+
+    def _drive_move(self, context, instance_uuid: str, step, *args,
+                    taken: bool = False) -> None:
+        """Run one move step under the instance's lease; a step whose
+        lease another conductor holds (a late or replayed message, or a
+        move taken over) is ignored."""
+        if not taken and not db.instance_move_lease_take(
+                context, instance_uuid, self.owner, self._stale_before()):
+            LOG.info('Ignoring %s of instance %s: another conductor drives '
+                     'its move', step.__name__, instance_uuid)
+            return
+        with self._driving(instance_uuid):
+            step(context, instance_uuid, *args)
 
     def migrate_server(self, context, instance_uuid: str,
                        migration_uuid: str,
                        requested_host: str | None) -> None:
-        """Resize or cold-migrate an instance (RPC cast from the API)."""
-        self.moves.migrate_server(context, instance_uuid, migration_uuid,
-                                  requested_host)
+        """Resize, cold-migrate or evacuate an instance (a cast from the
+        API)."""
+        self._drive_move(context, instance_uuid, self.moves.migrate_server,
+                         migration_uuid, requested_host)
 
     def confirm_resize(self, context, instance_uuid: str,
                        migration_uuid: str) -> None:
         """Confirm a finished resize or cold migration."""
-        self.moves.confirm_resize(context, instance_uuid, migration_uuid)
+        self._drive_move(context, instance_uuid, self.moves.confirm_resize,
+                         migration_uuid)
 
     def revert_resize(self, context, instance_uuid: str,
                       migration_uuid: str) -> None:
         """Revert a finished resize or cold migration."""
-        self.moves.revert_resize(context, instance_uuid, migration_uuid)
+        self._drive_move(context, instance_uuid, self.moves.revert_resize,
+                         migration_uuid)
+
+    def recover_orphaned_moves(self) -> list[threading.Thread]:
+        """Take over every move whose conductor died (its lease expired)
+        and finish or roll it back, each in its own thread (returned)."""
+        context = nova_context.get_admin_context()
+        stale_before = self._stale_before()
+        threads = []
+        for migration in db.migration_get_orphaned(context, stale_before):
+            uuid = migration['instance_uuid']
+            if not db.instance_move_lease_take(context, uuid, self.owner,
+                                               stale_before):
+                continue    # another conductor was quicker
+            LOG.warning('Instance %s: its %s %s (%s) had no live conductor '
+                        'for %ss; recovering it', uuid,
+                        migration['migration_type'], migration['uuid'],
+                        migration['status'],
+                        self.conf.conductor.build_lease_timeout)
+            thread = threading.Thread(
+                target=self._drive_move,
+                args=(context, uuid, self.moves.recover, migration['uuid']),
+                kwargs={'taken': True},
+                name='recover-%s' % migration['uuid'], daemon=True)
+            thread.start()
+            threads.append(thread)
+        return threads
 
     def _drive(self, context, instance_uuid: str, takeover: bool) -> None:
         """Run a build whose lease this conductor holds."""
-        with self._builds_lock:
-            self._builds.add(instance_uuid)
-        try:
+        with self._driving(instance_uuid):
             if takeover:
                 # What the previous owner's scheduler may have claimed.
                 self._free(instance_uuid)
             self._build(context, instance_uuid)
-        finally:
-            with self._builds_lock:
-                self._builds.discard(instance_uuid)
 
     # The build --------------------------------------------------------------
 

@@ -73,6 +73,8 @@ class MoveTasks:
         """Run a move the API recorded, up to VERIFY_RESIZE or rolled
         back. Never raises: the outcome is in the migration's status."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
+        if not _expect(migration, ('pre-migrating', 'accepted')):
+            return
         source = migration['source_compute']
         excluded = {source}
         if migration['migration_type'] == 'resize' and \
@@ -159,15 +161,19 @@ class MoveTasks:
         LOG.warning('Migration %s of instance %s failed, rolling back: %s',
                     migration_uuid, instance_uuid, reason)
         try:
-            if dest is not None and self._is_up(context, dest):
-                # A destination that is down frees its claims when it
-                # starts again (the move is over, nothing is its there).
-                self.compute_api.revert_resize(context, dest, instance_uuid,
-                                               migration_uuid)
-            self.reportclient.delete_allocation_for_instance(instance_uuid)
-            self.reportclient.move_allocations(
-                migration_uuid, instance_uuid,
-                report.CONSUMER_TYPE_INSTANCE)
+            if dest is not None:
+                self._undo_destination(context, dest, instance_uuid,
+                                       migration_uuid)
+            # Only while the migration holds the source: if it does not,
+            # the move never started or was rolled back already, and the
+            # instance's allocation is the source's.
+            if self.reportclient.get_allocations_for_consumer(
+                    migration_uuid)['allocations']:
+                self.reportclient.delete_allocation_for_instance(
+                    instance_uuid)
+                self.reportclient.move_allocations(
+                    migration_uuid, instance_uuid,
+                    report.CONSUMER_TYPE_INSTANCE)
             # Over before the server shows ACTIVE again: the instance is
             # on its source host, which owns what it holds there.
             db.migration_update(context, migration_uuid,
@@ -189,6 +195,45 @@ class MoveTasks:
                                 migration_uuid, reason,
                                 getattr(exc, 'message', None) or exc))
 
+    def _undo_destination(self, context, dest: str, instance_uuid: str,
+                          migration_uuid: str) -> None:
+        """Have the destination remove the guest and free the devices of
+        a move being rolled back. A destination that is down or does not
+        answer frees them itself once the move is over: at its restart or
+        in its periodic audit the instance is not its (see
+        ``ComputeManager.release_unowned``)."""
+        if not self._is_up(context, dest):
+            LOG.warning('Migration %s: destination %s is down; it frees '
+                        'what it holds for instance %s when it starts',
+                        migration_uuid, dest, instance_uuid)
+            return
+        try:
+            self.compute_api.revert_resize(context, dest, instance_uuid,
+                                           migration_uuid)
+        except Exception as exc:
+            LOG.warning('Migration %s: destination %s did not undo its '
+                        'part (%s); its audit or restart frees what it '
+                        'holds for instance %s', migration_uuid, dest,
+                        getattr(exc, 'message', None) or exc, instance_uuid)
+
+    def recover(self, context, instance_uuid: str,
+                migration_uuid: str) -> None:
+        """Finish or roll back a move whose conductor died: a confirm or
+        revert is done again (every step is idempotent), a move that had
+        not finished is rolled back."""
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        status = migration['status']
+        if status == 'confirming':
+            self.confirm_resize(context, instance_uuid, migration_uuid)
+        elif status == 'reverting':
+            self.revert_resize(context, instance_uuid, migration_uuid)
+        elif status in db.MIGRATION_DRIVEN_STATUSES:
+            self._roll_back(
+                context, instance_uuid, migration,
+                migration['dest_compute'],
+                status in ('migrating', 'post-migrating'),
+                'its conductor stopped while it was %s' % status)
+
     # Confirm and revert ------------------------------------------------------
 
     def confirm_resize(self, context, instance_uuid: str,
@@ -201,6 +246,8 @@ class MoveTasks:
         over); the allocation is freed here either way.
         """
         migration = db.migration_get_by_uuid(context, migration_uuid)
+        if not _expect(migration, ('confirming',)):
+            return
         source = migration['source_compute']
         try:
             if self._is_up(context, source):
@@ -234,6 +281,8 @@ class MoveTasks:
         ``reverting``): the server runs on its source again with the old
         flavor and devices, which it never let go."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
+        if not _expect(migration, ('reverting',)):
+            return
         try:
             self.compute_api.revert_resize(
                 context, migration['dest_compute'], instance_uuid,
@@ -276,6 +325,17 @@ class MoveTasks:
                 'fault_message': message})
         except exception.InstanceNotFound:
             pass
+
+
+def _expect(migration: dict, statuses: tuple[str, ...]) -> bool:
+    """True if the migration is in one of ``statuses``; a step for a
+    move that is past it (a late or replayed message) is logged and
+    skipped."""
+    if migration['status'] in statuses:
+        return True
+    LOG.info('Ignoring a step of migration %s: it is %s, not %s',
+             migration['uuid'], migration['status'], ' or '.join(statuses))
+    return False
 
 
 def _failed(migration: dict) -> str:

@@ -686,3 +686,50 @@ def migration_update(context, uuid: str, values: dict,
             uuid=uuid, actual=current['status'], expected=expected_status)
     context.session.expire_all()
     return migration_get_by_uuid(context, uuid)
+
+
+# Statuses of a move a conductor is driving (not settled, not over).
+MIGRATION_DRIVEN_STATUSES = ('pre-migrating', 'migrating', 'post-migrating',
+                             'accepted', 'confirming', 'reverting')
+
+
+@context_manager.writer
+def instance_move_lease_take(context, uuid: str, owner: str,
+                             stale_before) -> bool:
+    """Make ``owner`` the conductor driving a move of the instance; True
+    if it won.
+
+    Moves use the build lease columns of an instance that is not
+    building. The API hands a move over with no owner; a conductor takes
+    it from there, or from an owner that stopped renewing (heartbeat
+    before ``stale_before``: it died mid-move, or nobody took the move
+    the API handed over). One UPDATE, so of several conductors (or a late
+    message and a takeover) exactly one wins.
+    """
+    instance = models.Instance
+    result = context.session.execute(
+        sa.update(instance)
+        .where(instance.uuid == uuid, instance.deleted_at.is_(None),
+               instance.vm_state != 'building',
+               sa.or_(instance.build_owner.is_(None),
+                      instance.build_heartbeat.is_(None),
+                      instance.build_heartbeat < stale_before))
+        .values(build_owner=owner, build_heartbeat=timeutils.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+@context_manager.reader
+def migration_get_orphaned(context, stale_before) -> list[dict]:
+    """Moves a conductor was driving whose instance's lease expired
+    (the conductor died mid-move), oldest first."""
+    instance = models.Instance
+    query = (sa.select(models.Migration)
+             .join(instance, instance.uuid == models.Migration.instance_uuid)
+             .where(models.Migration.status.in_(MIGRATION_DRIVEN_STATUSES),
+                    instance.deleted_at.is_(None),
+                    sa.or_(instance.build_heartbeat.is_(None),
+                           instance.build_heartbeat < stale_before))
+             .order_by(models.Migration.id))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]

@@ -8,9 +8,16 @@ and migrations hold, no device row is claimed twice and no libvirt domain
 exists without a server on that host.
 """
 
+import datetime
 import threading
+import time
+
+import fixtures
+from oslo_utils import timeutils
 
 from nova import context as nova_context
+from nova.compute import rpcapi as compute_rpcapi
+from nova.conductor import manager as conductor_manager
 from nova.db import api as db
 from nova.tests.fixtures import libvirt_faults
 from nova.tests.functional import invariants
@@ -52,9 +59,9 @@ class MoveTestBase(boot.BootTestBase):
         """Wait until the server is in ``status`` (or one of ``others``)
         with no task in flight; fail at once on an unexpected ERROR."""
         wanted = (status,) + others
-        deadline = boot.time.monotonic() + boot.TIMEOUT
+        deadline = time.monotonic() + boot.TIMEOUT
         server = None
-        while boot.time.monotonic() < deadline:
+        while time.monotonic() < deadline:
             server = self.api('GET', '/servers/%s' % server_id)['server']
             if server['OS-EXT-STS:task_state'] is None:
                 if server['status'] in wanted:
@@ -62,7 +69,7 @@ class MoveTestBase(boot.BootTestBase):
                 if server['status'] == 'ERROR':
                     self.fail('server %s went to ERROR: %s' % (server_id,
                                                                server))
-            boot.time.sleep(0.05)
+            time.sleep(0.05)
         self.fail('server %s never reached %s: %s' % (server_id, wanted,
                                                       server))
 
@@ -454,3 +461,110 @@ class TestMigrationsAPI(MoveTestBase):
             'migrations'])
         self.assertEqual(404, self.session.get(
             base + '/%d' % migration['id'], headers=headers).status_code)
+
+
+class TestMoveRecovery(MoveTestBase):
+    """A compute or conductor dying in the middle of a move: the move is
+    finished or rolled back so nothing is held by nobody, and the log says
+    what was repaired."""
+
+    def conductor(self):
+        return next(svc.manager for svc in self.allinone.services
+                    if isinstance(svc.manager,
+                                  conductor_manager.ConductorManager))
+
+    def test_destination_dies_mid_finish_then_restarts(self):
+        # The conductor gives up on a compute that stopped answering
+        # after 1 s (RabbitMQ's call monitor does this for a dead one).
+        self.useFixture(fixtures.MockPatchObject(
+            compute_rpcapi, 'BUILD_TIMEOUT', 1))
+        self.start()
+        server = self.boot(self.flavors[2], 'survivor')
+        source = server['OS-EXT-SRV-ATTR:host']
+        pair = self.gpus_of(server)
+        dest = ({'cmp1', 'cmp2'} - {source}).pop()
+        driver = self.computes[dest].driver
+        real_spawn = driver.spawn
+        frozen = threading.Event()
+        self.addCleanup(frozen.set)
+
+        def spawn_then_freeze(*args, **kwargs):
+            real_spawn(*args, **kwargs)
+            # The process is gone from here on: it never answers.
+            frozen.wait(60)
+            raise RuntimeError('nova-compute was killed')
+
+        self.useFixture(fixtures.MockPatchObject(
+            driver, 'spawn', side_effect=spawn_then_freeze))
+        stays = self.resize(server['id'], self.flavors[4], status='ACTIVE')
+        self.assertEqual((source, pair), (stays['OS-EXT-SRV-ATTR:host'],
+                                          self.gpus_of(stays)))
+        self.assertEqual(pair, self.domain_gpus(stays))
+        self.assertEqual(pair, self.placement_gpus(stays))
+        self.assertEqual('error', self.migrations(server['id'])[0]['status'])
+        # Left on the dead destination: its guest and device claims.
+        self.assertEqual(4, len(self.gpus_on(dest, server['id'])))
+
+        with self.assertLogs('nova.compute.manager', 'WARNING') as logs:
+            self.start_compute(dest, driver=driver)
+        repairs = '\n'.join(logs.output)
+        self.assertIn('guest of instance %s destroyed' % server['id'],
+                      repairs)
+        self.assertIn('freed: instance %s' % server['id'], repairs)
+        self.assertEqual(frozenset(), self.gpus_on(dest, server['id']))
+        self.assert_consistent()
+
+    def test_conductor_dies_before_finish_another_rolls_back(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'orphan')
+        source = server['OS-EXT-SRV-ATTR:host']
+        pair = self.gpus_of(server)
+        conductor = self.conductor()
+        # The conductor dies right after the source stopped the guest:
+        # the destination is never asked to finish.
+        self.useFixture(fixtures.MockPatchObject(
+            conductor.moves.compute_api, 'finish_resize',
+            return_value=None))
+        self.action(server['id'], {'resize': {'flavorRef': self.flavors[4]}})
+        deadline = time.monotonic() + boot.TIMEOUT
+        while self.migrations(server['id'])[0]['status'] != \
+                'post-migrating' and time.monotonic() < deadline:
+            time.sleep(0.05)
+        migration = self.migrations(server['id'])[0]
+        self.assertEqual('post-migrating', migration['status'])
+        self.assertEqual('RESIZE', self.api(
+            'GET', '/servers/%s' % server['id'])['server']['status'])
+        self.assertIsNone(self.computes[source].driver.host.lookup_domain(
+            server['id']))
+        # Nothing recovers a move whose lease is still fresh.
+        self.assertEqual([], conductor.recover_orphaned_moves())
+        db.instance_update(self.ctx, server['id'], {
+            'build_heartbeat': timeutils.utcnow() - datetime.timedelta(
+                seconds=3600)})
+
+        with self.assertLogs('nova.conductor.manager', 'WARNING') as logs:
+            threads = conductor.recover_orphaned_moves()
+        self.assertIn('post-migrating', '\n'.join(logs.output))
+        self.assertEqual(1, len(threads))
+        threads[0].join(boot.TIMEOUT)
+        back = self.wait_settled(server['id'], 'ACTIVE')
+        self.assertEqual((source, pair), (back['OS-EXT-SRV-ATTR:host'],
+                                          self.gpus_of(back)))
+        self.assertEqual(pair, self.domain_gpus(back))
+        self.assertEqual('error', self.migrations(server['id'])[0]['status'])
+        self.assert_consistent()
+
+    def test_source_restart_while_waiting_keeps_the_revert_possible(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'patient')
+        source = server['OS-EXT-SRV-ATTR:host']
+        pair = self.gpus_of(server)
+        self.resize(server['id'], self.flavors[4])
+
+        self.start_compute(source, driver=self.computes[source].driver)
+        self.assertEqual(pair, self.gpus_on(source, server['id']))
+        self.assert_consistent()
+        reverted = self.revert(server['id'])
+        self.assertEqual((source, pair), (
+            reverted['OS-EXT-SRV-ATTR:host'], self.gpus_of(reverted)))
+        self.assert_consistent()
