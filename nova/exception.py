@@ -333,3 +333,36 @@ class BuildLeaseLost(NovaException):
 class RescheduledException(NovaException):
     msg_fmt = ('Build of instance %(instance_uuid)s was re-scheduled: '
                '%(reason)s')
+
+
+class MigrationNotFound(NotFound):
+    msg_fmt = 'Migration %(migration_id)s could not be found.'
+
+
+class MigrationExists(Conflict):
+    msg_fmt = 'Migration %(uuid)s already exists.'
+
+
+class MigrationUpdateConflict(Conflict):
+    msg_fmt = ('Migration %(uuid)s has status %(actual)r, expected '
+               '%(expected)r.')
+
+
+class InstanceInvalidState(Conflict):
+    msg_fmt = ('Cannot %(action)s instance %(instance_uuid)s while it is in '
+               '%(attr)s %(state)s; allowed: %(allowed)s.')
+
+
+class ComputeServiceUnavailable(NovaException):
+    msg_fmt = 'Compute service of %(host)s is unavailable at this time.'
+    code = 409
+
+
+class ComputeServiceInUse(Invalid):
+    msg_fmt = ('Compute service of %(host)s is still up: %(reason)s; '
+               'only instances of a host whose compute service is down '
+               'can be evacuated.')
+
+
+class MigrationFailed(NovaException):
+    msg_fmt = 'Migration of instance %(instance_uuid)s failed: %(reason)s'

@@ -31,12 +31,18 @@ _STATUS = {
     'soft-delete': 'SOFT_DELETED',
     'shelved': 'SHELVED',
     'shelved_offloaded': 'SHELVED_OFFLOADED',
+    'resized': 'VERIFY_RESIZE',
 }
 _STATUS_BY_NAME = {status: vm_state for vm_state, status in _STATUS.items()}
 # Task states that change the status of an ACTIVE or SHUTOFF server while
-# they run, as upstream shows them.
+# they run, as upstream shows them (a cold migration shows RESIZE too).
 _TASK_STATUS = {'rebooting': 'REBOOT', 'rebooting_hard': 'HARD_REBOOT',
-                'rebuilding': 'REBUILD'}
+                'rebuilding': 'REBUILD',
+                'resize_prep': 'RESIZE',
+                'resize_migrating': 'RESIZE',
+                'resize_migrated': 'RESIZE',
+                'resize_finish': 'RESIZE',
+                'resize_reverting': 'REVERT_RESIZE'}
 
 
 def status(instance: dict) -> str:
@@ -246,7 +252,7 @@ def show(req, server_id: str) -> tuple:
     return 200, {'server': detail_view(req, instance)}
 
 
-def _flavor_id(ref) -> str:
+def flavor_id(ref) -> str:
     """A flavorRef may be an id or a flavor URL; keep the id."""
     return str(ref).rstrip('/').rsplit('/', 1)[-1]
 
@@ -258,7 +264,7 @@ def create(req) -> tuple:
                           'user_id': req.context.user_id})
     body = req.body_object('server')
     validation.validate(body, _CREATE_SCHEMA)
-    flavor_ref = _flavor_id(body['flavorRef'])
+    flavor_ref = flavor_id(body['flavorRef'])
     try:
         db.flavor_get_by_flavorid(req.context, flavor_ref)
     except exception.FlavorNotFound:

@@ -21,6 +21,7 @@ from nova.api import faults
 from nova.api import flavors
 from nova.api import instance_actions
 from nova.api import microversion
+from nova.api import migrations
 from nova.api import misc
 from nova.api import policy
 from nova.api import request_guard
@@ -178,6 +179,11 @@ def _build_router() -> _Router:
                GET=instance_actions.index)
     router.add(p + '/servers/{server_id}/os-instance-actions/{request_id}',
                GET=instance_actions.show)
+    router.add(p + '/servers/{server_id}/migrations',
+               GET=migrations.server_index)
+    router.add(p + '/servers/{server_id}/migrations/{migration_id}',
+               GET=migrations.server_show)
+    router.add(p + '/os-migrations', GET=migrations.index)
     router.add(p + '/limits', GET=misc.limits)
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',

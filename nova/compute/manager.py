@@ -70,6 +70,7 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
+        self._destroy_evacuated_instances(context)
         self._repair_host(context)
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
@@ -118,6 +119,16 @@ class ComputeManager(manager.Manager):
                 repairs.append(self._resume_action(context, instance))
                 instance = db.instance_get_by_uuid(context, uuid)
             mine[uuid] = instance
+        # An instance moving to or from this host owns what it holds here
+        # until its move is over.
+        for migration in db.migration_get_in_progress(context,
+                                                      host=self.host):
+            uuid = migration['instance_uuid']
+            if uuid not in mine:
+                try:
+                    mine[uuid] = db.instance_get_by_uuid(context, uuid)
+                except exception.InstanceNotFound:
+                    pass
         for uuid in sorted(set(self.driver.list_instance_uuids()) -
                            set(mine)):
             self.driver.destroy(uuid)
@@ -177,6 +188,43 @@ class ComputeManager(manager.Manager):
                      dict(values, task_state=None))
         return ('%s of instance %s, cut short by the restart, finished: '
                 'now %s' % (task_state, uuid, values['vm_state']))
+
+    def _destroy_evacuated_instances(self, context) -> None:
+        """Clean up what instances evacuated away from this host while it
+        was down left here, as upstream does at start.
+
+        Driven by the evacuation migrations from this host: the guest is
+        destroyed (and its NVLink partition released) whatever their
+        status, since the instance may run elsewhere already; once the
+        evacuation is ``done`` the instance's devices here are freed, the
+        migration's source allocation deleted and the migration
+        ``completed``. An evacuation still in flight keeps the devices
+        and allocation for its rollback.
+        """
+        for migration in db.migration_get_all(context, {
+                'source_compute': self.host,
+                'migration_type': 'evacuation',
+                'status': ['accepted', 'pre-migrating', 'done']}):
+            uuid = migration['instance_uuid']
+            had_guest = uuid in self.driver.list_instance_uuids()
+            # Also releases a partition whose guest is gone already.
+            self.driver.destroy(uuid)
+            if had_guest:
+                LOG.warning('Compute %s start-up repair: guest of instance '
+                            '%s destroyed: it was evacuated to %s',
+                            self.host, uuid, migration['dest_compute'])
+            if migration['status'] != 'done':
+                continue
+            freed = self.rt.pci_tracker.free_instance(uuid)
+            self.reportclient.delete_allocation_for_instance(
+                migration['uuid'])
+            db.migration_update(context, migration['uuid'],
+                                {'status': 'completed'})
+            LOG.warning('Compute %s start-up repair: instance %s was '
+                        'evacuated to %s; PCI devices %s and its source '
+                        'allocation (migration %s) freed', self.host, uuid,
+                        migration['dest_compute'],
+                        ', '.join(freed) or 'none', migration['uuid'])
 
     def _device_holders(self) -> set[str]:
         """Instances holding a PCI device of this host."""
@@ -250,17 +298,16 @@ class ComputeManager(manager.Manager):
             return self._instance_locks.setdefault(instance_uuid,
                                                    threading.Lock())
 
-    def _devices_for(self, instance: dict, mappings: dict
+    def _devices_for(self, pci_requests: list | None, mappings: dict
                      ) -> list[tuple[str, list[str]]]:
-        """(request id, device addresses) for each PCI request, from the
-        providers Placement allocated to the request's groups."""
+        """(request id, device addresses) for each PCI request (primitive
+        form), from the providers Placement allocated to its groups."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.get('rp_uuid'):
                 by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
         claims = []
-        for request in pci_request.requests_from_primitive(
-                instance.get('pci_requests')):
+        for request in pci_request.requests_from_primitive(pci_requests):
             addresses = []
             for index in range(request.count):
                 suffix = request_builder.device_suffix(request.request_id,
@@ -343,12 +390,8 @@ class ComputeManager(manager.Manager):
         RescheduledException."""
         instance_uuid = instance['uuid']
         try:
-            devices = []
-            for request_id, addresses in self._devices_for(
-                    instance, mappings):
-                devices += self.rt.pci_tracker.claim(
-                    instance_uuid, request_id, addresses)
-            self.rt.reserve_used_once(devices)
+            devices = self._claim_devices(
+                instance_uuid, instance.get('pci_requests'), mappings)
             flavor = instance['flavor']
             # Only while no delete has started (it sets 'deleting')
             # and the build is still this host's.
@@ -368,6 +411,17 @@ class ComputeManager(manager.Manager):
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
                 reason=getattr(exc, 'message', None) or str(exc))
+        return devices
+
+    def _claim_devices(self, instance_uuid: str, pci_requests: list | None,
+                       mappings: dict) -> list[dict]:
+        """Claim the devices Placement allocated to each PCI request."""
+        devices = []
+        for request_id, addresses in self._devices_for(pci_requests,
+                                                       mappings):
+            devices += self.rt.pci_tracker.claim(
+                instance_uuid, request_id, addresses)
+        self.rt.reserve_used_once(devices)
         return devices
 
     def _cleanup(self, instance_uuid: str) -> None:
@@ -617,6 +671,169 @@ class ComputeManager(manager.Manager):
                          instance['uuid'], instance['updated_at'])
                 self._offload_if_shelved(context, instance['uuid'])
 
+    # Moves: resize, cold migration (see nova.conductor.manager) -----------
+    #
+    # The conductor drives a move; each step below runs on one end of it
+    # and does only that end's part. The PCI request ids tell the source's
+    # device claims (the migration's old requests) from the destination's
+    # (its new ones) when both ends are this host.
+
+    def _spawn_claimed(self, instance_uuid: str, name: str | None,
+                       flavor: dict, request_ids: set[str]) -> list[dict]:
+        """Start the guest with the devices claimed here for
+        ``request_ids``; returns them."""
+        devices = [dev for dev in self.rt.pci_tracker.pci_devs
+                   if dev['instance_uuid'] == instance_uuid and
+                   dev['request_id'] in request_ids]
+        self.driver.spawn(
+            instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
+            _guest_devices(devices))
+        return devices
+
+    @oslo_messaging.expected_exceptions(exception.RescheduledException)
+    def prep_resize(self, context, instance_uuid: str, migration_uuid: str,
+                    mappings: dict) -> None:
+        """Destination: claim the devices Placement allocated for the new
+        flavor. On failure nothing stays claimed here and
+        RescheduledException lets the conductor try another host."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            new_ids = _request_ids(migration['new_pci_requests'])
+            try:
+                if migration['status'] not in ('pre-migrating',
+                                               'accepted') or \
+                        migration['dest_compute'] != self.host:
+                    raise exception.MigrationFailed(
+                        instance_uuid=instance_uuid,
+                        reason='migration %s is %s towards %s' % (
+                            migration_uuid, migration['status'],
+                            migration['dest_compute']))
+                devices = self._claim_devices(
+                    instance_uuid, migration['new_pci_requests'], mappings)
+            except Exception as exc:
+                LOG.warning('Preparing the move of instance %s to %s '
+                            'failed: %s', instance_uuid, self.host, exc)
+                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                raise exception.RescheduledException(
+                    instance_uuid=instance_uuid,
+                    reason=getattr(exc, 'message', None) or str(exc))
+            LOG.info('Instance %s: PCI devices %s claimed on %s for '
+                     'migration %s', instance_uuid,
+                     ', '.join(d['address'] for d in devices) or 'none',
+                     self.host, migration_uuid)
+
+    def resize_instance(self, context, instance_uuid: str,
+                        migration_uuid: str) -> None:
+        """Source: stop the guest (its devices stay claimed here, for a
+        revert, until the move is confirmed)."""
+        with self._instance_lock(instance_uuid):
+            db.migration_update(context, migration_uuid,
+                                {'status': 'migrating'},
+                                expected_status='pre-migrating')
+            db.instance_update(context, instance_uuid,
+                               {'task_state': 'resize_migrating'})
+            # The guest has no local disks to copy: stopping it is the
+            # whole source side. Its domain goes (a guest of the same
+            # UUID is defined on the destination, possibly this host).
+            self.driver.destroy(instance_uuid)
+            db.migration_update(context, migration_uuid,
+                                {'status': 'post-migrating'})
+            db.instance_update(context, instance_uuid, {
+                'task_state': 'resize_migrated', 'power_state': 4})
+
+    def finish_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination: start the guest with the new flavor on the devices
+        ``prep_resize`` claimed; the server waits in VERIFY_RESIZE (or,
+        evacuated, is ACTIVE).
+
+        On failure the guest and the devices claimed here are gone again
+        and MigrationFailed is raised; the conductor rolls back.
+        """
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            instance = db.instance_update(context, instance_uuid,
+                                          {'task_state': 'resize_finish'})
+            new_ids = _request_ids(migration['new_pci_requests'])
+            flavor = migration['new_flavor']
+            try:
+                devices = self._spawn_claimed(
+                    instance_uuid, instance['display_name'], flavor,
+                    new_ids)
+            except Exception as exc:
+                LOG.warning('Starting instance %s on %s for migration %s '
+                            'failed: %s', instance_uuid, self.host,
+                            migration_uuid, exc)
+                self.driver.destroy(instance_uuid)
+                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                raise exception.MigrationFailed(
+                    instance_uuid=instance_uuid,
+                    reason=getattr(exc, 'message', None) or str(exc))
+            # An evacuation is over here; a resize or cold migration
+            # waits in VERIFY_RESIZE for a confirm or revert.
+            evacuation = migration['migration_type'] == 'evacuation'
+            db.instance_update(context, instance_uuid, {
+                'flavor': flavor, 'flavor_id': flavor.get('id'),
+                'pci_requests': migration['new_pci_requests'],
+                'host': self.host, 'node': self.rt.nodename,
+                'vm_state': 'active' if evacuation else 'resized',
+                'task_state': None, 'power_state': 1})
+            db.migration_update(context, migration_uuid, {
+                'status': 'done' if evacuation else 'finished'})
+            LOG.info('Instance %s runs on %s with PCI devices %s after its '
+                     '%s', instance_uuid, self.host,
+                     ', '.join(d['address'] for d in devices) or 'none',
+                     migration['migration_type'])
+
+    def confirm_resize(self, context, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Source: free what the instance held here before the move."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            if migration['dest_compute'] != self.host:
+                self.driver.destroy(instance_uuid)
+            freed = self.rt.pci_tracker.free_instance(
+                instance_uuid, _request_ids(migration['old_pci_requests']))
+            LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
+                     'the source %s', instance_uuid,
+                     migration['migration_type'],
+                     ', '.join(freed) or 'none', self.host)
+
+    def revert_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination: remove the guest and free the devices the move
+        claimed here (also after a failed finish: idempotent)."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            self.driver.destroy(instance_uuid)
+            freed = self.rt.pci_tracker.free_instance(
+                instance_uuid, _request_ids(migration['new_pci_requests']))
+            LOG.info('Instance %s: migration %s undone on the destination '
+                     '%s; PCI devices %s freed', instance_uuid,
+                     migration_uuid, self.host, ', '.join(freed) or 'none')
+
+    def finish_revert_resize(self, context, instance_uuid: str,
+                             migration_uuid: str) -> None:
+        """Source: start the guest again with the old flavor on the
+        devices it kept here; the server is ACTIVE on its old host."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            instance = db.instance_get_by_uuid(context, instance_uuid)
+            flavor = migration['old_flavor']
+            self.driver.destroy(instance_uuid)
+            devices = self._spawn_claimed(
+                instance_uuid, instance['display_name'], flavor,
+                _request_ids(migration['old_pci_requests']))
+            db.instance_update(context, instance_uuid, {
+                'flavor': flavor, 'flavor_id': flavor.get('id'),
+                'pci_requests': migration['old_pci_requests'],
+                'host': self.host, 'node': migration['source_node'],
+                'vm_state': 'active', 'task_state': None,
+                'power_state': 1})
+            LOG.info('Instance %s runs on %s again with PCI devices %s',
+                     instance_uuid, self.host,
+                     ', '.join(d['address'] for d in devices) or 'none')
+
 
 # Task states of actions the start-up repair finishes (an unshelve of an
 # offloaded server is rolled back instead, like a build handed back).
@@ -637,3 +854,8 @@ def _guest_devices(devices: list[dict]) -> list[dict]:
     """Device rows as the driver's spawn/rebuild take them."""
     return [dict(dev, managed=dev['extra_info'].get('managed', 'true'))
             for dev in devices]
+
+
+def _request_ids(pci_requests: list | None) -> set[str]:
+    """The request ids of PCI requests in primitive form."""
+    return {request['request_id'] for request in pci_requests or []}

@@ -88,3 +88,48 @@ class ComputeAPI:
         """Power a shelved (not offloaded) server on where it is."""
         self._cast(context, host, 'unshelve_instance',
                    instance_uuid=instance_uuid)
+
+    def _move_step(self, context, host: str, method: str,
+                   instance_uuid: str, **kwargs) -> None:
+        """One step of a move on ``host``, waited for like a build."""
+        cctxt = self.client.prepare(
+            server=host, timeout=BUILD_TIMEOUT,
+            call_monitor_timeout=CALL_MONITOR_TIMEOUT)
+        cctxt.call(context, method, instance_uuid=instance_uuid, **kwargs)
+
+    def prep_resize(self, context, host: str, instance_uuid: str,
+                    migration_uuid: str, mappings: dict) -> None:
+        """Destination claims the allocated devices; RescheduledException
+        if it cannot (it has cleaned up)."""
+        self._move_step(context, host, 'prep_resize', instance_uuid,
+                        migration_uuid=migration_uuid, mappings=mappings)
+
+    def resize_instance(self, context, host: str, instance_uuid: str,
+                        migration_uuid: str) -> None:
+        """Source stops the guest, keeping its devices."""
+        self._move_step(context, host, 'resize_instance', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def finish_resize(self, context, host: str, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination starts the guest with the new flavor."""
+        self._move_step(context, host, 'finish_resize', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def confirm_resize(self, context, host: str, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Source frees what the instance held there before the move."""
+        self._move_step(context, host, 'confirm_resize', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def revert_resize(self, context, host: str, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination removes the guest and frees the move's devices."""
+        self._move_step(context, host, 'revert_resize', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def finish_revert_resize(self, context, host: str, instance_uuid: str,
+                             migration_uuid: str) -> None:
+        """Source starts the guest again with the old flavor."""
+        self._move_step(context, host, 'finish_revert_resize',
+                        instance_uuid, migration_uuid=migration_uuid)

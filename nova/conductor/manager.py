@@ -50,6 +50,7 @@ meanwhile, the late claim is left alone: the new owner frees before it
 schedules, or its own claim is refused and it fails the build, freeing.
 """
 
+import contextlib
 import datetime
 import logging
 import threading
@@ -63,6 +64,7 @@ from oslo_utils import uuidutils
 from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
+from nova.conductor import migrate
 from nova import context as nova_context
 from nova.db import api as db
 from nova import manager
@@ -100,17 +102,23 @@ class ConductorManager(manager.Manager):
         self.owner = '%s:%s' % (conf.host, uuidutils.generate_uuid())
         self._builds: set[str] = set()    # builds this process drives
         self._builds_lock = threading.Lock()
+        self.moves = migrate.MoveTasks(conf, self.reportclient,
+                                       self.scheduler_api, self.compute_api)
 
     # Leases -----------------------------------------------------------------
 
     def init_host(self) -> None:
-        """Re-drive builds orphaned while no conductor was running."""
+        """Re-drive builds and recover moves orphaned while no conductor
+        was running."""
         self.redrive_orphaned_builds()
+        self.recover_orphaned_moves()
 
     def periodic_tasks(self) -> list:
         interval = self.conf.conductor.build_lease_timeout / 3.0
         return [('renew_build_leases', self.renew_build_leases, interval),
                 ('redrive_orphaned_builds', self.redrive_orphaned_builds,
+                 interval),
+                ('recover_orphaned_moves', self.recover_orphaned_moves,
                  interval)]
 
     def _stale_before(self) -> datetime.datetime:
@@ -186,21 +194,91 @@ class ConductorManager(manager.Manager):
             if failure is not None:
                 step.fail(failure)
 
+    # Moves (nova.conductor.migrate) ------------------------------------------
+    #
+    # A conductor drives a move under the instance's lease (the build lease
+    # columns, renewed like a build's), so when it dies mid-move another
+    # conductor takes the move over and finishes or rolls it back.
+
+    @contextlib.contextmanager
+    def _driving(self, instance_uuid: str):
+        """Renew the instance's lease while the block runs."""
+        with self._builds_lock:
+            self._builds.add(instance_uuid)
+        try:
+            yield
+        finally:
+            with self._builds_lock:
+                self._builds.discard(instance_uuid)
+
+    def _drive_move(self, context, instance_uuid: str, step, *args,
+                    taken: bool = False) -> None:
+        """Run one move step under the instance's lease; a step whose
+        lease another conductor holds (a late or replayed message, or a
+        move taken over) is ignored."""
+        if not taken and not db.instance_move_lease_take(
+                context, instance_uuid, self.owner, self._stale_before()):
+            LOG.info('Ignoring %s of instance %s: another conductor drives '
+                     'its move', step.__name__, instance_uuid)
+            return
+        with self._driving(instance_uuid):
+            step(context, instance_uuid, *args)
+
+    def migrate_server(self, context, instance_uuid: str,
+                       migration_uuid: str,
+                       requested_host: str | None) -> None:
+        """Resize, cold-migrate or evacuate an instance (a cast from the
+        API)."""
+        self._drive_move(context, instance_uuid, self.moves.migrate_server,
+                         migration_uuid, requested_host)
+
+    def confirm_resize(self, context, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Confirm a finished resize or cold migration."""
+        self._drive_move(context, instance_uuid, self.moves.confirm_resize,
+                         migration_uuid)
+
+    def revert_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Revert a finished resize or cold migration."""
+        self._drive_move(context, instance_uuid, self.moves.revert_resize,
+                         migration_uuid)
+
+    def recover_orphaned_moves(self) -> list[threading.Thread]:
+        """Take over every move whose conductor died (its lease expired)
+        and finish or roll it back, each in its own thread (returned)."""
+        context = nova_context.get_admin_context()
+        stale_before = self._stale_before()
+        threads = []
+        for migration in db.migration_get_orphaned(context, stale_before):
+            uuid = migration['instance_uuid']
+            if not db.instance_move_lease_take(context, uuid, self.owner,
+                                               stale_before):
+                continue    # another conductor was quicker
+            LOG.warning('Instance %s: its %s %s (%s) had no live conductor '
+                        'for %ss; recovering it', uuid,
+                        migration['migration_type'], migration['uuid'],
+                        migration['status'],
+                        self.conf.conductor.build_lease_timeout)
+            thread = threading.Thread(
+                target=self._drive_move,
+                args=(context, uuid, self.moves.recover, migration['uuid']),
+                kwargs={'taken': True},
+                name='recover-%s' % migration['uuid'], daemon=True)
+            thread.start()
+            threads.append(thread)
+        return threads
+
     def _drive(self, context, instance_uuid: str, takeover: bool,
                waiting: str = task_states.SCHEDULING) -> str | None:
         """Run a build whose lease this conductor holds; the instance
         waits for a host in task state ``waiting``. Returns the fault
         message if the build failed."""
-        with self._builds_lock:
-            self._builds.add(instance_uuid)
-        try:
+        with self._driving(instance_uuid):
             if takeover:
                 # What the previous owner's scheduler may have claimed.
                 self._free(instance_uuid)
             return self._build(context, instance_uuid, waiting)
-        finally:
-            with self._builds_lock:
-                self._builds.discard(instance_uuid)
 
     # The build --------------------------------------------------------------
 

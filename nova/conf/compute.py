@@ -5,6 +5,15 @@ from oslo_config import cfg
 from nova.conf import paths
 
 compute_opts = [
+    cfg.BoolOpt('allow_resize_to_same_host',
+                default=False,
+                help='Allow a resize to land on the host the server runs '
+                     'on. The destination is still scheduled with the new '
+                     'flavor: on the same host that is a fresh free '
+                     'partition of the new size, claimed while the old '
+                     'one stays held for a revert. A cold migration never '
+                     'stays on its host. Read by nova-conductor (and '
+                     'nova-api), as upstream.'),
     cfg.IntOpt('update_resources_interval',
                default=60,
                min=0,

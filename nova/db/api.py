@@ -696,3 +696,141 @@ def action_events_get(context, action_id: int) -> list[dict]:
         .order_by(models.InstanceActionEvent.start_time.desc(),
                   models.InstanceActionEvent.id.desc()))
     return [event.to_dict() for event in events]
+
+
+# Migrations ------------------------------------------------------------------
+
+# Statuses after which a migration holds nothing any more, as upstream.
+# An evacuation that is 'done' still holds its source until the source
+# compute comes back and cleans up ('completed').
+MIGRATION_FINAL_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
+                            'completed', 'cancelled')
+
+
+@context_manager.writer
+def migration_create(context, values: dict) -> dict:
+    """Create a migration record (a fresh uuid unless given)."""
+    _check_fields(models.Migration, values)
+    values = {'uuid': uuidutils.generate_uuid(), **values}
+    migration = models.Migration(**values)
+    context.session.add(migration)
+    _flush(context.session,
+           lambda columns: exception.MigrationExists(uuid=values['uuid']))
+    return migration.to_dict()
+
+
+@context_manager.reader
+def migration_get_by_uuid(context, uuid: str) -> dict:
+    """Return one migration; MigrationNotFound if there is none."""
+    migration = context.session.scalars(
+        sa.select(models.Migration).filter_by(uuid=uuid)).first()
+    if migration is None:
+        raise exception.MigrationNotFound(migration_id=uuid)
+    return migration.to_dict()
+
+
+@context_manager.reader
+def migration_get_all(context, filters: dict | None = None) -> list[dict]:
+    """Return migrations, newest first; ``filters`` as for
+    ``instance_get_all`` (a value or a list of accepted values)."""
+    filters = filters or {}
+    _check_fields(models.Migration, filters)
+    query = sa.select(models.Migration).order_by(models.Migration.id.desc())
+    for key, expected in filters.items():
+        query = query.where(_matches(getattr(models.Migration, key),
+                                     expected))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]
+
+
+@context_manager.reader
+def migration_get_in_progress(context, instance_uuids: Iterable[str] | None
+                              = None, host: str | None = None
+                              ) -> list[dict]:
+    """Migrations not yet in a final status, newest first: of the given
+    instances, and/or with ``host`` as source or destination."""
+    query = sa.select(models.Migration).where(
+        models.Migration.status.not_in(MIGRATION_FINAL_STATUSES),
+        models.Migration.deleted_at.is_(None)).order_by(
+            models.Migration.id.desc())
+    if instance_uuids is not None:
+        query = query.where(models.Migration.instance_uuid.in_(
+            sorted(set(instance_uuids))))
+    if host is not None:
+        query = query.where(sa.or_(models.Migration.source_compute == host,
+                                   models.Migration.dest_compute == host))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]
+
+
+@context_manager.writer
+def migration_update(context, uuid: str, values: dict,
+                     expected_status: str | list | None = None) -> dict:
+    """Update a migration and return it.
+
+    With ``expected_status`` the check and the update are one statement,
+    so of concurrent callers (a confirm racing a revert) exactly one wins;
+    the loser gets MigrationUpdateConflict naming the actual status.
+    """
+    _check_fields(models.Migration, values)
+    statement = sa.update(models.Migration).where(
+        models.Migration.uuid == uuid)
+    if expected_status is not None:
+        statement = statement.where(_matches(models.Migration.status,
+                                             expected_status))
+    statement = statement.values(updated_at=timeutils.utcnow(), **values)
+    result = context.session.execute(
+        statement.execution_options(synchronize_session=False))
+    if result.rowcount == 0:
+        current = migration_get_by_uuid(context, uuid)
+        raise exception.MigrationUpdateConflict(
+            uuid=uuid, actual=current['status'], expected=expected_status)
+    context.session.expire_all()
+    return migration_get_by_uuid(context, uuid)
+
+
+# Statuses of a move a conductor is driving (not settled, not over).
+MIGRATION_DRIVEN_STATUSES = ('pre-migrating', 'migrating', 'post-migrating',
+                             'accepted', 'confirming', 'reverting')
+
+
+@context_manager.writer
+def instance_move_lease_take(context, uuid: str, owner: str,
+                             stale_before) -> bool:
+    """Make ``owner`` the conductor driving a move of the instance; True
+    if it won.
+
+    Moves use the build lease columns of an instance that is not
+    building. The API hands a move over with no owner; a conductor takes
+    it from there, or from an owner that stopped renewing (heartbeat
+    before ``stale_before``: it died mid-move, or nobody took the move
+    the API handed over). One UPDATE, so of several conductors (or a late
+    message and a takeover) exactly one wins.
+    """
+    instance = models.Instance
+    result = context.session.execute(
+        sa.update(instance)
+        .where(instance.uuid == uuid, instance.deleted_at.is_(None),
+               instance.vm_state != 'building',
+               sa.or_(instance.build_owner.is_(None),
+                      instance.build_heartbeat.is_(None),
+                      instance.build_heartbeat < stale_before))
+        .values(build_owner=owner, build_heartbeat=timeutils.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+@context_manager.reader
+def migration_get_orphaned(context, stale_before) -> list[dict]:
+    """Moves a conductor was driving whose instance's lease expired
+    (the conductor died mid-move), oldest first."""
+    instance = models.Instance
+    query = (sa.select(models.Migration)
+             .join(instance, instance.uuid == models.Migration.instance_uuid)
+             .where(models.Migration.status.in_(MIGRATION_DRIVEN_STATUSES),
+                    instance.deleted_at.is_(None),
+                    sa.or_(instance.build_heartbeat.is_(None),
+                           instance.build_heartbeat < stale_before))
+             .order_by(models.Migration.id))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]

@@ -258,3 +258,50 @@ class InstanceActionEvent(Base):
         sa.DateTime)
     host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     details: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class Migration(Base):
+    """One move of an instance between hosts (or within one): a resize,
+    a cold migration or an evacuation, as upstream models it.
+
+    While a resize or cold migration is in progress the migration's
+    ``uuid`` is the Placement consumer holding the source allocation, so
+    a revert always finds it still there. ``old_flavor``/``new_flavor``
+    and ``old_pci_requests``/``new_pci_requests`` keep what each side was
+    built with (upstream keeps them on the instance); the PCI request ids
+    tell the source's device claims from the destination's on one host.
+    """
+
+    __tablename__ = 'migrations'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_migrations0uuid'),
+        sa.Index('ix_migrations_instance_uuid', 'instance_uuid'),
+        sa.Index('ix_migrations_status', 'status'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    source_compute: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    dest_compute: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    source_node: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    dest_node: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    dest_host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    old_instance_type_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer)
+    new_instance_type_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer)
+    migration_type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    old_flavor: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    new_flavor: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    old_pci_requests: orm.Mapped[list | None] = orm.mapped_column(
+        JSONEncoded)
+    new_pci_requests: orm.Mapped[list | None] = orm.mapped_column(
+        JSONEncoded)
+    deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)

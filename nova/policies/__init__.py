@@ -49,6 +49,14 @@ LIMITS_OTHER_PROJECT = 'os_compute_api:limits:other_project'
 AZ_LIST = 'os_compute_api:os-availability-zone:list'
 AZ_DETAIL = 'os_compute_api:os-availability-zone:detail'
 IMAGES = 'os_compute_api:images'
+SERVERS_RESIZE = 'os_compute_api:servers:resize'
+SERVERS_CONFIRM_RESIZE = 'os_compute_api:servers:confirm_resize'
+SERVERS_REVERT_RESIZE = 'os_compute_api:servers:revert_resize'
+MIGRATE = 'os_compute_api:os-migrate-server:migrate'
+MIGRATE_HOST = 'os_compute_api:os-migrate-server:migrate:host'
+MIGRATIONS_INDEX = 'os_compute_api:os-migrations:index'
+SERVER_MIGRATIONS = 'os_compute_api:servers:migrations:index'
+EVACUATE = 'os_compute_api:os-evacuate'
 
 
 def _rule(name: str, check: str, description: str,
@@ -159,4 +167,27 @@ def list_rules() -> list[policy.RuleDefault]:
               'Resolve image references (this deployment has no image '
               'service: every reference exists).',
               [('GET', '/images'), ('GET', '/images/{image_id}')]),
+        _rule(SERVERS_RESIZE, PROJECT_MEMBER_OR_ADMIN,
+              'Resize a server to another flavor.',
+              [('POST', '/servers/{server_id}/action (resize)')]),
+        _rule(SERVERS_CONFIRM_RESIZE, PROJECT_MEMBER_OR_ADMIN,
+              'Confirm a resize or cold migration.',
+              [('POST', '/servers/{server_id}/action (confirmResize)')]),
+        _rule(SERVERS_REVERT_RESIZE, PROJECT_MEMBER_OR_ADMIN,
+              'Revert a resize or cold migration.',
+              [('POST', '/servers/{server_id}/action (revertResize)')]),
+        _rule(MIGRATE, ADMIN, 'Cold-migrate a server.',
+              [('POST', '/servers/{server_id}/action (migrate)')]),
+        _rule(MIGRATE_HOST, ADMIN,
+              'Cold-migrate a server to a named host (2.56).',
+              [('POST', '/servers/{server_id}/action (migrate)')]),
+        _rule(EVACUATE, ADMIN,
+              'Evacuate a server from a host whose compute is down.',
+              [('POST', '/servers/{server_id}/action (evacuate)')]),
+        _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
+              [('GET', '/os-migrations')]),
+        _rule(SERVER_MIGRATIONS, ADMIN,
+              'List and show the moves of a server in progress.',
+              [('GET', '/servers/{server_id}/migrations'),
+               ('GET', '/servers/{server_id}/migrations/{migration_id}')]),
     ]

@@ -89,9 +89,42 @@ class SchedulerManager(manager.Manager):
         """
         instance = db.instance_get_by_uuid(context, instance_uuid)
         self._check_lease(instance, build_owner)
-        flavor = instance['flavor'] or {}
+        return self._schedule(
+            context, instance, instance['flavor'] or {},
+            instance['pci_requests'], set(excluded_hosts), None,
+            lambda: self._confirm_claim(context, instance_uuid,
+                                        build_owner))
+
+    @oslo_messaging.expected_exceptions(exception.NoValidHost)
+    def select_destination_for_move(self, context, instance_uuid: str,
+                                    migration_uuid: str,
+                                    excluded_hosts: list[str],
+                                    requested_host: str | None) -> dict:
+        """Choose and claim a destination for a resize, cold migration or
+        evacuation, with the migration's new flavor and PCI requests.
+
+        The new flavor's group request goes to Placement as for a boot, so
+        the destination is always one free partition of the new size. The
+        claim is the instance's (consumer = instance UUID); the caller
+        moved the source allocation to the migration before, so the
+        instance consumer is new here. ``requested_host`` (an admin's
+        target) limits the choice to that host. Same answer and errors as
+        ``select_destination``.
+        """
+        instance = db.instance_get_by_uuid(context, instance_uuid)
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        return self._schedule(
+            context, instance, migration['new_flavor'] or {},
+            migration['new_pci_requests'], set(excluded_hosts),
+            requested_host, None)
+
+    def _schedule(self, context, instance: dict, flavor: dict,
+                  pci_requests_primitive, excluded: set[str],
+                  requested_host: str | None, after_claim) -> dict:
+        """Candidates for ``flavor``, usable hosts, weighing, claim."""
+        instance_uuid = instance['uuid']
         pci_requests = pci_request.requests_from_primitive(
-            instance['pci_requests'])
+            pci_requests_primitive)
         pci_in_placement = self.conf.filter_scheduler.pci_in_placement
         request = request_builder.build_resource_request(
             flavor, pci_requests, pci_in_placement)
@@ -105,7 +138,7 @@ class SchedulerManager(manager.Manager):
                                         pci_requests, pci_in_placement)))
 
         usable, dropped = self._usable_hosts(
-            context, response, set(excluded_hosts), self.conf)
+            context, response, excluded, self.conf, requested_host)
         kept = [candidate for candidate in candidates
                 if self._root(candidate, response) in usable]
         if not kept:
@@ -122,7 +155,8 @@ class SchedulerManager(manager.Manager):
             if self.reportclient.claim_resources(
                     instance_uuid, selection.allocation_request,
                     project_id, user_id):
-                self._confirm_claim(context, instance_uuid, build_owner)
+                if after_claim is not None:
+                    after_claim()
                 LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
                          node['host'], node['hypervisor_hostname'])
                 return {'host': node['host'],
@@ -215,7 +249,8 @@ class SchedulerManager(manager.Manager):
 
     @staticmethod
     def _usable_hosts(context, response: dict, excluded: set[str],
-                      conf) -> tuple[dict, list[str]]:
+                      conf, requested_host: str | None = None
+                      ) -> tuple[dict, list[str]]:
         """Compute nodes (by UUID) the candidates may land on.
 
         Returns the usable nodes and a description of each root provider
@@ -237,7 +272,12 @@ class SchedulerManager(manager.Manager):
             if node is None:
                 dropped.append('provider %s is not a compute node' % root)
             elif node['host'] in excluded:
-                dropped.append('%s already tried' % node['host'])
+                dropped.append('%s already tried or the source of the '
+                               'move' % node['host'])
+            elif requested_host is not None and \
+                    node['host'] != requested_host:
+                dropped.append('%s is not the requested host %s' % (
+                    node['host'], requested_host))
             elif service is not None and service['disabled']:
                 dropped.append('%s is disabled' % node['host'])
             elif not servicegroup.is_up(service, conf):

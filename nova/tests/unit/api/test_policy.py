@@ -48,6 +48,11 @@ ROUTE_RULES = {
     ('GET', '/v2.1/os-availability-zone/detail'): policies.AZ_DETAIL,
     ('GET', '/v2.1/images'): policies.IMAGES,
     ('GET', '/v2.1/images/{image_id}'): policies.IMAGES,
+    ('GET', '/v2.1/os-migrations'): policies.MIGRATIONS_INDEX,
+    ('GET', '/v2.1/servers/{server_id}/migrations'):
+        policies.SERVER_MIGRATIONS,
+    ('GET', '/v2.1/servers/{server_id}/migrations/{migration_id}'):
+        policies.SERVER_MIGRATIONS,
 }
 # Answered without a token, as upstream: version discovery.
 PUBLIC_ROUTES = {('GET', '/'), ('GET', '/v2.1'), ('GET', '/v2.1/'),
@@ -107,7 +112,7 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
         server = self.boot(fakes.ADMIN)
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
                   'server_id': server, 'image_id': 'cirros',
-                  'request_id': 'req-unknown'}
+                  'request_id': 'req-unknown', 'migration_id': '1'}
         for (method, template), rule in sorted(ROUTE_RULES.items()):
             self.use_policy_file({rule: '!'})
             response = self.request(method, template.format(**values),

@@ -15,8 +15,8 @@ from nova.tests.fixtures import database as db_fixture
 
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
-          'instance_actions_events'}
-HEAD = '0003_instance_actions'
+          'instance_actions_events', 'migrations'}
+HEAD = '0004_migrations'
 
 
 class TestMigrationSqlite(test.TestCase):
