@@ -299,9 +299,16 @@ class InstanceUpdateConflict(Conflict):
 
 
 class InstanceInvalidState(Conflict):
-    # Upstream's wording for a server action refused in this state.
+    # Upstream's wording for a server action refused in this state; an
+    # optional ``allowed`` adds the state the action needs.
     msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s while it is "
                "in %(attr)s %(state)s")
+
+    def __init__(self, message: str | None = None, **kwargs):
+        if message is None and kwargs.get('allowed'):
+            message = '%s; allowed: %s' % (self.msg_fmt % kwargs,
+                                           kwargs['allowed'])
+        super().__init__(message, **kwargs)
 
 
 class InstanceActionNotFound(NotFound):
@@ -346,11 +353,6 @@ class MigrationExists(Conflict):
 class MigrationUpdateConflict(Conflict):
     msg_fmt = ('Migration %(uuid)s has status %(actual)r, expected '
                '%(expected)r.')
-
-
-class InstanceInvalidState(Conflict):
-    msg_fmt = ('Cannot %(action)s instance %(instance_uuid)s while it is in '
-               '%(attr)s %(state)s; allowed: %(allowed)s.')
 
 
 class ComputeServiceUnavailable(NovaException):
