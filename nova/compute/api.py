@@ -50,9 +50,9 @@ MOVE_TASK_STATES = ('resize_prep', 'resize_migrating', 'resize_migrated',
 # migration_type -> (action name for errors, task state, first migration
 # status), as upstream.
 _MOVE_STEPS = {
-    'resize': ('resize', 'resize_prep', 'pre-migrating'),
-    'migration': ('migrate', 'resize_prep', 'pre-migrating'),
-    'evacuation': ('evacuate', 'rebuilding', 'accepted'),
+    'resize': (instance_actions.RESIZE, 'resize_prep', 'pre-migrating'),
+    'migration': (instance_actions.MIGRATE, 'resize_prep', 'pre-migrating'),
+    'evacuation': (instance_actions.EVACUATE, 'rebuilding', 'accepted'),
 }
 
 
@@ -172,6 +172,7 @@ class API:
                 action=action, instance_uuid=uuid,
                 attr=exc.kwargs['field'], state=exc.kwargs['actual'],
                 allowed='vm_state active with no task in progress')
+        instance_actions.start(context, uuid, action)
         old_flavor = instance['flavor'] or {}
         migration = db.migration_create(context, {
             'instance_uuid': uuid,
@@ -308,22 +309,23 @@ class API:
                 state=exc.kwargs['actual'], allowed='finished')
         task_state = 'resize_reverting' if status == 'reverting' else None
         db.instance_update(context, uuid, _hand_over(task_state))
+        instance_actions.start(context, uuid, action)
         return migration
 
     def confirm_resize(self, context, instance: dict,
                        wait: bool = False) -> None:
         """Confirm the resize or cold migration of a VERIFY_RESIZE server:
         its source is freed. ``wait`` returns only when it is done."""
-        migration = self._finished_move(context, instance, 'confirmResize',
-                                        'confirming')
+        migration = self._finished_move(
+            context, instance, instance_actions.CONFIRM_RESIZE, 'confirming')
         self.conductor_api.confirm_resize(context, instance['uuid'],
                                           migration['uuid'], wait=wait)
 
     def revert_resize(self, context, instance: dict) -> None:
         """Revert the resize or cold migration of a VERIFY_RESIZE server:
         it runs again where it was, with its old flavor and devices."""
-        migration = self._finished_move(context, instance, 'revertResize',
-                                        'reverting')
+        migration = self._finished_move(
+            context, instance, instance_actions.REVERT_RESIZE, 'reverting')
         self.conductor_api.revert_resize(context, instance['uuid'],
                                          migration['uuid'])
 

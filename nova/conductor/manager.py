@@ -213,16 +213,22 @@ class ConductorManager(manager.Manager):
 
     def _drive_move(self, context, instance_uuid: str, step, *args,
                     taken: bool = False) -> None:
-        """Run one move step under the instance's lease; a step whose
-        lease another conductor holds (a late or replayed message, or a
-        move taken over) is ignored."""
+        """Run one move step under the instance's lease, recorded as a
+        step of the instance action that asked for it (failed when the
+        step returns a reason); a step whose lease another conductor
+        holds (a late or replayed message, or a move taken over) is
+        ignored."""
         if not taken and not db.instance_move_lease_take(
                 context, instance_uuid, self.owner, self._stale_before()):
             LOG.info('Ignoring %s of instance %s: another conductor drives '
                      'its move', step.__name__, instance_uuid)
             return
-        with self._driving(instance_uuid):
-            step(context, instance_uuid, *args)
+        with self._driving(instance_uuid), instance_actions.step(
+                context, instance_uuid,
+                'conductor_%s' % step.__name__) as record:
+            failure = step(context, instance_uuid, *args)
+            if failure is not None:
+                record.fail(failure)
 
     def migrate_server(self, context, instance_uuid: str,
                        migration_uuid: str,

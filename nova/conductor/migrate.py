@@ -69,12 +69,13 @@ class MoveTasks:
 
     def migrate_server(self, context, instance_uuid: str,
                        migration_uuid: str,
-                       requested_host: str | None) -> None:
+                       requested_host: str | None) -> str | None:
         """Run a move the API recorded, up to VERIFY_RESIZE or rolled
-        back. Never raises: the outcome is in the migration's status."""
+        back. Never raises: the outcome is in the migration's status, and
+        the reason of a failure is returned (None when it finished)."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
         if not _expect(migration, ('pre-migrating', 'accepted')):
-            return
+            return None
         source = migration['source_compute']
         excluded = {source}
         if migration['migration_type'] == 'resize' and \
@@ -88,7 +89,7 @@ class MoveTasks:
             self._roll_back(context, instance_uuid, migration, None, False,
                             'the source allocation could not be moved to '
                             'the migration: %s' % exc.message)
-            return
+            return exc.message
         dest = None
         stopped = False
         try:
@@ -110,9 +111,10 @@ class MoveTasks:
                               migration_uuid, instance_uuid)
             self._roll_back(context, instance_uuid, migration, dest,
                             stopped, reason)
-            return
+            return reason
         LOG.info('Instance %s: %s %s finished on %s', instance_uuid,
                  migration['migration_type'], migration_uuid, dest)
+        return None
 
     def _prepare_destination(self, context, instance_uuid: str,
                              migration: dict, excluded: set[str],
@@ -217,27 +219,30 @@ class MoveTasks:
                         getattr(exc, 'message', None) or exc, instance_uuid)
 
     def recover(self, context, instance_uuid: str,
-                migration_uuid: str) -> None:
+                migration_uuid: str) -> str | None:
         """Finish or roll back a move whose conductor died: a confirm or
         revert is done again (every step is idempotent), a move that had
-        not finished is rolled back."""
+        not finished is rolled back (its reason is returned)."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
         status = migration['status']
         if status == 'confirming':
-            self.confirm_resize(context, instance_uuid, migration_uuid)
-        elif status == 'reverting':
-            self.revert_resize(context, instance_uuid, migration_uuid)
-        elif status in db.MIGRATION_DRIVEN_STATUSES:
+            return self.confirm_resize(context, instance_uuid,
+                                       migration_uuid)
+        if status == 'reverting':
+            return self.revert_resize(context, instance_uuid, migration_uuid)
+        if status in db.MIGRATION_DRIVEN_STATUSES:
+            reason = 'its conductor stopped while it was %s' % status
             self._roll_back(
                 context, instance_uuid, migration,
                 migration['dest_compute'],
-                status in ('migrating', 'post-migrating'),
-                'its conductor stopped while it was %s' % status)
+                status in ('migrating', 'post-migrating'), reason)
+            return reason
+        return None
 
     # Confirm and revert ------------------------------------------------------
 
     def confirm_resize(self, context, instance_uuid: str,
-                       migration_uuid: str) -> None:
+                       migration_uuid: str) -> str | None:
         """Free the source of a finished move (the API set the migration
         ``confirming``); the server is ACTIVE on the destination.
 
@@ -247,7 +252,7 @@ class MoveTasks:
         """
         migration = db.migration_get_by_uuid(context, migration_uuid)
         if not _expect(migration, ('confirming',)):
-            return
+            return None
         source = migration['source_compute']
         try:
             if self._is_up(context, source):
@@ -263,26 +268,26 @@ class MoveTasks:
         except Exception as exc:
             LOG.exception('Confirming migration %s of instance %s failed',
                           migration_uuid, instance_uuid)
-            self._set_error(context, instance_uuid,
-                            'Confirming migration %s failed: %s' % (
-                                migration_uuid,
-                                getattr(exc, 'message', None) or exc))
+            reason = 'Confirming migration %s failed: %s' % (
+                migration_uuid, getattr(exc, 'message', None) or exc)
+            self._set_error(context, instance_uuid, reason)
             db.migration_update(context, migration_uuid, {'status': 'error'})
-            return
+            return reason
         db.migration_update(context, migration_uuid, {'status': 'confirmed'})
         db.instance_update(context, instance_uuid,
                            {'vm_state': 'active', 'task_state': None})
         LOG.info('Instance %s: migration %s confirmed', instance_uuid,
                  migration_uuid)
+        return None
 
     def revert_resize(self, context, instance_uuid: str,
-                      migration_uuid: str) -> None:
+                      migration_uuid: str) -> str | None:
         """Put a finished move back (the API set the migration
         ``reverting``): the server runs on its source again with the old
         flavor and devices, which it never let go."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
         if not _expect(migration, ('reverting',)):
-            return
+            return None
         try:
             self.compute_api.revert_resize(
                 context, migration['dest_compute'], instance_uuid,
@@ -296,15 +301,15 @@ class MoveTasks:
         except Exception as exc:
             LOG.exception('Reverting migration %s of instance %s failed',
                           migration_uuid, instance_uuid)
-            self._set_error(context, instance_uuid,
-                            'Reverting migration %s failed: %s' % (
-                                migration_uuid,
-                                getattr(exc, 'message', None) or exc))
+            reason = 'Reverting migration %s failed: %s' % (
+                migration_uuid, getattr(exc, 'message', None) or exc)
+            self._set_error(context, instance_uuid, reason)
             db.migration_update(context, migration_uuid, {'status': 'error'})
-            return
+            return reason
         db.migration_update(context, migration_uuid, {'status': 'reverted'})
         LOG.info('Instance %s: migration %s reverted', instance_uuid,
                  migration_uuid)
+        return None
 
     # Helpers -------------------------------------------------------------
 

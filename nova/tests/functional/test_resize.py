@@ -55,6 +55,16 @@ class MoveTestBase(boot.BootTestBase):
         self.assertIn(resp.status_code, expect, resp.text)
         return resp
 
+    def instance_actions(self, server_id) -> list[dict]:
+        """The server's actions, newest first, each with its events."""
+        url = self.allinone.api_url + '/servers/%s/os-instance-actions' % (
+            server_id)
+        headers = {'X-OpenStack-Nova-API-Version': '2.51'}
+        listed = self.session.get(url, headers=headers).json()
+        return [self.session.get(url + '/' + action['request_id'],
+                                 headers=headers).json()['instanceAction']
+                for action in listed['instanceActions']]
+
     def wait_settled(self, server_id, status, *others):
         """Wait until the server is in ``status`` (or one of ``others``)
         with no task in flight; fail at once on an unexpected ERROR."""
@@ -155,6 +165,12 @@ class TestResize(MoveTestBase):
             '/allocations/%s' % migration['uuid'])['allocations'])
         self.assertEqual('confirmed',
                          self.migrations(server['id'])[0]['status'])
+        actions = self.instance_actions(server['id'])
+        self.assertEqual(['confirmResize', 'resize', 'create'],
+                         [a['action'] for a in actions])
+        self.assertEqual(
+            [('conductor_migrate_server', 'Success')],
+            [(e['event'], e['result']) for e in actions[1]['events']])
         self.assert_consistent()
 
     def test_revert_returns_to_the_same_pair(self):
@@ -229,6 +245,14 @@ class TestResize(MoveTestBase):
         self.assert_server_holds(stays, QUADS)
         migration = self.migrations(server['id'])[0]
         self.assertEqual('error', migration['status'])
+        # The refusal is on record where the user looks for it.
+        resize = self.instance_actions(server['id'])[0]
+        self.assertEqual(('resize', 'Error'),
+                         (resize['action'], resize['message']))
+        [event] = resize['events']
+        self.assertEqual(('conductor_migrate_server', 'Error'),
+                         (event['event'], event['result']))
+        self.assertIn('No valid host', event['traceback'])
         self.assertEqual({}, self.placement_get(
             '/allocations/%s' % migration['uuid'])['allocations'])
         for blocker in blockers:
