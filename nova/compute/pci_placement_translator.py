@@ -304,7 +304,10 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
             if dev.get('instance_uuid'):
                 view.keep_allocated_device(dev)
             continue
-        if spec.tags.get('physical_network'):
+        if spec.tags.get('physical_network') or spec.remote_managed:
+            # Devices for Neutron ports (SR-IOV, or remote managed by a
+            # DPU): upstream never gives them to flavor aliases, and this
+            # fork has no Neutron ports, so they get no provider.
             continue
         group = in_static.get(dev['address'])
         if group is not None:

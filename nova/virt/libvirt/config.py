@@ -61,7 +61,9 @@ def parse_pci_nodedev(xml: str) -> dict | None:
     may list every device). Vendor and product ids are lower-case hex,
     ``numa_node`` is None when libvirt reports no NUMA affinity, and the
     device is type-PF when any ``virt_functions`` capability is present,
-    type-VF (with ``parent_addr``) when it has a ``phys_function``.
+    type-VF (with ``parent_addr``) when it has a ``phys_function``. A VPD
+    card serial number, when reported, is in
+    ``capabilities.vpd.card_serial_number`` (upstream's shape).
     """
     try:
         root = ET.fromstring(xml)
@@ -100,7 +102,7 @@ def parse_pci_nodedev(xml: str) -> dict | None:
     if pci_class:
         pci_class = '%06x' % int(pci_class, 16)
 
-    return {
+    device = {
         'address': address,
         'vendor_id': vendor_id,
         'product_id': product_id,
@@ -113,6 +115,19 @@ def parse_pci_nodedev(xml: str) -> dict | None:
         'driver': root.findtext('driver/name') or None,
         'class': pci_class or None,
     }
+    serial = _vpd_serial_number(cap)
+    if serial:
+        device['capabilities'] = {'vpd': {'card_serial_number': serial}}
+    return device
+
+
+def _vpd_serial_number(cap: ET.Element) -> str | None:
+    """The card serial number of a PCI capability's VPD, if libvirt
+    reports one: ``<capability type='vpd'>`` holds it in
+    ``<fields access='readonly'><serial_number>``."""
+    text = cap.findtext(
+        "capability[@type='vpd']/fields[@access='readonly']/serial_number")
+    return text.strip() if text and text.strip() else None
 
 
 def domain_type_for_uri(uri: str) -> str:

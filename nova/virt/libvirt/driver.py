@@ -5,6 +5,7 @@ Guests are plain domains whose uuid is the instance uuid and whose name is
 adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
+import copy
 import os
 import threading
 import uuid as uuidlib
@@ -116,12 +117,22 @@ class LibvirtDriver(driver.ComputeDriver):
         }
 
     def get_pci_devices(self) -> list[dict]:
-        """Return the device dict of every host PCI device, by address."""
+        """Return the device dict of every host PCI device, by address.
+
+        A VF whose own node device has no VPD serial number gets its PF's:
+        the card serial number identifies the card, which the VFs share.
+        """
         devices = []
         for xml in self.host.list_pci_device_xml():
             dev = config.parse_pci_nodedev(xml)
             if dev is not None:
                 devices.append(dev)
+        by_address = {dev['address']: dev for dev in devices}
+        for dev in devices:
+            parent = by_address.get(dev.get('parent_addr'))
+            if 'capabilities' not in dev and parent is not None and \
+                    'capabilities' in parent:
+                dev['capabilities'] = copy.deepcopy(parent['capabilities'])
         return sorted(devices, key=lambda dev: dev['address'])
 
     def spawn(self, instance_uuid: str, name: str, vcpus: int,

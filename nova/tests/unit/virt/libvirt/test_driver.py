@@ -68,6 +68,24 @@ class DiscoveryTest(_LibvirtTestCase):
                          (nic['address'], nic['vendor_id'],
                           nic['product_id'], nic['dev_type']))
 
+    def test_vpd_serial_numbers_vfs_inherit_their_pfs(self):
+        nic = fakehost.NIC_ADDRESS
+        devices = fakehost.hgx_h200_devices(num_gpus=0)
+        devices[0]['capabilities'] = {'vpd': {'card_serial_number': 'PF-SN'}}
+        devices += [{'address': '0000:4b:00.%d' % fn, 'vendor_id': '15b3',
+                     'product_id': '101e', 'dev_type': 'type-VF',
+                     'parent_addr': nic, 'numa_node': 0} for fn in (2, 3)]
+        devices[-1]['capabilities'] = {'vpd': {'card_serial_number': 'VF'}}
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(devices), 'vpd.xml'))
+        driver.init_host('cmp3')
+        serials = {d['address']: d.get('capabilities', {}).get(
+            'vpd', {}).get('card_serial_number')
+            for d in driver.get_pci_devices()}
+        self.assertEqual({nic: 'PF-SN', '0000:4b:00.2': 'PF-SN',
+                          '0000:4b:00.3': 'VF', fakehost.NVME_ADDRESS: None},
+                         serials)
+
     def test_host_without_a_gpu(self):
         devices = fakehost.hgx_h200_devices()
         del devices[5]
