@@ -27,6 +27,7 @@ from nova.compute import audit
 from nova.compute import resource_tracker
 from nova.compute import utils as compute_utils
 from nova.db import api as db
+from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 
@@ -208,6 +209,26 @@ class ComputeManager(manager.Manager):
             claims.append((request.request_id, addresses))
         return claims
 
+    def _guest_numa_nodes(self, instance: dict,
+                          devices: list[dict]) -> tuple[int, ...]:
+        """Host NUMA nodes the guest is confined to, from the NUMA nodes
+        of the devices each PCI request claimed and the requests' NUMA
+        policies (see nova.pci.numa); PciNumaAffinityViolation if the
+        devices cannot meet a policy (Placement's traits were stale)."""
+        topology = self.rt.numa_topology
+        placed = []
+        for request in pci_request.requests_from_primitive(
+                instance.get('pci_requests')):
+            placed.append(pci_numa.PlacedRequest(
+                policy=request.numa_policy,
+                label='%s:%d' % (request.alias_name, request.count),
+                devices=tuple(pci_numa.Locality(
+                    node=dev['numa_node'],
+                    socket=topology.socket_of(dev['numa_node']))
+                    for dev in devices
+                    if dev['request_id'] == request.request_id)))
+        return pci_numa.guest_nodes(placed)
+
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -263,7 +284,8 @@ class ComputeManager(manager.Manager):
                     instance_uuid, instance['display_name'],
                     flavor['vcpus'], flavor['memory_mb'],
                     [dict(dev, managed=dev['extra_info'].get(
-                        'managed', 'true')) for dev in devices])
+                        'managed', 'true')) for dev in devices],
+                    self._guest_numa_nodes(instance, devices))
             except Exception as exc:
                 LOG.warning('Build of instance %s failed on %s: %s',
                             instance_uuid, self.host, exc)

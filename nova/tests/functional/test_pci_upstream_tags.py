@@ -61,7 +61,9 @@ class TestTagTraits(PlacementReads, base.FunctionalTestCase):
         view = self.provider_view('cmp1')
         traits = {address: view['cmp1_' + address.upper()]['traits']
                   for address in GPUS[:3]}
-        managed = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'}
+        # GPUs 1-3 sit on NUMA node 0, socket 0.
+        managed = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                   'CUSTOM_PCI_NUMA_NODE_0', 'CUSTOM_PCI_SOCKET_0'}
         self.assertEqual({GPUS[0]: managed | {'HW_PCI_ONE_TIME_USE'},
                           GPUS[1]: managed | {'HW_PCI_LIVE_MIGRATABLE'},
                           GPUS[2]: managed}, traits)
