@@ -10,10 +10,13 @@ the guest's NUMA placement is derived from its PCI devices:
   ``required`` requests it is the node holding most ``socket`` devices
   (lowest id on a tie). Every ``socket`` device must sit on that node's
   socket. A device without NUMA information cannot satisfy either policy.
-* otherwise (``preferred``, ``legacy``), the guest follows its devices:
+* otherwise, with a ``preferred`` request, the guest follows its devices:
   confined to their node when they all share one, unconfined when they
-  span nodes or report none. ``preferred`` also makes the scheduler try
-  candidates whose devices share one node first.
+  span nodes or report none; the scheduler tries candidates whose
+  ``preferred`` devices share one node first.
+* with ``legacy`` requests only (the default), nothing changes: as
+  upstream for a guest without a NUMA topology, devices are not
+  restricted and the guest is not confined.
 
 The same rules run twice: in the scheduler on the NUMA traits of the
 device providers of each allocation candidate (so an invalid candidate is
@@ -124,8 +127,12 @@ def guest_nodes(requests: list[PlacedRequest]) -> tuple[int, ...]:
     Raises PciNumaAffinityViolation naming the request, its policy and
     the nodes its devices sit on when the devices break a policy.
     """
-    strict = [r for r in requests if r.policy in _STRICT]
+    # A request without devices (not placed through Placement) has
+    # nothing to check.
+    strict = [r for r in requests if r.policy in _STRICT and r.devices]
     if not strict:
+        if not any(r.policy == PREFERRED for r in requests):
+            return ()
         common = common_locality(loc for r in requests for loc in r.devices)
         return (common.node,) if common.node is not None else ()
     for request in strict:

@@ -221,3 +221,31 @@ class TestPlainAffinity(NumaTestBase):
         self.assertEqual(3, len(gpus))
         self.assertEqual({1}, node_of(gpus))
         self.assert_confined(server, 1)
+
+    def test_compute_refuses_devices_placement_misplaced(self):
+        """Placement's traits are stale (an operator edited them): the
+        compute checks the devices it claimed itself and gives the build
+        back rather than start a guest whose devices break the policy."""
+        self.start_services()
+        self.block([1, 2, 3, 6, 7, 8])     # GPU 4 on node 0, GPU 5 on 1
+        rp = self.provider_view('cmp1')['cmp1_' + GPUS[4].upper()]
+        generation = self.placement_get(
+            '/resource_providers/%s' % rp['uuid'])['generation']
+        traits = (rp['traits'] - {'CUSTOM_PCI_NUMA_NODE_1'}) | {
+            'CUSTOM_PCI_NUMA_NODE_0'}
+        resp = self.placement.api.put(
+            '/resource_providers/%s/traits' % rp['uuid'],
+            json={'traits': sorted(traits),
+                  'resource_provider_generation': generation})
+        self.assertEqual(200, resp.status_code, resp.text)
+        failed = self.boot(self.numa_flavor('two.req', 'gpu:2',
+                                            'required'), 'r', status='ERROR')
+        self.assertIn('No valid host', failed['fault']['message'])
+        self.assertIn('PCI request gpu:2 with NUMA affinity policy required '
+                      'cannot be met: its devices sit on NUMA nodes 0, 1',
+                      self.logger.output)
+        self.assert_nothing_held(failed['id'])
+        self.assertEqual({4, 5}, set(
+            gpu for gpu in range(1, 9) if self.computes['cmp1'].rt
+            .pci_tracker.get_by_address(GPUS[gpu - 1])['status'] ==
+            'available'))

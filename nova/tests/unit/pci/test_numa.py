@@ -45,13 +45,24 @@ class TestGuestNodes(test.TestCase):
     def test_no_requests_leaves_the_guest_free(self):
         self.assertEqual((), numa.guest_nodes([]))
 
-    def test_legacy_and_preferred_follow_one_shared_node(self):
-        for policy in ('legacy', 'preferred'):
-            self.assertEqual((1,), numa.guest_nodes(
-                [_req(policy, L(1, 1), L(1, 1))]))
-            self.assertEqual((), numa.guest_nodes(
-                [_req(policy, L(0, 0), L(1, 1))]))
-            self.assertEqual((), numa.guest_nodes([_req(policy, L())]))
+    def test_strict_request_without_devices_is_ignored(self):
+        self.assertEqual((), numa.guest_nodes([_req('required'),
+                                               _req('socket')]))
+        self.assertEqual((1,), numa.guest_nodes([
+            _req('required'), _req('preferred', L(1, 1))]))
+
+    def test_preferred_follows_one_shared_node(self):
+        self.assertEqual((1,), numa.guest_nodes(
+            [_req('preferred', L(1, 1), L(1, 1)), _req('legacy', L(1, 1))]))
+        self.assertEqual((), numa.guest_nodes(
+            [_req('preferred', L(1, 1)), _req('legacy', L(0, 0))]))
+        self.assertEqual((), numa.guest_nodes(
+            [_req('preferred', L(0, 0), L(1, 1))]))
+        self.assertEqual((), numa.guest_nodes([_req('preferred', L())]))
+
+    def test_legacy_alone_never_confines(self):
+        self.assertEqual((), numa.guest_nodes(
+            [_req('legacy', L(1, 1), L(1, 1))]))
 
     def test_required_on_one_node(self):
         self.assertEqual((1,), numa.guest_nodes([
