@@ -7,6 +7,7 @@ and quads sit on one node, the 8-GPU board spans both.
 
 import json
 import threading
+import time
 
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.libvirt import config as libvirt_config
@@ -73,6 +74,38 @@ class TestGroupAffinity(NumaTestBase):
             gpus = self.assert_server_holds(server, boot.PAIRS)
             (node,) = node_of(gpus)
             self.assert_confined(server, node)
+
+    def settle(self, server_id, body, status):
+        """Run a server action and wait for ``status`` with no task."""
+        self.api('POST', '/servers/%s/action' % server_id, body)
+        deadline = time.monotonic() + boot.TIMEOUT
+        while time.monotonic() < deadline:
+            server = self.api('GET', '/servers/%s' % server_id)['server']
+            if server['OS-EXT-STS:task_state'] is None and \
+                    server['status'] in (status, 'ERROR'):
+                self.assertEqual(status, server['status'], server)
+                return server
+            time.sleep(0.05)
+        self.fail('server %s never reached %s' % (server_id, status))
+
+    def test_rebuild_and_resize_keep_the_guest_on_its_devices_node(self):
+        self.start_services(hosts=('cmp1', 'cmp2'))
+        pair = self.numa_flavor('pair.req', 'h200:2', 'required')
+        quad = self.numa_flavor('quad.req', 'h200:4', 'required')
+        server = self.boot(pair, 'moving')
+        (node,) = node_of(self.assert_server_holds(server, boot.PAIRS))
+        server = self.settle(server['id'], {'rebuild': {'imageRef': 'x'}},
+                             'ACTIVE')
+        self.assert_confined(server, node)
+        # The resize lands on the other host: the new guest is confined
+        # to the node of its quartet there.
+        server = self.settle(server['id'], {'resize': {'flavorRef': quad}},
+                             'VERIFY_RESIZE')
+        (node,) = node_of(self.assert_server_holds(server, boot.QUADS))
+        self.assert_confined(server, node)
+        server = self.settle(server['id'], {'confirmResize': None},
+                             'ACTIVE')
+        self.assert_confined(server, node)
 
     def test_required_board_is_refused_with_the_reason(self):
         self.start_services()
