@@ -36,6 +36,7 @@ from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.virt import driver as virt_driver
@@ -276,6 +277,26 @@ class ComputeManager(manager.Manager):
             claims.append((request.request_id, addresses))
         return claims
 
+    def _guest_numa_nodes(self, instance: dict,
+                          devices: list[dict]) -> tuple[int, ...]:
+        """Host NUMA nodes the guest is confined to, from the NUMA nodes
+        of the devices each PCI request claimed and the requests' NUMA
+        policies (see nova.pci.numa); PciNumaAffinityViolation if the
+        devices cannot meet a policy (Placement's traits were stale)."""
+        topology = self.rt.numa_topology
+        placed = []
+        for request in pci_request.requests_from_primitive(
+                instance.get('pci_requests')):
+            placed.append(pci_numa.PlacedRequest(
+                policy=request.numa_policy,
+                label='%s:%d' % (request.alias_name, request.count),
+                devices=tuple(pci_numa.Locality(
+                    node=dev['numa_node'],
+                    socket=topology.socket_of(dev['numa_node']))
+                    for dev in devices
+                    if dev['request_id'] == request.request_id)))
+        return pci_numa.guest_nodes(placed)
+
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -359,7 +380,8 @@ class ComputeManager(manager.Manager):
             self.driver.spawn(
                 instance_uuid, instance['display_name'],
                 flavor['vcpus'], flavor['memory_mb'],
-                _guest_devices(devices))
+                _guest_devices(devices),
+                self._guest_numa_nodes(instance, devices))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -543,11 +565,12 @@ class ComputeManager(manager.Manager):
     def _rebuild(self, instance: dict) -> dict:
         stopped = instance['vm_state'] == vm_states.STOPPED
         flavor = instance['flavor']
+        devices = self._held_devices(instance['uuid'])
         self.driver.rebuild(
             instance['uuid'], instance['display_name'], flavor['vcpus'],
-            flavor['memory_mb'],
-            _guest_devices(self._held_devices(instance['uuid'])),
-            power_on=not stopped)
+            flavor['memory_mb'], _guest_devices(devices),
+            power_on=not stopped,
+            numa_nodes=self._guest_numa_nodes(instance, devices))
         return _STOPPED if stopped else _RUNNING
 
     def shelve_instance(self, context, instance_uuid: str) -> None:

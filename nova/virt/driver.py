@@ -9,6 +9,8 @@ import abc
 
 from oslo_config import cfg
 
+from nova.virt import hardware
+
 # Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
 NOSTATE = 0
 RUNNING = 1
@@ -41,13 +43,21 @@ class ComputeDriver(abc.ABC):
     def get_pci_devices(self) -> list[dict]:
         """Return a device dict for every PCI device of the host."""
 
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        """Return the host's NUMA nodes (CPUs, memory, socket); no cells
+        when the driver cannot tell."""
+        return hardware.HostNUMATopology()
+
     @abc.abstractmethod
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict]) -> None:
+              memory_mb: int, pci_devices: list[dict],
+              numa_nodes: tuple[int, ...] = ()) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
         ``pci_devices`` are device dicts plus "managed" ("true"/"false").
-        On failure nothing of the guest stays on the hypervisor.
+        ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
+        memory are confined to (none: not confined). On failure nothing
+        of the guest stays on the hypervisor.
         """
 
     @abc.abstractmethod
@@ -70,9 +80,9 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
                 memory_mb: int, pci_devices: list[dict],
-                power_on: bool) -> None:
-        """Redefine the guest with the same ``pci_devices`` (as for
-        ``spawn``), started if ``power_on``."""
+                power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
+        """Redefine the guest with the same ``pci_devices`` and
+        ``numa_nodes`` (as for ``spawn``), started if ``power_on``."""
 
     @abc.abstractmethod
     def get_power_state(self, instance_uuid: str) -> int:
