@@ -24,6 +24,7 @@ from nova.db import api as db
 from nova.tests.functional import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.tests.functional import test_nvlink_partitions
+from nova.tests.functional import test_pci_numa_affinity
 from nova.virt import driver as virt_driver
 
 PAIRS = boot.PAIRS
@@ -683,4 +684,32 @@ class TestOrphanedUnshelve(ServerActionsBase):
             db.instance_get_by_uuid(self.ctx, fresh['id'])[key]
             for key in ('task_state', 'build_owner')))
         db.instance_update(self.ctx, fresh['id'], {'task_state': None})
+        self.assert_consistent()
+
+
+class TestNUMAConfinement(ServerActionsBase,
+                          test_pci_numa_affinity.NumaTestBase):
+    """A guest confined to its GPUs' NUMA node stays confined when it is
+    rebuilt, stopped and started, and when it is unshelved elsewhere."""
+
+    def test_rebuild_and_unshelve_keep_the_guest_on_its_gpus_node(self):
+        self.start_services()
+        flavor = self.numa_flavor('pair.req', 'h200:2', 'required')
+        server = self.boot(flavor, 'vm')
+        (node,) = test_pci_numa_affinity.node_of(
+            self.assert_server_holds(server, PAIRS))
+        self.assert_confined(server, node)
+        for body, status in (({'rebuild': {'imageRef': 'x'}}, 'ACTIVE'),
+                             ({'os-stop': None}, 'SHUTOFF'),
+                             ({'os-start': None}, 'ACTIVE')):
+            self.act(server['id'], body)
+            self.assert_confined(self.wait_status(server['id'], status),
+                                 node)
+        self.act(server['id'], {'shelve': None})
+        self.wait_status(server['id'], 'SHELVED_OFFLOADED')
+        self.act(server['id'], {'unshelve': None})
+        unshelved = self.wait_status(server['id'], 'ACTIVE')
+        (node,) = test_pci_numa_affinity.node_of(
+            self.assert_server_holds(unshelved, PAIRS))
+        self.assert_confined(unshelved, node)
         self.assert_consistent()

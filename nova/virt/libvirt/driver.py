@@ -140,18 +140,6 @@ class LibvirtDriver(driver.ComputeDriver):
         """The host's NUMA nodes, as libvirt reports them."""
         return self.host.get_numa_topology()
 
-    def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
-                   memory_mb: int, pci_devices: list[dict],
-                   numa_nodes: tuple[int, ...]) -> str:
-        """The domain XML of a guest, its vCPUs and memory on
-        ``numa_nodes`` when given."""
-        host_cpus = self.host.get_numa_topology().cpus_of(
-            tuple(numa_nodes)) if numa_nodes else ()
-        return config.build_guest_xml(
-            instance_uuid, name, vcpus, memory_mb, pci_devices,
-            config.domain_type_for_uri(self.uri), tuple(numa_nodes),
-            host_cpus)
-
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
               memory_mb: int, pci_devices: list[dict],
               numa_nodes: tuple[int, ...] = ()) -> None:
@@ -288,6 +276,18 @@ class LibvirtDriver(driver.ComputeDriver):
         if domain is None:
             return driver.NOSTATE
         return driver.RUNNING if domain.isActive() else driver.SHUTDOWN
+
+    def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
+                   memory_mb: int, pci_devices: list[dict],
+                   numa_nodes: tuple[int, ...]) -> str:
+        """The domain XML of a guest (spawned or rebuilt), confined to
+        ``numa_nodes`` and their host CPUs when given."""
+        host_cpus = self.host.get_numa_topology().cpus_of(
+            tuple(numa_nodes)) if numa_nodes else ()
+        return config.build_guest_xml(
+            instance_uuid, name, vcpus, memory_mb, pci_devices,
+            config.domain_type_for_uri(self.uri), tuple(numa_nodes),
+            host_cpus)
 
     def _remove_failed_domain(self, domain: libvirt.virDomain,
                               instance_uuid: str) -> None:
