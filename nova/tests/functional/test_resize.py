@@ -85,6 +85,11 @@ class MoveTestBase(boot.BootTestBase):
         self.action(server_id, {'revertResize': None})
         return self.wait_settled(server_id, 'ACTIVE')
 
+    def evacuate(self, server_id, body=None, expect=(200,), version='2.14'):
+        return self.action(server_id, {'evacuate': body or {}},
+                           expect=expect,
+                           headers={'X-OpenStack-Nova-API-Version': version})
+
     def migrations(self, server_id):
         return db.migration_get_all(self.ctx, {'instance_uuid': server_id})
 
