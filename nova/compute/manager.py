@@ -14,11 +14,13 @@ destroyed, and device rows held by such instances are freed. The log
 lists what was repaired.
 """
 
+import datetime
 import logging
 import threading
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_utils import timeutils
 
 from nova import context as nova_context
 from nova import exception
@@ -26,6 +28,7 @@ from nova import manager
 from nova.compute import audit
 from nova.compute import resource_tracker
 from nova.compute import utils as compute_utils
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
@@ -50,6 +53,7 @@ class ComputeManager(manager.Manager):
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
             conf, self.host, driver, self.reportclient)
+        self._conductor_api: conductor_rpcapi.ConductorAPI | None = None
         # One build or delete at a time per instance.
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -215,8 +219,60 @@ class ComputeManager(manager.Manager):
             except exception.InstanceNotFound:
                 pass
 
+    @property
+    def conductor_api(self) -> conductor_rpcapi.ConductorAPI:
+        """Made on first use: a compute needs messaging only to hand an
+        expired resize to a conductor."""
+        if self._conductor_api is None:
+            self._conductor_api = conductor_rpcapi.ConductorAPI()
+        return self._conductor_api
+
+    def confirm_expired_resizes(self) -> list[str]:
+        """Periodic task (with ``[DEFAULT]resize_confirm_window``): confirm
+        the moves to this host that waited in VERIFY_RESIZE longer than
+        the window, as upstream's ``_poll_unconfirmed_resizes``; returns
+        the migrations confirmed.
+
+        The migration goes ``finished`` -> ``confirming`` in one
+        compare-and-swap, so a user's confirm or revert racing it wins or
+        loses cleanly; the confirm itself is a conductor's.
+        """
+        window = self.conf.resize_confirm_window
+        if not window:
+            return []
+        context = nova_context.get_admin_context()
+        expired_before = timeutils.utcnow() - datetime.timedelta(
+            seconds=window)
+        confirmed = []
+        for migration in db.migration_get_all(context, {
+                'dest_compute': self.host, 'status': 'finished'}):
+            if migration['updated_at'] is None or \
+                    migration['updated_at'] > expired_before:
+                continue
+            try:
+                db.migration_update(context, migration['uuid'],
+                                    {'status': 'confirming'},
+                                    expected_status='finished')
+                db.instance_update(context, migration['instance_uuid'], {
+                    'build_owner': None,
+                    'build_heartbeat': timeutils.utcnow()},
+                    expected={'vm_state': 'resized'})
+            except (exception.MigrationUpdateConflict,
+                    exception.InstanceUpdateConflict,
+                    exception.InstanceNotFound):
+                continue
+            LOG.info('Confirming migration %s of instance %s: it waited '
+                     'longer than resize_confirm_window (%ss)',
+                     migration['uuid'], migration['instance_uuid'], window)
+            self.conductor_api.confirm_resize(
+                context, migration['instance_uuid'], migration['uuid'])
+            confirmed.append(migration['uuid'])
+        return confirmed
+
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
+                 self.conf.update_resources_interval),
+                ('confirm_expired_resizes', self.confirm_expired_resizes,
                  self.conf.update_resources_interval),
                 ('audit_allocations', self.audit_allocations,
                  self.conf.allocation_audit_interval),
