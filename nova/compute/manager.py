@@ -560,15 +560,17 @@ class ComputeManager(manager.Manager):
                     reason=getattr(exc, 'message', None) or str(exc))
             # An evacuation is over here; a resize or cold migration
             # waits in VERIFY_RESIZE for a confirm or revert.
+            # The migration first: whoever sees the server settled finds
+            # its migration settled too.
             evacuation = migration['migration_type'] == 'evacuation'
+            db.migration_update(context, migration_uuid, {
+                'status': 'done' if evacuation else 'finished'})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
                 'host': self.host, 'node': self.rt.nodename,
                 'vm_state': 'active' if evacuation else 'resized',
                 'task_state': None, 'power_state': 1})
-            db.migration_update(context, migration_uuid, {
-                'status': 'done' if evacuation else 'finished'})
             LOG.info('Instance %s runs on %s with PCI devices %s after its '
                      '%s', instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none',
@@ -613,6 +615,11 @@ class ComputeManager(manager.Manager):
             devices = self._spawn_claimed(
                 instance_uuid, instance['display_name'], flavor,
                 _request_ids(migration['old_pci_requests']))
+            # A revert is over once the guest runs here again (a rolled
+            # back move has its final status already).
+            if migration['status'] == 'reverting':
+                db.migration_update(context, migration_uuid,
+                                    {'status': 'reverted'})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['old_pci_requests'],

@@ -302,7 +302,6 @@ class MoveTasks:
                                 getattr(exc, 'message', None) or exc))
             db.migration_update(context, migration_uuid, {'status': 'error'})
             return
-        db.migration_update(context, migration_uuid, {'status': 'reverted'})
         LOG.info('Instance %s: migration %s reverted', instance_uuid,
                  migration_uuid)
 
