@@ -126,6 +126,11 @@ class InvalidPCINUMAAffinity(Invalid):
                'hw:pci_numa_affinity_policy; allowed values are %(allowed)s')
 
 
+class PciNumaAffinityViolation(Invalid):
+    msg_fmt = ('PCI request %(label)s with NUMA affinity policy '
+               '%(policy)s cannot be met: %(reason)s')
+
+
 # Compute driver -----------------------------------------------------------
 
 class InstanceSpawnFailed(NovaException):

@@ -30,6 +30,7 @@ from nova.compute import resource_tracker
 from nova.compute import utils as compute_utils
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 
@@ -311,6 +312,26 @@ class ComputeManager(manager.Manager):
             claims.append((request.request_id, addresses))
         return claims
 
+    def _guest_numa_nodes(self, pci_requests: list | None,
+                          devices: list[dict]) -> tuple[int, ...]:
+        """Host NUMA nodes the guest is confined to, from the NUMA nodes
+        of the devices each PCI request (primitive form) claimed and the
+        requests' NUMA policies (see nova.pci.numa);
+        PciNumaAffinityViolation if the devices cannot meet a policy
+        (Placement's traits were stale)."""
+        topology = self.rt.numa_topology
+        placed = []
+        for request in pci_request.requests_from_primitive(pci_requests):
+            placed.append(pci_numa.PlacedRequest(
+                policy=request.numa_policy,
+                label='%s:%d' % (request.alias_name, request.count),
+                devices=tuple(pci_numa.Locality(
+                    node=dev['numa_node'],
+                    socket=topology.socket_of(dev['numa_node']))
+                    for dev in devices
+                    if dev['request_id'] == request.request_id)))
+        return pci_numa.guest_nodes(placed)
+
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -362,7 +383,9 @@ class ComputeManager(manager.Manager):
                     instance_uuid, instance['display_name'],
                     flavor['vcpus'], flavor['memory_mb'],
                     [dict(dev, managed=dev['extra_info'].get(
-                        'managed', 'true')) for dev in devices])
+                        'managed', 'true')) for dev in devices],
+                    self._guest_numa_nodes(instance.get('pci_requests'),
+                                           devices))
             except Exception as exc:
                 LOG.warning('Build of instance %s failed on %s: %s',
                             instance_uuid, self.host, exc)
@@ -467,16 +490,20 @@ class ComputeManager(manager.Manager):
     # (its new ones) when both ends are this host.
 
     def _spawn_claimed(self, instance_uuid: str, name: str | None,
-                       flavor: dict, request_ids: set[str]) -> list[dict]:
+                       flavor: dict, pci_requests: list | None
+                       ) -> list[dict]:
         """Start the guest with the devices claimed here for
-        ``request_ids``; returns them."""
+        ``pci_requests`` (one side of a move), confined to their NUMA
+        nodes as at a boot; returns the devices."""
+        request_ids = _request_ids(pci_requests)
         devices = [dev for dev in self.rt.pci_tracker.pci_devs
                    if dev['instance_uuid'] == instance_uuid and
                    dev['request_id'] in request_ids]
         self.driver.spawn(
             instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
             [dict(dev, managed=dev['extra_info'].get('managed', 'true'))
-             for dev in devices])
+             for dev in devices],
+            self._guest_numa_nodes(pci_requests, devices))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -548,7 +575,7 @@ class ComputeManager(manager.Manager):
             try:
                 devices = self._spawn_claimed(
                     instance_uuid, instance['display_name'], flavor,
-                    new_ids)
+                    migration['new_pci_requests'])
             except Exception as exc:
                 LOG.warning('Starting instance %s on %s for migration %s '
                             'failed: %s', instance_uuid, self.host,
@@ -614,7 +641,7 @@ class ComputeManager(manager.Manager):
             self.driver.destroy(instance_uuid)
             devices = self._spawn_claimed(
                 instance_uuid, instance['display_name'], flavor,
-                _request_ids(migration['old_pci_requests']))
+                migration['old_pci_requests'])
             # A revert is over once the guest runs here again (a rolled
             # back move has its final status already).
             if migration['status'] == 'reverting':

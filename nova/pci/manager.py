@@ -25,6 +25,7 @@ from oslo_log import log as logging
 
 from nova.db import api as db_api
 from nova import exception
+from nova.pci import devspec
 from nova.pci import utils
 
 LOG = logging.getLogger(__name__)
@@ -106,6 +107,11 @@ class PciDevTracker:
                                                      'false'),
                 },
             }
+            if spec.remote_managed:
+                # What a remote backend identifies the card by.
+                wanted[address]['extra_info'].update(
+                    remote_managed='true',
+                    card_serial_number=devspec.card_serial_number(dev))
         return wanted
 
     def update_devices_from_hypervisor_resources(

@@ -26,6 +26,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova.pci import request as pci_request
+from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import weights
@@ -129,7 +130,7 @@ class SchedulerManager(manager.Manager):
             flavor, pci_requests, pci_in_placement)
         wanted = describe_request(request, pci_requests, pci_in_placement)
 
-        response = self._allocation_candidates(request, wanted)
+        response = self._allocation_candidates(request)
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
@@ -145,8 +146,17 @@ class SchedulerManager(manager.Manager):
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
                 '%s' % (len(candidates), wanted, '; '.join(dropped))))
 
-        selections = weights.select_candidates(
-            dict(response, allocation_requests=kept), request)
+        kept, numa_reasons = numa_affinity.filter_candidates(
+            kept, response, request, pci_requests)
+        if not kept:
+            raise exception.NoValidHost(reason=(
+                'no candidate for %s meets the PCI NUMA affinity policy: %s'
+                % (wanted, '; '.join(numa_reasons))))
+
+        selections = numa_affinity.prefer_local(
+            weights.select_candidates(
+                dict(response, allocation_requests=kept), request),
+            response, request, pci_requests)
         project_id = instance['project_id'] or context.project_id
         user_id = instance['user_id'] or context.user_id
         for selection in selections:
@@ -213,13 +223,14 @@ class SchedulerManager(manager.Manager):
                     instance_uuid)
             raise
 
-    def _allocation_candidates(self, request, wanted: str) -> dict:
+    def _allocation_candidates(self, request) -> dict:
         """Placement's candidates for ``request``.
 
         Placement refuses a query naming a trait it has never seen (400)
         instead of returning nothing. For the scheduler that is the same
         answer as no candidate: no compute reports such providers yet, e.g.
-        no host has declared groups of the requested size.
+        no host has declared groups of the requested size, or none has a
+        group on one NUMA node. The refusal reasons then say which part.
         """
         try:
             return self.reportclient.get_allocation_candidates(
@@ -230,10 +241,8 @@ class SchedulerManager(manager.Manager):
             if exc.kwargs.get('status') != 400 or \
                     'No such trait' not in detail:
                 raise
-            unknown = detail.split('No such trait(s):', 1)[-1].strip(' .')
-            raise exception.NoValidHost(reason=(
-                'no host can provide %s: no compute reports the trait(s) '
-                '%s' % (wanted, unknown))) from exc
+            LOG.info('No candidates: %s', detail)
+            return {'allocation_requests': [], 'provider_summaries': {}}
 
     @staticmethod
     def _root(candidate: dict, response: dict) -> str:

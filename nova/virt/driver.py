@@ -9,6 +9,8 @@ import abc
 
 from oslo_config import cfg
 
+from nova.virt import hardware
+
 # Used when [libvirt]connection_uri is empty.
 DEFAULT_LIBVIRT_URI = 'qemu:///system'
 
@@ -36,13 +38,21 @@ class ComputeDriver(abc.ABC):
     def get_pci_devices(self) -> list[dict]:
         """Return a device dict for every PCI device of the host."""
 
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        """Return the host's NUMA nodes (CPUs, memory, socket); no cells
+        when the driver cannot tell."""
+        return hardware.HostNUMATopology()
+
     @abc.abstractmethod
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict]) -> None:
+              memory_mb: int, pci_devices: list[dict],
+              numa_nodes: tuple[int, ...] = ()) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
         ``pci_devices`` are device dicts plus "managed" ("true"/"false").
-        On failure nothing of the guest stays on the hypervisor.
+        ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
+        memory are confined to (none: not confined). On failure nothing
+        of the guest stays on the hypervisor.
         """
 
     @abc.abstractmethod

@@ -5,6 +5,7 @@ Guests are plain domains whose uuid is the instance uuid and whose name is
 adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
+import copy
 import os
 import threading
 import uuid as uuidlib
@@ -14,6 +15,7 @@ from oslo_log import log as logging
 
 from nova import exception
 from nova.virt import driver
+from nova.virt import hardware
 from nova.virt.libvirt import config
 from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import nvlink as nvlink_partitions
@@ -116,21 +118,40 @@ class LibvirtDriver(driver.ComputeDriver):
         }
 
     def get_pci_devices(self) -> list[dict]:
-        """Return the device dict of every host PCI device, by address."""
+        """Return the device dict of every host PCI device, by address.
+
+        A VF whose own node device has no VPD serial number gets its PF's:
+        the card serial number identifies the card, which the VFs share.
+        """
         devices = []
         for xml in self.host.list_pci_device_xml():
             dev = config.parse_pci_nodedev(xml)
             if dev is not None:
                 devices.append(dev)
+        by_address = {dev['address']: dev for dev in devices}
+        for dev in devices:
+            parent = by_address.get(dev.get('parent_addr'))
+            if 'capabilities' not in dev and parent is not None and \
+                    'capabilities' in parent:
+                dev['capabilities'] = copy.deepcopy(parent['capabilities'])
         return sorted(devices, key=lambda dev: dev['address'])
 
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        """The host's NUMA nodes, as libvirt reports them."""
+        return self.host.get_numa_topology()
+
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict]) -> None:
-        """Define and start the guest; undefine it again on any failure."""
+              memory_mb: int, pci_devices: list[dict],
+              numa_nodes: tuple[int, ...] = ()) -> None:
+        """Define and start the guest; undefine it again on any failure.
+        With ``numa_nodes`` its vCPUs and memory stay on those nodes."""
         instance_uuid = _canonical_uuid(instance_uuid)
+        host_cpus = self.host.get_numa_topology().cpus_of(
+            tuple(numa_nodes)) if numa_nodes else ()
         xml = config.build_guest_xml(
             instance_uuid, name, vcpus, memory_mb, pci_devices,
-            config.domain_type_for_uri(self.uri))
+            config.domain_type_for_uri(self.uri), tuple(numa_nodes),
+            host_cpus)
         conn = self.host.get_connection()
         with self._define_lock:
             if self.host.lookup_domain(instance_uuid) is not None:
