@@ -35,6 +35,7 @@ from nova.compute import resource_tracker
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
@@ -61,6 +62,7 @@ class ComputeManager(manager.Manager):
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
             conf, self.host, driver, self.reportclient)
+        self._conductor_api: conductor_rpcapi.ConductorAPI | None = None
         # One build or delete at a time per instance.
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -281,8 +283,60 @@ class ComputeManager(manager.Manager):
             except exception.InstanceNotFound:
                 pass
 
+    @property
+    def conductor_api(self) -> conductor_rpcapi.ConductorAPI:
+        """Made on first use: a compute needs messaging only to hand an
+        expired resize to a conductor."""
+        if self._conductor_api is None:
+            self._conductor_api = conductor_rpcapi.ConductorAPI()
+        return self._conductor_api
+
+    def confirm_expired_resizes(self) -> list[str]:
+        """Periodic task (with ``[DEFAULT]resize_confirm_window``): confirm
+        the moves to this host that waited in VERIFY_RESIZE longer than
+        the window, as upstream's ``_poll_unconfirmed_resizes``; returns
+        the migrations confirmed.
+
+        The migration goes ``finished`` -> ``confirming`` in one
+        compare-and-swap, so a user's confirm or revert racing it wins or
+        loses cleanly; the confirm itself is a conductor's.
+        """
+        window = self.conf.resize_confirm_window
+        if not window:
+            return []
+        context = nova_context.get_admin_context()
+        expired_before = timeutils.utcnow() - datetime.timedelta(
+            seconds=window)
+        confirmed = []
+        for migration in db.migration_get_all(context, {
+                'dest_compute': self.host, 'status': 'finished'}):
+            if migration['updated_at'] is None or \
+                    migration['updated_at'] > expired_before:
+                continue
+            try:
+                db.migration_update(context, migration['uuid'],
+                                    {'status': 'confirming'},
+                                    expected_status='finished')
+                db.instance_update(context, migration['instance_uuid'], {
+                    'build_owner': None,
+                    'build_heartbeat': timeutils.utcnow()},
+                    expected={'vm_state': 'resized'})
+            except (exception.MigrationUpdateConflict,
+                    exception.InstanceUpdateConflict,
+                    exception.InstanceNotFound):
+                continue
+            LOG.info('Confirming migration %s of instance %s: it waited '
+                     'longer than resize_confirm_window (%ss)',
+                     migration['uuid'], migration['instance_uuid'], window)
+            self.conductor_api.confirm_resize(
+                context, migration['instance_uuid'], migration['uuid'])
+            confirmed.append(migration['uuid'])
+        return confirmed
+
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
+                 self.conf.update_resources_interval),
+                ('confirm_expired_resizes', self.confirm_expired_resizes,
                  self.conf.update_resources_interval),
                 ('audit_allocations', self.audit_allocations,
                  self.conf.allocation_audit_interval),
@@ -324,16 +378,16 @@ class ComputeManager(manager.Manager):
             claims.append((request.request_id, addresses))
         return claims
 
-    def _guest_numa_nodes(self, instance: dict,
+    def _guest_numa_nodes(self, pci_requests: list | None,
                           devices: list[dict]) -> tuple[int, ...]:
         """Host NUMA nodes the guest is confined to, from the NUMA nodes
-        of the devices each PCI request claimed and the requests' NUMA
-        policies (see nova.pci.numa); PciNumaAffinityViolation if the
-        devices cannot meet a policy (Placement's traits were stale)."""
+        of the devices each PCI request (primitive form) claimed and the
+        requests' NUMA policies (see nova.pci.numa);
+        PciNumaAffinityViolation if the devices cannot meet a policy
+        (Placement's traits were stale)."""
         topology = self.rt.numa_topology
         placed = []
-        for request in pci_request.requests_from_primitive(
-                instance.get('pci_requests')):
+        for request in pci_request.requests_from_primitive(pci_requests):
             placed.append(pci_numa.PlacedRequest(
                 policy=request.numa_policy,
                 label='%s:%d' % (request.alias_name, request.count),
@@ -424,7 +478,8 @@ class ComputeManager(manager.Manager):
                 instance_uuid, instance['display_name'],
                 flavor['vcpus'], flavor['memory_mb'],
                 _guest_devices(devices),
-                self._guest_numa_nodes(instance, devices))
+                self._guest_numa_nodes(instance.get('pci_requests'),
+                                       devices))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -624,7 +679,8 @@ class ComputeManager(manager.Manager):
             instance['uuid'], instance['display_name'], flavor['vcpus'],
             flavor['memory_mb'], _guest_devices(devices),
             power_on=not stopped,
-            numa_nodes=self._guest_numa_nodes(instance, devices))
+            numa_nodes=self._guest_numa_nodes(instance.get('pci_requests'),
+                                              devices))
         return _STOPPED if stopped else _RUNNING
 
     def shelve_instance(self, context, instance_uuid: str) -> None:
@@ -706,7 +762,7 @@ class ComputeManager(manager.Manager):
                        ) -> list[dict]:
         """Start the guest with the devices claimed here for
         ``pci_requests`` (one side of a move), confined to their NUMA
-        nodes as their policies ask; returns the devices."""
+        nodes as at a boot; returns the devices."""
         request_ids = _request_ids(pci_requests)
         devices = [dev for dev in self.rt.pci_tracker.pci_devs
                    if dev['instance_uuid'] == instance_uuid and
@@ -714,7 +770,7 @@ class ComputeManager(manager.Manager):
         self.driver.spawn(
             instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
             _guest_devices(devices),
-            self._guest_numa_nodes({'pci_requests': pci_requests}, devices))
+            self._guest_numa_nodes(pci_requests, devices))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -798,15 +854,17 @@ class ComputeManager(manager.Manager):
                     reason=getattr(exc, 'message', None) or str(exc))
             # An evacuation is over here; a resize or cold migration
             # waits in VERIFY_RESIZE for a confirm or revert.
+            # The migration first: whoever sees the server settled finds
+            # its migration settled too.
             evacuation = migration['migration_type'] == 'evacuation'
+            db.migration_update(context, migration_uuid, {
+                'status': 'done' if evacuation else 'finished'})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
                 'host': self.host, 'node': self.rt.nodename,
                 'vm_state': 'active' if evacuation else 'resized',
                 'task_state': None, 'power_state': 1})
-            db.migration_update(context, migration_uuid, {
-                'status': 'done' if evacuation else 'finished'})
             LOG.info('Instance %s runs on %s with PCI devices %s after its '
                      '%s', instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none',
@@ -851,6 +909,11 @@ class ComputeManager(manager.Manager):
             devices = self._spawn_claimed(
                 instance_uuid, instance['display_name'], flavor,
                 migration['old_pci_requests'])
+            # A revert is over once the guest runs here again (a rolled
+            # back move has its final status already).
+            if migration['status'] == 'reverting':
+                db.migration_update(context, migration_uuid,
+                                    {'status': 'reverted'})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['old_pci_requests'],

@@ -306,7 +306,6 @@ class MoveTasks:
             self._set_error(context, instance_uuid, reason)
             db.migration_update(context, migration_uuid, {'status': 'error'})
             return reason
-        db.migration_update(context, migration_uuid, {'status': 'reverted'})
         LOG.info('Instance %s: migration %s reverted', instance_uuid,
                  migration_uuid)
         return None

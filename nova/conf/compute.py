@@ -14,6 +14,14 @@ compute_opts = [
                      'one stays held for a revert. A cold migration never '
                      'stays on its host. Read by nova-conductor (and '
                      'nova-api), as upstream.'),
+    cfg.IntOpt('resize_confirm_window',
+               default=0,
+               min=0,
+               help='Seconds after which a resize or cold migration waiting '
+                    'in VERIFY_RESIZE is confirmed automatically by the '
+                    'destination compute (checked at the '
+                    'update_resources_interval), freeing its source. 0 '
+                    'never confirms automatically, as upstream.'),
     cfg.IntOpt('update_resources_interval',
                default=60,
                min=0,

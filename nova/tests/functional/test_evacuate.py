@@ -6,6 +6,7 @@ libvirt host, where the evacuated server's guest, device claims and
 source allocation still are until its start-up cleanup.
 """
 
+from nova.tests.functional import test_nvlink_partitions
 from nova.tests.functional import test_resize
 
 PAIRS = test_resize.PAIRS
@@ -13,11 +14,6 @@ QUADS = test_resize.QUADS
 
 
 class TestEvacuate(test_resize.MoveTestBase):
-
-    def evacuate(self, server_id, body=None, expect=(200,), version='2.14'):
-        return self.action(server_id, {'evacuate': body or {}},
-                           expect=expect,
-                           headers={'X-OpenStack-Nova-API-Version': version})
 
     def test_evacuate_then_the_old_compute_cleans_up(self):
         self.start()
@@ -106,3 +102,44 @@ class TestEvacuate(test_resize.MoveTestBase):
             self.allinone.api_url, 'admin', self.placement.api, self.ctx,
             settled=True)
         self.assertEqual([], violations)
+
+
+class TestMovesWithFabricManager(test_nvlink_partitions.NVLinkTestBase,
+                                 test_resize.MoveTestBase):
+    """With [libvirt]nvlink_partitions = fabric_manager, each host's
+    active NVLink partitions follow the server through its moves."""
+
+    def test_resize_then_evacuate_move_the_partition(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'linked')
+        first = server['OS-EXT-SRV-ATTR:host']
+        self.assert_active(first, [server])
+
+        resized = self.resize(server['id'], self.flavors[4])
+        second = resized['OS-EXT-SRV-ATTR:host']
+        self.assertNotEqual(first, second)
+        # The source guest is stopped, so its pair is no longer live; the
+        # quad on the destination is.
+        self.assertEqual(set(), self.fms[first].active())
+        self.assert_active(second, [resized])
+        reverted = self.revert(server['id'])
+        self.assert_active(first, [reverted])
+        self.assertEqual(set(), self.fms[second].active())
+        moved = self.confirm(self.resize(server['id'],
+                                         self.flavors[4])['id'])
+        self.assert_active(second, [moved])
+        self.assertEqual(set(), self.fms[first].active())
+
+        # The quad's host dies; the partition stays live there until its
+        # compute comes back and cleans up the evacuated server.
+        self.stop_compute(second)
+        self.evacuate(server['id'])
+        evacuated = self.wait_settled(server['id'], 'ACTIVE')
+        self.assertEqual(first, evacuated['OS-EXT-SRV-ATTR:host'])
+        self.assert_active(first, [evacuated])
+        self.assertEqual(1, len(self.fms[second].active()))
+        self.restart_compute(second)
+        self.assertEqual(set(), self.fms[second].active())
+        self.assertEqual({}, self.computes[second].driver.nvlink.holders())
+        self.assert_active(first, [evacuated])
+        self.assert_consistent()

@@ -14,11 +14,13 @@ import time
 
 import fixtures
 from oslo_utils import timeutils
+import sqlalchemy
 
 from nova import context as nova_context
 from nova.compute import rpcapi as compute_rpcapi
 from nova.conductor import manager as conductor_manager
 from nova.db import api as db
+from nova.db import models
 from nova.tests.fixtures import libvirt_faults
 from nova.tests.functional import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -94,6 +96,11 @@ class MoveTestBase(boot.BootTestBase):
     def revert(self, server_id):
         self.action(server_id, {'revertResize': None})
         return self.wait_settled(server_id, 'ACTIVE')
+
+    def evacuate(self, server_id, body=None, expect=(200,), version='2.14'):
+        return self.action(server_id, {'evacuate': body or {}},
+                           expect=expect,
+                           headers={'X-OpenStack-Nova-API-Version': version})
 
     def migrations(self, server_id):
         return db.migration_get_all(self.ctx, {'instance_uuid': server_id})
@@ -591,4 +598,31 @@ class TestMoveRecovery(MoveTestBase):
         reverted = self.revert(server['id'])
         self.assertEqual((source, pair), (
             reverted['OS-EXT-SRV-ATTR:host'], self.gpus_of(reverted)))
+        self.assert_consistent()
+
+
+class TestResizeConfirmWindow(MoveTestBase):
+
+    def test_expired_resize_is_confirmed_by_the_destination(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'forgotten')
+        resized = self.resize(server['id'], self.flavors[4])
+        dest = self.computes[resized['OS-EXT-SRV-ATTR:host']]
+        migration = self.migrations(server['id'])[0]
+        # 0 (the default) never confirms.
+        self.assertEqual([], dest.confirm_expired_resizes())
+        self.flags(resize_confirm_window=3600)
+        self.assertEqual([], dest.confirm_expired_resizes())
+        with db.get_engine().begin() as conn:
+            conn.execute(sqlalchemy.update(models.Migration).where(
+                models.Migration.uuid == migration['uuid']).values(
+                    updated_at=timeutils.utcnow() - datetime.timedelta(
+                        hours=2)))
+        self.assertEqual([migration['uuid']],
+                         dest.confirm_expired_resizes())
+        confirmed = self.wait_settled(server['id'], 'ACTIVE')
+        self.assert_server_holds(confirmed, QUADS)
+        self.assertEqual('confirmed',
+                         self.migrations(server['id'])[0]['status'])
+        self.assertEqual([], dest.confirm_expired_resizes())
         self.assert_consistent()
