@@ -5,7 +5,9 @@ without deploying ``placement-api``. This builds Placement's own
 configuration on a private ``ConfigOpts`` (so it never mixes with nova's
 options), points it at a database (a SQLite file under ``state_path`` by
 default), disables keystone (``noauth2``: clients send ``x-auth-token:
-admin``) and serves the app with :class:`nova.wsgi_server.WSGIServer`.
+admin``) and serves the app with :class:`nova.wsgi_server.WSGIServer`,
+refusing request bodies over a limit (``[api]max_request_body_size`` in
+nova-all) with 413 as nova-api does, in Placement's error format.
 
 Placement keeps one database engine per process (its module-level
 ``placement_context_manager``), so a process can host one embedded
@@ -16,13 +18,17 @@ gets the settings of :mod:`nova.db.sqlite` (many threads write to it), and
 (see the comment on ``allocation_conflict_retry_count``).
 """
 
+import http
 import os
 
 from oslo_config import cfg
 from placement import conf as placement_conf
 from placement import db_api as placement_db_api
 from placement import deploy as placement_deploy
+import webob
 
+from nova.api import request_guard
+from nova.conf import api as api_conf
 from nova.db import sqlite
 from nova import exception
 from nova import wsgi_server
@@ -106,17 +112,27 @@ def _configure_database(conf: cfg.ConfigOpts, connection: str) -> None:
     _configured_connection = connection
 
 
+def placement_error(status: int, message: str) -> webob.Response:
+    """An error response with Placement's body shape."""
+    return webob.Response(status=status, json_body={'errors': [{
+        'status': status, 'title': http.HTTPStatus(status).phrase,
+        'detail': message}]})
+
+
 class EmbeddedPlacement:
     """Placement served in-process on a loopback port.
 
     ``connection`` is a SQLAlchemy URL; None means a SQLite file under
     ``state_path``. ``url`` is the endpoint to give nova's [placement]
-    ``endpoint`` once started.
+    ``endpoint`` once started. A request body over ``max_body_size``
+    bytes is refused with 413.
     """
 
     def __init__(self, connection: str | None = None,
                  state_path: str | None = None, host: str = '127.0.0.1',
-                 port: int = 0) -> None:
+                 port: int = 0,
+                 max_body_size: int =
+                 api_conf.DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
         if connection is None:
             if state_path is None:
                 raise exception.InvalidConfiguration(
@@ -126,6 +142,7 @@ class EmbeddedPlacement:
             connection = default_connection(state_path)
         self.connection = connection
         self.conf = build_conf(connection)
+        self.max_body_size = max_body_size
         self._server = wsgi_server.WSGIServer(
             None, host=host, port=port, max_requests=MAX_CONCURRENT_REQUESTS)
 
@@ -136,8 +153,12 @@ class EmbeddedPlacement:
     def start(self) -> None:
         """Create or upgrade the schema, load the app and start serving."""
         _configure_database(self.conf, self.connection)
-        self._server.app = placement_deploy.loadapp(self.conf)
+        self._server.app = request_guard.BodyLimit(
+            placement_deploy.loadapp(self.conf), self.max_body_size,
+            placement_error)
         self._server.start()
 
-    def stop(self) -> None:
-        self._server.stop()
+    def stop(self, timeout: float | None = 0) -> None:
+        """Stop serving; wait up to ``timeout`` seconds (None: as long as
+        they take) for the requests in progress."""
+        self._server.stop(timeout)

@@ -126,10 +126,19 @@ class InvalidPCINUMAAffinity(Invalid):
                'hw:pci_numa_affinity_policy; allowed values are %(allowed)s')
 
 
+class PciNumaAffinityViolation(Invalid):
+    msg_fmt = ('PCI request %(label)s with NUMA affinity policy '
+               '%(policy)s cannot be met: %(reason)s')
+
+
 # Compute driver -----------------------------------------------------------
 
 class InstanceSpawnFailed(NovaException):
     msg_fmt = 'Failed to spawn instance %(uuid)s on %(uri)s: %(error)s'
+
+
+class InstancePowerActionFailed(NovaException):
+    msg_fmt = 'Could not %(action)s instance %(uuid)s on %(uri)s: %(error)s'
 
 
 class InstanceDestroyFailed(NovaException):
@@ -294,6 +303,28 @@ class InstanceUpdateConflict(Conflict):
                'of %(expected)r.')
 
 
+class InstanceInvalidState(Conflict):
+    # Upstream's wording for a server action refused in this state; an
+    # optional ``allowed`` adds the state the action needs.
+    msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s while it is "
+               "in %(attr)s %(state)s")
+
+    def __init__(self, message: str | None = None, **kwargs):
+        if message is None and kwargs.get('allowed'):
+            message = '%s; allowed: %s' % (self.msg_fmt % kwargs,
+                                           kwargs['allowed'])
+        super().__init__(message, **kwargs)
+
+
+class InstanceActionNotFound(NotFound):
+    msg_fmt = ('Action for request_id %(request_id)s on instance '
+               '%(instance_uuid)s not found')
+
+
+class InstanceActionEventNotFound(NotFound):
+    msg_fmt = 'Instance action event %(event_id)s could not be found.'
+
+
 class InventoryInUse(Conflict):
     msg_fmt = ('Inventory of resource provider %(uuid)s is in use and '
                'cannot be removed or shrunk below its usage: %(error)s')
@@ -314,3 +345,31 @@ class BuildLeaseLost(NovaException):
 class RescheduledException(NovaException):
     msg_fmt = ('Build of instance %(instance_uuid)s was re-scheduled: '
                '%(reason)s')
+
+
+class MigrationNotFound(NotFound):
+    msg_fmt = 'Migration %(migration_id)s could not be found.'
+
+
+class MigrationExists(Conflict):
+    msg_fmt = 'Migration %(uuid)s already exists.'
+
+
+class MigrationUpdateConflict(Conflict):
+    msg_fmt = ('Migration %(uuid)s has status %(actual)r, expected '
+               '%(expected)r.')
+
+
+class ComputeServiceUnavailable(NovaException):
+    msg_fmt = 'Compute service of %(host)s is unavailable at this time.'
+    code = 409
+
+
+class ComputeServiceInUse(Invalid):
+    msg_fmt = ('Compute service of %(host)s is still up: %(reason)s; '
+               'only instances of a host whose compute service is down '
+               'can be evacuated.')
+
+
+class MigrationFailed(NovaException):
+    msg_fmt = 'Migration of instance %(instance_uuid)s failed: %(reason)s'

@@ -105,11 +105,14 @@ class Service:
                 self._tasks.append(task)
 
     def stop(self) -> None:
+        """Stop taking RPC messages, then let the handlers and periodic
+        tasks running finish, then clean up the host."""
+        if self._rpc_server is not None:
+            self._rpc_server.stop()
         for task in self._tasks:
             task.stop()
         self._tasks = []
         if self._rpc_server is not None:
-            self._rpc_server.stop()
             self._rpc_server.wait()
             self._rpc_server = None
         cleanup = getattr(self.manager, 'cleanup_host', None)

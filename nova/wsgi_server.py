@@ -5,12 +5,21 @@ in eventlet or an external server. This wraps the standard library's
 ``wsgiref`` server with one daemon thread per connection, binds to a
 loopback port (0 picks a free one) and routes access logs and errors to
 python logging instead of stderr.
+
+Each connection carries one request and is closed after the response
+(``Connection: close``). A response sent before the request body was
+read (a 413 for a body over the limit, say) is followed by a lingering
+close: the server half-closes, discards the rest of the body, bounded in
+bytes and time, and only then closes, so a client still sending the body
+reads the response instead of a connection reset.
 """
 
+import io
 import logging
 import socket
 import socketserver
 import threading
+import time
 from wsgiref import simple_server
 
 LOG = logging.getLogger(__name__)
@@ -19,10 +28,99 @@ LOG = logging.getLogger(__name__)
 LISTEN_BACKLOG = 1024
 # Requests a server handles at once unless told otherwise.
 DEFAULT_MAX_REQUESTS = 64
+# Longest request line read; a longer one is answered 414.
+MAX_REQUEST_LINE = 65536
+# An unread request body is discarded up to this many bytes and for at
+# most LINGER_TIMEOUT seconds before the connection is closed; a client
+# sending more, or slower, may see a reset instead of the response.
+DRAIN_LIMIT = 32 * 1024 * 1024
+LINGER_TIMEOUT = 10.0
+DRAIN_CHUNK = 65536
+
+
+class _RequestBody(io.RawIOBase):
+    """``wsgi.input``: the declared ``length`` bytes of the request body,
+    and how many of them the application left unread."""
+
+    def __init__(self, stream, length: int) -> None:
+        super().__init__()
+        self._stream = stream
+        self.unread = length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        # Stop at the declared length: the socket itself never ends while
+        # the client waits for the response.
+        size = min(len(buffer), self.unread)
+        if size <= 0:
+            return 0
+        data = self._stream.read(size)
+        buffer[:len(data)] = data
+        self.unread -= len(data)
+        return len(data)
+
+
+class _ServerHandler(simple_server.ServerHandler):
+    """Runs the application for one request; the connection then ends."""
+
+    def cleanup_headers(self) -> None:
+        super().cleanup_headers()
+        self.headers['Connection'] = 'close'
 
 
 class _RequestHandler(simple_server.WSGIRequestHandler):
-    """Request handler that logs through python logging, quietly."""
+    """Serves one request per connection, logging through python logging.
+    """
+
+    def handle(self) -> None:
+        self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
+        if len(self.raw_requestline) > MAX_REQUEST_LINE:
+            self.requestline = self.request_version = self.command = ''
+            self.send_error(414)
+            return
+        if not self.parse_request():
+            return    # parse_request answered the error already
+        body = _RequestBody(self.rfile, self._content_length())
+        handler = _ServerHandler(body, self.wfile, self.get_stderr(),
+                                 self.get_environ(), multithread=True)
+        handler.request_handler = self
+        handler.run(self.server.get_app())
+        if body.unread:
+            self._linger(body.unread)
+
+    def _content_length(self) -> int:
+        """The declared body length; 0 without a valid one (the request
+        guard answers a malformed Content-Length itself)."""
+        value = (self.headers.get('Content-Length') or '').strip()
+        return int(value) if value.isdecimal() else 0
+
+    def _linger(self, unread: int) -> None:
+        """Discard the ``unread`` rest of the request body before the
+        connection is closed (see the module docstring)."""
+        if unread > DRAIN_LIMIT:
+            LOG.debug('Not draining %d unread request body bytes from %s '
+                      '(more than %d)', unread, self.address_string(),
+                      DRAIN_LIMIT)
+            return
+        try:
+            # The response is complete: tell the client, which may read it
+            # while it is still sending.
+            self.connection.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LINGER_TIMEOUT
+            while unread > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.connection.settimeout(left)
+                data = self.rfile.read1(min(unread, DRAIN_CHUNK))
+                if not data:
+                    break
+                unread -= len(data)
+        except OSError as err:
+            LOG.debug('Stopped draining the request body from %s: %s',
+                      self.address_string(), err)
 
     def log_message(self, format: str, *args) -> None:
         LOG.debug('%s - %s', self.address_string(), format % args)
@@ -137,13 +235,25 @@ class WSGIServer:
         self._thread.start()
         LOG.debug('WSGI server listening on %s', self.url)
 
-    def stop(self) -> None:
-        """Stop serving and close the socket; safe to call twice."""
+    def stop(self, timeout: float | None = 0) -> bool:
+        """Stop accepting connections and close the socket, then wait up
+        to ``timeout`` seconds (None: as long as it takes) for the
+        requests in progress to finish. True when none is left running.
+        Safe to call twice."""
         server, self._server = self._server, None
         if server is None:
-            return
+            return True
         server.shutdown()
         server.server_close()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        # A request holds its slot until its connection is closed: all
+        # slots free means nothing is in progress.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for _ in range(self.max_requests):
+            left = None if deadline is None else \
+                max(0.0, deadline - time.monotonic())
+            if not server.slots.acquire(timeout=left):
+                return False
+        return True

@@ -4,9 +4,11 @@ A request whose path or query string is not valid UTF-8 once
 percent-decoded is a 400 (webob would raise while decoding it, a 500), and
 a body larger than ``[api]max_request_body_size`` is a 413: refused
 unread when ``Content-Length`` says so, and cut off once the limit is
-passed when the body arrives without a length (chunked).
+passed when the body arrives without a length (chunked). The body limit
+alone (:class:`BodyLimit`) also guards the Placement nova hosts.
 """
 
+from collections.abc import Callable
 import io
 from urllib import parse
 
@@ -67,12 +69,42 @@ def _undecodable(environ: dict) -> str | None:
     return None
 
 
+class BodyLimit:
+    """WSGI middleware refusing a body over ``max_body_size`` bytes.
+
+    ``refuse(status, message)`` makes the WSGI app answering the refusal,
+    in the fault format of ``application`` (nova's by default).
+    """
+
+    def __init__(self, application, max_body_size: int,
+                 refuse: Callable = faults.error_response) -> None:
+        self.application = application
+        self.max_body_size = max_body_size
+        self.refuse = refuse
+
+    def __call__(self, environ: dict, start_response):
+        length = (environ.get('CONTENT_LENGTH') or '').strip()
+        if length:
+            if not length.isdecimal():
+                return self.refuse(
+                    400, 'Content-Length %r is not a non-negative '
+                    'integer.' % length)(environ, start_response)
+            if int(length) > self.max_body_size:
+                exc = exception.RequestBodyTooLarge(
+                    size=int(length), limit=self.max_body_size)
+                return self.refuse(413, exc.message)(environ,
+                                                     start_response)
+        elif 'wsgi.input' in environ:
+            environ['wsgi.input'] = LimitedInput(environ['wsgi.input'],
+                                                 self.max_body_size)
+        return self.application(environ, start_response)
+
+
 class RequestGuard:
     """WSGI middleware applying the checks above to ``application``."""
 
     def __init__(self, application, max_body_size: int) -> None:
-        self.application = application
-        self.max_body_size = max_body_size
+        self._limited = BodyLimit(application, max_body_size)
 
     def __call__(self, environ: dict, start_response):
         part = _undecodable(environ)
@@ -80,17 +112,4 @@ class RequestGuard:
             return faults.error_response(
                 400, 'The request %s is not valid UTF-8 after percent-'
                 'decoding.' % part)(environ, start_response)
-        length = environ.get('CONTENT_LENGTH') or ''
-        if length.strip():
-            if not length.strip().isdecimal():
-                return faults.error_response(
-                    400, 'Content-Length %r is not a non-negative '
-                    'integer.' % length)(environ, start_response)
-            if int(length) > self.max_body_size:
-                exc = exception.RequestBodyTooLarge(
-                    size=int(length), limit=self.max_body_size)
-                return faults.from_exception(exc)(environ, start_response)
-        elif 'wsgi.input' in environ:
-            environ['wsgi.input'] = LimitedInput(environ['wsgi.input'],
-                                                 self.max_body_size)
-        return self.application(environ, start_response)
+        return self._limited(environ, start_response)

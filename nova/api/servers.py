@@ -29,8 +29,31 @@ _STATUS = {
     'paused': 'PAUSED',
     'suspended': 'SUSPENDED',
     'soft-delete': 'SOFT_DELETED',
+    'shelved': 'SHELVED',
+    'shelved_offloaded': 'SHELVED_OFFLOADED',
+    'resized': 'VERIFY_RESIZE',
 }
 _STATUS_BY_NAME = {status: vm_state for vm_state, status in _STATUS.items()}
+# Task states that change the status of an ACTIVE or SHUTOFF server while
+# they run, as upstream shows them (a cold migration shows RESIZE too).
+_TASK_STATUS = {'rebooting': 'REBOOT', 'rebooting_hard': 'HARD_REBOOT',
+                'rebuilding': 'REBUILD',
+                'resize_prep': 'RESIZE',
+                'resize_migrating': 'RESIZE',
+                'resize_migrated': 'RESIZE',
+                'resize_finish': 'RESIZE',
+                'resize_reverting': 'REVERT_RESIZE'}
+
+
+def status(instance: dict) -> str:
+    """The status clients see for an instance (upstream's mapping)."""
+    vm_state = instance.get('vm_state')
+    if vm_state in ('active', 'stopped'):
+        by_task = _TASK_STATUS.get(instance.get('task_state'))
+        if by_task:
+            return by_task
+    return _STATUS.get(vm_state, 'UNKNOWN')
+
 
 # This deployment has no Glance and no Neutron: the image reference is
 # passed through unchecked, networks are accepted and not configured.
@@ -113,12 +136,12 @@ def _brief_view(req, instance: dict) -> dict:
             'links': _links(req, instance['uuid'])}
 
 
-def _detail_view(req, instance: dict) -> dict:
+def detail_view(req, instance: dict) -> dict:
     version = req.api_version
     vm_state = instance.get('vm_state')
     view = _brief_view(req, instance)
     view.update({
-        'status': _STATUS.get(vm_state, 'UNKNOWN'),
+        'status': status(instance),
         'tenant_id': instance.get('project_id'),
         'user_id': instance.get('user_id'),
         'metadata': {},
@@ -165,7 +188,7 @@ def _detail_view(req, instance: dict) -> dict:
     return view
 
 
-def _get(req, server_id: str, rule: str) -> dict:
+def get_instance(req, server_id: str, rule: str) -> dict:
     """The instance, if the caller may act on it by ``rule``.
 
     As upstream, a server of another project does not exist for a caller
@@ -219,17 +242,17 @@ def index(req) -> tuple:
 
 def detail(req) -> tuple:
     """GET /servers/detail: full server views."""
-    return 200, {'servers': [_detail_view(req, i)
+    return 200, {'servers': [detail_view(req, i)
                              for i in _listed(req, detail=True)]}
 
 
 def show(req, server_id: str) -> tuple:
     """GET /servers/{id}."""
-    instance = _get(req, server_id, policies.SERVERS_SHOW)
-    return 200, {'server': _detail_view(req, instance)}
+    instance = get_instance(req, server_id, policies.SERVERS_SHOW)
+    return 200, {'server': detail_view(req, instance)}
 
 
-def _flavor_id(ref) -> str:
+def flavor_id(ref) -> str:
     """A flavorRef may be an id or a flavor URL; keep the id."""
     return str(ref).rstrip('/').rsplit('/', 1)[-1]
 
@@ -241,7 +264,7 @@ def create(req) -> tuple:
                           'user_id': req.context.user_id})
     body = req.body_object('server')
     validation.validate(body, _CREATE_SCHEMA)
-    flavor_ref = _flavor_id(body['flavorRef'])
+    flavor_ref = flavor_id(body['flavorRef'])
     try:
         db.flavor_get_by_flavorid(req.context, flavor_ref)
     except exception.FlavorNotFound:
@@ -260,6 +283,6 @@ def create(req) -> tuple:
 
 def delete(req, server_id: str) -> tuple:
     """DELETE /servers/{id}."""
-    _get(req, server_id, policies.SERVERS_DELETE)
+    get_instance(req, server_id, policies.SERVERS_DELETE)
     req.compute_api.delete(req.context, server_id)
     return 204, None

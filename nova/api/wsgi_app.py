@@ -19,10 +19,13 @@ import webob.dec
 from nova.api import auth
 from nova.api import faults
 from nova.api import flavors
+from nova.api import instance_actions
 from nova.api import microversion
+from nova.api import migrations
 from nova.api import misc
 from nova.api import policy
 from nova.api import request_guard
+from nova.api import server_actions
 from nova.api import servers
 from nova.api import versions
 from nova import exception
@@ -171,6 +174,16 @@ def _build_router() -> _Router:
     router.add(p + '/servers/detail', GET=servers.detail)
     router.add(p + '/servers/{server_id}', GET=servers.show,
                DELETE=servers.delete)
+    router.add(p + '/servers/{server_id}/action', POST=server_actions.action)
+    router.add(p + '/servers/{server_id}/os-instance-actions',
+               GET=instance_actions.index)
+    router.add(p + '/servers/{server_id}/os-instance-actions/{request_id}',
+               GET=instance_actions.show)
+    router.add(p + '/servers/{server_id}/migrations',
+               GET=migrations.server_index)
+    router.add(p + '/servers/{server_id}/migrations/{migration_id}',
+               GET=migrations.server_show)
+    router.add(p + '/os-migrations', GET=migrations.index)
     router.add(p + '/limits', GET=misc.limits)
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',

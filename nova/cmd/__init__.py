@@ -4,6 +4,11 @@ Every service starts through ``run_service``: a configuration error (an
 oslo.config error, or a value nova refuses, such as a bad ``[pci]`` entry)
 ends the process with exit code 1 and ONE line on stderr naming the option
 and the value; the traceback goes to the log at DEBUG (``[DEFAULT]debug``).
+
+Every service stops gracefully on SIGTERM or SIGINT: it stops taking new
+API requests and RPC messages, lets those in progress finish and exits 0;
+one still busy after ``[DEFAULT]graceful_shutdown_timeout`` seconds exits
+with status 1 (see :func:`wait_for_signal`).
 """
 
 from collections.abc import Callable
@@ -92,12 +97,36 @@ def rpc_service(manager, topic: str, server: str) -> service.Service:
     return svc
 
 
-def wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM."""
+def wait_for_signal(grace: float = 0) -> None:
+    """Block until SIGINT or SIGTERM, then allow ``grace`` seconds (0: no
+    limit) for the graceful stop the caller does next; a process still
+    running after them exits with status 1."""
+    received: list[int] = []
     stop = threading.Event()
+
+    def handler(signum, _frame) -> None:
+        received.append(signum)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, handler)
     stop.wait()
+    LOG.info('%s received: stopping; requests and messages in progress '
+             'may take %s to finish', signal.Signals(received[0]).name,
+             '%ss' % grace if grace else 'as long as they need')
+    if grace:
+        watchdog = threading.Timer(grace, _stop_overdue, args=(grace,))
+        watchdog.daemon = True
+        watchdog.start()
+
+
+def _stop_overdue(grace: float) -> None:
+    """End a process whose graceful stop took longer than ``grace``."""
+    LOG.error('Work in progress did not finish within %ss '
+              '([DEFAULT]graceful_shutdown_timeout); exiting now', grace)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(1)
 
 
 def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str) -> int:
@@ -114,8 +143,10 @@ def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str) -> int:
                                      type(manager).__name__, topic,
                                      conf.host)
     try:
-        wait_for_signal()
+        wait_for_signal(conf.graceful_shutdown_timeout)
     finally:
+        # RPC first stops taking messages, then waits for the handlers
+        # running.
         svc.stop()
         rpc.cleanup()
     return 0

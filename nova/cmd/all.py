@@ -145,10 +145,15 @@ class AllInOne:
     def api_url(self) -> str:
         return self.api_server.url + '/v2.1'
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = 0) -> None:
+        """Stop taking requests, waiting up to ``timeout`` seconds (None:
+        as long as they take) for those in progress, then stop the
+        services in the order work flows through them, each finishing the
+        messages it is handling: a build the conductor is driving still
+        reaches a scheduler and a compute that serve."""
         if self.api_server is not None:
-            self.api_server.stop()
-        for svc in reversed(self.services):
+            self.api_server.stop(timeout)
+        for svc in self.services:
             svc.stop()
         self.services = []
         rpc.cleanup()
@@ -244,7 +249,8 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(
         state_path=conf.state_path,
-        port=0 if args.demo else conf.all_in_one.placement_listen_port)
+        port=0 if args.demo else conf.all_in_one.placement_listen_port,
+        max_body_size=conf.api.max_request_body_size)
     placement.start()
     try:
         use_noauth_placement(conf, placement.url)
@@ -260,12 +266,12 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
             print('nova-all is running: Compute API %s, Placement %s' % (
                 allinone.api_url, placement.url))
             print(osc_placement_hint(placement.url), flush=True)
-            cmd.wait_for_signal()
+            cmd.wait_for_signal(conf.graceful_shutdown_timeout)
             return 0
         finally:
-            allinone.stop()
+            allinone.stop(timeout=None)
     finally:
-        placement.stop()
+        placement.stop(timeout=None)
 
 
 if __name__ == '__main__':

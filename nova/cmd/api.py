@@ -24,9 +24,10 @@ def _serve(conf) -> int:
     server.start()
     LOG.info('Compute API listening at %s/v2.1', server.url)
     try:
-        cmd.wait_for_signal()
+        cmd.wait_for_signal(conf.graceful_shutdown_timeout)
     finally:
-        server.stop()
+        # Refuse new connections, finish the requests in progress.
+        server.stop(timeout=None)
         rpc.cleanup()
     return 0
 

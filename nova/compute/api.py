@@ -1,4 +1,5 @@
-"""The compute API behind the REST API: create, read and delete servers.
+"""The compute API behind the REST API: create, read, delete servers and
+run server actions (reboot, stop, start, rebuild, shelve, unshelve).
 
 ``create`` checks everything that can be checked without a host (the
 flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
@@ -10,9 +11,13 @@ import logging
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_utils import timeutils
 
+from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import task_states
 from nova.compute import utils as compute_utils
+from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
@@ -36,6 +41,28 @@ def flavor_snapshot(flavor: dict) -> dict:
                 _FLAVOR_SNAPSHOT_FIELDS}
     snapshot['extra_specs'] = dict(flavor.get('extra_specs') or {})
     return snapshot
+
+
+# Task states of a move in flight: a delete waits for the move to settle.
+MOVE_TASK_STATES = ('resize_prep', 'resize_migrating', 'resize_migrated',
+                    'resize_finish', 'resize_reverting', 'rebuilding')
+
+# migration_type -> (action name for errors, task state, first migration
+# status), as upstream.
+_MOVE_STEPS = {
+    'resize': (instance_actions.RESIZE, 'resize_prep', 'pre-migrating'),
+    'migration': (instance_actions.MIGRATE, 'resize_prep', 'pre-migrating'),
+    'evacuation': (instance_actions.EVACUATE, 'rebuilding', 'accepted'),
+}
+
+
+def _hand_over(task_state: str | None) -> dict:
+    """Instance values that start a move step: its task state, and the
+    move lease handed to whichever conductor takes the step (see
+    ``nova.db.api.instance_move_lease_take``); a step nobody takes within
+    ``[conductor]build_lease_timeout`` is recovered by a conductor."""
+    return {'task_state': task_state, 'build_owner': None,
+            'build_heartbeat': timeutils.utcnow()}
 
 
 class API:
@@ -97,6 +124,8 @@ class API:
             'power_state': 0,
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
         })
+        instance_actions.start(context, instance['uuid'],
+                               instance_actions.CREATE)
         LOG.info('Instance %s (%s) created with flavor %s; image %r and '
                  '%d metadata item(s) are not stored', instance['uuid'],
                  name, flavor['flavorid'], image_ref, len(metadata or {}))
@@ -120,6 +149,186 @@ class API:
         to the caller's project); ``detail`` changes nothing here."""
         return db.instance_get_all(context)
 
+    # Moves (driven by nova.conductor.migrate) ---------------------------
+
+    def _start_move(self, context, instance: dict, migration_type: str,
+                    new_flavor: dict, new_pci_requests: list,
+                    requested_host: str | None) -> dict:
+        """Mark the server as moving, record the migration, hand it to a
+        conductor; return the migration.
+
+        Only an ACTIVE server with no task in progress moves; the check and
+        the change are one compare-and-swap, so of two concurrent moves
+        (or a move and a delete) exactly one starts.
+        """
+        uuid = instance['uuid']
+        action, task_state, status = _MOVE_STEPS[migration_type]
+        try:
+            db.instance_update(context, uuid, _hand_over(task_state),
+                               expected={'vm_state': 'active',
+                                         'task_state': None})
+        except exception.InstanceUpdateConflict as exc:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid,
+                attr=exc.kwargs['field'], state=exc.kwargs['actual'],
+                allowed='vm_state active with no task in progress')
+        instance_actions.start(context, uuid, action)
+        old_flavor = instance['flavor'] or {}
+        migration = db.migration_create(context, {
+            'instance_uuid': uuid,
+            'source_compute': instance['host'],
+            'source_node': instance['node'],
+            'old_instance_type_id': old_flavor.get('id'),
+            'new_instance_type_id': new_flavor.get('id'),
+            'migration_type': migration_type,
+            'status': status,
+            'project_id': instance['project_id'],
+            'user_id': instance['user_id'],
+            'old_flavor': old_flavor,
+            'new_flavor': new_flavor,
+            'old_pci_requests': instance['pci_requests'] or [],
+            'new_pci_requests': new_pci_requests,
+        })
+        try:
+            self.conductor_api.migrate_server(context, uuid,
+                                              migration['uuid'],
+                                              requested_host)
+        except oslo_messaging.MessagingException as exc:
+            db.migration_update(context, migration['uuid'], {
+                'status': 'failed' if migration_type == 'evacuation'
+                else 'error'})
+            db.instance_update(context, uuid, {'task_state': None})
+            raise exception.MigrationFailed(
+                instance_uuid=uuid,
+                reason='it could not be handed to nova-conductor: %s' % exc)
+        LOG.info('Instance %s: %s %s from %s to flavor %s started',
+                 uuid, migration_type, migration['uuid'], instance['host'],
+                 new_flavor.get('flavorid'))
+        return migration
+
+    def resize(self, context, instance: dict, flavor_ref: str) -> dict:
+        """Resize the server to flavor ``flavor_ref``; the migration.
+
+        The new flavor is checked as for a boot (400 naming a bad alias or
+        extra spec); resizing to the flavor the server has is refused, as
+        upstream does.
+        """
+        flavor = flavor_snapshot(self._flavor(context, flavor_ref))
+        current = instance['flavor'] or {}
+        if flavor['flavorid'] == current.get('flavorid'):
+            raise exception.APIValidationError(
+                field='flavorRef', reason='the server already has flavor '
+                '%r; a resize must change the flavor' % (flavor_ref,))
+        pci_requests = pci_request.get_pci_requests_from_flavor(
+            flavor['extra_specs'], self.aliases)
+        request_builder.build_resource_request(
+            flavor, pci_requests, self.pci_in_placement,
+            self.pci_resource_classes)
+        return self._start_move(
+            context, instance, 'resize', flavor,
+            pci_request.requests_to_primitive(pci_requests), None)
+
+    def migrate(self, context, instance: dict,
+                host: str | None = None) -> dict:
+        """Cold-migrate the server to another host (``host`` if given);
+        the migration. The flavor and PCI requests stay."""
+        if host is not None:
+            if self._compute_service(context, host) is None:
+                raise exception.APIValidationError(
+                    field='host', reason='no compute service runs on host '
+                    '%r' % (host,))
+            if host == instance['host']:
+                raise exception.APIValidationError(
+                    field='host', reason='the server already runs on %r; '
+                    'a cold migration must change the host' % (host,))
+        return self._start_move(context, instance, 'migration',
+                                instance['flavor'] or {},
+                                instance['pci_requests'] or [], host)
+
+    def evacuate(self, context, instance: dict,
+                 host: str | None = None) -> dict:
+        """Rebuild the server on another host (``host`` if given) because
+        its compute is down; the migration.
+
+        400 (ComputeServiceInUse) while the source compute is up: an
+        evacuation must never run a second guest of the server. The
+        flavor and PCI requests stay: a partition of the same size.
+        """
+        source = instance['host']
+        service = self._compute_service(context, source)
+        if servicegroup.is_up(service, self.conf):
+            raise exception.ComputeServiceInUse(
+                host=source, reason='it reported within '
+                '[DEFAULT]service_down_time')
+        if host is not None:
+            target = self._compute_service(context, host)
+            if target is None:
+                raise exception.APIValidationError(
+                    field='host', reason='no compute service runs on host '
+                    '%r' % (host,))
+            if host == source:
+                raise exception.APIValidationError(
+                    field='host', reason='%r is the host the server is '
+                    'evacuated from' % (host,))
+            if not servicegroup.is_up(target, self.conf):
+                raise exception.ComputeServiceUnavailable(host=host)
+        return self._start_move(context, instance, 'evacuation',
+                                instance['flavor'] or {},
+                                instance['pci_requests'] or [], host)
+
+    @staticmethod
+    def _compute_service(context, host: str | None) -> dict | None:
+        try:
+            return db.service_get_by_host_and_binary(
+                context, host, compute_rpcapi.BINARY)
+        except exception.ServiceHostBinaryNotFound:
+            return None
+
+    def _finished_move(self, context, instance: dict, action: str,
+                       status: str) -> dict:
+        """Take the finished migration of a VERIFY_RESIZE server for a
+        confirm or revert (status ``status``); 409 otherwise, also for
+        the loser of a confirm racing a revert."""
+        uuid = instance['uuid']
+        if instance['vm_state'] != 'resized':
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid, attr='vm_state',
+                state=instance['vm_state'], allowed='resized')
+        migrations = db.migration_get_all(
+            context, {'instance_uuid': uuid, 'status': 'finished'})
+        if not migrations:
+            raise exception.MigrationNotFound(
+                migration_id='(finished migration of instance %s)' % uuid)
+        try:
+            migration = db.migration_update(context, migrations[0]['uuid'],
+                                            {'status': status},
+                                            expected_status='finished')
+        except exception.MigrationUpdateConflict as exc:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid, attr='migration status',
+                state=exc.kwargs['actual'], allowed='finished')
+        task_state = 'resize_reverting' if status == 'reverting' else None
+        db.instance_update(context, uuid, _hand_over(task_state))
+        instance_actions.start(context, uuid, action)
+        return migration
+
+    def confirm_resize(self, context, instance: dict,
+                       wait: bool = False) -> None:
+        """Confirm the resize or cold migration of a VERIFY_RESIZE server:
+        its source is freed. ``wait`` returns only when it is done."""
+        migration = self._finished_move(
+            context, instance, instance_actions.CONFIRM_RESIZE, 'confirming')
+        self.conductor_api.confirm_resize(context, instance['uuid'],
+                                          migration['uuid'], wait=wait)
+
+    def revert_resize(self, context, instance: dict) -> None:
+        """Revert the resize or cold migration of a VERIFY_RESIZE server:
+        it runs again where it was, with its old flavor and devices."""
+        migration = self._finished_move(
+            context, instance, instance_actions.REVERT_RESIZE, 'reverting')
+        self.conductor_api.revert_resize(context, instance['uuid'],
+                                         migration['uuid'])
+
     def delete(self, context, uuid: str) -> None:
         """Delete the instance and free everything it holds.
 
@@ -136,21 +345,45 @@ class API:
         compute destroys the guest and frees the devices when it comes
         back (``ComputeManager.release_unowned``).
         """
-        instance = db.instance_update(context, uuid,
-                                      {'task_state': 'deleting'})
+        instance = self._mark_deleting(context, uuid)
+        instance_actions.start(context, uuid, instance_actions.DELETE)
         host = instance['host']
         if host and self._terminate_on_host(context, host, uuid):
             return
         self._local_delete(context, uuid)
 
+    def _mark_deleting(self, context, uuid: str) -> dict:
+        """Set task state ``deleting`` unless a move step is in flight
+        (409: the move must settle first); a server in VERIFY_RESIZE is
+        confirmed first, as upstream does, so its source is freed too.
+
+        Each try is a compare-and-swap on the task state just read, so a
+        move starting meanwhile is never overtaken; a build moving on
+        (scheduling -> spawning) only makes it read again.
+        """
+        while True:
+            instance = db.instance_get_by_uuid(context, uuid)
+            if instance['task_state'] in MOVE_TASK_STATES:
+                raise exception.InstanceInvalidState(
+                    action='delete', instance_uuid=uuid, attr='task_state',
+                    state=instance['task_state'],
+                    allowed='no resize or migration step in progress '
+                            '(wait for VERIFY_RESIZE, ACTIVE or ERROR)')
+            if instance['vm_state'] == 'resized':
+                self.confirm_resize(context, instance, wait=True)
+                continue
+            try:
+                return db.instance_update(
+                    context, uuid, {'task_state': 'deleting'},
+                    expected={'task_state': instance['task_state'],
+                              'vm_state': instance['vm_state']})
+            except exception.InstanceUpdateConflict:
+                continue
+
     def _terminate_on_host(self, context, host: str, uuid: str) -> bool:
         """Have the compute of ``host`` delete the instance; False if it
         is down or does not answer, so the caller deletes locally."""
-        try:
-            service = db.service_get_by_host_and_binary(
-                context, host, compute_rpcapi.BINARY)
-        except exception.ServiceHostBinaryNotFound:
-            service = None
+        service = self._compute_service(context, host)
         if not servicegroup.is_up(service, self.conf):
             LOG.warning('Deleting instance %s without its compute: %s',
                         uuid, servicegroup.down_reason(service, host))
@@ -171,3 +404,100 @@ class API:
         """
         compute_utils.free_and_destroy(context, self.reportclient, uuid)
         LOG.info('Instance %s deleted without a compute', uuid)
+
+    # Server actions ---------------------------------------------------------
+
+    def _accept(self, context, uuid: str, action: str, task_state: str,
+                vm_state: list[str], task_state_in: list | None = None,
+                values: dict | None = None) -> dict:
+        """Accept ``action`` if the server is in one of ``vm_state`` with a
+        task state in ``task_state_in`` (default: none): set
+        ``task_state`` (and ``values``) in the same statement (so of
+        concurrent actions one wins), record the action and return the
+        instance. InstanceInvalidState (409, upstream's wording)
+        otherwise.
+        """
+        try:
+            instance = db.instance_update(
+                context, uuid, dict(values or {}, task_state=task_state),
+                expected={'vm_state': vm_state,
+                          'task_state': task_state_in or [None]})
+        except exception.InstanceUpdateConflict as exc:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid,
+                attr=exc.kwargs['field'], state=exc.kwargs['actual'])
+        instance_actions.start(context, uuid, action)
+        return instance
+
+    def reboot(self, context, uuid: str, hard: bool) -> None:
+        """Soft reboot an ACTIVE server; hard reboot an ACTIVE or SHUTOFF
+        one (also while a soft reboot runs), as upstream."""
+        if hard:
+            instance = self._accept(
+                context, uuid, instance_actions.REBOOT,
+                task_states.REBOOTING_HARD,
+                [vm_states.ACTIVE, vm_states.STOPPED],
+                [None, task_states.REBOOTING])
+        else:
+            instance = self._accept(context, uuid, instance_actions.REBOOT,
+                                    task_states.REBOOTING,
+                                    [vm_states.ACTIVE])
+        self.compute_rpcapi.reboot_instance(context, instance['host'], uuid,
+                                            hard)
+
+    def stop(self, context, uuid: str) -> None:
+        """Power an ACTIVE server off (SHUTOFF, devices kept)."""
+        instance = self._accept(context, uuid, instance_actions.STOP,
+                                task_states.POWERING_OFF, [vm_states.ACTIVE])
+        self.compute_rpcapi.stop_instance(context, instance['host'], uuid)
+
+    def start(self, context, uuid: str) -> None:
+        """Power a SHUTOFF server on."""
+        instance = self._accept(context, uuid, instance_actions.START,
+                                task_states.POWERING_ON,
+                                [vm_states.STOPPED])
+        self.compute_rpcapi.start_instance(context, instance['host'], uuid)
+
+    def rebuild(self, context, uuid: str) -> dict:
+        """Rebuild an ACTIVE or SHUTOFF server on its devices; return it.
+        """
+        instance = self._accept(context, uuid, instance_actions.REBUILD,
+                                task_states.REBUILDING,
+                                [vm_states.ACTIVE, vm_states.STOPPED])
+        self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
+        return instance
+
+    def shelve(self, context, uuid: str) -> None:
+        """Shelve an ACTIVE or SHUTOFF server."""
+        instance = self._accept(context, uuid, instance_actions.SHELVE,
+                                task_states.SHELVING,
+                                [vm_states.ACTIVE, vm_states.STOPPED])
+        self.compute_rpcapi.shelve_instance(context, instance['host'], uuid)
+
+    def shelve_offload(self, context, uuid: str) -> None:
+        """Offload a SHELVED server from its host."""
+        instance = self._accept(context, uuid,
+                                instance_actions.SHELVE_OFFLOAD,
+                                task_states.SHELVING_OFFLOADING,
+                                [vm_states.SHELVED])
+        self.compute_rpcapi.shelve_offload_instance(context,
+                                                    instance['host'], uuid)
+
+    def unshelve(self, context, uuid: str) -> None:
+        """Unshelve: a SHELVED server powers on where it is, an offloaded
+        one is scheduled again by the conductor."""
+        # An offloaded server is handed to the conductors as a build is
+        # (see nova.conductor.manager): unowned, stamped now, so another
+        # conductor takes it over if this hand-over is lost.
+        instance = self._accept(
+            context, uuid, instance_actions.UNSHELVE,
+            task_states.UNSHELVING,
+            [vm_states.SHELVED, vm_states.SHELVED_OFFLOADED],
+            values={'build_owner': None,
+                    'build_heartbeat': timeutils.utcnow(),
+                    'fault_message': None, 'fault_details': None})
+        if instance['vm_state'] == vm_states.SHELVED:
+            self.compute_rpcapi.unshelve_instance(context, instance['host'],
+                                                  uuid)
+        else:
+            self.conductor_api.unshelve_instance(context, uuid)

@@ -12,13 +12,23 @@ frees what the instance held before it sets ERROR, so an ERROR instance
 holding something is a free that did not happen). An instance being built
 owns its allocation from the scheduler's claim on. Device claims and guests
 belong to one host, so there the instance must also be on that host.
-Consumers whose Placement consumer type is ``MIGRATION`` are left alone:
-nova has no migration records to judge them by.
+An instance being moved (a migration in progress) owns what it holds on
+the source and the destination host. A consumer whose Placement consumer
+type is ``MIGRATION`` owns the source allocation of its move while the
+migration is in progress, and nothing once it is confirmed, reverted or
+failed.
 
-Every state that makes something unowned is final (a deleted or failed
-instance never builds again, and a consumer UUID is an instance's before
-any allocation is claimed for it), so what is found stays unowned until it
-is removed.
+A SHELVED_OFFLOADED server owns nothing either (offloading freed its
+guest, devices and allocation; what is left is a free that failed), unless
+an unshelve of it is under way (``unshelving``/``spawning``).
+
+Every other state that makes something unowned is final (a deleted or
+failed instance never builds again, and a consumer UUID is an instance's
+before any allocation is claimed for it), so what is found stays unowned
+until it is removed. An offloaded server claims again only once nova-api
+accepted an unshelve of it, which the rule excludes; an unshelve accepted
+between the audit's read and its removal loses its claim, fails to spawn
+and is rescheduled.
 """
 
 import dataclasses
@@ -76,6 +86,9 @@ def owner_problem(instance: dict | None,
             instance['deleted_at'].strftime('%Y-%m-%d %H:%M:%S'))
     if instance['vm_state'] == 'error':
         return 'instance is in ERROR'
+    if instance['vm_state'] == 'shelved_offloaded' and \
+            instance['task_state'] not in ('unshelving', 'spawning'):
+        return 'instance is shelved and offloaded'
     if host is not None and instance['host'] != host:
         return 'instance is on host %s, not %s' % (
             instance['host'] or '(none)', host)
@@ -87,10 +100,36 @@ def unowned(context, uuids: Iterable[str],
     """UUID -> reason for each of ``uuids`` whose holder is no owner."""
     uuids = set(uuids)
     instances = instances_by_uuid(context, uuids)
-    problems = {uuid: owner_problem(instances.get(uuid), host)
-                for uuid in uuids}
+    moving = _moving_hosts(context, uuids) if host is not None else {}
+    # An instance being moved owns what it holds on both ends of the move
+    # until the move is confirmed, reverted or failed.
+    problems = {uuid: owner_problem(
+        instances.get(uuid),
+        None if host in moving.get(uuid, ()) else host)
+        for uuid in uuids}
     return {uuid: problem for uuid, problem in problems.items()
             if problem is not None}
+
+
+def _moving_hosts(context, uuids: Iterable[str]) -> dict[str, set[str]]:
+    """Instance UUID -> source and destination hosts of its migrations in
+    progress."""
+    hosts: dict[str, set[str]] = {}
+    for migration in db.migration_get_in_progress(context, uuids):
+        hosts.setdefault(migration['instance_uuid'], set()).update(
+            host for host in (migration['source_compute'],
+                              migration['dest_compute']) if host)
+    return hosts
+
+
+def migration_problem(migration: dict | None) -> str | None:
+    """Why a migration consumer owns nothing any more; None if it does
+    (a migration in progress holds the source of its move)."""
+    if migration is None:
+        return 'no migration has this UUID'
+    if migration['status'] in db.MIGRATION_FINAL_STATUSES:
+        return 'migration is %s' % migration['status']
+    return None
 
 
 def find_orphan_allocations(context, reportclient,
@@ -99,12 +138,23 @@ def find_orphan_allocations(context, reportclient,
     """Allocations on the provider trees of ``root_uuids`` (compute node
     UUIDs) held by consumers that own nothing, by consumer UUID."""
     consumers: dict[str, dict] = {}
+    migrations: dict[str, dict] = {}
     for root_uuid in root_uuids:
         for consumer, body in reportclient.get_allocations_for_tree(
                 root_uuid).items():
-            if body.get('consumer_type') != CONSUMER_TYPE_MIGRATION:
+            if body.get('consumer_type') == CONSUMER_TYPE_MIGRATION:
+                migrations[consumer] = body
+            else:
                 consumers[consumer] = body
     problems = unowned(context, consumers)
+    records = {migration['uuid']: migration for migration in
+               db.migration_get_all(context, {'uuid': sorted(migrations)})
+               } if migrations else {}
+    for consumer in migrations:
+        problem = migration_problem(records.get(consumer))
+        if problem is not None:
+            problems[consumer] = problem
+    consumers.update(migrations)
     orphans = []
     for consumer in sorted(problems):
         allocations = consumers[consumer]['allocations']

@@ -10,25 +10,37 @@ it - or, if that conductor is gone too, the next conductor re-drives it
 started is left for its build request, which may still be queued.
 Builds that failed here (ERROR, never ran) keep nothing on the host;
 guests nova created for instances that are gone or live elsewhere are
-destroyed, and device rows held by such instances are freed. The log
-lists what was repaired.
+destroyed, and device rows held by such instances are freed. Server
+actions cut short (reboot, stop, start, rebuild, shelve, shelve offload,
+unshelve of a shelved server) are finished, so their task state clears
+and the server holds what its new state says; an unshelve of an
+offloaded server that had started spawning here is rolled back to
+SHELVED_OFFLOADED with nothing held. The log lists what was repaired.
 """
 
+import datetime
 import logging
 import threading
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_utils import timeutils
 
 from nova import context as nova_context
 from nova import exception
 from nova import manager
 from nova.compute import audit
+from nova.compute import instance_actions
 from nova.compute import resource_tracker
+from nova.compute import task_states
 from nova.compute import utils as compute_utils
+from nova.compute import vm_states
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
+from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
 
@@ -50,6 +62,7 @@ class ComputeManager(manager.Manager):
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
             conf, self.host, driver, self.reportclient)
+        self._conductor_api: conductor_rpcapi.ConductorAPI | None = None
         # One build or delete at a time per instance.
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -60,6 +73,7 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
+        self._destroy_evacuated_instances(context)
         self._repair_host(context)
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
@@ -78,11 +92,15 @@ class ComputeManager(manager.Manager):
             self._device_holders()
         for instance in db.instance_get_all(context, {'host': self.host}):
             uuid = instance['uuid']
-            building = instance['vm_state'] == 'building' and \
-                instance['task_state'] in ('scheduling', 'spawning')
+            waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
+            building = waiting is not None and \
+                instance['task_state'] in (waiting, task_states.SPAWNING)
             started = instance['task_state'] == 'spawning' or \
                 uuid in holders
-            if building and started:
+            if building and started and waiting == task_states.UNSHELVING:
+                repairs.append(self._roll_back_unshelve(context, instance))
+                instance = db.instance_get_by_uuid(context, uuid)
+            elif building and started:
                 self._cleanup(uuid)
                 if self._hand_back(context, uuid):
                     repairs.append('half-built instance %s torn down and '
@@ -99,7 +117,21 @@ class ComputeManager(manager.Manager):
                 self._cleanup(uuid)
                 repairs.append('failed build of instance %s torn down' %
                                uuid)
+            elif instance['task_state'] in _RESUMED_AT_START and \
+                    not building:
+                repairs.append(self._resume_action(context, instance))
+                instance = db.instance_get_by_uuid(context, uuid)
             mine[uuid] = instance
+        # An instance moving to or from this host owns what it holds here
+        # until its move is over.
+        for migration in db.migration_get_in_progress(context,
+                                                      host=self.host):
+            uuid = migration['instance_uuid']
+            if uuid not in mine:
+                try:
+                    mine[uuid] = db.instance_get_by_uuid(context, uuid)
+                except exception.InstanceNotFound:
+                    pass
         for uuid in sorted(set(self.driver.list_instance_uuids()) -
                            set(mine)):
             self.driver.destroy(uuid)
@@ -115,21 +147,105 @@ class ComputeManager(manager.Manager):
             LOG.info('Compute %s start-up check: nothing to repair',
                      self.host)
 
+    def _roll_back_unshelve(self, context, instance: dict) -> str:
+        """An unshelve cut short here: free guest, devices and the
+        allocation and leave the server SHELVED_OFFLOADED (its conductor,
+        if alive, finds it no longer unshelving and stops)."""
+        uuid = instance['uuid']
+        self._cleanup(uuid)
+        compute_utils.free_allocation(self.reportclient, uuid)
+        self._finish(context, uuid, instance['task_state'], {
+            'task_state': None, 'host': None, 'node': None,
+            'fault_message': 'The unshelve was interrupted by a restart of '
+                             'nova-compute on %s; unshelve again' %
+                             self.host})
+        return ('interrupted unshelve of instance %s rolled back: guest, '
+                'devices and allocation freed, SHELVED_OFFLOADED' % uuid)
+
+    def _resume_action(self, context, instance: dict) -> str:
+        """Finish an action a restart cut short (see
+        ``_RESUMED_AT_START``); what was done, for the log."""
+        uuid, task_state = instance['uuid'], instance['task_state']
+        try:
+            if task_state == task_states.SHELVING_OFFLOADING:
+                values = self._offload(instance)
+            elif task_state == task_states.REBUILDING:
+                values = self._rebuild(instance)
+            elif task_state in (task_states.POWERING_OFF,
+                                task_states.SHELVING):
+                if self.driver.get_power_state(uuid) != \
+                        virt_driver.NOSTATE:
+                    self.driver.power_off(uuid)
+                values = _STOPPED if task_state == \
+                    task_states.POWERING_OFF else {
+                        'vm_state': vm_states.SHELVED,
+                        'power_state': virt_driver.SHUTDOWN}
+            else:    # rebooting, powering on, unshelving a SHELVED server
+                self._hard_reboot(instance)
+                values = _RUNNING
+        except Exception as exc:
+            self._action_failed(context, instance, task_state, exc)
+            return ('%s of instance %s could not be finished (%s); task '
+                    'state cleared' % (task_state, uuid, exc))
+        self._finish(context, uuid, task_state,
+                     dict(values, task_state=None))
+        return ('%s of instance %s, cut short by the restart, finished: '
+                'now %s' % (task_state, uuid, values['vm_state']))
+
+    def _destroy_evacuated_instances(self, context) -> None:
+        """Clean up what instances evacuated away from this host while it
+        was down left here, as upstream does at start.
+
+        Driven by the evacuation migrations from this host: the guest is
+        destroyed (and its NVLink partition released) whatever their
+        status, since the instance may run elsewhere already; once the
+        evacuation is ``done`` the instance's devices here are freed, the
+        migration's source allocation deleted and the migration
+        ``completed``. An evacuation still in flight keeps the devices
+        and allocation for its rollback.
+        """
+        for migration in db.migration_get_all(context, {
+                'source_compute': self.host,
+                'migration_type': 'evacuation',
+                'status': ['accepted', 'pre-migrating', 'done']}):
+            uuid = migration['instance_uuid']
+            had_guest = uuid in self.driver.list_instance_uuids()
+            # Also releases a partition whose guest is gone already.
+            self.driver.destroy(uuid)
+            if had_guest:
+                LOG.warning('Compute %s start-up repair: guest of instance '
+                            '%s destroyed: it was evacuated to %s',
+                            self.host, uuid, migration['dest_compute'])
+            if migration['status'] != 'done':
+                continue
+            freed = self.rt.pci_tracker.free_instance(uuid)
+            self.reportclient.delete_allocation_for_instance(
+                migration['uuid'])
+            db.migration_update(context, migration['uuid'],
+                                {'status': 'completed'})
+            LOG.warning('Compute %s start-up repair: instance %s was '
+                        'evacuated to %s; PCI devices %s and its source '
+                        'allocation (migration %s) freed', self.host, uuid,
+                        migration['dest_compute'],
+                        ', '.join(freed) or 'none', migration['uuid'])
+
     def _device_holders(self) -> set[str]:
         """Instances holding a PCI device of this host."""
         return {dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
                 if dev['instance_uuid']}
 
-    def _hand_back(self, context, instance_uuid: str) -> bool:
-        """Return a build this host cleaned up to the conductors
-        (``scheduling`` on no host); False if it is no longer building
-        here (e.g. being deleted)."""
+    def _hand_back(self, context, instance_uuid: str,
+                   vm_state: str = vm_states.BUILDING) -> bool:
+        """Return a build (or unshelve) this host cleaned up to the
+        conductors (waiting for a host again, on no host); False if it is
+        no longer building here (e.g. being deleted)."""
+        waiting = task_states.WAITING_FOR_HOST[vm_state]
         try:
             db.instance_update(
                 context, instance_uuid,
-                {'task_state': 'scheduling', 'host': None, 'node': None},
-                expected={'vm_state': 'building', 'host': self.host,
-                          'task_state': ['scheduling', 'spawning']})
+                {'task_state': waiting, 'host': None, 'node': None},
+                expected={'vm_state': vm_state, 'host': self.host,
+                          'task_state': [waiting, task_states.SPAWNING]})
         except (exception.InstanceUpdateConflict,
                 exception.InstanceNotFound):
             return False
@@ -167,13 +283,68 @@ class ComputeManager(manager.Manager):
             except exception.InstanceNotFound:
                 pass
 
+    @property
+    def conductor_api(self) -> conductor_rpcapi.ConductorAPI:
+        """Made on first use: a compute needs messaging only to hand an
+        expired resize to a conductor."""
+        if self._conductor_api is None:
+            self._conductor_api = conductor_rpcapi.ConductorAPI()
+        return self._conductor_api
+
+    def confirm_expired_resizes(self) -> list[str]:
+        """Periodic task (with ``[DEFAULT]resize_confirm_window``): confirm
+        the moves to this host that waited in VERIFY_RESIZE longer than
+        the window, as upstream's ``_poll_unconfirmed_resizes``; returns
+        the migrations confirmed.
+
+        The migration goes ``finished`` -> ``confirming`` in one
+        compare-and-swap, so a user's confirm or revert racing it wins or
+        loses cleanly; the confirm itself is a conductor's.
+        """
+        window = self.conf.resize_confirm_window
+        if not window:
+            return []
+        context = nova_context.get_admin_context()
+        expired_before = timeutils.utcnow() - datetime.timedelta(
+            seconds=window)
+        confirmed = []
+        for migration in db.migration_get_all(context, {
+                'dest_compute': self.host, 'status': 'finished'}):
+            if migration['updated_at'] is None or \
+                    migration['updated_at'] > expired_before:
+                continue
+            try:
+                db.migration_update(context, migration['uuid'],
+                                    {'status': 'confirming'},
+                                    expected_status='finished')
+                db.instance_update(context, migration['instance_uuid'], {
+                    'build_owner': None,
+                    'build_heartbeat': timeutils.utcnow()},
+                    expected={'vm_state': 'resized'})
+            except (exception.MigrationUpdateConflict,
+                    exception.InstanceUpdateConflict,
+                    exception.InstanceNotFound):
+                continue
+            LOG.info('Confirming migration %s of instance %s: it waited '
+                     'longer than resize_confirm_window (%ss)',
+                     migration['uuid'], migration['instance_uuid'], window)
+            self.conductor_api.confirm_resize(
+                context, migration['instance_uuid'], migration['uuid'])
+            confirmed.append(migration['uuid'])
+        return confirmed
+
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
+                 self.conf.update_resources_interval),
+                ('confirm_expired_resizes', self.confirm_expired_resizes,
                  self.conf.update_resources_interval),
                 ('audit_allocations', self.audit_allocations,
                  self.conf.allocation_audit_interval),
                 ('repair_nvlink_partitions', self.repair_nvlink_partitions,
-                 self.conf.libvirt.nvlink_repair_interval)]
+                 self.conf.libvirt.nvlink_repair_interval),
+                ('offload_shelved_instances', self.offload_shelved_instances,
+                 self.conf.shelved_poll_interval
+                 if self.conf.shelved_offload_time > 0 else 0)]
 
     # Instances --------------------------------------------------------------
 
@@ -182,17 +353,16 @@ class ComputeManager(manager.Manager):
             return self._instance_locks.setdefault(instance_uuid,
                                                    threading.Lock())
 
-    def _devices_for(self, instance: dict, mappings: dict
+    def _devices_for(self, pci_requests: list | None, mappings: dict
                      ) -> list[tuple[str, list[str]]]:
-        """(request id, device addresses) for each PCI request, from the
-        providers Placement allocated to the request's groups."""
+        """(request id, device addresses) for each PCI request (primitive
+        form), from the providers Placement allocated to its groups."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.get('rp_uuid'):
                 by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
         claims = []
-        for request in pci_request.requests_from_primitive(
-                instance.get('pci_requests')):
+        for request in pci_request.requests_from_primitive(pci_requests):
             addresses = []
             for index in range(request.count):
                 suffix = request_builder.device_suffix(request.request_id,
@@ -207,6 +377,26 @@ class ComputeManager(manager.Manager):
                 addresses.extend(by_rp[rp_uuids[0]])
             claims.append((request.request_id, addresses))
         return claims
+
+    def _guest_numa_nodes(self, pci_requests: list | None,
+                          devices: list[dict]) -> tuple[int, ...]:
+        """Host NUMA nodes the guest is confined to, from the NUMA nodes
+        of the devices each PCI request (primitive form) claimed and the
+        requests' NUMA policies (see nova.pci.numa);
+        PciNumaAffinityViolation if the devices cannot meet a policy
+        (Placement's traits were stale)."""
+        topology = self.rt.numa_topology
+        placed = []
+        for request in pci_request.requests_from_primitive(pci_requests):
+            placed.append(pci_numa.PlacedRequest(
+                policy=request.numa_policy,
+                label='%s:%d' % (request.alias_name, request.count),
+                devices=tuple(pci_numa.Locality(
+                    node=dev['numa_node'],
+                    socket=topology.socket_of(dev['numa_node']))
+                    for dev in devices
+                    if dev['request_id'] == request.request_id)))
+        return pci_numa.guest_nodes(placed)
 
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
@@ -233,8 +423,8 @@ class ComputeManager(manager.Manager):
                 LOG.info('Ignoring the build request of instance %s: it '
                          'is deleted', instance_uuid)
                 return
-            if instance['vm_state'] != 'building' or \
-                    instance['task_state'] != 'scheduling':
+            waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
+            if waiting is None or instance['task_state'] != waiting:
                 LOG.info('Ignoring the build request of instance %s: it '
                          'is %s/%s, not waiting to be built',
                          instance_uuid, instance['vm_state'],
@@ -245,33 +435,12 @@ class ComputeManager(manager.Manager):
                     instance_uuid=instance_uuid,
                     reason='the build is no longer assigned to %s' %
                            self.host)
-            try:
-                devices = []
-                for request_id, addresses in self._devices_for(
-                        instance, mappings):
-                    devices += self.rt.pci_tracker.claim(
-                        instance_uuid, request_id, addresses)
-                self.rt.reserve_used_once(devices)
-                flavor = instance['flavor']
-                # Only while no delete has started (it sets 'deleting')
-                # and the build is still this host's.
-                db.instance_update(context, instance_uuid,
-                                   {'task_state': 'spawning'},
-                                   expected={'task_state': 'scheduling',
-                                             'host': self.host})
-                self.driver.spawn(
-                    instance_uuid, instance['display_name'],
-                    flavor['vcpus'], flavor['memory_mb'],
-                    [dict(dev, managed=dev['extra_info'].get(
-                        'managed', 'true')) for dev in devices])
-            except Exception as exc:
-                LOG.warning('Build of instance %s failed on %s: %s',
-                            instance_uuid, self.host, exc)
-                self._cleanup(instance_uuid)
-                self._hand_back(context, instance_uuid)
-                raise exception.RescheduledException(
-                    instance_uuid=instance_uuid,
-                    reason=getattr(exc, 'message', None) or str(exc))
+            event = ('compute_unshelve_instance' if waiting ==
+                     task_states.UNSHELVING else 'compute_build_instance')
+            with instance_actions.step(context, instance_uuid, event,
+                                       host=self.host):
+                devices = self._claim_and_spawn(context, instance, mappings,
+                                                waiting)
             try:
                 db.instance_update(context, instance_uuid, {
                     'vm_state': 'active', 'task_state': None,
@@ -288,6 +457,49 @@ class ComputeManager(manager.Manager):
             LOG.info('Instance %s is running on %s with PCI devices %s',
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')
+
+    def _claim_and_spawn(self, context, instance: dict, mappings: dict,
+                         waiting: str) -> list[dict]:
+        """Claim the allocated devices and start the guest; on failure
+        undo both, hand the instance back and raise
+        RescheduledException."""
+        instance_uuid = instance['uuid']
+        try:
+            devices = self._claim_devices(
+                instance_uuid, instance.get('pci_requests'), mappings)
+            flavor = instance['flavor']
+            # Only while no delete has started (it sets 'deleting')
+            # and the build is still this host's.
+            db.instance_update(context, instance_uuid,
+                               {'task_state': task_states.SPAWNING},
+                               expected={'task_state': waiting,
+                                         'host': self.host})
+            self.driver.spawn(
+                instance_uuid, instance['display_name'],
+                flavor['vcpus'], flavor['memory_mb'],
+                _guest_devices(devices),
+                self._guest_numa_nodes(instance.get('pci_requests'),
+                                       devices))
+        except Exception as exc:
+            LOG.warning('Build of instance %s failed on %s: %s',
+                        instance_uuid, self.host, exc)
+            self._cleanup(instance_uuid)
+            self._hand_back(context, instance_uuid, instance['vm_state'])
+            raise exception.RescheduledException(
+                instance_uuid=instance_uuid,
+                reason=getattr(exc, 'message', None) or str(exc))
+        return devices
+
+    def _claim_devices(self, instance_uuid: str, pci_requests: list | None,
+                       mappings: dict) -> list[dict]:
+        """Claim the devices Placement allocated to each PCI request."""
+        devices = []
+        for request_id, addresses in self._devices_for(pci_requests,
+                                                       mappings):
+            devices += self.rt.pci_tracker.claim(
+                instance_uuid, request_id, addresses)
+        self.rt.reserve_used_once(devices)
+        return devices
 
     def _cleanup(self, instance_uuid: str) -> None:
         """Destroy the guest and free its devices (both idempotent)."""
@@ -342,9 +554,398 @@ class ComputeManager(manager.Manager):
         allocation is left to the allocation audit, which removes
         allocations of deleted instances.
         """
-        with self._instance_lock(instance_uuid):
+        with self._instance_lock(instance_uuid), instance_actions.step(
+                context, instance_uuid, 'compute_terminate_instance',
+                host=self.host):
             self._cleanup(instance_uuid)
             compute_utils.free_and_destroy(context, self.reportclient,
                                            instance_uuid)
         self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
+
+    # Server actions ---------------------------------------------------------
+    #
+    # nova-api accepted each action by setting its task state (see
+    # nova.compute.api); the compute runs it under the instance's lock and
+    # clears the task state again, fenced by that task state so a delete
+    # that started meanwhile is never overwritten. A failed action leaves
+    # the server in its vm_state with no task state, its power state as
+    # the hypervisor reports it, and the failure in its action's events.
+
+    def _act(self, context, instance_uuid: str, task_state: str,
+             event: str, work) -> None:
+        """Run ``work(instance) -> values`` for an action accepted with
+        ``task_state`` and store ``values`` (plus ``task_state: None``)."""
+        with self._instance_lock(instance_uuid):
+            try:
+                instance = db.instance_get_by_uuid(context, instance_uuid)
+            except exception.InstanceNotFound:
+                LOG.info('Ignoring %s of instance %s: it is deleted', event,
+                         instance_uuid)
+                return
+            if instance['task_state'] != task_state or \
+                    instance['host'] != self.host:
+                LOG.info('Ignoring %s of instance %s: it is %s/%s on %s',
+                         event, instance_uuid, instance['vm_state'],
+                         instance['task_state'], instance['host'])
+                return
+            with instance_actions.step(context, instance_uuid, event,
+                                       host=self.host):
+                try:
+                    values = work(instance)
+                except Exception as exc:
+                    self._action_failed(context, instance, task_state, exc)
+                    raise
+                self._finish(context, instance_uuid, task_state,
+                             dict(values, task_state=None))
+
+    def _finish(self, context, instance_uuid: str, task_state: str,
+                values: dict) -> bool:
+        """Store the outcome of an action unless a delete took over."""
+        try:
+            db.instance_update(context, instance_uuid, values,
+                               expected={'task_state': task_state})
+        except (exception.InstanceUpdateConflict,
+                exception.InstanceNotFound):
+            LOG.info('Instance %s is being deleted; its %s outcome is '
+                     'dropped', instance_uuid, task_state)
+            return False
+        return True
+
+    def _action_failed(self, context, instance: dict, task_state: str,
+                       exc: Exception) -> None:
+        reason = getattr(exc, 'message', None) or str(exc)
+        LOG.error('Action %s of instance %s failed on %s: %s', task_state,
+                  instance['uuid'], self.host, reason)
+        self._finish(context, instance['uuid'], task_state, {
+            'task_state': None, 'fault_message': reason,
+            'power_state': self.driver.get_power_state(instance['uuid'])})
+
+    def _held_devices(self, instance_uuid: str) -> list[dict]:
+        return [dev for dev in self.rt.pci_tracker.pci_devs
+                if dev['instance_uuid'] == instance_uuid]
+
+    def reboot_instance(self, context, instance_uuid: str,
+                        hard: bool) -> None:
+        """Reboot the guest; it is ACTIVE and running afterwards."""
+        def work(instance):
+            if hard:
+                self._hard_reboot(instance)
+            else:
+                self.driver.reboot(instance_uuid, hard=False)
+            return _RUNNING
+        self._act(context, instance_uuid,
+                  task_states.REBOOTING_HARD if hard
+                  else task_states.REBOOTING, 'compute_reboot_instance',
+                  work)
+
+    def _hard_reboot(self, instance: dict) -> None:
+        """Power cycle the guest; one that is gone is defined again on
+        the devices the instance holds (as upstream, a hard reboot
+        recreates the guest from nova's records)."""
+        if self.driver.get_power_state(instance['uuid']) == \
+                virt_driver.NOSTATE:
+            self._rebuild(dict(instance, vm_state=vm_states.ACTIVE))
+        else:
+            self.driver.reboot(instance['uuid'], hard=True)
+
+    def stop_instance(self, context, instance_uuid: str) -> None:
+        """Power the guest off; it keeps devices, partition, allocation."""
+        def work(instance):
+            self.driver.power_off(instance_uuid)
+            return _STOPPED
+        self._act(context, instance_uuid, task_states.POWERING_OFF,
+                  'compute_stop_instance', work)
+
+    def start_instance(self, context, instance_uuid: str) -> None:
+        """Power a stopped guest on with the devices it has."""
+        def work(instance):
+            self.driver.power_on(instance_uuid)
+            return _RUNNING
+        self._act(context, instance_uuid, task_states.POWERING_ON,
+                  'compute_start_instance', work)
+
+    def rebuild_instance(self, context, instance_uuid: str) -> None:
+        """Redefine the guest with the same devices; a stopped server
+        stays stopped (as upstream)."""
+        self._act(context, instance_uuid, task_states.REBUILDING,
+                  'compute_rebuild_instance', self._rebuild)
+
+    def _rebuild(self, instance: dict) -> dict:
+        stopped = instance['vm_state'] == vm_states.STOPPED
+        flavor = instance['flavor']
+        devices = self._held_devices(instance['uuid'])
+        self.driver.rebuild(
+            instance['uuid'], instance['display_name'], flavor['vcpus'],
+            flavor['memory_mb'], _guest_devices(devices),
+            power_on=not stopped,
+            numa_nodes=self._guest_numa_nodes(instance.get('pci_requests'),
+                                              devices))
+        return _STOPPED if stopped else _RUNNING
+
+    def shelve_instance(self, context, instance_uuid: str) -> None:
+        """Power the guest off and mark the server SHELVED; with
+        ``[DEFAULT]shelved_offload_time = 0`` offload it right away."""
+        def work(instance):
+            self.driver.power_off(instance_uuid)
+            return {'vm_state': vm_states.SHELVED,
+                    'power_state': virt_driver.SHUTDOWN}
+        self._act(context, instance_uuid, task_states.SHELVING,
+                  'compute_shelve_instance', work)
+        if self.conf.shelved_offload_time == 0:
+            self._offload_if_shelved(context, instance_uuid)
+
+    def _offload_if_shelved(self, context, instance_uuid: str) -> bool:
+        """Offload a SHELVED server with no task; False if it is not."""
+        try:
+            db.instance_update(
+                context, instance_uuid,
+                {'task_state': task_states.SHELVING_OFFLOADING},
+                expected={'vm_state': vm_states.SHELVED, 'task_state': None,
+                          'host': self.host})
+        except (exception.InstanceUpdateConflict,
+                exception.InstanceNotFound):
+            return False
+        self.shelve_offload_instance(context, instance_uuid)
+        return True
+
+    def shelve_offload_instance(self, context, instance_uuid: str) -> None:
+        """Remove a shelved server from this host: guest destroyed (its
+        partition released), devices and Placement allocation freed."""
+        self._act(context, instance_uuid, task_states.SHELVING_OFFLOADING,
+                  'compute_shelve_offload_instance', self._offload)
+
+    def _offload(self, instance: dict) -> dict:
+        # Freed before the record says so: a crash in between leaves the
+        # task state, and the start-up repair finishes the offload.
+        self._cleanup(instance['uuid'])
+        compute_utils.free_allocation(self.reportclient, instance['uuid'])
+        LOG.info('Instance %s offloaded from %s', instance['uuid'],
+                 self.host)
+        return {'vm_state': vm_states.SHELVED_OFFLOADED, 'host': None,
+                'node': None, 'power_state': virt_driver.SHUTDOWN}
+
+    def unshelve_instance(self, context, instance_uuid: str) -> None:
+        """Power a SHELVED (not offloaded) server on where it is; an
+        offloaded one is scheduled again by the conductor instead."""
+        def work(instance):
+            self.driver.power_on(instance_uuid)
+            return _RUNNING
+        self._act(context, instance_uuid, task_states.UNSHELVING,
+                  'compute_unshelve_instance', work)
+
+    def offload_shelved_instances(self) -> None:
+        """Periodic task: offload servers shelved here for longer than
+        ``[DEFAULT]shelved_offload_time`` (when it is above 0)."""
+        if self.conf.shelved_offload_time <= 0:
+            return
+        context = nova_context.get_admin_context()
+        cutoff = timeutils.utcnow() - datetime.timedelta(
+            seconds=self.conf.shelved_offload_time)
+        for instance in db.instance_get_all(context, {
+                'host': self.host, 'vm_state': vm_states.SHELVED,
+                'task_state': [None]}):
+            if instance['updated_at'] and instance['updated_at'] < cutoff:
+                LOG.info('Offloading instance %s, shelved since %s',
+                         instance['uuid'], instance['updated_at'])
+                self._offload_if_shelved(context, instance['uuid'])
+
+    # Moves: resize, cold migration (see nova.conductor.manager) -----------
+    #
+    # The conductor drives a move; each step below runs on one end of it
+    # and does only that end's part. The PCI request ids tell the source's
+    # device claims (the migration's old requests) from the destination's
+    # (its new ones) when both ends are this host.
+
+    def _spawn_claimed(self, instance_uuid: str, name: str | None,
+                       flavor: dict, pci_requests: list | None
+                       ) -> list[dict]:
+        """Start the guest with the devices claimed here for
+        ``pci_requests`` (one side of a move), confined to their NUMA
+        nodes as at a boot; returns the devices."""
+        request_ids = _request_ids(pci_requests)
+        devices = [dev for dev in self.rt.pci_tracker.pci_devs
+                   if dev['instance_uuid'] == instance_uuid and
+                   dev['request_id'] in request_ids]
+        self.driver.spawn(
+            instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
+            _guest_devices(devices),
+            self._guest_numa_nodes(pci_requests, devices))
+        return devices
+
+    @oslo_messaging.expected_exceptions(exception.RescheduledException)
+    def prep_resize(self, context, instance_uuid: str, migration_uuid: str,
+                    mappings: dict) -> None:
+        """Destination: claim the devices Placement allocated for the new
+        flavor. On failure nothing stays claimed here and
+        RescheduledException lets the conductor try another host."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            new_ids = _request_ids(migration['new_pci_requests'])
+            try:
+                if migration['status'] not in ('pre-migrating',
+                                               'accepted') or \
+                        migration['dest_compute'] != self.host:
+                    raise exception.MigrationFailed(
+                        instance_uuid=instance_uuid,
+                        reason='migration %s is %s towards %s' % (
+                            migration_uuid, migration['status'],
+                            migration['dest_compute']))
+                devices = self._claim_devices(
+                    instance_uuid, migration['new_pci_requests'], mappings)
+            except Exception as exc:
+                LOG.warning('Preparing the move of instance %s to %s '
+                            'failed: %s', instance_uuid, self.host, exc)
+                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                raise exception.RescheduledException(
+                    instance_uuid=instance_uuid,
+                    reason=getattr(exc, 'message', None) or str(exc))
+            LOG.info('Instance %s: PCI devices %s claimed on %s for '
+                     'migration %s', instance_uuid,
+                     ', '.join(d['address'] for d in devices) or 'none',
+                     self.host, migration_uuid)
+
+    def resize_instance(self, context, instance_uuid: str,
+                        migration_uuid: str) -> None:
+        """Source: stop the guest (its devices stay claimed here, for a
+        revert, until the move is confirmed)."""
+        with self._instance_lock(instance_uuid):
+            db.migration_update(context, migration_uuid,
+                                {'status': 'migrating'},
+                                expected_status='pre-migrating')
+            db.instance_update(context, instance_uuid,
+                               {'task_state': 'resize_migrating'})
+            # The guest has no local disks to copy: stopping it is the
+            # whole source side. Its domain goes (a guest of the same
+            # UUID is defined on the destination, possibly this host).
+            self.driver.destroy(instance_uuid)
+            db.migration_update(context, migration_uuid,
+                                {'status': 'post-migrating'})
+            db.instance_update(context, instance_uuid, {
+                'task_state': 'resize_migrated', 'power_state': 4})
+
+    def finish_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination: start the guest with the new flavor on the devices
+        ``prep_resize`` claimed; the server waits in VERIFY_RESIZE (or,
+        evacuated, is ACTIVE).
+
+        On failure the guest and the devices claimed here are gone again
+        and MigrationFailed is raised; the conductor rolls back.
+        """
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            instance = db.instance_update(context, instance_uuid,
+                                          {'task_state': 'resize_finish'})
+            new_ids = _request_ids(migration['new_pci_requests'])
+            flavor = migration['new_flavor']
+            try:
+                devices = self._spawn_claimed(
+                    instance_uuid, instance['display_name'], flavor,
+                    migration['new_pci_requests'])
+            except Exception as exc:
+                LOG.warning('Starting instance %s on %s for migration %s '
+                            'failed: %s', instance_uuid, self.host,
+                            migration_uuid, exc)
+                self.driver.destroy(instance_uuid)
+                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                raise exception.MigrationFailed(
+                    instance_uuid=instance_uuid,
+                    reason=getattr(exc, 'message', None) or str(exc))
+            # An evacuation is over here; a resize or cold migration
+            # waits in VERIFY_RESIZE for a confirm or revert.
+            # The migration first: whoever sees the server settled finds
+            # its migration settled too.
+            evacuation = migration['migration_type'] == 'evacuation'
+            db.migration_update(context, migration_uuid, {
+                'status': 'done' if evacuation else 'finished'})
+            db.instance_update(context, instance_uuid, {
+                'flavor': flavor, 'flavor_id': flavor.get('id'),
+                'pci_requests': migration['new_pci_requests'],
+                'host': self.host, 'node': self.rt.nodename,
+                'vm_state': 'active' if evacuation else 'resized',
+                'task_state': None, 'power_state': 1})
+            LOG.info('Instance %s runs on %s with PCI devices %s after its '
+                     '%s', instance_uuid, self.host,
+                     ', '.join(d['address'] for d in devices) or 'none',
+                     migration['migration_type'])
+
+    def confirm_resize(self, context, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Source: free what the instance held here before the move."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            if migration['dest_compute'] != self.host:
+                self.driver.destroy(instance_uuid)
+            freed = self.rt.pci_tracker.free_instance(
+                instance_uuid, _request_ids(migration['old_pci_requests']))
+            LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
+                     'the source %s', instance_uuid,
+                     migration['migration_type'],
+                     ', '.join(freed) or 'none', self.host)
+
+    def revert_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination: remove the guest and free the devices the move
+        claimed here (also after a failed finish: idempotent)."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            self.driver.destroy(instance_uuid)
+            freed = self.rt.pci_tracker.free_instance(
+                instance_uuid, _request_ids(migration['new_pci_requests']))
+            LOG.info('Instance %s: migration %s undone on the destination '
+                     '%s; PCI devices %s freed', instance_uuid,
+                     migration_uuid, self.host, ', '.join(freed) or 'none')
+
+    def finish_revert_resize(self, context, instance_uuid: str,
+                             migration_uuid: str) -> None:
+        """Source: start the guest again with the old flavor on the
+        devices it kept here; the server is ACTIVE on its old host."""
+        with self._instance_lock(instance_uuid):
+            migration = db.migration_get_by_uuid(context, migration_uuid)
+            instance = db.instance_get_by_uuid(context, instance_uuid)
+            flavor = migration['old_flavor']
+            self.driver.destroy(instance_uuid)
+            devices = self._spawn_claimed(
+                instance_uuid, instance['display_name'], flavor,
+                migration['old_pci_requests'])
+            # A revert is over once the guest runs here again (a rolled
+            # back move has its final status already).
+            if migration['status'] == 'reverting':
+                db.migration_update(context, migration_uuid,
+                                    {'status': 'reverted'})
+            db.instance_update(context, instance_uuid, {
+                'flavor': flavor, 'flavor_id': flavor.get('id'),
+                'pci_requests': migration['old_pci_requests'],
+                'host': self.host, 'node': migration['source_node'],
+                'vm_state': 'active', 'task_state': None,
+                'power_state': 1})
+            LOG.info('Instance %s runs on %s again with PCI devices %s',
+                     instance_uuid, self.host,
+                     ', '.join(d['address'] for d in devices) or 'none')
+
+
+# Task states of actions the start-up repair finishes (an unshelve of an
+# offloaded server is rolled back instead, like a build handed back).
+_RESUMED_AT_START = (task_states.REBOOTING, task_states.REBOOTING_HARD,
+                     task_states.POWERING_OFF, task_states.POWERING_ON,
+                     task_states.REBUILDING, task_states.SHELVING,
+                     task_states.SHELVING_OFFLOADING,
+                     task_states.UNSHELVING)
+
+# What a finished action stores.
+_RUNNING = {'vm_state': vm_states.ACTIVE,
+            'power_state': virt_driver.RUNNING}
+_STOPPED = {'vm_state': vm_states.STOPPED,
+            'power_state': virt_driver.SHUTDOWN}
+
+
+def _guest_devices(devices: list[dict]) -> list[dict]:
+    """Device rows as the driver's spawn/rebuild take them."""
+    return [dict(dev, managed=dev['extra_info'].get('managed', 'true'))
+            for dev in devices]
+
+
+def _request_ids(pci_requests: list | None) -> set[str]:
+    """The request ids of PCI requests in primitive form."""
+    return {request['request_id'] for request in pci_requests or []}

@@ -30,6 +30,8 @@ import os_traits
 from nova import exception
 from nova.compute import provider_tree as ptree
 from nova.pci import groups as pci_groups
+from nova.pci import numa as pci_numa
+from nova.virt import hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -99,10 +101,28 @@ def is_pci_provider(provider: ptree.ProviderData) -> bool:
 class PlacementView:
     """The providers that the PCI config and devices of one node want."""
 
-    def __init__(self, nodename: str, tree: ptree.ProviderTree) -> None:
+    def __init__(self, nodename: str, tree: ptree.ProviderTree,
+                 topology: hardware.HostNUMATopology | None = None) -> None:
         self.nodename = nodename
         self._current = tree
+        self._topology = topology or hardware.HostNUMATopology()
         self.wanted: dict[str, _Wanted] = {}
+
+    def locality(self, dev: dict) -> pci_numa.Locality:
+        """The NUMA node and socket of device ``dev``."""
+        node = dev.get('numa_node')
+        return pci_numa.Locality(node=node,
+                                 socket=self._topology.socket_of(node))
+
+    def add_group_localities(self, group_tree: pci_groups.GroupTree,
+                             devices: dict[str, dict]) -> None:
+        """Say on each group provider whether its devices share one NUMA
+        node / socket (``devices`` by address)."""
+        for group in group_tree.groups():
+            name = group_rp_name(self.nodename, group.name)
+            self.wanted[name].traits |= pci_numa.group_traits(
+                self.locality(devices.get(address, {}))
+                for address in group.addresses)
 
     def add_groups(self, group_tree: pci_groups.GroupTree) -> None:
         """Add one provider per declared group, nested as declared."""
@@ -116,14 +136,20 @@ class PlacementView:
             pending.extend((member, name) for member in group.members)
 
     def add_static_group(self, group: pci_groups.StaticGroup,
-                         traits: set[str], reserved: bool) -> None:
+                         traits: set[str], reserved: bool,
+                         devices: dict[str, dict]) -> None:
         """Add a static spec group: one unit of its class, consumed whole;
-        ``reserved`` reserves that unit (a used one-time-use group)."""
+        ``reserved`` reserves that unit (a used one-time-use group). Its
+        locality is the one all its ``devices`` (by address) share."""
         name = group_rp_name(self.nodename, group.name)
+        localities = [self.locality(devices.get(address, {}))
+                      for address in group.addresses]
         self.wanted[name] = _Wanted(
             name=name, parent=self.nodename,
             inventory=_inventory(group.resource_class, 1, int(reserved)),
-            traits=set(traits) | MANAGED_TRAITS,
+            traits=set(traits) | MANAGED_TRAITS |
+            pci_numa.locality_traits(pci_numa.common_locality(localities)) |
+            pci_numa.group_traits(localities),
             addresses=list(group.addresses))
 
     def add_device(self, dev: dict, spec, group_tree: pci_groups.GroupTree
@@ -149,7 +175,8 @@ class PlacementView:
                   if enclosing else self.nodename)
         resource_class = spec.resource_class_for(dev)
         traits = set(spec.traits) | MANAGED_TRAITS | \
-            group_tree.member_traits(address)
+            group_tree.member_traits(address) | \
+            pci_numa.locality_traits(self.locality(dev))
         existing = self.wanted.get(name)
         if existing is None:
             # A one-time-use device is reserved as soon as it is used.
@@ -302,18 +329,24 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
                                  devices: list[dict], whitelist,
                                  group_tree: pci_groups.GroupTree,
                                  static_groups: list,
-                                 read_allocations: Callable[[], dict]
-                                 ) -> None:
+                                 read_allocations: Callable[[], dict],
+                                 topology: hardware.HostNUMATopology |
+                                 None = None) -> None:
     """Make ``tree`` reflect the node's PCI devices and groups.
 
     ``devices`` are the PCI tracker's devices (status and instance
     included); ``read_allocations`` returns Placement's allocations on the
-    tree, by consumer, and is called only if a provider would shrink.
-    Raises PlacementPciException, leaving ``tree`` untouched, when the
-    result could not hold an existing allocation.
+    tree, by consumer, and is called only if a provider would shrink;
+    ``topology`` gives the socket of each NUMA node. Device providers
+    carry their NUMA node and socket as traits, group providers whether
+    all their devices share one (see nova.pci.numa). Raises
+    PlacementPciException, leaving ``tree`` untouched, when the result
+    could not hold an existing allocation.
     """
-    view = PlacementView(nodename, tree)
+    view = PlacementView(nodename, tree, topology)
     view.add_groups(group_tree)
+    by_address = {dev['address']: dev for dev in devices}
+    view.add_group_localities(group_tree, by_address)
     in_static = {}
     for group in static_groups:
         for address in group.addresses:
@@ -328,7 +361,10 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
             if dev.get('instance_uuid'):
                 view.keep_allocated_device(dev)
             continue
-        if spec.tags.get('physical_network'):
+        if spec.tags.get('physical_network') or spec.remote_managed:
+            # Devices for Neutron ports (SR-IOV, or remote managed by a
+            # DPU): upstream never gives them to flavor aliases, and this
+            # fork has no Neutron ports, so they get no provider.
             continue
         group = in_static.get(dev['address'])
         if group is not None:
@@ -339,7 +375,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
         view.add_device(dev, spec, group_tree)
     for group in static_groups:
         view.add_static_group(group, static_traits[group.name],
-                              group.name in static_used_once)
+                              group.name in static_used_once, by_address)
 
     _check_multi_device_requests(devices, group_tree)
     _check_allocations_fit(view, tree, read_allocations)

@@ -21,6 +21,8 @@ from nova.db import api as db
 from nova.pci import config as pci_config
 from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
+from nova.pci import numa as pci_numa
+from nova.virt import hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class ResourceTracker:
         self.compute_node: dict | None = None
         self.pci_tracker: pci_manager.PciDevTracker | None = None
         self.static_groups: list[pci_groups.StaticGroup] = []
+        self.numa_topology = hardware.HostNUMATopology()
 
     @property
     def nodename(self) -> str:
@@ -65,6 +68,7 @@ class ResourceTracker:
         with self._lock:
             resources = self.driver.get_available_resource()
             devices = self.driver.get_pci_devices()
+            self.numa_topology = self.driver.get_numa_topology()
             self.group_tree = self._current_group_tree()
             self.group_tree.validate_devices(devices, self.whitelist)
             self.static_groups = pci_groups.static_groups(
@@ -169,13 +173,19 @@ class ResourceTracker:
             tree.add(self.nodename, uuid=root_uuid)
         root = tree.data(root_uuid)
         tree.update_inventory(root.uuid, self._root_inventory(resources))
-        tree.update_traits(root.uuid, root.traits | {'OWNER_NOVA'})
+        # Upstream's host trait for the socket PCI NUMA affinity policy,
+        # only while every NUMA node has one known socket.
+        socket_trait = {pci_numa.SOCKET_AFFINITY_TRAIT} if \
+            self.numa_topology.sockets_known else set()
+        tree.update_traits(root.uuid, (
+            root.traits - {pci_numa.SOCKET_AFFINITY_TRAIT}) | socket_trait |
+            {'OWNER_NOVA'})
         if self.report_in_placement:
             translator.update_provider_tree_for_pci(
                 tree, self.nodename, self.pci_tracker.pci_devs,
                 self.whitelist, self.group_tree, self.static_groups,
                 lambda: self.reportclient.get_allocations_for_tree(
-                    root_uuid))
+                    root_uuid), self.numa_topology)
         else:
             translator.ensure_reporting_not_disabled(tree)
         self.reportclient.update_from_provider_tree(tree)

@@ -41,3 +41,95 @@ class ComputeAPI:
         cctxt = self.client.prepare(server=host)
         cctxt.call(context, 'terminate_instance',
                    instance_uuid=instance_uuid)
+
+    # Server actions: casts, as upstream; the compute clears the task state
+    # nova-api set when it is done.
+
+    def _cast(self, context, host: str, method: str, **kwargs) -> None:
+        self.client.prepare(server=host).cast(context, method, **kwargs)
+
+    def reboot_instance(self, context, host: str, instance_uuid: str,
+                        hard: bool) -> None:
+        """Reboot the guest (soft or hard)."""
+        self._cast(context, host, 'reboot_instance',
+                   instance_uuid=instance_uuid, hard=hard)
+
+    def stop_instance(self, context, host: str, instance_uuid: str) -> None:
+        """Power the guest off."""
+        self._cast(context, host, 'stop_instance',
+                   instance_uuid=instance_uuid)
+
+    def start_instance(self, context, host: str,
+                       instance_uuid: str) -> None:
+        """Power a stopped guest on."""
+        self._cast(context, host, 'start_instance',
+                   instance_uuid=instance_uuid)
+
+    def rebuild_instance(self, context, host: str,
+                         instance_uuid: str) -> None:
+        """Redefine the guest with the devices it has."""
+        self._cast(context, host, 'rebuild_instance',
+                   instance_uuid=instance_uuid)
+
+    def shelve_instance(self, context, host: str,
+                        instance_uuid: str) -> None:
+        """Shelve (and, per ``shelved_offload_time``, offload) it."""
+        self._cast(context, host, 'shelve_instance',
+                   instance_uuid=instance_uuid)
+
+    def shelve_offload_instance(self, context, host: str,
+                                instance_uuid: str) -> None:
+        """Free the host resources of a shelved server."""
+        self._cast(context, host, 'shelve_offload_instance',
+                   instance_uuid=instance_uuid)
+
+    def unshelve_instance(self, context, host: str,
+                          instance_uuid: str) -> None:
+        """Power a shelved (not offloaded) server on where it is."""
+        self._cast(context, host, 'unshelve_instance',
+                   instance_uuid=instance_uuid)
+
+    def _move_step(self, context, host: str, method: str,
+                   instance_uuid: str, **kwargs) -> None:
+        """One step of a move on ``host``, waited for like a build."""
+        cctxt = self.client.prepare(
+            server=host, timeout=BUILD_TIMEOUT,
+            call_monitor_timeout=CALL_MONITOR_TIMEOUT)
+        cctxt.call(context, method, instance_uuid=instance_uuid, **kwargs)
+
+    def prep_resize(self, context, host: str, instance_uuid: str,
+                    migration_uuid: str, mappings: dict) -> None:
+        """Destination claims the allocated devices; RescheduledException
+        if it cannot (it has cleaned up)."""
+        self._move_step(context, host, 'prep_resize', instance_uuid,
+                        migration_uuid=migration_uuid, mappings=mappings)
+
+    def resize_instance(self, context, host: str, instance_uuid: str,
+                        migration_uuid: str) -> None:
+        """Source stops the guest, keeping its devices."""
+        self._move_step(context, host, 'resize_instance', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def finish_resize(self, context, host: str, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination starts the guest with the new flavor."""
+        self._move_step(context, host, 'finish_resize', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def confirm_resize(self, context, host: str, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Source frees what the instance held there before the move."""
+        self._move_step(context, host, 'confirm_resize', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def revert_resize(self, context, host: str, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Destination removes the guest and frees the move's devices."""
+        self._move_step(context, host, 'revert_resize', instance_uuid,
+                        migration_uuid=migration_uuid)
+
+    def finish_revert_resize(self, context, host: str, instance_uuid: str,
+                             migration_uuid: str) -> None:
+        """Source starts the guest again with the old flavor."""
+        self._move_step(context, host, 'finish_revert_resize',
+                        instance_uuid, migration_uuid=migration_uuid)

@@ -1,4 +1,7 @@
-"""The nova-conductor manager: the build workflow of an instance.
+"""The nova-conductor manager: the build workflow of an instance, and
+the unshelve of an offloaded one, which is the same workflow (the server
+waits in ``unshelving`` instead of ``scheduling``, and a failure leaves it
+SHELVED_OFFLOADED instead of ERROR).
 
 For up to ``[scheduler]max_attempts`` hosts: the scheduler picks a host
 and claims the allocation; the conductor records the host on the instance
@@ -27,6 +30,9 @@ Builds survive crashes through a **build lease** on the instance row
   host) for its conductor or, if that one is gone, the next one. A
   compute that does not answer before it started spawning is rescheduled
   away from: it spawns only while it is the instance's recorded host.
+* Unshelves take the lease the same way and are re-driven the same way
+  (nova-api stamps ``build_heartbeat`` when it accepts one, so an
+  unshelve nobody took is orphaned that long after it was accepted).
 * Every write a conductor makes during a build is fenced by its lease
   (``expected build_owner``). A conductor that lost its lease stops and
   frees nothing: the allocation belongs to the new owner.
@@ -44,6 +50,7 @@ meanwhile, the late claim is left alone: the new owner frees before it
 schedules, or its own claim is refused and it fails the build, freeing.
 """
 
+import contextlib
 import datetime
 import logging
 import threading
@@ -54,7 +61,10 @@ import oslo_messaging
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
+from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import task_states
+from nova.conductor import migrate
 from nova import context as nova_context
 from nova.db import api as db
 from nova import manager
@@ -92,17 +102,23 @@ class ConductorManager(manager.Manager):
         self.owner = '%s:%s' % (conf.host, uuidutils.generate_uuid())
         self._builds: set[str] = set()    # builds this process drives
         self._builds_lock = threading.Lock()
+        self.moves = migrate.MoveTasks(conf, self.reportclient,
+                                       self.scheduler_api, self.compute_api)
 
     # Leases -----------------------------------------------------------------
 
     def init_host(self) -> None:
-        """Re-drive builds orphaned while no conductor was running."""
+        """Re-drive builds and recover moves orphaned while no conductor
+        was running."""
         self.redrive_orphaned_builds()
+        self.recover_orphaned_moves()
 
     def periodic_tasks(self) -> list:
         interval = self.conf.conductor.build_lease_timeout / 3.0
         return [('renew_build_leases', self.renew_build_leases, interval),
                 ('redrive_orphaned_builds', self.redrive_orphaned_builds,
+                 interval),
+                ('recover_orphaned_moves', self.recover_orphaned_moves,
                  interval)]
 
     def _stale_before(self) -> datetime.datetime:
@@ -129,8 +145,10 @@ class ConductorManager(manager.Manager):
             LOG.warning('Instance %s: its build had no live conductor for '
                         '%ss; freeing what it held and scheduling it again',
                         uuid, self.conf.conductor.build_lease_timeout)
+            waiting = task_states.WAITING_FOR_HOST[
+                db.instance_get_by_uuid(context, uuid)['vm_state']]
             thread = threading.Thread(
-                target=self._drive, args=(context, uuid, True),
+                target=self._drive, args=(context, uuid, True, waiting),
                 name='redrive-%s' % uuid, daemon=True)
             thread.start()
             threads.append(thread)
@@ -153,22 +171,125 @@ class ConductorManager(manager.Manager):
             return
         self._drive(context, instance_uuid, False)
 
-    def _drive(self, context, instance_uuid: str, takeover: bool) -> None:
-        """Run a build whose lease this conductor holds."""
+    def unshelve_instance(self, context, instance_uuid: str) -> None:
+        """Schedule a SHELVED_OFFLOADED server (``unshelving``) again and
+        start it, exactly as a build: the flavor's request, the scheduler's
+        claim, reschedules on compute failures, all under a build lease.
+
+        Never raises. On failure (e.g. no valid host) the server is
+        SHELVED_OFFLOADED again with no task state and nothing held, the
+        reason in ``fault_message`` and in the unshelve action's events.
+        """
+        if not db.instance_build_lease_take(context, instance_uuid,
+                                            self.owner, self._stale_before(),
+                                            any_unowned=True):
+            LOG.info('Ignoring the unshelve request of instance %s: it is '
+                     'driven by another conductor or no longer waits to be '
+                     'unshelved', instance_uuid)
+            return
+        with instance_actions.step(context, instance_uuid,
+                                   'conductor_unshelve_instance') as step:
+            failure = self._drive(context, instance_uuid, False,
+                                  task_states.UNSHELVING)
+            if failure is not None:
+                step.fail(failure)
+
+    # Moves (nova.conductor.migrate) ------------------------------------------
+    #
+    # A conductor drives a move under the instance's lease (the build lease
+    # columns, renewed like a build's), so when it dies mid-move another
+    # conductor takes the move over and finishes or rolls it back.
+
+    @contextlib.contextmanager
+    def _driving(self, instance_uuid: str):
+        """Renew the instance's lease while the block runs."""
         with self._builds_lock:
             self._builds.add(instance_uuid)
         try:
-            if takeover:
-                # What the previous owner's scheduler may have claimed.
-                self._free(instance_uuid)
-            self._build(context, instance_uuid)
+            yield
         finally:
             with self._builds_lock:
                 self._builds.discard(instance_uuid)
 
+    def _drive_move(self, context, instance_uuid: str, step, *args,
+                    taken: bool = False) -> None:
+        """Run one move step under the instance's lease, recorded as a
+        step of the instance action that asked for it (failed when the
+        step returns a reason); a step whose lease another conductor
+        holds (a late or replayed message, or a move taken over) is
+        ignored."""
+        if not taken and not db.instance_move_lease_take(
+                context, instance_uuid, self.owner, self._stale_before()):
+            LOG.info('Ignoring %s of instance %s: another conductor drives '
+                     'its move', step.__name__, instance_uuid)
+            return
+        with self._driving(instance_uuid), instance_actions.step(
+                context, instance_uuid,
+                'conductor_%s' % step.__name__) as record:
+            failure = step(context, instance_uuid, *args)
+            if failure is not None:
+                record.fail(failure)
+
+    def migrate_server(self, context, instance_uuid: str,
+                       migration_uuid: str,
+                       requested_host: str | None) -> None:
+        """Resize, cold-migrate or evacuate an instance (a cast from the
+        API)."""
+        self._drive_move(context, instance_uuid, self.moves.migrate_server,
+                         migration_uuid, requested_host)
+
+    def confirm_resize(self, context, instance_uuid: str,
+                       migration_uuid: str) -> None:
+        """Confirm a finished resize or cold migration."""
+        self._drive_move(context, instance_uuid, self.moves.confirm_resize,
+                         migration_uuid)
+
+    def revert_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> None:
+        """Revert a finished resize or cold migration."""
+        self._drive_move(context, instance_uuid, self.moves.revert_resize,
+                         migration_uuid)
+
+    def recover_orphaned_moves(self) -> list[threading.Thread]:
+        """Take over every move whose conductor died (its lease expired)
+        and finish or roll it back, each in its own thread (returned)."""
+        context = nova_context.get_admin_context()
+        stale_before = self._stale_before()
+        threads = []
+        for migration in db.migration_get_orphaned(context, stale_before):
+            uuid = migration['instance_uuid']
+            if not db.instance_move_lease_take(context, uuid, self.owner,
+                                               stale_before):
+                continue    # another conductor was quicker
+            LOG.warning('Instance %s: its %s %s (%s) had no live conductor '
+                        'for %ss; recovering it', uuid,
+                        migration['migration_type'], migration['uuid'],
+                        migration['status'],
+                        self.conf.conductor.build_lease_timeout)
+            thread = threading.Thread(
+                target=self._drive_move,
+                args=(context, uuid, self.moves.recover, migration['uuid']),
+                kwargs={'taken': True},
+                name='recover-%s' % migration['uuid'], daemon=True)
+            thread.start()
+            threads.append(thread)
+        return threads
+
+    def _drive(self, context, instance_uuid: str, takeover: bool,
+               waiting: str = task_states.SCHEDULING) -> str | None:
+        """Run a build whose lease this conductor holds; the instance
+        waits for a host in task state ``waiting``. Returns the fault
+        message if the build failed."""
+        with self._driving(instance_uuid):
+            if takeover:
+                # What the previous owner's scheduler may have claimed.
+                self._free(instance_uuid)
+            return self._build(context, instance_uuid, waiting)
+
     # The build --------------------------------------------------------------
 
-    def _build(self, context, instance_uuid: str) -> None:
+    def _build(self, context, instance_uuid: str,
+               waiting: str) -> str | None:
         max_attempts = self.conf.scheduler.max_attempts
         excluded: list[str] = []
         failures: list[str] = []    # "host: reason" per reschedule
@@ -178,19 +299,20 @@ class ConductorManager(manager.Manager):
                     selection = self.scheduler_api.select_destination(
                         context, instance_uuid, excluded, self.owner)
                 except exception.NoValidHost as exc:
-                    self._fail(context, instance_uuid,
-                               _with_history(exc.message, failures))
-                    return
+                    return self._fail(context, instance_uuid,
+                                      _with_history(exc.message, failures),
+                                      waiting=waiting)
                 except exception.BuildLeaseLost as exc:
                     raise _LeaseLost() from exc
                 host = selection['host']
-                self._record_host(context, instance_uuid, selection)
+                self._record_host(context, instance_uuid, selection,
+                                  waiting)
                 LOG.info('Building instance %s on %s (attempt %d of %d)',
                          instance_uuid, host, attempt, max_attempts)
                 try:
                     self._call_compute(context, host, instance_uuid,
-                                       selection['mappings'])
-                    return
+                                       selection['mappings'], waiting)
+                    return None
                 except exception.RescheduledException as exc:
                     LOG.warning('Build of instance %s failed on %s, '
                                 'rescheduling: %s', instance_uuid, host,
@@ -200,30 +322,32 @@ class ConductorManager(manager.Manager):
                     excluded.append(host)
                     # Lease checked first: a conductor that lost the
                     # build must not free the new owner's claim.
-                    self._clear_host(context, instance_uuid)
+                    self._clear_host(context, instance_uuid, waiting)
                     self._free(instance_uuid)
-            self._fail(context, instance_uuid, _with_history(
+            return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed on every host tried '
                 '([scheduler]max_attempts = %d)' % (instance_uuid,
                                                     max_attempts),
-                failures))
+                failures), waiting=waiting)
         except _LeaseLost:
             LOG.warning('Instance %s: another conductor took its build '
                         'over; %s stops driving it', instance_uuid,
                         self.owner)
         except _BuildAborted:
-            LOG.info('Instance %s was deleted during its build; allocation '
-                     'freed', instance_uuid)
+            LOG.info('Instance %s was deleted (or its unshelve rolled '
+                     'back) during its build; allocation freed',
+                     instance_uuid)
             self._free(instance_uuid)
         except Exception as exc:
             LOG.exception('Build of instance %s failed', instance_uuid)
-            self._fail(context, instance_uuid, _with_history(
+            return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed: %s' % (
                     instance_uuid, getattr(exc, 'message', None) or exc),
-                failures), details=traceback.format_exc())
+                failures), details=traceback.format_exc(), waiting=waiting)
+        return None
 
     def _call_compute(self, context, host: str, instance_uuid: str,
-                      mappings: dict) -> None:
+                      mappings: dict, waiting: str) -> None:
         """Build on ``host``; a compute that stopped answering before it
         started spawning (or that handed the build back when it
         restarted) counts as a reschedule."""
@@ -235,7 +359,7 @@ class ConductorManager(manager.Manager):
             # answers late cannot start it any more once the host is
             # cleared (it spawns only while it is the recorded host).
             current = db.instance_get_by_uuid(context, instance_uuid)
-            if current['task_state'] != 'scheduling' or \
+            if current['task_state'] != waiting or \
                     current['build_owner'] != self.owner:
                 raise
             raise exception.RescheduledException(
@@ -262,7 +386,7 @@ class ConductorManager(manager.Manager):
             raise _BuildAborted() from exc
 
     def _record_host(self, context, instance_uuid: str,
-                     selection: dict) -> None:
+                     selection: dict, waiting: str) -> None:
         """Record the chosen host, unless a delete got there first.
 
         Only while the task state is ``scheduling``: the API sets
@@ -272,10 +396,12 @@ class ConductorManager(manager.Manager):
         self._update(
             context, instance_uuid,
             {'host': selection['host'], 'node': selection['nodename']},
-            {'task_state': 'scheduling'})
+            {'task_state': waiting})
 
-    def _clear_host(self, context, instance_uuid: str) -> None:
-        """Back to ``scheduling`` on no host, unless being deleted.
+    def _clear_host(self, context, instance_uuid: str,
+                    waiting: str) -> None:
+        """Back to waiting for a host, unless being deleted or rolled
+        back.
 
         A compare-and-swap on the task state the compute left, so a delete
         arriving meanwhile (``deleting``) is never overwritten.
@@ -284,11 +410,13 @@ class ConductorManager(manager.Manager):
             current = db.instance_get_by_uuid(context, instance_uuid)
         except exception.InstanceNotFound as exc:
             raise _BuildAborted() from exc
-        if current['task_state'] == 'deleting':
+        if current['task_state'] not in (waiting, task_states.SPAWNING):
+            # Being deleted, or rolled back by a restarted compute (an
+            # unshelve it was spawning): nothing left to drive.
             raise _BuildAborted()
         self._update(context, instance_uuid,
                      {'host': None, 'node': None,
-                      'task_state': 'scheduling'},
+                      'task_state': waiting},
                      {'task_state': current['task_state']})
 
     def _free(self, instance_uuid: str) -> None:
@@ -301,27 +429,35 @@ class ConductorManager(manager.Manager):
                           'in Placement', instance_uuid)
 
     def _fail(self, context, instance_uuid: str, message: str,
-              details: str | None = None) -> None:
-        """Put the instance in ERROR, then free the allocation.
+              details: str | None = None,
+              waiting: str = task_states.SCHEDULING) -> str:
+        """Put a build in ERROR (an unshelve back to SHELVED_OFFLOADED
+        with no task state), then free the allocation; return
+        ``message``.
 
-        In this order: a scheduler claim that lands after the ERROR is
+        In this order: a scheduler claim that lands after the failure is
         given back by the scheduler, one before it is freed here. Nothing
         is freed if another conductor took the build over.
         """
         LOG.error('Instance %s: %s', instance_uuid, message)
+        values = {'task_state': None, 'fault_message': message,
+                  'fault_details': details}
+        if waiting == task_states.SCHEDULING:
+            values['vm_state'] = 'error'
+        else:
+            values.update(host=None, node=None)
         try:
-            db.instance_update(context, instance_uuid, {
-                'vm_state': 'error', 'task_state': None,
-                'fault_message': message, 'fault_details': details},
-                expected={'build_owner': self.owner})
+            db.instance_update(context, instance_uuid, values,
+                               expected={'build_owner': self.owner})
         except exception.InstanceUpdateConflict:
             LOG.warning('Instance %s: another conductor took its build '
                         'over; leaving the failure to it', instance_uuid)
-            return
+            return message
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its failure could be '
                      'recorded', instance_uuid)
         self._free(instance_uuid)
+        return message
 
 
 def _with_history(message: str, failures: list[str]) -> str:

@@ -8,6 +8,9 @@ api_group = cfg.OptGroup(
     'api', title='Compute API options',
     help='How nova-api authenticates requests and where it listens.')
 
+# oslo.middleware sizelimit's default; also the embedded Placement's.
+DEFAULT_MAX_REQUEST_BODY_SIZE = 114688
+
 api_opts = [
     cfg.StrOpt('auth_strategy',
                default='noauth2',
@@ -27,11 +30,12 @@ api_opts = [
                 default=8774,
                 help='TCP port nova-api listens on.'),
     cfg.IntOpt('max_request_body_size',
-               default=114688,
+               default=DEFAULT_MAX_REQUEST_BODY_SIZE,
                min=1,
-               help='Largest request body, in bytes, nova-api accepts; a '
-                    'larger one is refused with 413 before it is read (the '
-                    'default is oslo.middleware sizelimit\'s).'),
+               help='Largest request body, in bytes, nova-api (and the '
+                    'Placement nova-all embeds) accepts; a larger one is '
+                    'refused with 413 before it is read (the default is '
+                    'oslo.middleware sizelimit\'s).'),
 ]
 
 

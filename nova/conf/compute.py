@@ -5,6 +5,23 @@ from oslo_config import cfg
 from nova.conf import paths
 
 compute_opts = [
+    cfg.BoolOpt('allow_resize_to_same_host',
+                default=False,
+                help='Allow a resize to land on the host the server runs '
+                     'on. The destination is still scheduled with the new '
+                     'flavor: on the same host that is a fresh free '
+                     'partition of the new size, claimed while the old '
+                     'one stays held for a revert. A cold migration never '
+                     'stays on its host. Read by nova-conductor (and '
+                     'nova-api), as upstream.'),
+    cfg.IntOpt('resize_confirm_window',
+               default=0,
+               min=0,
+               help='Seconds after which a resize or cold migration waiting '
+                    'in VERIFY_RESIZE is confirmed automatically by the '
+                    'destination compute (checked at the '
+                    'update_resources_interval), freeing its source. 0 '
+                    'never confirms automatically, as upstream.'),
     cfg.IntOpt('update_resources_interval',
                default=60,
                min=0,
@@ -43,6 +60,22 @@ compute_opts = [
                  help='Allocation ratio of the DISK_GB inventory: Placement '
                       'lets instances claim (total - reserved) x ratio GB. '
                       'Above 1.0 overcommits thin-provisioned disks.'),
+    cfg.IntOpt('shelved_offload_time',
+               default=0,
+               min=-1,
+               help='Seconds a shelved server keeps its host resources '
+                    '(guest, PCI devices, Placement allocation) before the '
+                    'compute offloads it. 0 offloads at once when the '
+                    'server is shelved; -1 never offloads (only an explicit '
+                    '``shelveOffload`` does). Offloading after a delay is '
+                    'done by a periodic task that runs every '
+                    '``shelved_poll_interval`` seconds.'),
+    cfg.IntOpt('shelved_poll_interval',
+               default=3600,
+               min=0,
+               help='Seconds between runs of the periodic task that '
+                    'offloads servers shelved for longer than '
+                    '``shelved_offload_time``. 0 disables the task.'),
 ]
 
 

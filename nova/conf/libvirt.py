@@ -77,12 +77,13 @@ Who makes the NVLink partition of a guest's GPUs live on an NVSwitch host
                default='',
                help="""
 Operator-given GPU module IDs, a JSON object of PCI address to module ID,
-e.g. ``{"0000:86:00.0": 1, "0000:b8:00.0": 2}``. Addresses listed here
-override what ``nvidia-smi -q`` reported. Fabric Manager names GPUs only by
-module ID on HGX H100/H200, and module order is not PCI order, so nova needs
-this map to know which partition a set of GPUs is. nova saves the map it
-read under ``$state_path/nvlink`` so that it survives GPUs moving to
-vfio-pci (where nvidia-smi no longer lists them).
+e.g. ``{"0000:86:00.0": 1, "0000:b8:00.0": 2}``, or the absolute path of a
+file holding such an object (a value starting with ``/``). Addresses listed
+here override what ``nvidia-smi -q`` reported. Fabric Manager names GPUs
+only by module ID on HGX H100/H200, and module order is not PCI order, so
+nova needs this map to know which partition a set of GPUs is. nova saves
+the map it read under ``$state_path/nvlink`` so that it survives GPUs
+moving to vfio-pci (where nvidia-smi no longer lists them).
 """),
 ]
 

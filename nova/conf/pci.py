@@ -39,8 +39,12 @@ Each value is a JSON object, or a JSON list of objects, selecting devices:
   inventory stays reserved in Placement until an operator clears it
   (needs ``report_in_placement``; refused on VFs).
 * ``physical_network``: Neutron SR-IOV devices; not reported, so not
-  assignable here. ``trusted``, ``remote_managed``: kept as tags only (not
-  implemented here). See the operator guide's table of upstream options.
+  assignable here. ``trusted``: kept as a tag only.
+* ``remote_managed``: ``true`` selects only VFs for which libvirt reports a
+  VPD card serial number; refused on a PF address (unless ``product_id`` is
+  its VF product id) and with a ``devname`` that does not exist. Such
+  devices are tracked but not given to flavor aliases, as upstream.
+  See the operator guide's table of upstream options.
 * ``group_name`` + ``group_type``: the static group form; all devices with
   the same ``group_name`` form one unit of ``CUSTOM_PCI_GROUP_<TYPE>``,
   always assigned whole.
@@ -92,7 +96,7 @@ nova-conductor and nova-compute).
 Each value is one JSON object with the keys ``name`` (required),
 ``vendor_id``, ``product_id``, ``device_type`` (``type-PCI``, ``type-PF``,
 ``type-VF``), ``numa_policy`` (``legacy``, ``preferred``, ``required``,
-``socket``; validated but not enforced here), ``resource_class``,
+``socket``; see the operator guide on PCI NUMA affinity), ``resource_class``,
 ``traits``, ``live_migratable`` and ``group_type``. With ``group_type``, a
 request of N devices is always served by one whole device group of that
 type and of size N (N = 1 means any single device). Several values with

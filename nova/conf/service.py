@@ -1,4 +1,5 @@
-"""[DEFAULT] options of every nova service: liveness reporting."""
+"""[DEFAULT] options of every nova service: liveness reporting and
+shutting down."""
 
 from oslo_config import cfg
 
@@ -18,6 +19,15 @@ service_opts = [
                     'compute and the API deletes the instances of a down '
                     'compute itself, leaving the compute to clean up its '
                     'guests when it comes back.'),
+    cfg.IntOpt('graceful_shutdown_timeout',
+               default=60,
+               min=0,
+               help='Seconds a service told to stop (SIGTERM or SIGINT) '
+                    'gives the API requests and RPC messages it is '
+                    'handling to finish, after it stopped taking new ones; '
+                    'a service still busy then exits with status 1 '
+                    'anyway. 0 waits as long as they take. The same '
+                    'option and meaning as in oslo.service.'),
 ]
 
 

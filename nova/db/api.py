@@ -522,20 +522,35 @@ def instance_destroy(context, uuid: str) -> dict:
 
 # Build leases ----------------------------------------------------------------
 
-def _orphaned_build(stale_before):
-    """SQL condition: a build in ``scheduling`` nobody drives any more.
-
-    Unowned and created before ``stale_before`` (nova-api stopped before
-    it handed the build over), or owned with a heartbeat older than it.
-    """
+def _waiting_for_host():
+    """SQL condition: a live instance waiting for a conductor to find it
+    a host: a build in ``scheduling`` or an unshelve of an offloaded
+    server in ``unshelving``."""
     instance = models.Instance
     return sa.and_(
         instance.deleted_at.is_(None),
-        instance.vm_state == 'building',
-        instance.task_state == 'scheduling',
+        sa.or_(sa.and_(instance.vm_state == 'building',
+                       instance.task_state == 'scheduling'),
+               sa.and_(instance.vm_state == 'shelved_offloaded',
+                       instance.task_state == 'unshelving')))
+
+
+def _orphaned_build(stale_before):
+    """SQL condition: a build (or unshelve) waiting for a host that
+    nobody drives any more.
+
+    Unowned and handed over before ``stale_before`` (nova-api stopped
+    before it handed it over: the handover time is ``build_heartbeat``,
+    which nova-api sets when it accepts an unshelve, else ``created_at``),
+    or owned with a heartbeat older than it.
+    """
+    instance = models.Instance
+    return sa.and_(
+        _waiting_for_host(),
         sa.or_(
             sa.and_(instance.build_owner.is_(None),
-                    instance.created_at < stale_before),
+                    sa.func.coalesce(instance.build_heartbeat,
+                                     instance.created_at) < stale_before),
             sa.and_(instance.build_owner.is_not(None),
                     sa.or_(instance.build_heartbeat.is_(None),
                            instance.build_heartbeat < stale_before))))
@@ -548,19 +563,17 @@ def instance_build_lease_take(context, uuid: str, owner: str,
     """Make ``owner`` the driver of a build; True if it won.
 
     A compare-and-swap in one UPDATE, so of several conductors trying at
-    once exactly one wins. Only builds in ``scheduling`` can be taken, and
-    only if orphaned (see ``_orphaned_build``) or, with ``any_unowned``,
-    not yet owned at all (the conductor that received the build request).
+    once exactly one wins. Only builds in ``scheduling`` (or unshelves in
+    ``unshelving``) can be taken, and only if orphaned (see
+    ``_orphaned_build``) or, with ``any_unowned``, not yet owned at all
+    (the conductor that received the build request).
     Taking a build clears a host an earlier owner recorded: a compute
     that has not started spawning then refuses to.
     """
     condition = _orphaned_build(stale_before)
     if any_unowned:
         condition = sa.or_(condition, sa.and_(
-            models.Instance.deleted_at.is_(None),
-            models.Instance.vm_state == 'building',
-            models.Instance.task_state == 'scheduling',
-            models.Instance.build_owner.is_(None)))
+            _waiting_for_host(), models.Instance.build_owner.is_(None)))
     result = context.session.execute(
         sa.update(models.Instance)
         .where(models.Instance.uuid == uuid, condition)
@@ -595,3 +608,229 @@ def instance_get_orphaned_builds(context, stale_before) -> list[str]:
         sa.select(models.Instance.uuid)
         .where(_orphaned_build(stale_before))
         .order_by(models.Instance.id)))
+
+
+# Instance actions ----------------------------------------------------------
+
+@context_manager.writer
+def action_start(context, values: dict) -> dict:
+    """Record the start of an instance action (see
+    ``nova.compute.instance_actions``) and return it."""
+    _check_fields(models.InstanceAction, values)
+    action = models.InstanceAction(**values)
+    context.session.add(action)
+    context.session.flush()
+    return action.to_dict()
+
+
+def _action_row(session, instance_uuid: str, request_id: str
+                ) -> models.InstanceAction | None:
+    """The newest action of ``instance_uuid`` made by ``request_id``."""
+    return session.scalars(
+        sa.select(models.InstanceAction)
+        .filter_by(instance_uuid=instance_uuid, request_id=request_id)
+        .order_by(models.InstanceAction.id.desc())).first()
+
+
+@context_manager.reader
+def action_get_by_request_id(context, instance_uuid: str,
+                             request_id: str) -> dict:
+    """The action ``request_id`` made on the instance;
+    InstanceActionNotFound if there is none."""
+    action = _action_row(context.session, instance_uuid, request_id)
+    if action is None:
+        raise exception.InstanceActionNotFound(
+            request_id=request_id, instance_uuid=instance_uuid)
+    return action.to_dict()
+
+
+@context_manager.reader
+def actions_get(context, instance_uuid: str) -> list[dict]:
+    """Every action of an instance, newest first."""
+    actions = context.session.scalars(
+        sa.select(models.InstanceAction)
+        .filter_by(instance_uuid=instance_uuid)
+        .order_by(models.InstanceAction.start_time.desc(),
+                  models.InstanceAction.id.desc()))
+    return [action.to_dict() for action in actions]
+
+
+@context_manager.writer
+def action_event_start(context, instance_uuid: str, request_id: str,
+                       values: dict) -> dict | None:
+    """Record the start of one step of the action ``request_id`` made on
+    the instance; None (nothing recorded) if there is no such action."""
+    _check_fields(models.InstanceActionEvent, values)
+    action = _action_row(context.session, instance_uuid, request_id)
+    if action is None:
+        return None
+    event = models.InstanceActionEvent(action_id=action.id, **values)
+    context.session.add(event)
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.writer
+def action_event_finish(context, event_id: int, values: dict,
+                        failed: bool) -> dict:
+    """Record the end of a step; the action then ends at the same time
+    (its latest step) and, if the step ``failed``, is marked 'Error'."""
+    event = context.session.get(models.InstanceActionEvent, event_id)
+    if event is None:
+        raise exception.InstanceActionEventNotFound(event_id=event_id)
+    _update_row(context.session, event, values, None)
+    action = context.session.get(models.InstanceAction, event.action_id)
+    action.finish_time = values.get('finish_time', action.finish_time)
+    if failed:
+        action.message = 'Error'
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.reader
+def action_events_get(context, action_id: int) -> list[dict]:
+    """The steps of one action, newest first."""
+    events = context.session.scalars(
+        sa.select(models.InstanceActionEvent)
+        .filter_by(action_id=action_id)
+        .order_by(models.InstanceActionEvent.start_time.desc(),
+                  models.InstanceActionEvent.id.desc()))
+    return [event.to_dict() for event in events]
+
+
+# Migrations ------------------------------------------------------------------
+
+# Statuses after which a migration holds nothing any more, as upstream.
+# An evacuation that is 'done' still holds its source until the source
+# compute comes back and cleans up ('completed').
+MIGRATION_FINAL_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
+                            'completed', 'cancelled')
+
+
+@context_manager.writer
+def migration_create(context, values: dict) -> dict:
+    """Create a migration record (a fresh uuid unless given)."""
+    _check_fields(models.Migration, values)
+    values = {'uuid': uuidutils.generate_uuid(), **values}
+    migration = models.Migration(**values)
+    context.session.add(migration)
+    _flush(context.session,
+           lambda columns: exception.MigrationExists(uuid=values['uuid']))
+    return migration.to_dict()
+
+
+@context_manager.reader
+def migration_get_by_uuid(context, uuid: str) -> dict:
+    """Return one migration; MigrationNotFound if there is none."""
+    migration = context.session.scalars(
+        sa.select(models.Migration).filter_by(uuid=uuid)).first()
+    if migration is None:
+        raise exception.MigrationNotFound(migration_id=uuid)
+    return migration.to_dict()
+
+
+@context_manager.reader
+def migration_get_all(context, filters: dict | None = None) -> list[dict]:
+    """Return migrations, newest first; ``filters`` as for
+    ``instance_get_all`` (a value or a list of accepted values)."""
+    filters = filters or {}
+    _check_fields(models.Migration, filters)
+    query = sa.select(models.Migration).order_by(models.Migration.id.desc())
+    for key, expected in filters.items():
+        query = query.where(_matches(getattr(models.Migration, key),
+                                     expected))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]
+
+
+@context_manager.reader
+def migration_get_in_progress(context, instance_uuids: Iterable[str] | None
+                              = None, host: str | None = None
+                              ) -> list[dict]:
+    """Migrations not yet in a final status, newest first: of the given
+    instances, and/or with ``host`` as source or destination."""
+    query = sa.select(models.Migration).where(
+        models.Migration.status.not_in(MIGRATION_FINAL_STATUSES),
+        models.Migration.deleted_at.is_(None)).order_by(
+            models.Migration.id.desc())
+    if instance_uuids is not None:
+        query = query.where(models.Migration.instance_uuid.in_(
+            sorted(set(instance_uuids))))
+    if host is not None:
+        query = query.where(sa.or_(models.Migration.source_compute == host,
+                                   models.Migration.dest_compute == host))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]
+
+
+@context_manager.writer
+def migration_update(context, uuid: str, values: dict,
+                     expected_status: str | list | None = None) -> dict:
+    """Update a migration and return it.
+
+    With ``expected_status`` the check and the update are one statement,
+    so of concurrent callers (a confirm racing a revert) exactly one wins;
+    the loser gets MigrationUpdateConflict naming the actual status.
+    """
+    _check_fields(models.Migration, values)
+    statement = sa.update(models.Migration).where(
+        models.Migration.uuid == uuid)
+    if expected_status is not None:
+        statement = statement.where(_matches(models.Migration.status,
+                                             expected_status))
+    statement = statement.values(updated_at=timeutils.utcnow(), **values)
+    result = context.session.execute(
+        statement.execution_options(synchronize_session=False))
+    if result.rowcount == 0:
+        current = migration_get_by_uuid(context, uuid)
+        raise exception.MigrationUpdateConflict(
+            uuid=uuid, actual=current['status'], expected=expected_status)
+    context.session.expire_all()
+    return migration_get_by_uuid(context, uuid)
+
+
+# Statuses of a move a conductor is driving (not settled, not over).
+MIGRATION_DRIVEN_STATUSES = ('pre-migrating', 'migrating', 'post-migrating',
+                             'accepted', 'confirming', 'reverting')
+
+
+@context_manager.writer
+def instance_move_lease_take(context, uuid: str, owner: str,
+                             stale_before) -> bool:
+    """Make ``owner`` the conductor driving a move of the instance; True
+    if it won.
+
+    Moves use the build lease columns of an instance that is not
+    building. The API hands a move over with no owner; a conductor takes
+    it from there, or from an owner that stopped renewing (heartbeat
+    before ``stale_before``: it died mid-move, or nobody took the move
+    the API handed over). One UPDATE, so of several conductors (or a late
+    message and a takeover) exactly one wins.
+    """
+    instance = models.Instance
+    result = context.session.execute(
+        sa.update(instance)
+        .where(instance.uuid == uuid, instance.deleted_at.is_(None),
+               instance.vm_state != 'building',
+               sa.or_(instance.build_owner.is_(None),
+                      instance.build_heartbeat.is_(None),
+                      instance.build_heartbeat < stale_before))
+        .values(build_owner=owner, build_heartbeat=timeutils.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+@context_manager.reader
+def migration_get_orphaned(context, stale_before) -> list[dict]:
+    """Moves a conductor was driving whose instance's lease expired
+    (the conductor died mid-move), oldest first."""
+    instance = models.Instance
+    query = (sa.select(models.Migration)
+             .join(instance, instance.uuid == models.Migration.instance_uuid)
+             .where(models.Migration.status.in_(MIGRATION_DRIVEN_STATUSES),
+                    instance.deleted_at.is_(None),
+                    sa.or_(instance.build_heartbeat.is_(None),
+                           instance.build_heartbeat < stale_before))
+             .order_by(models.Migration.id))
+    return [migration.to_dict()
+            for migration in context.session.scalars(query)]

@@ -208,3 +208,100 @@ class Instance(Base):
         orm.mapped_column(sa.DateTime)
     deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+
+
+class InstanceAction(Base):
+    """One request that acted on a server (create, reboot, shelve, ...),
+    as ``GET /servers/{id}/os-instance-actions`` lists them."""
+
+    __tablename__ = 'instance_actions'
+    __table_args__ = (
+        sa.Index('ix_instance_actions_instance_uuid_request_id',
+                 'instance_uuid', 'request_id'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    action: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    request_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    finish_time: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    # None while every step succeeded, 'Error' once one failed (upstream).
+    message: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class InstanceActionEvent(Base):
+    """One step a service ran for an instance action, and its result."""
+
+    __tablename__ = 'instance_actions_events'
+    __table_args__ = (
+        sa.Index('ix_instance_actions_events_action_id', 'action_id'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    action_id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, sa.ForeignKey(
+            'instance_actions.id',
+            name='fk_instance_actions_events_action_id'))
+    event: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    result: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    traceback: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    finish_time: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    details: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class Migration(Base):
+    """One move of an instance between hosts (or within one): a resize,
+    a cold migration or an evacuation, as upstream models it.
+
+    While a resize or cold migration is in progress the migration's
+    ``uuid`` is the Placement consumer holding the source allocation, so
+    a revert always finds it still there. ``old_flavor``/``new_flavor``
+    and ``old_pci_requests``/``new_pci_requests`` keep what each side was
+    built with (upstream keeps them on the instance); the PCI request ids
+    tell the source's device claims from the destination's on one host.
+    """
+
+    __tablename__ = 'migrations'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_migrations0uuid'),
+        sa.Index('ix_migrations_instance_uuid', 'instance_uuid'),
+        sa.Index('ix_migrations_status', 'status'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    source_compute: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    dest_compute: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    source_node: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    dest_node: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    dest_host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    old_instance_type_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer)
+    new_instance_type_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer)
+    migration_type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    old_flavor: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    new_flavor: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    old_pci_requests: orm.Mapped[list | None] = orm.mapped_column(
+        JSONEncoded)
+    new_pci_requests: orm.Mapped[list | None] = orm.mapped_column(
+        JSONEncoded)
+    deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)

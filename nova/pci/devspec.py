@@ -92,6 +92,24 @@ def is_sriov_pf(address: str) -> bool:
         return False
 
 
+def sysfs_pci_id(address: str, name: str) -> str | None:
+    """Return a hex id file of the host device at ``address`` (``vendor``,
+    ``device`` or ``sriov_vf_device``) as 4 lower-case digits, or None
+    when it is missing or unreadable."""
+    path = os.path.join(SYSFS_ROOT, 'bus', 'pci', 'devices', address, name)
+    try:
+        with open(path) as f:
+            return '%04x' % int(f.read().strip(), 16)
+    except (OSError, ValueError):
+        return None
+
+
+def card_serial_number(dev: dict) -> str | None:
+    """The VPD card serial number the driver reported for ``dev``."""
+    return ((dev.get('capabilities') or {}).get('vpd') or {}).get(
+        'card_serial_number') or None
+
+
 # value parsing --------------------------------------------------------------
 
 def _parse_hex(name: str, value: str, maximum: int) -> int:
@@ -265,6 +283,8 @@ class _RegexAddress:
 class _NoAddress:
     """Stands in for a devname that does not exist on this host."""
 
+    pf_address = None
+
     def match(self, dev: dict) -> bool:
         return False
 
@@ -290,6 +310,8 @@ class PciDeviceSpec:
                                     spec.get('product_id', ANY))
         self._address = self._parse_address(spec, report_in_placement)
         self.tags = self._parse_tags(spec, report_in_placement)
+        if self.remote_managed:
+            self._check_remote_managed(spec)
 
     def __repr__(self) -> str:
         return 'PciDeviceSpec(%s)' % self._text
@@ -393,16 +415,61 @@ class PciDeviceSpec:
                 'physical_network; groups are for PCI passthrough, not '
                 'Neutron ports' % self._text))
 
+    def _check_remote_managed(self, spec: dict) -> None:
+        """Refuse remote_managed where it cannot work, as upstream does.
+
+        A remote-managed device is a VF whose port an off-path backend (a
+        DPU) programs; it finds the card by its VPD serial number. A
+        devname that does not exist cannot be resolved, and a PF cannot be
+        remote managed: an address naming a PF is only accepted when
+        ``product_id`` is the PF's VF product id (the spec then selects
+        the VFs alone).
+        """
+        if isinstance(self._address, _NoAddress):
+            raise exception.PciConfigInvalidSpec(reason=(
+                '%s: remote_managed=true but network interface %r does '
+                'not exist on this host, so the device cannot be found' % (
+                    self._text, spec['devname'])))
+        pf = self._address.pf_address
+        if pf is None:
+            return
+        vf_product = sysfs_pci_id(pf, 'sriov_vf_device')
+        pf_vendor = sysfs_pci_id(pf, 'vendor')
+        pf_product = sysfs_pci_id(pf, 'device')
+        vendor_ok = self.vendor_id in (ANY, pf_vendor)
+        if vendor_ok and self.product_id == vf_product:
+            return
+        if vendor_ok and self.product_id in (ANY, pf_product):
+            raise exception.PciConfigInvalidSpec(reason=(
+                '%s: remote_managed=true is not supported for PFs, and '
+                '%s is an SR-IOV PF; remote-managed devices are VFs, so '
+                'set product_id to its VF product id %s to select its VFs'
+                % (self._text, pf, vf_product or '(unknown)')))
+        raise exception.PciConfigInvalidSpec(reason=(
+            '%s: the vendor_id %s and product_id %s do not match the VFs '
+            'of PF %s (vendor %s, VF product %s)' % (
+                self._text, self.vendor_id, self.product_id, pf,
+                pf_vendor or '(unknown)', vf_product or '(unknown)')))
+
     def match(self, dev: dict) -> bool:
         """Return True when host device ``dev`` (a device dict) is selected
-        by this spec's vendor, product and address."""
+        by this spec's vendor, product and address; a remote_managed spec
+        also needs the device's VPD card serial number, by which the
+        remote backend identifies the card."""
         for want, key in ((self.vendor_id, 'vendor_id'),
                           (self.product_id, 'product_id')):
             got = dev.get(key)
             if want != ANY and (not isinstance(got, str) or
                                 got.lower() != want):
                 return False
+        if self.remote_managed and card_serial_number(dev) is None:
+            return False
         return self._address.match(dev)
+
+    @property
+    def remote_managed(self) -> bool:
+        """True for VFs an off-path backend (e.g. a DPU) manages."""
+        return self.tags.get('remote_managed') == 'true'
 
     @property
     def group_name(self) -> str | None:

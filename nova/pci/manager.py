@@ -19,12 +19,13 @@ device is gone again).
 
 import copy
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from oslo_log import log as logging
 
 from nova.db import api as db_api
 from nova import exception
+from nova.pci import devspec
 from nova.pci import utils
 
 LOG = logging.getLogger(__name__)
@@ -106,6 +107,11 @@ class PciDevTracker:
                                                      'false'),
                 },
             }
+            if spec.remote_managed:
+                # What a remote backend identifies the card by.
+                wanted[address]['extra_info'].update(
+                    remote_managed='true',
+                    card_serial_number=devspec.card_serial_number(dev))
         return wanted
 
     def update_devices_from_hypervisor_resources(
@@ -213,19 +219,28 @@ class PciDevTracker:
                     address, device['status'], device['instance_uuid']))
         return problems
 
-    def free_instance(self, instance_uuid: str) -> list[str]:
-        """Release every device of ``instance_uuid`` and return their
-        addresses: available again, or deleted if marked to be removed."""
+    def free_instance(self, instance_uuid: str,
+                      request_ids: Iterable[str] | None = None) -> list[str]:
+        """Release the devices of ``instance_uuid`` and return their
+        addresses: available again, or deleted if marked to be removed.
+
+        With ``request_ids`` only the devices claimed for those PCI
+        requests: a resize on one host holds the old flavor's devices and
+        the new one's at once, under different request ids.
+        """
         with self._lock:
-            freed = self._free(instance_uuid)
+            freed = self._free(instance_uuid, request_ids)
             self._to_be_removed_when_freed.difference_update(freed)
         return freed
 
-    def _free(self, instance_uuid: str) -> list[str]:
+    def _free(self, instance_uuid: str,
+              request_ids: Iterable[str] | None) -> list[str]:
+        wanted = None if request_ids is None else set(request_ids)
         with db_api.context_manager.writer.using(self._context):
             devices = [device for device in db_api.pci_device_get_all_by_node(
                 self._context, self.compute_node_id)
-                if device['instance_uuid'] == instance_uuid]
+                if device['instance_uuid'] == instance_uuid and
+                (wanted is None or device['request_id'] in wanted)]
             for device in devices:
                 if device['address'] in self._to_be_removed_when_freed:
                     LOG.info('Removing PCI device %s freed by instance %s: '

@@ -33,12 +33,30 @@ SERVERS_DETAIL_ALL_PROJECTS = 'os_compute_api:servers:detail:get_all_tenants'
 SERVERS_SHOW = 'os_compute_api:servers:show'
 SERVERS_CREATE = 'os_compute_api:servers:create'
 SERVERS_DELETE = 'os_compute_api:servers:delete'
+SERVERS_REBOOT = 'os_compute_api:servers:reboot'
+SERVERS_STOP = 'os_compute_api:servers:stop'
+SERVERS_START = 'os_compute_api:servers:start'
+SERVERS_REBUILD = 'os_compute_api:servers:rebuild'
+SHELVE = 'os_compute_api:os-shelve:shelve'
+SHELVE_OFFLOAD = 'os_compute_api:os-shelve:shelve_offload'
+UNSHELVE = 'os_compute_api:os-shelve:unshelve'
+INSTANCE_ACTIONS_LIST = 'os_compute_api:os-instance-actions:list'
+INSTANCE_ACTIONS_SHOW = 'os_compute_api:os-instance-actions:show'
+INSTANCE_ACTIONS_EVENTS = 'os_compute_api:os-instance-actions:events'
 HOST_ATTRIBUTES = 'os_compute_api:os-extended-server-attributes'
 LIMITS = 'os_compute_api:limits'
 LIMITS_OTHER_PROJECT = 'os_compute_api:limits:other_project'
 AZ_LIST = 'os_compute_api:os-availability-zone:list'
 AZ_DETAIL = 'os_compute_api:os-availability-zone:detail'
 IMAGES = 'os_compute_api:images'
+SERVERS_RESIZE = 'os_compute_api:servers:resize'
+SERVERS_CONFIRM_RESIZE = 'os_compute_api:servers:confirm_resize'
+SERVERS_REVERT_RESIZE = 'os_compute_api:servers:revert_resize'
+MIGRATE = 'os_compute_api:os-migrate-server:migrate'
+MIGRATE_HOST = 'os_compute_api:os-migrate-server:migrate:host'
+MIGRATIONS_INDEX = 'os_compute_api:os-migrations:index'
+SERVER_MIGRATIONS = 'os_compute_api:servers:migrations:index'
+EVACUATE = 'os_compute_api:os-evacuate'
 
 
 def _rule(name: str, check: str, description: str,
@@ -52,6 +70,8 @@ def list_rules() -> list[policy.RuleDefault]:
     """Every default rule, in documentation order."""
     flavor = '/flavors/{flavor_id}'
     specs = flavor + '/os-extra_specs'
+    action = '/servers/{server_id}/action'
+    instance_action = '/servers/{server_id}/os-instance-actions/{request_id}'
     return [
         policy.RuleDefault('context_is_admin', 'role:admin',
                            'Who counts as a cloud administrator.'),
@@ -104,6 +124,31 @@ def list_rules() -> list[policy.RuleDefault]:
               [('POST', '/servers')]),
         _rule(SERVERS_DELETE, PROJECT_MEMBER_OR_ADMIN, 'Delete a server.',
               [('DELETE', '/servers/{server_id}')]),
+        _rule(SERVERS_REBOOT, PROJECT_MEMBER_OR_ADMIN, 'Reboot a server.',
+              [('POST', action)]),
+        _rule(SERVERS_STOP, PROJECT_MEMBER_OR_ADMIN, 'Stop a server.',
+              [('POST', action)]),
+        _rule(SERVERS_START, PROJECT_MEMBER_OR_ADMIN, 'Start a server.',
+              [('POST', action)]),
+        _rule(SERVERS_REBUILD, PROJECT_MEMBER_OR_ADMIN,
+              'Rebuild a server.', [('POST', action)]),
+        _rule(SHELVE, PROJECT_MEMBER_OR_ADMIN, 'Shelve a server.',
+              [('POST', action)]),
+        _rule(SHELVE_OFFLOAD, ADMIN,
+              'Offload a shelved server from its host.',
+              [('POST', action)]),
+        _rule(UNSHELVE, PROJECT_MEMBER_OR_ADMIN,
+              'Unshelve a shelved server.', [('POST', action)]),
+        _rule(INSTANCE_ACTIONS_LIST, PROJECT_READER_OR_ADMIN,
+              'List the actions of a server.',
+              [('GET', '/servers/{server_id}/os-instance-actions')]),
+        _rule(INSTANCE_ACTIONS_SHOW, PROJECT_READER_OR_ADMIN,
+              'Show one action of a server.',
+              [('GET', instance_action)]),
+        _rule(INSTANCE_ACTIONS_EVENTS, ADMIN,
+              'See the events of an action before microversion 2.51, and '
+              'their tracebacks in every microversion.',
+              [('GET', instance_action)]),
         _rule(HOST_ATTRIBUTES, ADMIN,
               'See the OS-EXT-SRV-ATTR: attributes (host, '
               'hypervisor_hostname, instance_name) of servers.',
@@ -122,4 +167,27 @@ def list_rules() -> list[policy.RuleDefault]:
               'Resolve image references (this deployment has no image '
               'service: every reference exists).',
               [('GET', '/images'), ('GET', '/images/{image_id}')]),
+        _rule(SERVERS_RESIZE, PROJECT_MEMBER_OR_ADMIN,
+              'Resize a server to another flavor.',
+              [('POST', '/servers/{server_id}/action (resize)')]),
+        _rule(SERVERS_CONFIRM_RESIZE, PROJECT_MEMBER_OR_ADMIN,
+              'Confirm a resize or cold migration.',
+              [('POST', '/servers/{server_id}/action (confirmResize)')]),
+        _rule(SERVERS_REVERT_RESIZE, PROJECT_MEMBER_OR_ADMIN,
+              'Revert a resize or cold migration.',
+              [('POST', '/servers/{server_id}/action (revertResize)')]),
+        _rule(MIGRATE, ADMIN, 'Cold-migrate a server.',
+              [('POST', '/servers/{server_id}/action (migrate)')]),
+        _rule(MIGRATE_HOST, ADMIN,
+              'Cold-migrate a server to a named host (2.56).',
+              [('POST', '/servers/{server_id}/action (migrate)')]),
+        _rule(EVACUATE, ADMIN,
+              'Evacuate a server from a host whose compute is down.',
+              [('POST', '/servers/{server_id}/action (evacuate)')]),
+        _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
+              [('GET', '/os-migrations')]),
+        _rule(SERVER_MIGRATIONS, ADMIN,
+              'List and show the moves of a server in progress.',
+              [('GET', '/servers/{server_id}/migrations'),
+               ('GET', '/servers/{server_id}/migrations/{migration_id}')]),
     ]

@@ -22,10 +22,12 @@ import logging
 
 import oslo_messaging
 
+from nova.compute import task_states
 from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova.pci import request as pci_request
+from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import weights
@@ -88,15 +90,48 @@ class SchedulerManager(manager.Manager):
         """
         instance = db.instance_get_by_uuid(context, instance_uuid)
         self._check_lease(instance, build_owner)
-        flavor = instance['flavor'] or {}
+        return self._schedule(
+            context, instance, instance['flavor'] or {},
+            instance['pci_requests'], set(excluded_hosts), None,
+            lambda: self._confirm_claim(context, instance_uuid,
+                                        build_owner))
+
+    @oslo_messaging.expected_exceptions(exception.NoValidHost)
+    def select_destination_for_move(self, context, instance_uuid: str,
+                                    migration_uuid: str,
+                                    excluded_hosts: list[str],
+                                    requested_host: str | None) -> dict:
+        """Choose and claim a destination for a resize, cold migration or
+        evacuation, with the migration's new flavor and PCI requests.
+
+        The new flavor's group request goes to Placement as for a boot, so
+        the destination is always one free partition of the new size. The
+        claim is the instance's (consumer = instance UUID); the caller
+        moved the source allocation to the migration before, so the
+        instance consumer is new here. ``requested_host`` (an admin's
+        target) limits the choice to that host. Same answer and errors as
+        ``select_destination``.
+        """
+        instance = db.instance_get_by_uuid(context, instance_uuid)
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        return self._schedule(
+            context, instance, migration['new_flavor'] or {},
+            migration['new_pci_requests'], set(excluded_hosts),
+            requested_host, None)
+
+    def _schedule(self, context, instance: dict, flavor: dict,
+                  pci_requests_primitive, excluded: set[str],
+                  requested_host: str | None, after_claim) -> dict:
+        """Candidates for ``flavor``, usable hosts, weighing, claim."""
+        instance_uuid = instance['uuid']
         pci_requests = pci_request.requests_from_primitive(
-            instance['pci_requests'])
+            pci_requests_primitive)
         pci_in_placement = self.conf.filter_scheduler.pci_in_placement
         request = request_builder.build_resource_request(
             flavor, pci_requests, pci_in_placement)
         wanted = describe_request(request, pci_requests, pci_in_placement)
 
-        response = self._allocation_candidates(request, wanted)
+        response = self._allocation_candidates(request)
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
@@ -104,7 +139,7 @@ class SchedulerManager(manager.Manager):
                                         pci_requests, pci_in_placement)))
 
         usable, dropped = self._usable_hosts(
-            context, response, set(excluded_hosts), self.conf)
+            context, response, excluded, self.conf, requested_host)
         kept = [candidate for candidate in candidates
                 if self._root(candidate, response) in usable]
         if not kept:
@@ -112,8 +147,17 @@ class SchedulerManager(manager.Manager):
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
                 '%s' % (len(candidates), wanted, '; '.join(dropped))))
 
-        selections = weights.select_candidates(
-            dict(response, allocation_requests=kept), request)
+        kept, numa_reasons = numa_affinity.filter_candidates(
+            kept, response, request, pci_requests)
+        if not kept:
+            raise exception.NoValidHost(reason=(
+                'no candidate for %s meets the PCI NUMA affinity policy: %s'
+                % (wanted, '; '.join(numa_reasons))))
+
+        selections = numa_affinity.prefer_local(
+            weights.select_candidates(
+                dict(response, allocation_requests=kept), request),
+            response, request, pci_requests)
         project_id = instance['project_id'] or context.project_id
         user_id = instance['user_id'] or context.user_id
         for selection in selections:
@@ -121,7 +165,8 @@ class SchedulerManager(manager.Manager):
             if self.reportclient.claim_resources(
                     instance_uuid, selection.allocation_request,
                     project_id, user_id):
-                self._confirm_claim(context, instance_uuid, build_owner)
+                if after_claim is not None:
+                    after_claim()
                 LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
                          node['host'], node['hypervisor_hostname'])
                 return {'host': node['host'],
@@ -138,8 +183,8 @@ class SchedulerManager(manager.Manager):
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:
         """BuildLeaseLost unless ``build_owner`` may schedule the build."""
-        if instance['task_state'] != 'scheduling' or \
-                instance['vm_state'] != 'building':
+        waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
+        if waiting is None or instance['task_state'] != waiting:
             raise exception.BuildLeaseLost(
                 instance_uuid=instance['uuid'], owner=build_owner,
                 reason='it is %s/%s, not waiting to be scheduled' % (
@@ -153,7 +198,8 @@ class SchedulerManager(manager.Manager):
                        build_owner: str) -> None:
         """Check the build still wants the claim just made.
 
-        If the instance failed, is being deleted or is gone, the claim
+        If the instance failed (a build in ERROR, an unshelve back to
+        SHELVED_OFFLOADED), is being deleted or is gone, the claim
         came too late: give it back (nobody claims for such an instance,
         so the allocation is ours) and raise BuildLeaseLost. If another
         conductor took the build over, leave the allocation: its owner
@@ -172,20 +218,23 @@ class SchedulerManager(manager.Manager):
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
             if instance is None or instance['vm_state'] == 'error' or \
-                    instance['task_state'] == 'deleting':
+                    instance['task_state'] == 'deleting' or (
+                        instance['vm_state'] == 'shelved_offloaded' and
+                        instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',
                             instance_uuid, exc.message)
                 self.reportclient.delete_allocation_for_instance(
                     instance_uuid)
             raise
 
-    def _allocation_candidates(self, request, wanted: str) -> dict:
+    def _allocation_candidates(self, request) -> dict:
         """Placement's candidates for ``request``.
 
         Placement refuses a query naming a trait it has never seen (400)
         instead of returning nothing. For the scheduler that is the same
         answer as no candidate: no compute reports such providers yet, e.g.
-        no host has declared groups of the requested size.
+        no host has declared groups of the requested size, or none has a
+        group on one NUMA node. The refusal reasons then say which part.
         """
         try:
             return self.reportclient.get_allocation_candidates(
@@ -196,10 +245,8 @@ class SchedulerManager(manager.Manager):
             if exc.kwargs.get('status') != 400 or \
                     'No such trait' not in detail:
                 raise
-            unknown = detail.split('No such trait(s):', 1)[-1].strip(' .')
-            raise exception.NoValidHost(reason=(
-                'no host can provide %s: no compute reports the trait(s) '
-                '%s' % (wanted, unknown))) from exc
+            LOG.info('No candidates: %s', detail)
+            return {'allocation_requests': [], 'provider_summaries': {}}
 
     @staticmethod
     def _root(candidate: dict, response: dict) -> str:
@@ -211,7 +258,8 @@ class SchedulerManager(manager.Manager):
 
     @staticmethod
     def _usable_hosts(context, response: dict, excluded: set[str],
-                      conf) -> tuple[dict, list[str]]:
+                      conf, requested_host: str | None = None
+                      ) -> tuple[dict, list[str]]:
         """Compute nodes (by UUID) the candidates may land on.
 
         Returns the usable nodes and a description of each root provider
@@ -233,7 +281,12 @@ class SchedulerManager(manager.Manager):
             if node is None:
                 dropped.append('provider %s is not a compute node' % root)
             elif node['host'] in excluded:
-                dropped.append('%s already tried' % node['host'])
+                dropped.append('%s already tried or the source of the '
+                               'move' % node['host'])
+            elif requested_host is not None and \
+                    node['host'] != requested_host:
+                dropped.append('%s is not the requested host %s' % (
+                    node['host'], requested_host))
             elif service is not None and service['disabled']:
                 dropped.append('%s is disabled' % node['host'])
             elif not servicegroup.is_up(service, conf):

@@ -5,13 +5,22 @@ the NoValidHost fault this module asks Placement smaller questions, one
 part of the request at a time: is there a host with the flavor's VCPU,
 MEMORY_MB or DISK_GB free, a compute with each required trait, enough free
 devices of each PCI request (with its traits), and, for a device group
-request, a wholly free group of the requested size. A GPU request is then
+request, a wholly free group of the requested size (on one NUMA node or
+socket when its NUMA affinity policy needs it). A GPU request is then
 refused either for lack of free GPUs or for fragmentation: GPUs are free,
 but no free partition of that size exists.
 """
 
+from nova.pci import numa as pci_numa
 from nova.pci import utils as pci_utils
 from nova.scheduler import request_builder
+
+
+# Group provider trait and its meaning per policy that needs one.
+_LOCAL_GROUPS = {
+    pci_numa.REQUIRED: (pci_numa.NUMA_LOCAL_TRAIT, 'NUMA node'),
+    pci_numa.SOCKET: (pci_numa.SOCKET_LOCAL_TRAIT, 'socket'),
+}
 
 
 def _devices(count: int, rc: str) -> str:
@@ -55,6 +64,15 @@ def _pci_reason(reportclient, pci_req) -> str | None:
         if not reportclient.count_providers(required=[size_trait]):
             return ('no host declares %s groups of %d devices (trait %s)'
                     % (pci_req.group_type, pci_req.count, size_trait))
+        local = _LOCAL_GROUPS.get(pci_req.numa_policy)
+        if local and not reportclient.count_providers(
+                required=[size_trait, local[0]]):
+            return ('NUMA affinity policy %s needs a %s group of %d devices '
+                    'all on one %s (trait %s), and no host has one; groups '
+                    'spanning %ss are only used with policy preferred or '
+                    'legacy' % (pci_req.numa_policy, pci_req.group_type,
+                                pci_req.count, local[1], local[0],
+                                local[1]))
         return ('fragmentation: %s free, but no %s group of %d is wholly '
                 'free (the free devices sit in partly used groups)' % (
                     _devices(free, rc), pci_req.group_type,

@@ -12,7 +12,10 @@ hosts that can hold an instance. This module builds that query:
   every device group plus a resourceless group on a group provider of size
   N, all tied together by ``same_subtree``: Placement then returns exactly
   one candidate per free device group of size N (see DESIGN.md, "Request
-  model").
+  model"). With NUMA policy ``required`` (``socket``) that group provider
+  must also say its devices share one NUMA node (socket);
+* with policy ``socket``, the host trait COMPUTE_SOCKET_PCI_NUMA_AFFINITY
+  in the unsuffixed group, as upstream.
 
 Operators never write ``same_subtree``; only ``group_policy`` may be set in
 the flavor, to ``none`` or ``isolate``.
@@ -27,6 +30,7 @@ import os_resource_classes as orc
 import os_traits
 
 from nova import exception
+from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.pci import utils as pci_utils
 
@@ -224,6 +228,11 @@ def _flavor_group(flavor: dict,
     return group
 
 
+# Trait a device group provider needs for a group request of a policy.
+_LOCAL_GROUP_TRAITS = {pci_numa.REQUIRED: pci_numa.NUMA_LOCAL_TRAIT,
+                       pci_numa.SOCKET: pci_numa.SOCKET_LOCAL_TRAIT}
+
+
 def device_suffix(request_id: str, index: int) -> str:
     """Suffix of the group for device ``index`` of PCI request
     ``request_id``; the compute reads its allocated provider back by it."""
@@ -256,10 +265,15 @@ def _pci_groups(pci_req: pci_request.InstancePCIRequest
             requester_id=rid))
     if not partition:
         return groups, None
+    group_traits = {pci_utils.group_size_trait(pci_req.group_type, count)}
+    # A group whose devices span NUMA nodes (sockets) can never meet
+    # required (socket) affinity, so Placement must not offer it.
+    local = _LOCAL_GROUP_TRAITS.get(pci_req.numa_policy)
+    if local:
+        group_traits.add(local)
     groups.append(RequestGroup(
         suffix='%s-%s' % (rid, _PARTITION_SUFFIX),
-        required_traits={pci_utils.group_size_trait(
-            pci_req.group_type, count)},
+        required_traits=group_traits,
         requester_id=rid))
     return groups, [group.suffix for group in groups]
 
@@ -315,6 +329,10 @@ def build_resource_request(
                 g.suffix for g in groups if g.resources]
             if subtree:
                 request.same_subtree.append(subtree)
+            if pci_req.numa_policy == pci_numa.SOCKET:
+                # As upstream: only hosts that can tell a device's socket.
+                request.groups[0].required_traits.add(
+                    pci_numa.SOCKET_AFFINITY_TRAIT)
     if any(group.suffix for group in request.groups):
         request.group_policy = policy or 'none'
     return request

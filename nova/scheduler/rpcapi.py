@@ -25,3 +25,15 @@ class SchedulerAPI:
                                 instance_uuid=instance_uuid,
                                 excluded_hosts=list(excluded_hosts),
                                 build_owner=build_owner)
+
+    def select_destination_for_move(self, context, instance_uuid: str,
+                                    migration_uuid: str,
+                                    excluded_hosts: list[str],
+                                    requested_host: str | None) -> dict:
+        """Pick and claim a destination for the migration's new flavor
+        (the instance is the consumer); raises NoValidHost."""
+        return self.client.call(context, 'select_destination_for_move',
+                                instance_uuid=instance_uuid,
+                                migration_uuid=migration_uuid,
+                                excluded_hosts=list(excluded_hosts),
+                                requested_host=requested_host)

@@ -9,6 +9,13 @@ import abc
 
 from oslo_config import cfg
 
+from nova.virt import hardware
+
+# Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
+NOSTATE = 0
+RUNNING = 1
+SHUTDOWN = 4
+
 # Used when [libvirt]connection_uri is empty.
 DEFAULT_LIBVIRT_URI = 'qemu:///system'
 
@@ -36,19 +43,50 @@ class ComputeDriver(abc.ABC):
     def get_pci_devices(self) -> list[dict]:
         """Return a device dict for every PCI device of the host."""
 
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        """Return the host's NUMA nodes (CPUs, memory, socket); no cells
+        when the driver cannot tell."""
+        return hardware.HostNUMATopology()
+
     @abc.abstractmethod
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict]) -> None:
+              memory_mb: int, pci_devices: list[dict],
+              numa_nodes: tuple[int, ...] = ()) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
         ``pci_devices`` are device dicts plus "managed" ("true"/"false").
-        On failure nothing of the guest stays on the hypervisor.
+        ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
+        memory are confined to (none: not confined). On failure nothing
+        of the guest stays on the hypervisor.
         """
 
     @abc.abstractmethod
     def destroy(self, instance_uuid: str) -> None:
         """Stop and remove the guest; a guest that is gone is not an error.
         """
+
+    @abc.abstractmethod
+    def power_off(self, instance_uuid: str) -> None:
+        """Stop the guest; it keeps its definition and devices."""
+
+    @abc.abstractmethod
+    def power_on(self, instance_uuid: str) -> None:
+        """Start a stopped guest with the devices it has."""
+
+    @abc.abstractmethod
+    def reboot(self, instance_uuid: str, hard: bool) -> None:
+        """Reboot the guest (soft: by the guest OS; hard: power cycle)."""
+
+    @abc.abstractmethod
+    def rebuild(self, instance_uuid: str, name: str, vcpus: int,
+                memory_mb: int, pci_devices: list[dict],
+                power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
+        """Redefine the guest with the same ``pci_devices`` and
+        ``numa_nodes`` (as for ``spawn``), started if ``power_on``."""
+
+    @abc.abstractmethod
+    def get_power_state(self, instance_uuid: str) -> int:
+        """RUNNING, SHUTDOWN, or NOSTATE when the guest does not exist."""
 
     @abc.abstractmethod
     def list_instance_uuids(self) -> list[str]:

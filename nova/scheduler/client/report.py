@@ -35,6 +35,7 @@ CONF_GROUP = 'placement'
 # Attempts at one provider write when its generation keeps moving.
 MAX_GENERATION_TRIES = 4
 CONSUMER_TYPE_INSTANCE = 'INSTANCE'
+CONSUMER_TYPE_MIGRATION = 'MIGRATION'
 # A claim or allocation delete that fails for a transient reason
 # (Placement unreachable or answering 5xx: restarting, overloaded, a
 # database hiccup) is tried this many times, TRANSIENT_DELAY seconds apart
@@ -544,6 +545,63 @@ class SchedulerReportClient:
         return {rp: alloc['resources'] for rp, alloc in
                 held['allocations'].items()} == \
             {rp: alloc['resources'] for rp, alloc in allocations.items()}
+
+    def move_allocations(self, source_consumer: str, target_consumer: str,
+                         target_type: str = CONSUMER_TYPE_INSTANCE) -> bool:
+        """Give every allocation of ``source_consumer`` to
+        ``target_consumer`` in one POST /allocations, as upstream does
+        between an instance and its migration.
+
+        Atomic: Placement applies both consumers or neither, and the
+        consumer generations make a concurrent change of either a 409
+        (retried on a fresh read). Returns False if the source holds
+        nothing (nothing to move). ``target_type`` is the Placement
+        consumer type of the target (``MIGRATION`` or ``INSTANCE``).
+        """
+        for _attempt in range(CLAIM_CONFLICT_ATTEMPTS):
+            source = self.get_allocations_for_consumer(source_consumer)
+            if not source['allocations']:
+                return False
+            target = self.get_allocations_for_consumer(target_consumer)
+            merged = {rp: {'resources': dict(alloc['resources'])}
+                      for rp, alloc in target['allocations'].items()}
+            for rp, alloc in source['allocations'].items():
+                resources = merged.setdefault(rp, {'resources': {}})[
+                    'resources']
+                for rc, amount in alloc['resources'].items():
+                    resources[rc] = resources.get(rc, 0) + amount
+            source_type = source.get('consumer_type') or \
+                CONSUMER_TYPE_INSTANCE
+            body = {
+                target_consumer: {
+                    'allocations': merged,
+                    'project_id': source['project_id'],
+                    'user_id': source['user_id'],
+                    'consumer_generation': target.get('consumer_generation'),
+                    'consumer_type': target_type},
+                source_consumer: {
+                    'allocations': {},
+                    'project_id': source['project_id'],
+                    'user_id': source['user_id'],
+                    'consumer_generation': source.get('consumer_generation'),
+                    'consumer_type': source_type},
+            }
+            resp = self._retrying(
+                'Moving the allocations of %s to %s' % (source_consumer,
+                                                        target_consumer),
+                lambda: self._call('POST', '/allocations', json=body,
+                                   allow=(409,)))
+            if resp.status_code != 409:
+                LOG.info('Moved the allocations of %s to %s',
+                         source_consumer, target_consumer)
+                return True
+            detail, code = _error_body(resp)
+            if code != _CONCURRENT_UPDATE:
+                raise self._api_error('POST', '/allocations', resp)
+            LOG.debug('Moving allocations of %s conflicted with a '
+                      'concurrent write; retrying: %s', source_consumer,
+                      detail)
+        raise self._api_error('POST', '/allocations', resp)
 
     def delete_allocation_for_instance(self, consumer_uuid: str) -> None:
         """Drop every allocation of a consumer; no-op if it has none.

@@ -13,7 +13,9 @@ the same process set:
   messaging under a temporary ``state_path``).
 
 Every process is a :class:`ServiceProcess`: SIGKILL it, start it again,
-read its log. Both are fixtures; used as context managers outside tests.
+read its log. It dies with the process that started it, so a test run
+that is killed leaves no service processes behind. Both are fixtures;
+used as context managers outside tests.
 """
 
 import argparse
@@ -32,6 +34,7 @@ import requests
 from nova import cmd
 from nova import embedded_placement
 from nova.tests.fixtures import database as db_fixture
+from nova.tests.fixtures import process as process_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
 from nova.virt.libvirt import fakehost
 
@@ -131,9 +134,10 @@ class ServiceProcess:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                 [SOURCE_ROOT] + [p for p in os.environ.get(
                     'PYTHONPATH', '').split(os.pathsep) if p]))
-            self.popen = subprocess.Popen(self.argv, stdout=log,
-                                          stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env)
+            self.popen = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env,
+                preexec_fn=process_fixture.die_with_parent())
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until ``ready``; RuntimeError if it exits or times out."""
@@ -327,10 +331,12 @@ class AllInOne(_Processes):
     """
 
     def __init__(self, computes: int = 2,
-                 workdir: str | None = None) -> None:
+                 workdir: str | None = None,
+                 extra_conf: dict[str, dict] | None = None) -> None:
         super().__init__()
         self.computes = computes
         self.workdir = workdir
+        self.extra_conf = extra_conf or {}
 
     def _setUp(self) -> None:
         if self.workdir is None:
@@ -341,7 +347,9 @@ class AllInOne(_Processes):
         conf = write_conf(os.path.join(self.workdir, 'nova.conf'), _merge({
             'DEFAULT': {'state_path': self.workdir, 'host': 'hgx'},
             'api': {'listen': '127.0.0.1', 'listen_port': self.api_port},
-        }, h200_sections()))
+            # Not Placement's usual 8778: runs side by side never clash.
+            'all_in_one': {'placement_listen_port': free_port()},
+        }, h200_sections(), self.extra_conf))
         self._add('nova-all', [
             os.path.join(BIN, 'nova-all'), '--config-file', conf,
             '--computes', str(self.computes)],
@@ -380,9 +388,9 @@ def _serve_placement(argv: list[str]) -> int:
     placement.start()
     LOG.info('Placement listening at %s', placement.url)
     try:
-        cmd.wait_for_signal()
+        cmd.wait_for_signal(STOP_TIMEOUT)
     finally:
-        placement.stop()
+        placement.stop(timeout=None)
     return 0
 
 

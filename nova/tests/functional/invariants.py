@@ -11,16 +11,23 @@ the deployment's database first, e.g. with ``nova.db.api.configure``).
 Checked:
 
 - no server is in BUILD (only with ``settled=True``);
-- an ACTIVE server holds exactly as many device rows as its flavor's
-  ``pci_passthrough:alias`` asks for, and, on a host with device groups,
-  they are exactly the devices of one group (a single device for 1);
-- every held device row belongs to an instance that exists and is ACTIVE
-  or building, and device status and holder agree;
+- an ACTIVE, SHUTOFF or SHELVED (not offloaded) server holds exactly as
+  many device rows as its flavor's ``pci_passthrough:alias`` asks for,
+  and, on a host with device groups, they are exactly the devices of one
+  group (a single device for 1);
+- every held device row belongs to an instance that exists and is one of
+  those or building, and device status and holder agree;
 - no device provider is allocated to more than one consumer;
-- Placement's device allocations of an ACTIVE server are exactly its
+- Placement's device allocations of such a server are exactly its
   device rows, and it has allocations only in its host's provider tree;
-- every consumer with allocations is an ACTIVE or building server (any
-  other consumer is a leak);
+- every consumer with allocations is an ACTIVE, SHUTOFF, SHELVED (not
+  offloaded), VERIFY_RESIZE or building server, or a migration in
+  progress (any other consumer, e.g. a SHELVED_OFFLOADED server, is a
+  leak);
+- a server in VERIFY_RESIZE (or evacuated from a compute that has not
+  come back yet) holds one partition of its new flavor on its host
+  (allocated to it) and one of its old flavor on the source of the move
+  (allocated to the migration), told apart by PCI request id and host;
 - no provider's usage exceeds its capacity.
 
 The reads are not one snapshot: check a deployment at rest (no request in
@@ -44,7 +51,11 @@ ALIAS_SPEC = 'pci_passthrough:alias'
 # Device statuses in which a row belongs to an instance.
 _HELD = ('claimed', 'allocated')
 # Instance vm_states that may hold devices and allocations.
-_HOLDING = ('active', 'building')
+_HOLDING = ('active', 'building', 'stopped', 'shelved', 'resized')
+# vm_state -> status of servers that must hold exactly their flavor's
+# devices and allocation on their host (a stopped or shelved, not
+# offloaded, server keeps them as an ACTIVE one does).
+_SETTLED = {'active': 'ACTIVE', 'stopped': 'SHUTOFF', 'shelved': 'SHELVED'}
 
 
 def placement_adapter(url: str, token: str = 'admin') -> ks_adapter.Adapter:
@@ -74,6 +85,7 @@ def check(compute_url: str, token: str,
     nodes = {node['hypervisor_hostname']: node['uuid']
              for node in db.compute_node_get_all(context)}
     devices = _device_rows(context)
+    migrations = {m['uuid']: m for m in db.migration_get_in_progress(context)}
     providers, allocations, capacity = _placement_state(placement)
 
     violations = []
@@ -82,9 +94,9 @@ def check(compute_url: str, token: str,
                        for uuid, s in sorted(servers.items())
                        if s['status'] == 'BUILD']
     violations += _device_holders(devices, instances)
-    violations += _partitions(devices, instances)
+    violations += _partitions(devices, instances, migrations)
     violations += _allocations(devices, instances, nodes, providers,
-                               allocations)
+                               allocations, migrations)
     violations += _usage(allocations, capacity)
     return violations
 
@@ -161,12 +173,68 @@ def _device_holders(devices: list[dict], instances: dict) -> list[str]:
     return violations
 
 
-def _requested_devices(instance: dict) -> int:
-    specs = (instance.get('flavor') or {}).get('extra_specs') or {}
+def _requested_devices(flavor: dict | None) -> int:
+    specs = (flavor or {}).get('extra_specs') or {}
     if ALIAS_SPEC not in specs:
         return 0
     return sum(count for _name, count in
                pci_request.parse_alias_extra_spec(specs[ALIAS_SPEC]))
+
+
+def _request_ids(pci_requests: list | None) -> set[str]:
+    return {request['request_id'] for request in pci_requests or []}
+
+
+def _settled_moves(instances: dict, migrations: dict) -> dict[str, dict]:
+    """Instance UUID -> its move that holds both ends at rest: the finished
+    resize or cold migration of a VERIFY_RESIZE server, or the evacuation
+    of an ACTIVE server whose source compute has not cleaned up yet."""
+    moves = {}
+    for move in migrations.values():
+        state = _state(instances, move['instance_uuid'])
+        if (move['status'], state) in (('finished', 'resized'),
+                                       ('done', 'active')):
+            moves[move['instance_uuid']] = move
+    return moves
+
+
+def _holdings(devices: list[dict], instances: dict, migrations: dict
+              ) -> list[tuple[str, str, str, dict | None, list[dict]]]:
+    """(holder name, consumer, node, flavor, device rows) for every set
+    of devices a settled server should hold as one partition: an ACTIVE,
+    SHUTOFF or SHELVED server's, and both ends of a settled move (see
+    ``_settled_moves``; the migration holds the source)."""
+    rows_of = collections.defaultdict(list)
+    for row in devices:
+        if row['instance_uuid']:
+            rows_of[row['instance_uuid']].append(row)
+    moves = _settled_moves(instances, migrations)
+    result = []
+    for uuid, instance in sorted(instances.items()):
+        rows = rows_of.get(uuid, [])
+        if uuid in moves:
+            move = moves[uuid]
+            label = '%s server %s' % (move['migration_type'], uuid)
+            old = _request_ids(move['old_pci_requests'])
+            new = _request_ids(move['new_pci_requests'])
+            dest = [r for r in rows if r['request_id'] in new and
+                    r['host'] == move['dest_node']]
+            source = [r for r in rows if r['request_id'] in old and
+                      r['host'] == move['source_node']]
+            result.append(('%s (destination)' % label, uuid,
+                           move['dest_node'], move['new_flavor'], dest))
+            result.append(('%s (source kept by migration %s)' % (
+                label, move['uuid']), move['uuid'], move['source_node'],
+                move['old_flavor'], source))
+            kept = [r for r in rows if r not in dest and r not in source]
+            if kept:
+                result.append(('%s (outside its move)' % label, uuid, None,
+                               None, kept))
+        elif instance['vm_state'] in _SETTLED:
+            result.append(('%s server %s' % (
+                _SETTLED[instance['vm_state']], uuid), uuid,
+                instance['node'], instance['flavor'], rows))
+    return result
 
 
 def _group_members(rows: list[dict]) -> dict[str, frozenset[str]]:
@@ -180,42 +248,41 @@ def _group_members(rows: list[dict]) -> dict[str, frozenset[str]]:
             members.items()}
 
 
-def _partitions(devices: list[dict], instances: dict) -> list[str]:
-    """ACTIVE servers hold their flavor's count, as one whole group."""
+def _partitions(devices: list[dict], instances: dict,
+                migrations: dict) -> list[str]:
+    """Each holding (see ``_holdings``) is its flavor's count of devices,
+    on its node, as one whole group."""
     by_host = collections.defaultdict(list)
-    held = collections.defaultdict(set)
     for row in devices:
         by_host[row['host']].append(row)
-        if row['instance_uuid']:
-            held[row['instance_uuid']].add((row['host'], row['address']))
     violations = []
-    for uuid, instance in sorted(instances.items()):
-        if instance['vm_state'] != 'active':
+    for name, _consumer, node, flavor, rows in _holdings(
+            devices, instances, migrations):
+        wanted = _requested_devices(flavor)
+        if len(rows) != wanted:
+            violations.append('%s holds %d devices, its flavor asks for %d'
+                              % (name, len(rows), wanted))
             continue
-        wanted = _requested_devices(instance)
-        mine = held.get(uuid, set())
-        if len(mine) != wanted:
-            violations.append('ACTIVE server %s holds %d devices, its flavor '
-                              'asks for %d' % (uuid, len(mine), wanted))
-            continue
-        hosts = {host for host, _address in mine}
-        if len(hosts) > 1:
-            violations.append('ACTIVE server %s holds devices on several '
-                              'hosts: %s' % (uuid, sorted(hosts)))
+        hosts = {row['host'] for row in rows}
+        if hosts - {node}:
+            violations.append('%s holds devices on %s, not (only) on its '
+                              'node %s' % (name, sorted(hosts), node))
             continue
         if wanted < 2:
             continue
-        groups = _group_members(by_host[hosts.pop()])
-        addresses = frozenset(address for _host, address in mine)
+        groups = _group_members(by_host[node])
+        addresses = frozenset(row['address'] for row in rows)
         if groups and addresses not in groups.values():
-            violations.append('ACTIVE server %s holds %s, which is not one '
-                              'device group' % (uuid, sorted(addresses)))
+            violations.append('%s holds %s, which is not one device group'
+                              % (name, sorted(addresses)))
     return violations
 
 
 def _allocations(devices: list[dict], instances: dict, nodes: dict,
-                 providers: dict, allocations: dict) -> list[str]:
-    """Placement holds what nova's servers hold, and nothing else."""
+                 providers: dict, allocations: dict,
+                 migrations: dict) -> list[str]:
+    """Placement holds what nova's servers and moves hold, and nothing
+    else."""
     device_rps = {row['rp_uuid']: row for row in devices if row['rp_uuid']}
     violations = []
     users = collections.defaultdict(list)
@@ -224,38 +291,41 @@ def _allocations(devices: list[dict], instances: dict, nodes: dict,
             if rp in device_rps:
                 users[rp].append(consumer)
         state = _state(instances, consumer)
-        if state not in _HOLDING:
+        if consumer in migrations:
+            state = 'migration'
+        if state not in _HOLDING and state != 'migration':
             violations.append('consumer %s holds allocations %s but is %s '
                               '(leaked)' % (consumer, by_rp, state))
+    for name, consumer, node, _flavor, rows in _holdings(
+            devices, instances, migrations):
+        if node is None:
+            violations.append('%s holds devices %s' % (
+                name, sorted(r['address'] for r in rows)))
             continue
-        if state != 'active':
+        by_rp = allocations.get(consumer)
+        if not by_rp:
+            # The scheduler claims for every server (at least its VCPU
+            # and RAM).
+            violations.append('%s has no allocation in Placement' % name)
             continue
-        node = instances[consumer]['node']
         roots = {providers.get(rp) for rp in by_rp}
         if roots != {nodes.get(node)}:
-            violations.append('ACTIVE server %s on %s has allocations in '
-                              'provider trees %s' % (
-                                  consumer, node,
-                                  sorted(str(r) for r in roots)))
+            violations.append('%s on %s has allocations in provider trees '
+                              '%s' % (name, node,
+                                      sorted(str(r) for r in roots)))
         in_placement = {rp for rp in by_rp if rp in device_rps}
-        in_nova = {row['rp_uuid'] for row in devices
-                   if row['instance_uuid'] == consumer}
+        in_nova = {row['rp_uuid'] for row in rows}
         if in_placement != in_nova:
-            violations.append('ACTIVE server %s is allocated device '
-                              'providers %s in Placement but holds %s in '
-                              'nova' % (consumer, sorted(in_placement),
-                                        sorted(in_nova)))
+            violations.append('%s is allocated device providers %s in '
+                              'Placement but holds %s in nova' % (
+                                  name, sorted(in_placement),
+                                  sorted(in_nova)))
     for rp, consumers in sorted(users.items()):
         if len(consumers) > 1:
             row = device_rps[rp]
             violations.append('device %s %s is allocated to %d consumers: '
                               '%s' % (row['host'], row['address'],
                                       len(consumers), sorted(consumers)))
-    # The scheduler claims for every server (at least its VCPU and RAM).
-    violations += ['ACTIVE server %s has no allocation in Placement' % uuid
-                   for uuid, instance in sorted(instances.items())
-                   if instance['vm_state'] == 'active'
-                   and uuid not in allocations]
     return violations
 
 

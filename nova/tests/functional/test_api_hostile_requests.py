@@ -4,6 +4,7 @@ every one is answered with a 4xx fault, none with a 500."""
 from concurrent import futures
 import http.client
 import json
+import socket
 
 from oslo_config import cfg
 
@@ -81,3 +82,42 @@ class TestHostileRequestsOverHTTP(test.TestCase):
                 self.assertIn(status, (400, 413), body)
         status, body = self._send('GET', '/v2.1/flavors')
         self.assertEqual(10, len(body['flavors']))
+
+    def _send_whole(self, path: str, body: bytes) -> tuple[int, dict]:
+        """POST ``body`` whole over a plain socket before reading the
+        answer, as a simple client does."""
+        with socket.create_connection(('127.0.0.1', int(self.port)),
+                                      timeout=60) as sock:
+            sock.sendall(b'POST %s HTTP/1.1\r\nHost: nova\r\n'
+                         b'X-Auth-Token: %s\r\n'
+                         b'Content-Type: application/json\r\n'
+                         b'Content-Length: %d\r\n\r\n' % (
+                             path.encode(), fakes.ADMIN.encode(), len(body))
+                         + body)
+            answer = b''
+            while data := sock.recv(65536):
+                answer += data
+        head, _, text = answer.partition(b'\r\n\r\n')
+        return int(head.split()[1]), json.loads(text)
+
+    def test_multi_megabyte_bodies_at_once_get_413(self):
+        # 8 MB bodies from several clients at once, next to valid
+        # requests: each big one is answered 413 naming the option and
+        # its value (not reset), and the server keeps serving.
+        big = b'{"flavor": "%s"}' % (b'x' * (8 * 1024 * 1024))
+
+        def call(i):
+            if i % 3:
+                return 'big', self._send_whole('/v2.1/flavors', big)
+            return 'list', self._send('GET', '/v2.1/flavors')
+        with futures.ThreadPoolExecutor(9) as pool:
+            results = list(pool.map(call, range(18)))
+        for kind, (status, body) in results:
+            if kind == 'list':
+                self.assertEqual((200, {'flavors': []}), (status, body))
+            else:
+                self.assertEqual(413, status, body)
+                self.assertIn('limit of 1024 bytes '
+                              '([api]max_request_body_size)',
+                              body['overLimit']['message'])
+        self.assertEqual(12, sum(kind == 'big' for kind, _ in results))

@@ -5,15 +5,19 @@ conductor and scheduler over oslo.messaging, computes on libvirt's test
 driver, real Placement and a real database.
 """
 
+import datetime
 import json
 import threading
 import time
 
 import fixtures
+from oslo_utils import timeutils
 import requests
 
+from nova import cmd
 from nova import context as nova_context
 from nova.cmd import all as nova_all
+from nova.compute import manager as compute_manager
 from nova.db import api as db
 from nova.tests.fixtures import libvirt_faults
 from nova.tests.fixtures import rpc as rpc_fixture
@@ -100,6 +104,34 @@ class BootTestBase(base.FunctionalTestCase):
     def delete(self, server_id):
         self.api('DELETE', '/servers/%s' % server_id)
         self.api('GET', '/servers/%s' % server_id, expect=(404,))
+
+    # Services going away and coming back -----------------------------------
+
+    def _service_of(self, host):
+        return next(svc for svc in self.allinone.services
+                    if svc.manager is self.computes[host])
+
+    def stop_compute(self, host, seconds_ago=600):
+        """The compute of ``host`` dies; it last reported long ago."""
+        svc = self._service_of(host)
+        svc.stop()
+        self.allinone.services.remove(svc)
+        ctx = nova_context.get_admin_context()
+        service = db.service_get_by_host_and_binary(ctx, host,
+                                                    'nova-compute')
+        db.service_update(ctx, service['id'], {
+            'last_seen_up': timeutils.utcnow() - datetime.timedelta(
+                seconds=seconds_ago)})
+
+    def restart_compute(self, host):
+        """The compute of ``host`` starts again on the same hypervisor."""
+        manager = compute_manager.ComputeManager(
+            self.conf, self.computes[host].driver,
+            self.computes[host].reportclient, host=host)
+        svc = cmd.rpc_service(manager, 'compute', host)
+        self.allinone.services.append(svc)
+        self.computes[host] = manager
+        return manager
 
     # What each layer holds ------------------------------------------------
 

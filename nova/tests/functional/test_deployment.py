@@ -10,11 +10,20 @@ server left in BUILD, every ACTIVE server on one valid partition,
 allocations equal to what servers hold, no device held twice, no 5xx;
 then deletes everything at once and checks nothing leaked. Skipped when
 RabbitMQ (with rabbitmqctl) or MariaDB is not there.
+
+The service processes themselves die with the process that started
+them (no test run leaves nova-* processes behind).
 """
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
+import fixtures
 import testtools
 
 from nova import test
@@ -29,6 +38,8 @@ from nova.virt.libvirt import fakehost
 PLACEMENT_OUTAGE = 10
 # Bound on waiting for a burst to reach the point a fault is injected at.
 FAULT_WAIT = 60
+# [DEFAULT]graceful_shutdown_timeout of the deployment's services.
+GRACE = 90
 
 
 class DeploymentTestCase(test.TestCase):
@@ -41,7 +52,8 @@ class DeploymentTestCase(test.TestCase):
         if reason is not None:
             self.skipTest(reason)
         server = db_fixture.server_url_or_skip(self, 'mysql')
-        self.deployment = deployment.Deployment(server)
+        self.deployment = deployment.Deployment(server, extra_conf={
+            'DEFAULT': {'graceful_shutdown_timeout': GRACE}})
         self.addOnException(self._attach_logs)
         self.useFixture(self.deployment)
         self.client = workload.ComputeClient(self.deployment.api_url)
@@ -79,10 +91,14 @@ class DeploymentTestCase(test.TestCase):
                           for host in self.deployment.hosts},
                          workload.free_partitions())
 
-    def burst_in_background(self, count: int) -> threading.Thread:
-        """Fire ``count`` concurrent creates from another thread."""
-        thread = threading.Thread(target=self.client.create_servers,
-                                  args=(count,))
+    def burst_in_background(self, count: int,
+                            accepted: list | None = None
+                            ) -> threading.Thread:
+        """Fire ``count`` concurrent creates from another thread; the ids
+        of the servers the API accepted go to ``accepted``."""
+        accepted = [] if accepted is None else accepted
+        thread = threading.Thread(target=lambda: accepted.extend(
+            self.client.create_servers(count)))
         thread.start()
         self.addCleanup(thread.join)
         return thread
@@ -168,3 +184,72 @@ class TestDeploymentFaults(DeploymentTestCase):
         self.deployment.start('nova-api')
         self.assertSettledAndSound()
         self.assertDeleteAllLeavesNothing()
+
+    def test_services_stopped_mid_burst_finish_their_work(self):
+        # SIGTERM to a service of each kind with builds in flight, in the
+        # order work flows through them, as an operator stopping a
+        # controller and a compute does: each stops taking work, finishes
+        # what it had and exits 0.
+        accepted = []
+        burst = self.burst_in_background(self.BURST, accepted)
+        host = self.wait_for_instance(workload.handed_to_compute)['host']
+        codes = {}
+        for name in ('nova-api', 'nova-conductor', 'nova-scheduler-1',
+                     'nova-compute-%s' % host):
+            process = self.deployment.processes[name]
+            process.terminate()
+            codes[name] = process.popen.wait(timeout=GRACE + 30)
+            self.assertIn('SIGTERM received', process.log(since_start=True))
+        burst.join()
+        self.assertEqual(dict.fromkeys(codes, 0), codes)
+        for name in codes:
+            self.deployment.start(name)
+        # No create was cut off: each server recorded was answered 202.
+        self.assertEqual(sorted(accepted),
+                         sorted(s['id'] for s in self.client.servers()))
+        self.assertSettledAndSound()
+        self.assertDeleteAllLeavesNothing()
+
+
+# Starts a service process (a sleeper) the way the fixtures do, says its
+# pid, and waits to be killed.
+_PARENT = textwrap.dedent('''
+    import sys, time
+    from nova.tests.functional import deployment
+    child = deployment.ServiceProcess(
+        "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"],
+        sys.argv[1], lambda proc: True)
+    child.start()
+    print(child.popen.pid, flush=True)
+    time.sleep(600)
+''')
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as stat:
+            return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+
+
+class TestServiceProcessDiesWithParent(test.TestCase):
+
+    def test_killed_parent_takes_its_service_processes_along(self):
+        log = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                           'sleeper.log')
+        parent = subprocess.Popen([sys.executable, '-c', _PARENT, log],
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(parent.kill)
+        child = int(parent.stdout.readline())
+        self.addCleanup(
+            lambda: _alive(child) and os.kill(child, signal.SIGKILL))
+        self.assertTrue(_alive(child))
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + FAULT_WAIT
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(_alive(child), 'service process %d outlived its '
+                         'parent' % child)

@@ -23,6 +23,7 @@ import testtools
 from nova import test
 from nova.tests.functional import doc_commands
 from nova.tests.functional import deployment
+from nova.tests.fixtures import process as process_fixture
 
 VENV = sys.prefix
 TIMEOUT = 240
@@ -92,7 +93,8 @@ class TestDocumentedCommands(test.TestCase):
         self.addCleanup(log.close)
         proc = subprocess.Popen(shlex.split(command), cwd=self.clone,
                                 env=self.env, stdout=subprocess.PIPE,
-                                stderr=log, text=True)
+                                stderr=log, text=True,
+                                preexec_fn=process_fixture.die_with_parent())
         self.addCleanup(_stop, proc)
         self.addOnException(lambda _exc: self.addDetail(
             'nova-all', testtools.content.text_content(

@@ -30,6 +30,8 @@ _SCRIPT = textwrap.dedent('''
                       timeout=30).raise_for_status()
     names = [rp["name"] for rp in requests.get(
         url, headers=headers, timeout=30).json()["resource_providers"]]
+    too_large = requests.post(url, data=b" " * (8 * 1024 * 1024),
+                              headers=headers, timeout=60)
     other = embedded_placement.EmbeddedPlacement(
         connection="sqlite:///" + state_path + "/other.sqlite")
     try:
@@ -40,6 +42,8 @@ _SCRIPT = textwrap.dedent('''
     placement.stop()
     print(json.dumps({
         "names": names, "second": second,
+        "too_large": [too_large.status_code,
+                      too_large.json()["errors"][0]["detail"]],
         "wide": placement.conf.workarounds.optimize_for_wide_provider_trees,
         "strategy":
             placement.conf.placement.allocation_candidates_generation_strategy,
@@ -72,6 +76,11 @@ class EmbeddedPlacementTestCase(test.TestCase):
         self.assertEqual('wal', first['journal'])
         self.assertIn('already runs a Placement database', first['second'])
         self.assertIn('other.sqlite', first['second'])
+        # A body over the limit is refused unread, in Placement's format.
+        self.assertEqual([413, 'The request body (8388608 bytes) is larger '
+                          'than the limit of 114688 bytes '
+                          '([api]max_request_body_size).'],
+                         first['too_large'])
 
         # A new process on the same state_path sees the same database.
         second = self.run_placement(state_path, '')

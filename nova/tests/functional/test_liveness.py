@@ -11,19 +11,15 @@ down by closing its listening socket and comes back on the same port.
 """
 
 import concurrent.futures
-import datetime
 import os
 import threading
 import time
 
 import fixtures
-from oslo_utils import timeutils
 
-from nova import cmd
 from nova import context as nova_context
 from nova import exception
 from nova.compute import audit
-from nova.compute import manager as compute_manager
 from nova.db import api as db
 from nova.tests.functional import test_boot_gpu_groups as boot
 
@@ -36,33 +32,6 @@ class LivenessTestBase(boot.BootTestBase):
         super().setUp()
         self.enable_h200_groups()
         self.ctx = nova_context.get_admin_context()
-
-    # Services going away and coming back -----------------------------------
-
-    def _service_of(self, host):
-        return next(svc for svc in self.allinone.services
-                    if svc.manager is self.computes[host])
-
-    def stop_compute(self, host, seconds_ago=600):
-        """The compute of ``host`` dies; it last reported long ago."""
-        svc = self._service_of(host)
-        svc.stop()
-        self.allinone.services.remove(svc)
-        service = db.service_get_by_host_and_binary(self.ctx, host,
-                                                    'nova-compute')
-        db.service_update(self.ctx, service['id'], {
-            'last_seen_up': timeutils.utcnow() - datetime.timedelta(
-                seconds=seconds_ago)})
-
-    def restart_compute(self, host):
-        """The compute of ``host`` starts again on the same hypervisor."""
-        manager = compute_manager.ComputeManager(
-            self.conf, self.computes[host].driver,
-            self.computes[host].reportclient, host=host)
-        svc = cmd.rpc_service(manager, 'compute', host)
-        self.allinone.services.append(svc)
-        self.computes[host] = manager
-        return manager
 
     # What is held ------------------------------------------------------------
 

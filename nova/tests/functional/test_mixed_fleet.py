@@ -72,8 +72,10 @@ class TestMixedFleet(boot.BootTestBase):
         self.assertEqual({'nvl-a', 'nvl-a_pair-1', 'nvl-a_pair-2'} | {
             'nvl-a_' + a.upper() for a in fakehost.H200_NVL_GPU_ADDRESSES},
             set(view))
+        # Both GPUs of the pair sit on NUMA node 0.
         self.assertEqual({'CUSTOM_PCI_GROUP_NVLINK',
-                          'CUSTOM_PCI_GROUP_NVLINK_2'},
+                          'CUSTOM_PCI_GROUP_NVLINK_2',
+                          'CUSTOM_PCI_NUMA_LOCAL', 'CUSTOM_PCI_SOCKET_LOCAL'},
                          view['nvl-a_pair-1']['traits'])
         self.assertEqual(128, view['nvl-a']['inventory']['VCPU'])
         self.assertIn('hgx-a_board', self.provider_view('hgx-a'))

@@ -61,3 +61,85 @@ class TestOpenStackClient(boot.BootTestBase):
         self.assertEqual(['vm1'], [s['Name'] for s in listed])
         self.osc('server', 'delete', '--wait', server['id'])
         self.assert_nothing_held(server['id'])
+
+    def test_stop_start_shelve_unshelve_and_events(self):
+        self.osc('flavor', 'create', '--vcpus', '8', '--ram', '8192',
+                 '--disk', '0', '--property',
+                 'pci_passthrough:alias=h200:2', 'gpu.2x')
+        server = self.osc_json('server', 'create', '--flavor', 'gpu.2x',
+                               '--image', 'none', '--wait', 'vm1')
+        rest = self.api('GET', '/servers/%s' % server['id'])['server']
+        gpus = self.assert_server_holds(rest, boot.PAIRS)
+
+        self.osc('server', 'stop', server['id'])
+        self.wait_osc_status(server['id'], 'SHUTOFF')
+        self.osc('server', 'start', server['id'])
+        self.wait_osc_status(server['id'], 'ACTIVE')
+        rest = self.api('GET', '/servers/%s' % server['id'])['server']
+        self.assertEqual(gpus, self.assert_server_holds(rest, boot.PAIRS))
+
+        self.osc('server', 'shelve', '--wait', server['id'])
+        self.wait_osc_status(server['id'], 'SHELVED_OFFLOADED')
+        self.assert_nothing_held(server['id'])
+        self.osc('server', 'unshelve', '--wait', server['id'])
+        rest = self.api('GET', '/servers/%s' % server['id'])['server']
+        self.assertEqual('ACTIVE', rest['status'])
+        self.assert_server_holds(rest, boot.PAIRS)
+
+        events = self.osc_json('server', 'event', 'list', server['id'])
+        self.assertEqual(['unshelve', 'shelve', 'start', 'stop', 'create'],
+                         [e['Action'] for e in events])
+        detail = self.osc_json('server', 'event', 'show', server['id'],
+                               events[0]['Request ID'])
+        self.assertIn('conductor_unshelve_instance',
+                      [e['event'] for e in detail['events']])
+
+    def wait_osc_status(self, server_id, status):
+        deadline = time.monotonic() + boot.TIMEOUT
+        server = self.osc_json('server', 'show', server_id)
+        while (server['status'] != status or server['OS-EXT-STS:task_state']
+               ) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            server = self.osc_json('server', 'show', server_id)
+        self.assertEqual(status, server['status'], server)
+
+    def test_server_resize_to_a_quad_and_confirm(self):
+        """The issue's "done when": a 2-GPU server resized with
+        ``openstack server resize --flavor gpu.4x`` and confirmed with
+        ``openstack server resize confirm`` runs on one valid quartet."""
+        self.flags(allow_resize_to_same_host=True)
+        for size in (2, 4):
+            self.osc('flavor', 'create', '--vcpus', '8', '--ram', '8192',
+                     '--disk', '0', 'gpu.%dx' % size)
+            self.osc('flavor', 'set', '--property',
+                     'pci_passthrough:alias=h200:%d' % size,
+                     'gpu.%dx' % size)
+        server = self.osc_json('server', 'create', '--flavor', 'gpu.2x',
+                               '--image', 'none', '--wait', 'vm1')
+        rest = self.api('GET', '/servers/%s' % server['id'])['server']
+        pair = self.assert_server_holds(rest, boot.PAIRS)
+
+        self.osc('server', 'resize', '--flavor', 'gpu.4x', '--wait',
+                 server['id'])
+        self.assertEqual('VERIFY_RESIZE', self.osc_json(
+            'server', 'show', server['id'])['status'])
+        self.osc('server', 'resize', 'confirm', server['id'])
+        deadline = time.monotonic() + boot.TIMEOUT
+        while time.monotonic() < deadline:
+            shown = self.osc_json('server', 'show', server['id'])
+            if shown['status'] != 'VERIFY_RESIZE':
+                break
+            time.sleep(0.2)
+        self.assertEqual('ACTIVE', shown['status'], shown)
+        rest = self.session.get(
+            self.allinone.api_url + '/servers/%s' % server['id'],
+            headers={'X-OpenStack-Nova-API-Version': '2.47'}).json()[
+                'server']
+        self.assertEqual('gpu.4x', rest['flavor']['original_name'])
+        quad = self.assert_server_holds(rest, boot.QUADS)
+        self.assertNotEqual(pair, quad)
+        migrations = self.osc_json('server', 'migration', 'list',
+                                   '--server', server['id'])
+        self.assertEqual(['confirmed'], [m['Status'] for m in migrations])
+        self.osc('server', 'delete', '--wait', server['id'])
+        self.assert_nothing_held(server['id'])

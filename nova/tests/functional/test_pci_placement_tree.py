@@ -13,10 +13,20 @@ from nova.virt.libvirt import fakehost
 
 GPUS = base.GPUS
 MANAGED = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'}
+# The compute node: nova's, and each NUMA node has one socket.
+ROOT_TRAITS = {'OWNER_NOVA', 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'}
+# All devices of the group on one NUMA node and socket.
+LOCAL = {'CUSTOM_PCI_NUMA_LOCAL', 'CUSTOM_PCI_SOCKET_LOCAL'}
 
 
 def dev(host: str, gpu: int) -> str:
     return '%s_%s' % (host, GPUS[gpu - 1].upper())
+
+
+def numa(gpu: int) -> set[str]:
+    """NUMA node and socket traits of GPU ``gpu`` (1-4 on node 0)."""
+    node = 0 if gpu <= 4 else 1
+    return {'CUSTOM_PCI_NUMA_NODE_%d' % node, 'CUSTOM_PCI_SOCKET_%d' % node}
 
 
 def h200_tree(host: str) -> dict[str, tuple]:
@@ -28,20 +38,21 @@ def h200_tree(host: str) -> dict[str, tuple]:
     def group_traits(size):
         return {'CUSTOM_PCI_GROUP_NVLINK', 'CUSTOM_PCI_GROUP_NVLINK_%d' % size}
 
+    # The board spans both NUMA nodes; quads and pairs sit on one.
     tree = {
-        host: (None, {'VCPU': 224, 'MEMORY_MB': 2097152}, {'OWNER_NOVA'}),
+        host: (None, {'VCPU': 224, 'MEMORY_MB': 2097152}, ROOT_TRAITS),
         host + '_board': (host, {}, group_traits(8)),
-        host + '_quad-a': (host + '_board', {}, group_traits(4)),
-        host + '_quad-b': (host + '_board', {}, group_traits(4)),
+        host + '_quad-a': (host + '_board', {}, group_traits(4) | LOCAL),
+        host + '_quad-b': (host + '_board', {}, group_traits(4) | LOCAL),
     }
     for name, (first, second) in fakehost.H200_NVLINK_PAIRS.items():
         quad = host + ('_quad-a' if name.startswith('pair-a') else '_quad-b')
-        tree[host + '_' + name] = (quad, {}, group_traits(2))
+        tree[host + '_' + name] = (quad, {}, group_traits(2) | LOCAL)
         for pair_index, gpu in enumerate((first, second)):
             quad_gpus = (1, 2, 3, 4) if gpu <= 4 else (5, 6, 7, 8)
-            traits = MANAGED | {member(2, pair_index),
-                                member(4, quad_gpus.index(gpu)),
-                                member(8, gpu - 1)}
+            traits = MANAGED | numa(gpu) | {member(2, pair_index),
+                                            member(4, quad_gpus.index(gpu)),
+                                            member(8, gpu - 1)}
             tree[dev(host, gpu)] = (host + '_' + name, {'PGPU': 1}, traits)
     return tree
 
@@ -105,9 +116,10 @@ class TestFlatTree(base.FunctionalTestCase):
         self.start_compute('cmp1')
         view = as_tuples(self.provider_view('cmp1'))
         expected = {'cmp1': (None, {'VCPU': 224, 'MEMORY_MB': 2097152},
-                             {'OWNER_NOVA'})}
+                             ROOT_TRAITS)}
         for gpu in range(1, 9):
-            expected[dev('cmp1', gpu)] = ('cmp1', {'PGPU': 1}, MANAGED)
+            expected[dev('cmp1', gpu)] = ('cmp1', {'PGPU': 1},
+                                          MANAGED | numa(gpu))
         self.assertEqual(expected, view)
 
     def test_reporting_off_reports_no_pci(self):
@@ -246,7 +258,9 @@ class TestStaticGroups(base.FunctionalTestCase):
             '"group_name": "hgx-left", "group_type": "nvlink"}'])
         compute = self.start_compute('cmp1')
         view = as_tuples(self.provider_view('cmp1'))
-        self.assertEqual(('cmp1', {'CUSTOM_PCI_GROUP_NVLINK': 1}, MANAGED),
+        # GPUs 1-4 all sit on NUMA node 0.
+        self.assertEqual(('cmp1', {'CUSTOM_PCI_GROUP_NVLINK': 1},
+                          MANAGED | numa(1) | LOCAL),
                          view['cmp1_hgx-left'])
         self.assertEqual({'cmp1', 'cmp1_hgx-left'}, set(view))
         rp_uuids = {d['rp_uuid'] for d in compute.rt.pci_tracker.pci_devs}

@@ -61,7 +61,9 @@ class TestTagTraits(PlacementReads, base.FunctionalTestCase):
         view = self.provider_view('cmp1')
         traits = {address: view['cmp1_' + address.upper()]['traits']
                   for address in GPUS[:3]}
-        managed = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'}
+        # GPUs 1-3 sit on NUMA node 0, socket 0.
+        managed = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                   'CUSTOM_PCI_NUMA_NODE_0', 'CUSTOM_PCI_SOCKET_0'}
         self.assertEqual({GPUS[0]: managed | {'HW_PCI_ONE_TIME_USE'},
                           GPUS[1]: managed | {'HW_PCI_LIVE_MIGRATABLE'},
                           GPUS[2]: managed}, traits)
@@ -169,3 +171,82 @@ class TestOneTimeUseBoot(PlacementReads, boot.BootTestBase):
         third = self.boot(flavor, 'third')
         self.assertEqual(frozenset({1}), self.gpus_of(third))
         self.assertEqual(1, self.inventory(gpu)['reserved'])
+
+
+class TestRemoteManaged(base.FunctionalTestCase):
+    """remote_managed VFs need a VPD card serial number, which the libvirt
+    driver reads from the node device XML (on the VF or its PF)."""
+
+    BARE_PF = '0000:5e:00.0'
+
+    def setUp(self):
+        super().setUp()
+        self.sysfs = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.pci.devspec.SYSFS_ROOT', self.sysfs))
+        for pf in (NIC, self.BARE_PF):
+            path = os.path.join(self.sysfs, 'bus', 'pci', 'devices', pf)
+            os.makedirs(path)
+            for name, value in (('sriov_totalvfs', '16'),
+                                ('vendor', '0x15b3'), ('device', '0x1021'),
+                                ('sriov_vf_device', '101e')):
+                with open(os.path.join(path, name), 'w') as f:
+                    f.write(value + '\n')
+
+    def devices(self) -> list[dict]:
+        """The H200 host's ConnectX-7 with a VPD serial number and two
+        VFs, and a second ConnectX-7 without VPD, also with two VFs."""
+        devices = fakehost.hgx_h200_devices(num_gpus=1)
+        nic = next(d for d in devices if d['address'] == NIC)
+        nic['capabilities'] = {'vpd': {'card_serial_number': 'MT2243X0117'}}
+        devices.append(dict(nic, address=self.BARE_PF, iommu_group=42,
+                            capabilities=None))
+        for pf in (NIC, self.BARE_PF):
+            devices += [{'address': pf[:-1] + str(fn), 'vendor_id': '15b3',
+                         'product_id': '101e', 'dev_type': 'type-VF',
+                         'parent_addr': pf, 'numa_node': 0}
+                        for fn in (2, 3)]
+        return devices
+
+    def test_only_vfs_with_a_serial_number_are_tracked(self):
+        self.flags('pci', report_in_placement=True, device_spec=[
+            json.dumps({'vendor_id': '15b3', 'product_id': '101e',
+                        'remote_managed': 'true'}),
+            gpu_spec(GPUS[0])])
+        compute = self.start_compute('cmp1', self.devices())
+        tracked = {d['address']: d['extra_info']
+                   for d in compute.rt.pci_tracker.pci_devs}
+        self.assertEqual({GPUS[0], '0000:4b:00.2', '0000:4b:00.3'},
+                         set(tracked))
+        self.assertEqual('MT2243X0117',
+                         tracked['0000:4b:00.2']['card_serial_number'])
+        self.assertEqual('true', tracked['0000:4b:00.3']['remote_managed'])
+        # They serve Neutron remote-managed ports only, never flavor
+        # aliases (as upstream): no Placement provider.
+        self.assertEqual({'cmp1', 'cmp1_' + GPUS[0].upper()},
+                         set(self.provider_view('cmp1')))
+
+    def test_pf_address_stops_the_compute(self):
+        self.flags('pci', report_in_placement=True, device_spec=[
+            json.dumps({'address': NIC, 'remote_managed': True})])
+        err = self.assertRaises(exception.PciConfigInvalidSpec,
+                                self.start_compute, 'cmp1', self.devices())
+        self.assertIn('remote_managed=true is not supported for PFs', str(err))
+        self.assertIn(NIC, str(err))
+
+    def test_pf_address_with_the_vf_product_selects_vfs(self):
+        self.flags('pci', report_in_placement=True, device_spec=[
+            json.dumps({'address': NIC, 'product_id': '101e',
+                        'remote_managed': True})])
+        compute = self.start_compute('cmp1', self.devices())
+        self.assertEqual(['0000:4b:00.2', '0000:4b:00.3'],
+                         [d['address'] for d in
+                          compute.rt.pci_tracker.pci_devs])
+
+    def test_missing_devname_stops_the_compute(self):
+        self.flags('pci', device_spec=[
+            json.dumps({'devname': 'enp75s0f0v9', 'remote_managed': 'yes'})])
+        err = self.assertRaises(exception.PciConfigInvalidSpec,
+                                self.start_compute, 'cmp1', self.devices())
+        self.assertIn("network interface 'enp75s0f0v9' does not exist",
+                      str(err))

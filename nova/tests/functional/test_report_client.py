@@ -385,6 +385,43 @@ class ReportClientTestCase(test.TestCase):
         self.assertTrue(self.client.claim_resources(
             consumer, request, 'p1', 'u1', consumer_generation=1))
 
+    def test_move_allocations_between_instance_and_migration(self):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        instance = uuidutils.generate_uuid()
+        migration = uuidutils.generate_uuid()
+        self.allocate(instance, desired, '0000:18:00.0')
+        before = self.client.get_allocations_for_consumer(instance)
+
+        self.assertTrue(self.client.move_allocations(
+            instance, migration, report.CONSUMER_TYPE_MIGRATION))
+        self.assertEqual({}, self.client.get_allocations_for_consumer(
+            instance)['allocations'])
+        moved = self.client.get_allocations_for_consumer(migration)
+        self.assertEqual('MIGRATION', moved['consumer_type'])
+        self.assertEqual(
+            {rp: a['resources'] for rp, a in before['allocations'].items()},
+            {rp: a['resources'] for rp, a in moved['allocations'].items()})
+        self.assertEqual(('p1', 'u1'), (moved['project_id'],
+                                        moved['user_id']))
+        # Nothing left to move: a second move is a no-op.
+        self.assertFalse(self.client.move_allocations(
+            instance, migration, report.CONSUMER_TYPE_MIGRATION))
+
+        # Back to the instance, which meanwhile holds another device: the
+        # two are merged.
+        other = desired.data(device_name('0000:2A:00.0')).uuid
+        self.assertTrue(self.client.claim_resources(
+            instance, {'allocations': {other: {'resources': {'PGPU': 1}}}},
+            'p1', 'u1'))
+        self.assertTrue(self.client.move_allocations(migration, instance))
+        back = self.client.get_allocations_for_consumer(instance)
+        self.assertEqual('INSTANCE', back['consumer_type'])
+        self.assertEqual(set(before['allocations']) | {other},
+                         set(back['allocations']))
+        self.assertEqual({}, self.client.get_allocations_for_consumer(
+            migration)['allocations'])
+
     def claim_one_gpu(self, consumer):
         desired = build_tree()
         self.client.update_from_provider_tree(desired)

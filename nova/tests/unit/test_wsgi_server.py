@@ -1,5 +1,7 @@
 """Tests for the threaded WSGI server."""
 
+from concurrent import futures
+import socket
 import threading
 
 import fixtures
@@ -9,13 +11,16 @@ from nova import test
 from nova import wsgi_server
 
 
-class WSGIServerTestCase(test.TestCase):
+class ServerTestCase(test.TestCase):
 
     def start(self, app, **kwargs) -> wsgi_server.WSGIServer:
         server = wsgi_server.WSGIServer(app, **kwargs)
         server.start()
         self.addCleanup(server.stop)
         return server
+
+
+class WSGIServerTestCase(ServerTestCase):
 
     def test_serves_app_on_free_port(self):
         def app(environ, start_response):
@@ -122,3 +127,134 @@ class WSGIServerTestCase(test.TestCase):
             client.join(30)
         self.assertEqual([200] * 40, codes)
         self.assertEqual(20, peak[0])
+
+
+def _raw_request(url: str, head: bytes, body: bytes = b'') -> bytes:
+    """Send ``head`` and ``body`` whole, as a simple client does, then
+    read the answer until the server closes the connection."""
+    host, port = url.rsplit('/', 1)[1].rsplit(':', 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head + body)
+        answer = b''
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return answer
+            answer += data
+
+
+def _refuse_unread(environ, start_response):
+    """An app answering a POST 413 without reading the body."""
+    if environ['REQUEST_METHOD'] != 'POST':
+        start_response('200 OK', [])
+        return [b'ok']
+    start_response('413 Request Entity Too Large',
+                   [('Content-Type', 'text/plain')])
+    return [b'too large']
+
+
+def _post_head(length: int) -> bytes:
+    return (b'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n' %
+            length)
+
+
+class UnreadBodyTestCase(ServerTestCase):
+
+    def test_clients_sending_big_bodies_read_the_answer(self):
+        # Each client sends its 8 MB body whole before it reads: had the
+        # server closed with the body unread, they would see a reset.
+        server = self.start(_refuse_unread)
+        body = b'x' * (8 * 1024 * 1024)
+        with futures.ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(
+                lambda _: _raw_request(server.url, _post_head(len(body)),
+                                       body), range(6)))
+        for answer in answers:
+            head, _, text = answer.partition(b'\r\n\r\n')
+            self.assertTrue(head.startswith(b'HTTP/1.0 413 '), head)
+            self.assertIn(b'\r\nConnection: close', head)
+            self.assertEqual(b'too large', text)
+        self.assertEqual(200, requests.get(server.url, timeout=10)
+                         .status_code)
+
+    def test_body_over_the_drain_limit_is_not_waited_for(self):
+        # The client declares far more than DRAIN_LIMIT and sends none of
+        # it: the connection ends right after the answer (a server waiting
+        # for the body would keep it open until the client gives up).
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.wsgi_server.DRAIN_LIMIT', 1024))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.wsgi_server.LINGER_TIMEOUT', 600))
+        server = self.start(_refuse_unread)
+        answer = _raw_request(server.url, _post_head(10 ** 9))
+        self.assertIn(b' 413 ', answer.split(b'\r\n', 1)[0])
+
+    def test_draining_stops_after_the_linger_timeout(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.wsgi_server.LINGER_TIMEOUT', 0.5))
+        server = self.start(_refuse_unread)
+        answer = _raw_request(server.url, _post_head(1024 * 1024), b'x')
+        self.assertIn(b' 413 ', answer.split(b'\r\n', 1)[0])
+
+    def test_app_reads_no_more_than_the_declared_length(self):
+        def app(environ, start_response):
+            data = environ['wsgi.input'].read()
+            start_response('200 OK', [])
+            return [data]
+
+        server = self.start(app)
+        answer = _raw_request(server.url, _post_head(3), b'abc')
+        self.assertTrue(answer.endswith(b'\r\n\r\nabc'), answer)
+
+
+class GracefulStopTestCase(ServerTestCase):
+
+    def _blocked_request(self, release: threading.Event):
+        """A started server and a request that stays in its app until
+        ``release``."""
+        entered = threading.Event()
+        answers = []
+
+        def app(environ, start_response):
+            entered.set()
+            release.wait(30)
+            start_response('200 OK', [])
+            return [b'finished']
+
+        server = self.start(app)
+        client = threading.Thread(target=lambda: answers.append(
+            requests.get(server.url, timeout=30).text))
+        client.start()
+        self.addCleanup(client.join)
+        self.assertTrue(entered.wait(30))
+        return server, client, answers
+
+    def test_stop_lets_requests_in_progress_finish(self):
+        release = threading.Event()
+        server, client, answers = self._blocked_request(release)
+        url = server.url
+        stopped = []
+        stopper = threading.Thread(target=lambda: stopped.append(
+            server.stop(timeout=None)))
+        stopper.start()
+        # No new connections while the one in progress runs on.
+        for _ in range(100):
+            try:
+                requests.get(url, timeout=5)
+            except requests.ConnectionError:
+                break
+            release.wait(0.05)
+        else:
+            self.fail('the server still accepts connections')
+        self.assertEqual([], stopped)
+        release.set()
+        stopper.join(30)
+        client.join(30)
+        self.assertEqual([True], stopped)
+        self.assertEqual(['finished'], answers)
+
+    def test_stop_gives_up_after_its_timeout(self):
+        release = threading.Event()
+        server = self._blocked_request(release)[0]
+        self.addCleanup(release.set)
+        self.assertFalse(server.stop(timeout=0.1))

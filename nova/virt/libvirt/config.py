@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 from nova import exception
 from nova.pci import utils as pci_utils
+from nova.virt import hardware
 
 DEV_TYPE_PCI = 'type-PCI'
 DEV_TYPE_PF = 'type-PF'
@@ -61,7 +62,9 @@ def parse_pci_nodedev(xml: str) -> dict | None:
     may list every device). Vendor and product ids are lower-case hex,
     ``numa_node`` is None when libvirt reports no NUMA affinity, and the
     device is type-PF when any ``virt_functions`` capability is present,
-    type-VF (with ``parent_addr``) when it has a ``phys_function``.
+    type-VF (with ``parent_addr``) when it has a ``phys_function``. A VPD
+    card serial number, when reported, is in
+    ``capabilities.vpd.card_serial_number`` (upstream's shape).
     """
     try:
         root = ET.fromstring(xml)
@@ -100,7 +103,7 @@ def parse_pci_nodedev(xml: str) -> dict | None:
     if pci_class:
         pci_class = '%06x' % int(pci_class, 16)
 
-    return {
+    device = {
         'address': address,
         'vendor_id': vendor_id,
         'product_id': product_id,
@@ -113,6 +116,19 @@ def parse_pci_nodedev(xml: str) -> dict | None:
         'driver': root.findtext('driver/name') or None,
         'class': pci_class or None,
     }
+    serial = _vpd_serial_number(cap)
+    if serial:
+        device['capabilities'] = {'vpd': {'card_serial_number': serial}}
+    return device
+
+
+def _vpd_serial_number(cap: ET.Element) -> str | None:
+    """The card serial number of a PCI capability's VPD, if libvirt
+    reports one: ``<capability type='vpd'>`` holds it in
+    ``<fields access='readonly'><serial_number>``."""
+    text = cap.findtext(
+        "capability[@type='vpd']/fields[@access='readonly']/serial_number")
+    return text.strip() if text and text.strip() else None
 
 
 def domain_type_for_uri(uri: str) -> str:
@@ -174,14 +190,39 @@ def instance_uuid_of_domain(name: str) -> str | None:
         return None
 
 
+def _confine_to_numa_nodes(domain: ET.Element, vcpus: int, memory_mb: int,
+                           numa_nodes: tuple[int, ...],
+                           host_cpus: tuple[int, ...]) -> None:
+    """Pin the guest's vCPUs to ``host_cpus`` (the CPUs of its host NUMA
+    nodes), bind its memory strictly to ``numa_nodes`` and give it one
+    guest NUMA cell, so its PCI devices are local to its CPUs and memory.
+    """
+    vcpu = domain.find('vcpu')
+    if host_cpus:
+        vcpu.set('placement', 'static')
+        vcpu.set('cpuset', hardware.format_cpu_set(host_cpus))
+    numatune = ET.SubElement(domain, 'numatune')
+    ET.SubElement(numatune, 'memory', {
+        'mode': 'strict',
+        'nodeset': hardware.format_cpu_set(numa_nodes)})
+    cpu = ET.SubElement(domain, 'cpu')
+    numa = ET.SubElement(cpu, 'numa')
+    ET.SubElement(numa, 'cell', {
+        'id': '0', 'cpus': hardware.format_cpu_set(tuple(range(vcpus))),
+        'memory': str(memory_mb), 'unit': 'MiB'})
+
+
 def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
                     memory_mb: int, pci_devices: list[dict],
-                    domain_type: str) -> str:
+                    domain_type: str, numa_nodes: tuple[int, ...] = (),
+                    host_cpus: tuple[int, ...] = ()) -> str:
     """Return the domain XML of a guest with the given PCI devices.
 
     The domain uuid is the instance uuid and its name ``domain_name()``,
     so the instance can be found on the hypervisor without any other
-    bookkeeping; the display ``name`` is the domain's title.
+    bookkeeping; the display ``name`` is the domain's title. With
+    ``numa_nodes`` the guest is confined to those host NUMA nodes, its
+    vCPUs to ``host_cpus`` (see nova.pci.numa for how they are chosen).
     """
     try:
         canonical_uuid = str(uuidlib.UUID(str(instance_uuid)))
@@ -210,6 +251,9 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     ET.SubElement(domain, 'vcpu').text = str(vcpus)
     os_el = ET.SubElement(domain, 'os')
     ET.SubElement(os_el, 'type').text = 'hvm'
+    if numa_nodes:
+        _confine_to_numa_nodes(domain, vcpus, memory_mb, tuple(numa_nodes),
+                               tuple(host_cpus))
     devices = ET.SubElement(domain, 'devices')
     for dev in pci_devices:
         devices.append(hostdev_element(dev))
@@ -232,3 +276,15 @@ def parse_guest_hostdevs(xml: str) -> list[dict]:
                         else 'false'),
         })
     return result
+
+
+def parse_guest_numa(xml: str) -> dict:
+    """Return the NUMA confinement of a domain: ``nodeset`` (memory),
+    ``cpuset`` (vCPUs) and ``cells`` (guest NUMA cells); None or 0 where
+    the domain has none."""
+    root = ET.fromstring(xml)
+    memory = root.find('numatune/memory')
+    return {'nodeset': memory.get('nodeset') if memory is not None
+            else None,
+            'cpuset': root.find('vcpu').get('cpuset'),
+            'cells': len(root.findall('cpu/numa/cell'))}

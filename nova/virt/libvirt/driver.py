@@ -5,6 +5,7 @@ Guests are plain domains whose uuid is the instance uuid and whose name is
 adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
+import copy
 import os
 import threading
 import uuid as uuidlib
@@ -14,6 +15,7 @@ from oslo_log import log as logging
 
 from nova import exception
 from nova.virt import driver
+from nova.virt import hardware
 from nova.virt.libvirt import config
 from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import nvlink as nvlink_partitions
@@ -116,21 +118,36 @@ class LibvirtDriver(driver.ComputeDriver):
         }
 
     def get_pci_devices(self) -> list[dict]:
-        """Return the device dict of every host PCI device, by address."""
+        """Return the device dict of every host PCI device, by address.
+
+        A VF whose own node device has no VPD serial number gets its PF's:
+        the card serial number identifies the card, which the VFs share.
+        """
         devices = []
         for xml in self.host.list_pci_device_xml():
             dev = config.parse_pci_nodedev(xml)
             if dev is not None:
                 devices.append(dev)
+        by_address = {dev['address']: dev for dev in devices}
+        for dev in devices:
+            parent = by_address.get(dev.get('parent_addr'))
+            if 'capabilities' not in dev and parent is not None and \
+                    'capabilities' in parent:
+                dev['capabilities'] = copy.deepcopy(parent['capabilities'])
         return sorted(devices, key=lambda dev: dev['address'])
 
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        """The host's NUMA nodes, as libvirt reports them."""
+        return self.host.get_numa_topology()
+
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict]) -> None:
-        """Define and start the guest; undefine it again on any failure."""
+              memory_mb: int, pci_devices: list[dict],
+              numa_nodes: tuple[int, ...] = ()) -> None:
+        """Define and start the guest; undefine it again on any failure.
+        With ``numa_nodes`` its vCPUs and memory stay on those nodes."""
         instance_uuid = _canonical_uuid(instance_uuid)
-        xml = config.build_guest_xml(
-            instance_uuid, name, vcpus, memory_mb, pci_devices,
-            config.domain_type_for_uri(self.uri))
+        xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
+                              pci_devices, numa_nodes)
         conn = self.host.get_connection()
         with self._define_lock:
             if self.host.lookup_domain(instance_uuid) is not None:
@@ -156,6 +173,121 @@ class LibvirtDriver(driver.ComputeDriver):
             raise
         LOG.info('Spawned instance %s with PCI devices %s', instance_uuid,
                  [dev['address'] for dev in pci_devices])
+
+    # Power actions ----------------------------------------------------------
+    #
+    # A stopped guest stays defined and keeps its devices, and its NVLink
+    # partition stays active (the GPUs are still the instance's, as its
+    # Placement allocation is): starting it again cannot fail for want of
+    # a partition another guest took. Every path that starts a guest
+    # (re)activates its partition first, which is a no-op when it is
+    # active and held by the instance.
+
+    def _domain(self, instance_uuid: str, action: str) -> libvirt.virDomain:
+        domain = self.host.lookup_domain(_canonical_uuid(instance_uuid))
+        if domain is None:
+            raise exception.InstancePowerActionFailed(
+                action=action, uuid=instance_uuid, uri=self.uri,
+                error='the hypervisor has no domain of this instance')
+        return domain
+
+    def _start(self, domain: libvirt.virDomain, instance_uuid: str) -> None:
+        """Start a defined guest on its partition (if not running)."""
+        if domain.isActive():
+            return
+        if self.nvlink is not None:
+            self.nvlink.activate(instance_uuid, [
+                dev['address'] for dev in
+                config.parse_guest_hostdevs(domain.XMLDesc())])
+        domain.create()
+
+    def _power(self, action: str, instance_uuid: str, operation) -> None:
+        """Run ``operation(domain)``; libvirt errors name the action."""
+        domain = self._domain(instance_uuid, action)
+        try:
+            operation(domain)
+        except libvirt.libvirtError as err:
+            raise exception.InstancePowerActionFailed(
+                action=action, uuid=instance_uuid, uri=self.uri,
+                error=err) from err
+        LOG.info('%s of instance %s done', action.capitalize(),
+                 instance_uuid)
+
+    def power_off(self, instance_uuid: str) -> None:
+        """Stop the guest at once; it stays defined with its devices."""
+        self._power('power off', instance_uuid,
+                    lambda dom: dom.destroy() if dom.isActive() else None)
+
+    def power_on(self, instance_uuid: str) -> None:
+        """Start the stopped guest again with the devices it has."""
+        self._power('power on', instance_uuid,
+                    lambda dom: self._start(dom, instance_uuid))
+
+    def reboot(self, instance_uuid: str, hard: bool) -> None:
+        """Soft: ask the guest to reboot (falling back to a hard reboot
+        if the hypervisor refuses, as upstream does); hard: power cycle.
+        Either way the guest runs afterwards."""
+        def soft(domain):
+            try:
+                domain.reboot(0)
+            except libvirt.libvirtError as err:
+                LOG.warning('Soft reboot of instance %s failed (%s); '
+                            'rebooting it hard', instance_uuid, err)
+                power_cycle(domain)
+
+        def power_cycle(domain):
+            if domain.isActive():
+                domain.destroy()
+            self._start(domain, instance_uuid)
+        self._power('hard reboot' if hard else 'reboot', instance_uuid,
+                    power_cycle if hard else soft)
+
+    def rebuild(self, instance_uuid: str, name: str, vcpus: int,
+                memory_mb: int, pci_devices: list[dict],
+                power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
+        """Redefine the guest from scratch with the same devices (and NUMA
+        confinement), and start it if ``power_on``. The partition stays
+        the instance's throughout; a missing domain (a rebuild cut short)
+        is defined."""
+        instance_uuid = _canonical_uuid(instance_uuid)
+        xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
+                              pci_devices, numa_nodes)
+        conn = self.host.get_connection()
+        try:
+            with self._define_lock:
+                old = self.host.lookup_domain(instance_uuid)
+                if old is not None:
+                    if old.isActive():
+                        old.destroy()
+                    old.undefine()
+                domain = conn.defineXML(xml)
+            if power_on:
+                self._start(domain, instance_uuid)
+        except libvirt.libvirtError as err:
+            raise exception.InstancePowerActionFailed(
+                action='rebuild', uuid=instance_uuid, uri=self.uri,
+                error=err) from err
+        LOG.info('Rebuilt instance %s with PCI devices %s', instance_uuid,
+                 [dev['address'] for dev in pci_devices])
+
+    def get_power_state(self, instance_uuid: str) -> int:
+        """1 (running), 4 (shut down) or 0 (no domain), as upstream."""
+        domain = self.host.lookup_domain(_canonical_uuid(instance_uuid))
+        if domain is None:
+            return driver.NOSTATE
+        return driver.RUNNING if domain.isActive() else driver.SHUTDOWN
+
+    def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
+                   memory_mb: int, pci_devices: list[dict],
+                   numa_nodes: tuple[int, ...]) -> str:
+        """The domain XML of a guest (spawned or rebuilt), confined to
+        ``numa_nodes`` and their host CPUs when given."""
+        host_cpus = self.host.get_numa_topology().cpus_of(
+            tuple(numa_nodes)) if numa_nodes else ()
+        return config.build_guest_xml(
+            instance_uuid, name, vcpus, memory_mb, pci_devices,
+            config.domain_type_for_uri(self.uri), tuple(numa_nodes),
+            host_cpus)
 
     def _remove_failed_domain(self, domain: libvirt.virDomain,
                               instance_uuid: str) -> None:

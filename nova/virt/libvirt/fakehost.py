@@ -150,9 +150,11 @@ def h200_nvl_node_xml(memory_mb: int = 1048576) -> str:
 def _device_element(dev: dict) -> ET.Element:
     """Return the ``<device>`` node device for one device dict.
 
-    Besides the contract's device dict keys it reads the optional
-    ``vendor_name``, ``product_name``, ``link_speed``, ``link_width`` and
-    ``max_vfs`` (SR-IOV total VFs of a PF, default 8).
+    Besides the contract's device dict keys (including
+    ``capabilities.vpd.card_serial_number``, written as the VPD capability
+    libvirt reports) it reads the optional ``vendor_name``,
+    ``product_name``, ``link_speed``, ``link_width`` and ``max_vfs``
+    (SR-IOV total VFs of a PF, default 8).
     """
     address = pci_utils.normalize_address(dev['address'])
     domain, bus, slot, function = _split(address)
@@ -184,6 +186,13 @@ def _device_element(dev: dict) -> ET.Element:
     elif dev.get('dev_type') == 'type-VF':
         phys = ET.SubElement(cap, 'capability', {'type': 'phys_function'})
         ET.SubElement(phys, 'address', _address_attrs(dev['parent_addr']))
+    serial = ((dev.get('capabilities') or {}).get('vpd') or {}).get(
+        'card_serial_number')
+    if serial:
+        vpd = ET.SubElement(cap, 'capability', {'type': 'vpd'})
+        ET.SubElement(vpd, 'name').text = dev.get('product_name') or 'card'
+        fields = ET.SubElement(vpd, 'fields', {'access': 'readonly'})
+        ET.SubElement(fields, 'serial_number').text = serial
     if dev.get('iommu_group') is not None:
         group = ET.SubElement(cap, 'iommuGroup', {
             'number': str(dev['iommu_group'])})

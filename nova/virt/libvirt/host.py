@@ -14,6 +14,7 @@ import libvirt
 from oslo_log import log as logging
 
 from nova import exception
+from nova.virt import hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -87,6 +88,35 @@ class Host:
                         cpu_mhz=mhz, numa_nodes=len(cells) or nodes,
                         hypervisor_type=hv_type)
 
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        """Return the host's NUMA nodes with their CPUs, memory and socket.
+
+        From the capabilities' ``host/topology/cells`` where libvirt lists
+        them (a real host); otherwise (the test driver with a custom node
+        file lists none) derived from ``getInfo()``: equal nodes numbered
+        in order, each with ``sockets`` sockets of its own, so a node has
+        one known socket only when there is one socket per node.
+        """
+        conn = self.get_connection()
+        try:
+            caps = conn.getCapabilities()
+            info = conn.getInfo()
+        except libvirt.libvirtError as err:
+            raise self._unavailable(err)
+        cells = parse_numa_cells(caps)
+        if cells:
+            return hardware.HostNUMATopology(cells)
+        memory_mb, nodes, sockets, cores, threads = (
+            info[1], info[4], info[5], info[6], info[7])
+        nodes = max(1, nodes)
+        per_node = sockets * cores * threads
+        return hardware.HostNUMATopology(tuple(hardware.NUMACell(
+            id=node, cpus=tuple(range(node * per_node,
+                                      (node + 1) * per_node)),
+            memory_mb=memory_mb // nodes,
+            socket=node if sockets == 1 else None)
+            for node in range(nodes)))
+
     def list_pci_device_xml(self) -> list[str]:
         """Return the XML description of every PCI node device."""
         conn = self.get_connection()
@@ -115,3 +145,29 @@ class Host:
                     for dom in conn.listAllDomains(0)}
         except libvirt.libvirtError as err:
             raise self._unavailable(err)
+
+
+def parse_numa_cells(caps_xml: str) -> tuple[hardware.NUMACell, ...]:
+    """The NUMA cells of a capabilities document (empty if it has none).
+
+    A cell's socket is the ``socket_id`` all its CPUs share; None when
+    they name several sockets or none.
+    """
+    cells = []
+    root = ET.fromstring(caps_xml)
+    for cell in root.findall('host/topology/cells/cell'):
+        cpus = cell.findall('cpus/cpu')
+        sockets = {cpu.get('socket_id') for cpu in cpus}
+        memory = cell.find('memory')
+        memory_kib = int(memory.text) if memory is not None else 0
+        if memory is not None and memory.get('unit', 'KiB') != 'KiB':
+            raise exception.Invalid(reason=(
+                'NUMA cell %s memory unit %r is not supported; libvirt '
+                'reports KiB' % (cell.get('id'), memory.get('unit'))))
+        socket = sockets.pop() if len(sockets) == 1 else None
+        cells.append(hardware.NUMACell(
+            id=int(cell.get('id')),
+            cpus=tuple(sorted(int(cpu.get('id')) for cpu in cpus)),
+            memory_mb=memory_kib // 1024,
+            socket=int(socket) if socket is not None else None))
+    return tuple(cells)

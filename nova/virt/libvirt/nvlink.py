@@ -62,12 +62,26 @@ def parse_nvidia_smi(text: str) -> dict[str, int]:
     return found
 
 
+def _read_module_map_file(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as err:
+        raise exception.InvalidConfiguration(reason=(
+            '[libvirt]gpu_module_map names the file %s, which cannot be '
+            'read (%s); give a readable JSON file or an inline JSON object'
+            % (path, err.strerror or err)))
+
+
 def parse_module_map_option(value: str) -> dict[str, int]:
-    """Parse ``[libvirt]gpu_module_map`` (JSON object address -> ID)."""
+    """Parse ``[libvirt]gpu_module_map``: a JSON object of PCI address to
+    module ID, inline or in the file an absolute path names."""
     if not value:
         return {}
+    text = (_read_module_map_file(value) if value.startswith('/')
+            else value)
     try:
-        data = json.loads(value)
+        data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError('not a JSON object')
         result = {}

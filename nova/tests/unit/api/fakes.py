@@ -47,6 +47,31 @@ class FakeComputeAPI(object):
         self.calls.append(('delete', uuid))
         db.instance_destroy(context, uuid)
 
+    # Server actions: recorded only (nova.compute.api checks states).
+
+    def reboot(self, context, uuid, hard):
+        self.calls.append(('reboot', uuid, hard))
+
+    def stop(self, context, uuid):
+        self.calls.append(('stop', uuid))
+
+    def start(self, context, uuid):
+        self.calls.append(('start', uuid))
+
+    def rebuild(self, context, uuid):
+        self.calls.append(('rebuild', uuid))
+        return db.instance_update(context, uuid,
+                                  {'task_state': 'rebuilding'})
+
+    def shelve(self, context, uuid):
+        self.calls.append(('shelve', uuid))
+
+    def shelve_offload(self, context, uuid):
+        self.calls.append(('shelve_offload', uuid))
+
+    def unshelve(self, context, uuid):
+        self.calls.append(('unshelve', uuid))
+
 
 class APITestCase(test.TestCase):
     """Runs requests through make_app with a migrated SQLite database."""

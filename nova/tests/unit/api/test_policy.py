@@ -37,11 +37,22 @@ ROUTE_RULES = {
     ('GET', '/v2.1/servers/detail'): policies.SERVERS_DETAIL,
     ('GET', '/v2.1/servers/{server_id}'): policies.SERVERS_SHOW,
     ('DELETE', '/v2.1/servers/{server_id}'): policies.SERVERS_DELETE,
+    # Each action has its own rule (server_actions); reboot stands for all.
+    ('POST', '/v2.1/servers/{server_id}/action'): policies.SERVERS_REBOOT,
+    ('GET', '/v2.1/servers/{server_id}/os-instance-actions'):
+        policies.INSTANCE_ACTIONS_LIST,
+    ('GET', '/v2.1/servers/{server_id}/os-instance-actions/{request_id}'):
+        policies.INSTANCE_ACTIONS_SHOW,
     ('GET', '/v2.1/limits'): policies.LIMITS,
     ('GET', '/v2.1/os-availability-zone'): policies.AZ_LIST,
     ('GET', '/v2.1/os-availability-zone/detail'): policies.AZ_DETAIL,
     ('GET', '/v2.1/images'): policies.IMAGES,
     ('GET', '/v2.1/images/{image_id}'): policies.IMAGES,
+    ('GET', '/v2.1/os-migrations'): policies.MIGRATIONS_INDEX,
+    ('GET', '/v2.1/servers/{server_id}/migrations'):
+        policies.SERVER_MIGRATIONS,
+    ('GET', '/v2.1/servers/{server_id}/migrations/{migration_id}'):
+        policies.SERVER_MIGRATIONS,
 }
 # Answered without a token, as upstream: version discovery.
 PUBLIC_ROUTES = {('GET', '/'), ('GET', '/v2.1'), ('GET', '/v2.1/'),
@@ -54,6 +65,8 @@ BODIES = {
     ('PUT', '/v2.1/flavors/{flavor_id}/os-extra_specs/{key}'):
         {'hw:numa_nodes': '2'},
     ('POST', '/v2.1/servers'): {'server': {'name': 'vm', 'flavorRef': 'f1'}},
+    ('POST', '/v2.1/servers/{server_id}/action'):
+        {'reboot': {'type': 'SOFT'}},
 }
 
 
@@ -98,7 +111,8 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
         names the rule, so each route is shown to check its own rule."""
         server = self.boot(fakes.ADMIN)
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
-                  'server_id': server, 'image_id': 'cirros'}
+                  'server_id': server, 'image_id': 'cirros',
+                  'request_id': 'req-unknown', 'migration_id': '1'}
         for (method, template), rule in sorted(ROUTE_RULES.items()):
             self.use_policy_file({rule: '!'})
             response = self.request(method, template.format(**values),

@@ -1,5 +1,6 @@
 """Tests for nova.compute.api: validation, the instance record, delete."""
 
+import queue
 import threading
 
 from nova.compute import api as compute_api
@@ -234,3 +235,116 @@ class TestComputeAPI(fakes.GpuHostsTestCase):
         self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
                          self.hosts.allocations(instance['uuid'])[
                              self.hosts.roots['cmp1']])
+
+
+class RecordingCompute:
+    """Compute endpoint double for the action casts: records each call."""
+
+    def __init__(self):
+        self.calls = queue.Queue()
+
+    def _record(self, method, **kwargs):
+        self.calls.put((method, kwargs))
+
+    def reboot_instance(self, context, **kwargs):
+        self._record('reboot_instance', **kwargs)
+
+    def stop_instance(self, context, **kwargs):
+        self._record('stop_instance', **kwargs)
+
+    def unshelve_instance(self, context, **kwargs):
+        self._record('unshelve_instance', **kwargs)
+
+
+class TestServerActions(fakes.GpuHostsTestCase):
+    """Accepting actions: the state check and task state in one statement,
+    the action record, the cast to the right service."""
+
+    def setUp(self):
+        super().setUp()
+        self.rpc = self.useFixture(rpc_fixture.RPCFixture())
+        self.compute = RecordingCompute()
+        self.rpc.start_server('compute', 'cmp1', [self.compute])
+        self.conductor = RecordingCompute()
+        self.conductor.unshelve_instance = (
+            lambda context, **kw: self.conductor._record('conductor', **kw))
+        self.rpc.start_server('conductor', 'cond1', [self.conductor])
+        self.context = nova_context.RequestContext(
+            user_id='alice', project_id='proj', request_id='req-1')
+        self.api = compute_api.API(self.conf)
+
+    def _instance(self, vm_state='active', task_state=None):
+        return db.instance_create(self.admin, {
+            'vm_state': vm_state, 'task_state': task_state, 'host': 'cmp1',
+            'project_id': 'proj'})['uuid']
+
+    def test_accepted_action_sets_task_state_records_and_casts(self):
+        uuid = self._instance()
+        self.api.reboot(self.context, uuid, hard=True)
+        self.assertEqual(('reboot_instance',
+                          {'instance_uuid': uuid, 'hard': True}),
+                         self.compute.calls.get(timeout=10))
+        self.assertEqual('rebooting_hard', db.instance_get_by_uuid(
+            self.admin, uuid)['task_state'])
+        action = db.action_get_by_request_id(self.admin, uuid, 'req-1')
+        self.assertEqual(('reboot', 'alice', 'proj', None), (
+            action['action'], action['user_id'], action['project_id'],
+            action['message']))
+
+    def test_wrong_state_is_a_conflict_naming_it(self):
+        stopped = self._instance('stopped')
+        error = self.assertRaises(exception.InstanceInvalidState,
+                                  self.api.stop, self.context, stopped)
+        self.assertEqual("Cannot 'stop' instance %s while it is in "
+                         "vm_state stopped" % stopped, error.message)
+        self.assertEqual(409, error.code)
+        busy = self._instance(task_state='rebooting')
+        error = self.assertRaises(exception.InstanceInvalidState,
+                                  self.api.rebuild, self.context, busy)
+        self.assertIn('task_state rebooting', error.message)
+        # Nothing changed and nothing was recorded.
+        self.assertEqual(('stopped', None), tuple(
+            db.instance_get_by_uuid(self.admin, stopped)[key]
+            for key in ('vm_state', 'task_state')))
+        self.assertEqual([], db.actions_get(self.admin, stopped))
+        self.assertTrue(self.compute.calls.empty())
+
+    def test_hard_reboot_supersedes_a_soft_one_but_not_the_reverse(self):
+        uuid = self._instance(task_state='rebooting')
+        self.assertRaises(exception.InstanceInvalidState, self.api.reboot,
+                          self.context, uuid, hard=False)
+        self.api.reboot(self.context, uuid, hard=True)
+        self.assertEqual('reboot_instance',
+                         self.compute.calls.get(timeout=10)[0])
+
+    def test_unshelve_goes_to_the_compute_or_the_conductor(self):
+        shelved = self._instance('shelved')
+        offloaded = self._instance('shelved_offloaded')
+        self.api.unshelve(self.context, shelved)
+        self.assertEqual(('unshelve_instance', {'instance_uuid': shelved}),
+                         self.compute.calls.get(timeout=10))
+        self.api.unshelve(self.context, offloaded)
+        self.assertEqual(('conductor', {'instance_uuid': offloaded}),
+                         self.conductor.calls.get(timeout=10))
+        for uuid in (shelved, offloaded):
+            self.assertEqual('unshelving', db.instance_get_by_uuid(
+                self.admin, uuid)['task_state'])
+
+    def test_concurrent_actions_accept_exactly_one(self):
+        uuid = self._instance()
+        outcomes = queue.Queue()
+
+        def stop():
+            try:
+                self.api.stop(self.context, uuid)
+                outcomes.put('accepted')
+            except exception.InstanceInvalidState:
+                outcomes.put('refused')
+        threads = [threading.Thread(target=stop) for _ in range(5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        results = sorted(outcomes.get() for _ in threads)
+        self.assertEqual(['accepted'] + ['refused'] * 4, results)
+        self.assertEqual(1, len(db.actions_get(self.admin, uuid)))

@@ -24,6 +24,13 @@ class TestAudit(fakes.GpuHostsTestCase):
             db.instance_destroy(self.admin, instance['uuid'])
         return instance['uuid']
 
+    def _migration(self, instance_uuid, status, source='cmp1',
+                   dest='cmp2'):
+        return db.migration_create(self.admin, {
+            'instance_uuid': instance_uuid, 'migration_type': 'resize',
+            'status': status, 'source_compute': source,
+            'dest_compute': dest})['uuid']
+
     def _hold(self, consumer, gpu=1, consumer_type='INSTANCE'):
         self.hosts.builder.call('put', '/allocations/%s' % consumer, {
             'allocations': {
@@ -39,7 +46,15 @@ class TestAudit(fakes.GpuHostsTestCase):
             self._instance('active'): None,
             self._instance('active', deleted=True): 'instance was deleted',
             self._instance('error', host=None): 'instance is in ERROR',
+            self._instance('shelved_offloaded', host=None):
+                'instance is shelved and offloaded',
+            self._instance('shelved', host='cmp1'): None,
+            self._instance('stopped', host='cmp1'): None,
         }
+        unshelving = self._instance('shelved_offloaded', host=None)
+        db.instance_update(self.admin, unshelving,
+                           {'task_state': 'unshelving'})
+        cases[unshelving] = None
         unknown = str(uuid.uuid4())
         cases[unknown] = 'no instance has this UUID'
         found = audit.unowned(self.admin, cases)
@@ -54,6 +69,11 @@ class TestAudit(fakes.GpuHostsTestCase):
                          audit.unowned(self.admin, [elsewhere],
                                        'cmp1')[elsewhere])
         self.assertEqual({}, audit.unowned(self.admin, [elsewhere]))
+        # Moving from cmp1 to cmp2: owned on both until the move is over.
+        self._migration(elsewhere, 'finished')
+        self.assertEqual({}, audit.unowned(self.admin, [elsewhere], 'cmp1'))
+        self.assertIn(elsewhere, audit.unowned(self.admin, [elsewhere],
+                                               'cmp3'))
 
     def test_finds_allocations_no_instance_owns(self):
         building = self._hold(self._instance('building', host=None), 1)
@@ -61,13 +81,23 @@ class TestAudit(fakes.GpuHostsTestCase):
         deleted = self._hold(self._instance('active', deleted=True), 3)
         failed = self._hold(self._instance('error', host=None), 4)
         stranger = self._hold(str(uuid.uuid4()), 5)
-        migration = self._hold(str(uuid.uuid4()), 6, 'MIGRATION')
+        migration = self._hold(self._migration(active, 'finished'), 6,
+                               'MIGRATION')
+        confirmed = self._hold(self._migration(active, 'confirmed'), 7,
+                               'MIGRATION')
+        unrecorded = self._hold(str(uuid.uuid4()), 8, 'MIGRATION')
 
         orphans = audit.find_orphan_allocations(self.admin, self.client,
                                                 [self.root])
 
-        self.assertEqual(sorted([deleted, failed, stranger]),
+        self.assertEqual(sorted([deleted, failed, stranger, confirmed,
+                                 unrecorded]),
                          [o.consumer_uuid for o in orphans])
+        by_consumer = {o.consumer_uuid: o for o in orphans}
+        self.assertEqual('migration is confirmed',
+                         by_consumer[confirmed].reason)
+        self.assertEqual('no migration has this UUID',
+                         by_consumer[unrecorded].reason)
         by_consumer = {o.consumer_uuid: o for o in orphans}
         self.assertEqual(
             {self.root: {'VCPU': 1},
@@ -77,10 +107,11 @@ class TestAudit(fakes.GpuHostsTestCase):
                       audit.describe_resources(
                           by_consumer[stranger].resources))
 
-        self.assertEqual(sorted([deleted, failed, stranger]),
+        self.assertEqual(sorted([deleted, failed, stranger, confirmed,
+                                 unrecorded]),
                          sorted(audit.remove_allocations(self.client,
                                                          orphans)))
-        for consumer in (deleted, failed, stranger):
+        for consumer in (deleted, failed, stranger, confirmed, unrecorded):
             self.assertEqual({}, self.hosts.allocations(consumer))
         for consumer in (building, active, migration):
             self.assertNotEqual({}, self.hosts.allocations(consumer))

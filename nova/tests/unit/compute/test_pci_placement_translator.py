@@ -9,6 +9,7 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree
 from nova.pci import devspec
 from nova.pci import groups
+from nova.virt import hardware
 from nova.virt.libvirt import fakehost
 
 HOST = 'cmp1'
@@ -300,3 +301,49 @@ class TestUpstreamTags(TranslatorTestBase):
         self.assertIn('one_time_use', str(err))
         self.assertIn('0000:4b:00.2', str(err))
         self.assertEqual([], self.tree.children(HOST))
+
+
+class TestNumaLocality(TranslatorTestBase):
+    """Sub-NUMA clustering: nodes 0 and 1 on socket 0, nodes 2 and 3 on
+    socket 1; GPU n sits on node (n - 1) // 2."""
+
+    TOPOLOGY = hardware.HostNUMATopology(tuple(
+        hardware.NUMACell(node, (node,), 1024, node // 2)
+        for node in range(4)))
+
+    def test_device_and_group_traits(self):
+        devices = gpu_devices(**{address: {'numa_node': index // 2}
+                                 for index, address in enumerate(GPUS)})
+        translator.update_provider_tree_for_pci(
+            self.tree, HOST, devices, self.whitelist,
+            groups.GroupTree.from_config(h200_groups()), [], dict,
+            self.TOPOLOGY)
+
+        def traits(name):
+            return self.tree.data('%s_%s' % (HOST, name)).traits
+
+        self.assertLessEqual({'CUSTOM_PCI_NUMA_NODE_3',
+                              'CUSTOM_PCI_SOCKET_1'},
+                             traits(GPUS[7].upper()))
+        local = {'CUSTOM_PCI_NUMA_LOCAL', 'CUSTOM_PCI_SOCKET_LOCAL'}
+        # pair-a1 = GPUs 1, 3: nodes 0 and 1, one socket.
+        self.assertEqual({'CUSTOM_PCI_SOCKET_LOCAL'},
+                         traits('pair-a1') & local)
+        self.assertEqual(set(), traits('board') & local)
+        self.assertEqual({'CUSTOM_PCI_SOCKET_LOCAL'},
+                         traits('quad-b') & local)
+
+    def test_unknown_node_gives_no_locality(self):
+        devices = gpu_devices(**{GPUS[0]: {'numa_node': None},
+                                 GPUS[2]: {'numa_node': 0}})
+        translator.update_provider_tree_for_pci(
+            self.tree, HOST, devices, self.whitelist,
+            groups.GroupTree.from_config(h200_groups()), [], dict,
+            self.TOPOLOGY)
+        self.assertFalse({t for t in self.tree.data(
+            '%s_%s' % (HOST, GPUS[0].upper())).traits
+            if 'NUMA' in t or 'SOCKET' in t})
+        self.assertFalse({t for t in self.tree.data(
+            '%s_pair-a1' % HOST).traits if t.endswith('_LOCAL')})
+        self.assertIn('CUSTOM_PCI_NUMA_NODE_0', self.tree.data(
+            '%s_%s' % (HOST, GPUS[2].upper())).traits)

@@ -317,6 +317,77 @@ class TestDBApiSqlite(test.TestCase):
         self.assertEqual('spawning', db_api.instance_get_by_uuid(
             self.ctx, uuid)['task_state'])
 
+    def _migration(self, instance_uuid, status, source='cmp1',
+                   dest='cmp2', migration_type='resize'):
+        return db_api.migration_create(self.ctx, {
+            'instance_uuid': instance_uuid, 'status': status,
+            'migration_type': migration_type, 'source_compute': source,
+            'dest_compute': dest, 'old_flavor': {'name': 'gpu.2x'},
+            'new_pci_requests': [{'request_id': 'r1', 'count': 4}]})
+
+    def test_migrations_in_progress_and_filters(self):
+        moving = self._migration('i1', 'finished')
+        self._migration('i1', 'error')
+        self._migration('i2', 'done', source='cmp3',
+                        migration_type='evacuation')
+        self._migration('i3', 'completed', source='cmp3',
+                        migration_type='evacuation')
+        self.assertEqual({'name': 'gpu.2x'}, db_api.migration_get_by_uuid(
+            self.ctx, moving['uuid'])['old_flavor'])
+        self.assertEqual(['i2', 'i1'], [
+            m['instance_uuid']
+            for m in db_api.migration_get_in_progress(self.ctx)])
+        self.assertEqual(['i1'], [
+            m['instance_uuid'] for m in db_api.migration_get_in_progress(
+                self.ctx, host='cmp2', instance_uuids=['i1', 'i3'])])
+        self.assertEqual(['i2'], [
+            m['instance_uuid'] for m in db_api.migration_get_in_progress(
+                self.ctx, host='cmp3')])
+        self.assertEqual(2, len(db_api.migration_get_all(
+            self.ctx, {'instance_uuid': 'i1'})))
+        self.assertEqual(['completed', 'done'], sorted(
+            m['status'] for m in db_api.migration_get_all(
+                self.ctx, {'migration_type': 'evacuation'})))
+        self.assertRaises(exception.MigrationNotFound,
+                          db_api.migration_get_by_uuid, self.ctx, 'nope')
+        self.assertRaises(exception.DBFieldInvalid,
+                          db_api.migration_get_all, self.ctx, {'x': 1})
+
+    def test_migration_update_compare_and_swap(self):
+        uuid = self._migration('i1', 'finished')['uuid']
+        self.assertEqual('confirming', db_api.migration_update(
+            self.ctx, uuid, {'status': 'confirming'},
+            expected_status='finished')['status'])
+        # A revert racing the confirm loses and is told why.
+        error = self.assertRaises(
+            exception.MigrationUpdateConflict, db_api.migration_update,
+            self.ctx, uuid, {'status': 'reverting'},
+            expected_status='finished')
+        self.assertIn("'confirming'", str(error))
+        self.assertRaises(exception.MigrationNotFound,
+                          db_api.migration_update, self.ctx, 'nope',
+                          {'status': 'error'})
+
+    def test_move_lease_taken_once_then_only_when_stale(self):
+        uuid = db_api.instance_create(self.ctx, {
+            'vm_state': 'active', 'build_owner': None})['uuid']
+        self._migration(uuid, 'post-migrating')
+        now = timeutils.utcnow()
+        self.assertTrue(db_api.instance_move_lease_take(
+            self.ctx, uuid, 'c1', now))
+        self.assertFalse(db_api.instance_move_lease_take(
+            self.ctx, uuid, 'c2', now - datetime.timedelta(seconds=60)))
+        self.assertEqual([], db_api.migration_get_orphaned(
+            self.ctx, now - datetime.timedelta(seconds=60)))
+        later = timeutils.utcnow() + datetime.timedelta(seconds=1)
+        self.assertEqual([uuid], [m['instance_uuid'] for m in
+                                  db_api.migration_get_orphaned(
+                                      self.ctx, later)])
+        self.assertTrue(db_api.instance_move_lease_take(
+            self.ctx, uuid, 'c2', later))
+        self.assertEqual('c2', db_api.instance_get_by_uuid(
+            self.ctx, uuid)['build_owner'])
+
     def test_instance_destroy_is_soft(self):
         uuid = db_api.instance_create(self.ctx, {'display_name': 'x'})[
             'uuid']

@@ -14,7 +14,9 @@ from nova.db import models
 from nova.tests.fixtures import database as db_fixture
 
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
-          'flavor_extra_specs', 'instances'}
+          'flavor_extra_specs', 'instances', 'instance_actions',
+          'instance_actions_events', 'migrations'}
+HEAD = '0004_migrations'
 
 
 class TestMigrationSqlite(test.TestCase):
@@ -31,12 +33,12 @@ class TestMigrationSqlite(test.TestCase):
         db = self._database()
         tables = set(sa.inspect(db.engine).get_table_names())
         self.assertEqual(TABLES | {'alembic_version'}, tables)
-        self.assertEqual('0002_build_lease', migration.db_version(db.engine))
+        self.assertEqual(HEAD, migration.db_version(db.engine))
 
     def test_db_sync_is_idempotent(self):
         db = self._database()
         migration.db_sync(db.engine)
-        self.assertEqual('0002_build_lease', migration.db_version(db.engine))
+        self.assertEqual(HEAD, migration.db_version(db.engine))
 
     def test_migrated_schema_matches_models(self):
         db = self._database()
@@ -107,7 +109,7 @@ class TestDbSyncByUrl(test.TestCase):
         path = self.useFixture(fixtures.TempDir()).path
         url = 'sqlite:///' + os.path.join(path, 'nova.sqlite')
         migration.db_sync(url)
-        self.assertEqual('0002_build_lease', migration.db_version(url))
+        self.assertEqual(HEAD, migration.db_version(url))
         engine = sa.create_engine(url)
         self.addCleanup(engine.dispose)
         self.assertTrue(TABLES <= set(sa.inspect(engine).get_table_names()))

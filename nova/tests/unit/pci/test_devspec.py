@@ -337,6 +337,101 @@ class TestDevname(_SysfsMixin, _Base):
                                 {'devname': bad}, 'devname', repr(bad))
 
 
+class TestRemoteManaged(_SysfsMixin, _Base):
+    """remote_managed=true: VFs with a VPD card serial number only."""
+
+    PF = '0000:3b:00.0'
+
+    def _vf(self, serial=None, address='0000:3b:00.4'):
+        dev = _dev(address=address, vendor_id='15b3', product_id='101e',
+                   dev_type='type-VF', parent_addr=self.PF)
+        if serial is not None:
+            dev['capabilities'] = {'vpd': {'card_serial_number': serial}}
+        return dev
+
+    def make_pf_ids(self, vendor='0x15b3', device='0xa2d6', vf='101e'):
+        self.make_pf(self.PF)
+        path = os.path.join(self.sysfs, 'bus', 'pci', 'devices', self.PF)
+        for name, value in (('vendor', vendor), ('device', device),
+                            ('sriov_vf_device', vf)):
+            with open(os.path.join(path, name), 'w') as f:
+                f.write(value + '\n')
+
+    def test_vf_needs_a_serial_number(self):
+        spec = devspec.PciDeviceSpec({'vendor_id': '15b3',
+                                      'product_id': '101e',
+                                      'remote_managed': 'true'})
+        self.assertTrue(spec.remote_managed)
+        self.assertTrue(spec.match(self._vf('MT2113X00417')))
+        self.assertFalse(spec.match(self._vf()))
+        self.assertFalse(spec.match(self._vf('')))
+        # Without the tag the serial number does not matter.
+        plain = devspec.PciDeviceSpec({'vendor_id': '15b3'})
+        self.assertFalse(plain.remote_managed)
+        self.assertTrue(plain.match(self._vf()))
+
+    def test_whitelist_falls_through_to_the_next_spec(self):
+        whitelist = devspec.Whitelist.from_config([
+            '{"product_id": "101e", "remote_managed": true}',
+            '{"product_id": "101e", "physical_network": "net1"}'])
+        self.assertIs(whitelist.specs[0],
+                      whitelist.device_assignable(self._vf('SN1')))
+        self.assertIs(whitelist.specs[1],
+                      whitelist.device_assignable(self._vf()))
+
+    def test_missing_devname_is_refused(self):
+        err = self.assertRejected(
+            exception.PciConfigInvalidSpec,
+            {'devname': 'enp59s0f0', 'remote_managed': True},
+            'remote_managed=true', "network interface 'enp59s0f0' does not "
+            'exist')
+        self.assertIn('Invalid [pci]device_spec', str(err))
+        # Without remote_managed a missing devname only matches nothing.
+        devspec.PciDeviceSpec({'devname': 'enp59s0f0',
+                               'remote_managed': 'no'})
+
+    def test_pf_address_is_refused(self):
+        self.make_pf_ids()
+        for address in (self.PF, {'domain': '0000', 'bus': '3b',
+                                  'slot': '00', 'function': '0'}):
+            for product in ({}, {'product_id': 'a2d6'}):
+                self.assertRejected(
+                    exception.PciConfigInvalidSpec,
+                    dict(product, address=address, remote_managed='yes'),
+                    'not supported for PFs', '%s is an SR-IOV PF' % self.PF,
+                    'VF product id 101e')
+
+    def test_pf_devname_is_refused(self):
+        self.make_pf_ids()
+        self.make_netdev('p0', self.PF)
+        self.assertRejected(exception.PciConfigInvalidSpec,
+                            {'devname': 'p0', 'remote_managed': 'true'},
+                            'not supported for PFs')
+
+    def test_pf_address_with_vf_product_selects_its_vfs(self):
+        self.make_pf_ids()
+        spec = devspec.PciDeviceSpec({'address': self.PF,
+                                      'product_id': '101e',
+                                      'remote_managed': 'true'})
+        self.assertTrue(spec.match(self._vf('SN7')))
+        self.assertFalse(spec.match(self._vf()))
+
+    def test_pf_address_with_foreign_ids_is_refused(self):
+        self.make_pf_ids()
+        self.assertRejected(exception.PciConfigInvalidSpec,
+                            {'address': self.PF, 'vendor_id': '8086',
+                             'product_id': '101e', 'remote_managed': 'on'},
+                            'vendor_id 8086 and product_id 101e do not '
+                            'match the VFs of PF %s' % self.PF,
+                            'vendor 15b3, VF product 101e')
+
+    def test_non_pf_address_is_accepted(self):
+        # The address of a VF (or a device that is no PF) is fine.
+        spec = devspec.PciDeviceSpec({'address': '0000:3b:00.4',
+                                      'remote_managed': 'true'})
+        self.assertTrue(spec.match(self._vf('SN1')))
+
+
 class TestTags(_Base):
 
     def test_other_keys_are_string_tags(self):

@@ -16,10 +16,11 @@ def _flavor(**extra_specs):
             'extra_specs': extra_specs}
 
 
-def _pci(count, group_type='nvlink', rid=RID, rc='PGPU', traits=()):
+def _pci(count, group_type='nvlink', rid=RID, rc='PGPU', traits=(),
+         numa_policy='legacy'):
     return pci_request.InstancePCIRequest(
         request_id=rid, alias_name='h200', count=count,
-        spec=[{'resource_class': rc}], numa_policy='legacy',
+        spec=[{'resource_class': rc}], numa_policy=numa_policy,
         group_type=group_type, resource_class=rc, traits=set(traits))
 
 
@@ -143,6 +144,39 @@ class TestPciGroups(test.TestCase):
             '&resources{r}-0=PGPU:1&resources{r}-1=PGPU:1'
             '&same_subtree={r}-0,{r}-1,{r}-g'.format(r=RID, base=BASE),
             _qs([_pci(2)]))
+
+    def test_required_pair_needs_a_numa_local_group(self):
+        self.assertEqual(
+            'group_policy=none'
+            '&required{r}-0=CUSTOM_PCI_GROUP_NVLINK_2_M0'
+            '&required{r}-1=CUSTOM_PCI_GROUP_NVLINK_2_M1'
+            '&required{r}-g=CUSTOM_PCI_GROUP_NVLINK_2,CUSTOM_PCI_NUMA_LOCAL'
+            '&{base}'
+            '&resources{r}-0=PGPU:1&resources{r}-1=PGPU:1'
+            '&same_subtree={r}-0,{r}-1,{r}-g'.format(r=RID, base=BASE),
+            _qs([_pci(2, numa_policy='required')]))
+
+    def test_socket_policy_needs_the_host_trait(self):
+        self.assertEqual(
+            'group_policy=none'
+            '&required=COMPUTE_SOCKET_PCI_NUMA_AFFINITY'
+            '&required{r}-0=CUSTOM_PCI_GROUP_NVLINK_2_M0'
+            '&required{r}-1=CUSTOM_PCI_GROUP_NVLINK_2_M1'
+            '&required{r}-g=CUSTOM_PCI_GROUP_NVLINK_2,'
+            'CUSTOM_PCI_SOCKET_LOCAL'
+            '&{base}'
+            '&resources{r}-0=PGPU:1&resources{r}-1=PGPU:1'
+            '&same_subtree={r}-0,{r}-1,{r}-g'.format(r=RID, base=BASE),
+            _qs([_pci(2, numa_policy='socket')]))
+
+    def test_plain_requests_add_no_numa_traits(self):
+        # Device-level affinity is checked on the candidates instead.
+        for policy in ('required', 'preferred', 'legacy'):
+            self.assertEqual(
+                'group_policy=none&' + BASE +
+                '&resources{r}-0=PGPU:1&resources{r}-1=PGPU:1'.format(
+                    r=RID), _qs([_pci(2, group_type=None,
+                                      numa_policy=policy)]))
 
     def test_quad_and_board(self):
         for count in (4, 8):

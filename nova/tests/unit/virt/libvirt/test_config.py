@@ -43,6 +43,26 @@ def _pci_xml(inner: str, bus: int = 27, slot: int = 0,
 
 class ParseNodedevTest(test.TestCase):
 
+    def test_vpd_serial_number(self):
+        vpd = ("<capability type='vpd'><name>BlueField-2 DPU</name>"
+               "<fields access='readonly'><part_number>MBF2H</part_number>"
+               "<serial_number> MT2113X00000 </serial_number></fields>"
+               "<fields access='readwrite'><serial_number>RW1"
+               "</serial_number></fields></capability>")
+        dev = config.parse_pci_nodedev(_pci_xml(vpd))
+        self.assertEqual({'vpd': {'card_serial_number': 'MT2113X00000'}},
+                         dev['capabilities'])
+
+    def test_vpd_without_readonly_serial_number(self):
+        for vpd in ("<capability type='vpd'><name>x</name></capability>",
+                    "<capability type='vpd'><fields access='readonly'>"
+                    "<serial_number>  </serial_number></fields></capability>",
+                    "<capability type='vpd'><fields access='readwrite'>"
+                    "<serial_number>RW</serial_number></fields>"
+                    "</capability>", ''):
+            dev = config.parse_pci_nodedev(_pci_xml(vpd))
+            self.assertNotIn('capabilities', dev, vpd)
+
     def test_gpu(self):
         self.assertEqual({
             'address': '0000:1b:00.0', 'vendor_id': '10de',

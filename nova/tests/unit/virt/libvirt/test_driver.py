@@ -68,6 +68,24 @@ class DiscoveryTest(_LibvirtTestCase):
                          (nic['address'], nic['vendor_id'],
                           nic['product_id'], nic['dev_type']))
 
+    def test_vpd_serial_numbers_vfs_inherit_their_pfs(self):
+        nic = fakehost.NIC_ADDRESS
+        devices = fakehost.hgx_h200_devices(num_gpus=0)
+        devices[0]['capabilities'] = {'vpd': {'card_serial_number': 'PF-SN'}}
+        devices += [{'address': '0000:4b:00.%d' % fn, 'vendor_id': '15b3',
+                     'product_id': '101e', 'dev_type': 'type-VF',
+                     'parent_addr': nic, 'numa_node': 0} for fn in (2, 3)]
+        devices[-1]['capabilities'] = {'vpd': {'card_serial_number': 'VF'}}
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(devices), 'vpd.xml'))
+        driver.init_host('cmp3')
+        serials = {d['address']: d.get('capabilities', {}).get(
+            'vpd', {}).get('card_serial_number')
+            for d in driver.get_pci_devices()}
+        self.assertEqual({nic: 'PF-SN', '0000:4b:00.2': 'PF-SN',
+                          '0000:4b:00.3': 'VF', fakehost.NVME_ADDRESS: None},
+                         serials)
+
     def test_host_without_a_gpu(self):
         devices = fakehost.hgx_h200_devices()
         del devices[5]
@@ -236,6 +254,136 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.driver.get_pci_devices()
         self.driver.get_available_resource()
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+
+class PowerActionsTest(_LibvirtTestCase):
+    """Stop, start, reboot and rebuild on the test driver's domains."""
+
+    def setUp(self):
+        super().setUp()
+        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
+
+    def hostdevs(self):
+        return [h['address'] for h in
+                config.parse_guest_hostdevs(self.domain(UUID1).XMLDesc())]
+
+    def test_power_off_keeps_the_defined_guest_and_power_on_starts_it(self):
+        self.assertEqual(virt_driver.RUNNING,
+                         self.driver.get_power_state(UUID1))
+        self.driver.power_off(UUID1)
+        self.assertEqual(virt_driver.SHUTDOWN,
+                         self.driver.get_power_state(UUID1))
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.driver.power_off(UUID1)    # already off: nothing to do
+        self.driver.power_on(UUID1)
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.power_on(UUID1)     # already on: nothing to do
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_reboots_leave_it_running(self):
+        for hard in (False, True):
+            self.driver.reboot(UUID1, hard)
+            self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.power_off(UUID1)
+        self.driver.reboot(UUID1, hard=True)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_refused_soft_reboot_falls_back_to_hard(self):
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'reboot'))
+        self.driver.reboot(UUID1, hard=False)
+        self.assertEqual(['reboot'], faults.triggered)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_missing_guest_names_the_action(self):
+        self.driver.destroy(UUID1)
+        self.assertEqual(virt_driver.NOSTATE,
+                         self.driver.get_power_state(UUID1))
+        for call, words in ((self.driver.power_off, 'power off'),
+                            (self.driver.power_on, 'power on')):
+            exc = self.assertRaises(exception.InstancePowerActionFailed,
+                                    call, UUID1)
+            self.assertIn(words, exc.message)
+            self.assertIn('no domain', exc.message)
+
+    def test_start_failure_is_reported(self):
+        self.driver.power_off(UUID1)
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'create', message='device busy'))
+        exc = self.assertRaises(exception.InstancePowerActionFailed,
+                                self.driver.power_on, UUID1)
+        self.assertIn('device busy', exc.message)
+
+    def test_rebuild_redefines_with_the_same_devices(self):
+        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
+                            power_on=True)
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.assertIn('<title>renamed</title>',
+                      self.domain(UUID1).XMLDesc())
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
+                            power_on=False)
+        self.assertFalse(self.domain(UUID1).isActive())
+        # A rebuild cut short after the undefine is finished by another.
+        self.driver.destroy(UUID1)
+        self.driver.rebuild(UUID1, 'vm1', 2, 1024, self.gpus(0, 2),
+                            power_on=True)
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+
+class NUMATest(_LibvirtTestCase):
+
+    def test_topology_derived_from_the_node_file(self):
+        # The test driver lists no cells for a custom node file: one
+        # socket per node here, so each node has a known socket.
+        topo = self.driver.get_numa_topology()
+        self.assertEqual([(0, 0, 112, 1048576), (1, 1, 112, 1048576)],
+                         [(c.id, c.socket, len(c.cpus), c.memory_mb)
+                          for c in topo.cells])
+        self.assertEqual(tuple(range(112, 224)), topo.cells[1].cpus)
+        self.assertTrue(topo.sockets_known)
+
+    def test_two_sockets_per_node_leave_the_socket_unknown(self):
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(
+                [], numa_nodes=2, sockets_per_node=2, cores_per_socket=2),
+            'snc.xml'))
+        topo = driver.get_numa_topology()
+        self.assertEqual([None, None], [c.socket for c in topo.cells])
+        self.assertEqual((8, 9, 10, 11, 12, 13, 14, 15), topo.cells[1].cpus)
+        self.assertFalse(topo.sockets_known)
+
+    def test_topology_from_capabilities_cells(self):
+        # test:///default lists real <cells> with socket_id per CPU.
+        topo = libvirt_host.Host('test:///default').get_numa_topology()
+        self.assertEqual([(0, 0, tuple(range(8)), 2048),
+                          (1, 1, tuple(range(8, 16)), 4096)],
+                         [(c.id, c.socket, c.cpus, c.memory_mb)
+                          for c in topo.cells])
+
+    def test_cells_spanning_sockets(self):
+        caps = """<capabilities><host><topology><cells num='2'>
+          <cell id='0'><memory unit='KiB'>1048576</memory><cpus num='2'>
+            <cpu id='0' socket_id='0' core_id='0' siblings='0'/>
+            <cpu id='1' socket_id='0' core_id='1' siblings='1'/></cpus></cell>
+          <cell id='1'><memory unit='KiB'>2097152</memory><cpus num='2'>
+            <cpu id='2' socket_id='0' core_id='0' siblings='2'/>
+            <cpu id='3' socket_id='1' core_id='1' siblings='3'/></cpus></cell>
+          </cells></topology></host></capabilities>"""
+        cells = libvirt_host.parse_numa_cells(caps)
+        self.assertEqual([(0, 0, 1024), (1, None, 2048)],
+                         [(c.id, c.socket, c.memory_mb) for c in cells])
+
+    def test_spawn_confined_to_a_node(self):
+        self.driver.spawn(UUID1, 'vm1', 4, 4096, self.gpus(5), (1,))
+        self.assertEqual({'nodeset': '1', 'cpuset': '112-223', 'cells': 1},
+                         config.parse_guest_numa(self.domain(
+                             UUID1).XMLDesc()))
+        self.driver.spawn(UUID2, 'vm2', 4, 4096, self.gpus(0))
+        self.assertEqual({'nodeset': None, 'cpuset': None, 'cells': 0},
+                         config.parse_guest_numa(self.domain(
+                             UUID2).XMLDesc()))
 
 
 class HostTest(_LibvirtTestCase):

@@ -48,6 +48,23 @@ class ParseTest(test.TestCase):
                                     nvlink.parse_module_map_option, bad)
             self.assertIn('gpu_module_map', str(err))
 
+    def test_module_map_file(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'modules.json')
+        with open(path, 'w') as f:
+            f.write('{"0000:86:00.0": 3}')
+        self.assertEqual({'0000:86:00.0': 3},
+                         nvlink.parse_module_map_option(path))
+        with open(path, 'w') as f:
+            f.write('{"0000:86:00.0": -3}')
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                nvlink.parse_module_map_option, path)
+        self.assertIn('-3', str(err))
+        missing = path + '.gone'
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                nvlink.parse_module_map_option, missing)
+        self.assertIn(missing, str(err))
+
 
 class PartitionsTest(test.TestCase):
 

@@ -1,0 +1,268 @@
+"""Server actions (``POST /servers/{id}/action``): reboot, os-stop,
+os-start, rebuild, shelve, shelveOffload, unshelve, resize,
+confirmResize, revertResize, migrate and evacuate, with upstream Nova's
+bodies, policies, microversions and responses.
+
+The body names one action, e.g. ``{"reboot": {"type": "HARD"}}``. The
+handler validates it, checks the policy and hands it to the compute API,
+which accepts it only in a state where upstream allows it (409 naming the
+state otherwise) and returns at once: the server's status and task state
+show the progress, ``GET /servers/{id}/os-instance-actions`` the outcome.
+Moves are driven by the conductor's move workflow
+(``nova.conductor.migrate``) and recorded as migrations.
+
+``ACTIONS`` maps each body key to its handler ``handler(req, instance,
+value) -> (status, body)``; other server actions register there too.
+"""
+
+from nova.api import servers
+from nova.api import validation
+from nova.db import api as db
+from nova import exception
+from nova import policies
+
+_NULL = {'type': 'null'}
+
+_REBOOT_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'type': {'enum': ['HARD', 'Hard', 'hard', 'SOFT', 'Soft', 'soft']},
+    },
+    'required': ['type'],
+    'additionalProperties': False,
+}
+
+# This deployment has no image service: the image reference is accepted
+# unchecked and the guest is redefined on the devices it has.
+_REBUILD_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'imageRef': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
+                 'pattern': r'^\S(.*\S)?$'},
+        'adminPass': {'type': 'string'},
+        'metadata': {'type': 'object'},
+        'preserve_ephemeral': {'type': 'boolean'},
+        'OS-DCF:diskConfig': {'enum': ['AUTO', 'MANUAL']},
+        'description': {'type': ['string', 'null'], 'maxLength': 255},
+    },
+    'required': ['imageRef'],
+    'additionalProperties': False,
+}
+
+# 2.77 adds an availability zone; this deployment has the one zone 'nova'.
+_UNSHELVE_SCHEMA = {
+    'anyOf': [_NULL, {
+        'type': 'object',
+        'properties': {'availability_zone': {'enum': ['nova', None]}},
+        'additionalProperties': False,
+    }],
+}
+
+
+def _reboot(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_REBOOT,
+                         _target(instance))
+    _check('reboot', value, _REBOOT_SCHEMA)
+    req.compute_api.reboot(req.context, instance['uuid'],
+                           hard=value['type'].upper() == 'HARD')
+    return 202, None
+
+
+def _stop(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_STOP,
+                         _target(instance))
+    _check('os-stop', value, _NULL)
+    req.compute_api.stop(req.context, instance['uuid'])
+    return 202, None
+
+
+def _start(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_START,
+                         _target(instance))
+    _check('os-start', value, _NULL)
+    req.compute_api.start(req.context, instance['uuid'])
+    return 202, None
+
+
+def _rebuild(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_REBUILD,
+                         _target(instance))
+    _check('rebuild', value, _REBUILD_SCHEMA)
+    if 'description' in value and not req.api_version.at_least('2.19'):
+        raise exception.APIValidationError(
+            field='rebuild/description',
+            reason='description is allowed from microversion 2.19 on')
+    instance = req.compute_api.rebuild(req.context, instance['uuid'])
+    if 'name' in value:
+        instance = db.instance_update(req.context, instance['uuid'],
+                                      {'display_name': value['name']})
+    return 202, {'server': servers.detail_view(req, instance)}
+
+
+def _shelve(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.SHELVE, _target(instance))
+    _check('shelve', value, _NULL)
+    req.compute_api.shelve(req.context, instance['uuid'])
+    return 202, None
+
+
+def _shelve_offload(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.SHELVE_OFFLOAD,
+                         _target(instance))
+    _check('shelveOffload', value, _NULL)
+    req.compute_api.shelve_offload(req.context, instance['uuid'])
+    return 202, None
+
+
+def _unshelve(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.UNSHELVE, _target(instance))
+    if value is not None and not req.api_version.at_least('2.77'):
+        raise exception.APIValidationError(
+            field='unshelve', reason='a body other than null needs '
+            'microversion 2.77 or later')
+    _check('unshelve', value, _UNSHELVE_SCHEMA)
+    req.compute_api.unshelve(req.context, instance['uuid'])
+    return 202, None
+
+
+_RESIZE_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'flavorRef': {'type': ['string', 'integer'], 'minLength': 1},
+        'OS-DCF:diskConfig': {'enum': ['AUTO', 'MANUAL']},
+    },
+    'required': ['flavorRef'],
+    'additionalProperties': False,
+}
+
+# Since 2.56 an admin may name the target host of a cold migration.
+_MIGRATE_SCHEMA_2_56 = {
+    'type': ['object', 'null'],
+    'properties': {
+        'host': {'type': ['string', 'null'], 'minLength': 1,
+                 'maxLength': 255},
+    },
+    'additionalProperties': False,
+}
+
+
+def _resize(req, instance: dict, body) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_RESIZE,
+                         {'project_id': instance.get('project_id')})
+    if not isinstance(body, dict):
+        raise exception.APIValidationError(
+            field='resize', reason='expected {"flavorRef": ...}, got %r' % (
+                body,))
+    validation.validate(body, _RESIZE_SCHEMA)
+    req.compute_api.resize(req.context, instance,
+                           servers.flavor_id(body['flavorRef']))
+    return 202, None
+
+
+def _confirm(req, instance: dict, body) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_CONFIRM_RESIZE,
+                         {'project_id': instance.get('project_id')})
+    req.compute_api.confirm_resize(req.context, instance)
+    return 204, None
+
+
+def _revert(req, instance: dict, body) -> tuple:
+    req.policy.authorize(req.context, policies.SERVERS_REVERT_RESIZE,
+                         {'project_id': instance.get('project_id')})
+    req.compute_api.revert_resize(req.context, instance)
+    return 202, None
+
+
+def _migrate(req, instance: dict, body) -> tuple:
+    req.policy.authorize(req.context, policies.MIGRATE,
+                         {'project_id': instance.get('project_id')})
+    host = None
+    if req.api_version.at_least('2.56'):
+        validation.validate(body, _MIGRATE_SCHEMA_2_56)
+        host = (body or {}).get('host')
+        if host is not None:
+            req.policy.authorize(req.context, policies.MIGRATE_HOST,
+                                 {'project_id': instance.get('project_id')})
+    elif body is not None:
+        raise exception.APIValidationError(
+            field='migrate', reason='must be null before microversion 2.56 '
+            '(a target host needs 2.56 or later), got %r' % (body,))
+    req.compute_api.migrate(req.context, instance, host)
+    return 202, None
+
+
+def _evacuate_schema(version) -> dict:
+    """The body of ``evacuate`` at a microversion, as upstream: before
+    2.14 ``onSharedStorage`` is required, from 2.14 it is gone; ``force``
+    exists from 2.29 to 2.67."""
+    properties = {
+        'host': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+        'adminPass': {'type': 'string', 'maxLength': 255},
+    }
+    required = []
+    if not version.at_least('2.14'):
+        properties['onSharedStorage'] = {
+            'type': ['boolean', 'string'],
+            'enum': [True, False, 'True', 'False', 'true', 'false']}
+        required.append('onSharedStorage')
+    if version.at_least('2.29') and not version.at_least('2.68'):
+        properties['force'] = {'type': 'boolean'}
+    return {'type': 'object', 'properties': properties,
+            'required': required, 'additionalProperties': False}
+
+
+def _evacuate(req, instance: dict, body) -> tuple:
+    req.policy.authorize(req.context, policies.EVACUATE,
+                         {'project_id': instance.get('project_id')})
+    if not isinstance(body, dict):
+        raise exception.APIValidationError(
+            field='evacuate', reason='expected an object, got %r' % (body,))
+    validation.validate(body, _evacuate_schema(req.api_version))
+    req.compute_api.evacuate(req.context, instance, body.get('host'))
+    if req.api_version.at_least('2.14'):
+        return 200, None
+    # This deployment sets no guest password; upstream returns the one
+    # given (or generated) before 2.14.
+    return 200, {'adminPass': body.get('adminPass', '')}
+
+
+ACTIONS = {
+    'reboot': _reboot,
+    'os-stop': _stop,
+    'os-start': _start,
+    'rebuild': _rebuild,
+    'shelve': _shelve,
+    'shelveOffload': _shelve_offload,
+    'unshelve': _unshelve,
+    'resize': _resize,
+    'confirmResize': _confirm,
+    'revertResize': _revert,
+    'migrate': _migrate,
+    'evacuate': _evacuate,
+}
+
+
+def _check(name: str, value, schema: dict) -> None:
+    """Validate an action's value; errors name the field from the action
+    on (e.g. ``reboot/type``)."""
+    validation.validate({name: value}, {
+        'type': 'object', 'properties': {name: schema}, 'required': [name]})
+
+
+def _target(instance: dict) -> dict:
+    return {'project_id': instance.get('project_id'),
+            'user_id': instance.get('user_id')}
+
+
+def action(req, server_id: str) -> tuple:
+    """POST /servers/{id}/action: run the one action the body names."""
+    body = req.body_object()
+    names = [name for name in body if name in ACTIONS]
+    if len(body) != 1 or len(names) != 1:
+        raise exception.APIValidationError(
+            field='body', reason='expected exactly one server action, got '
+            '%s; supported: %s' % (sorted(body) or 'none',
+                                   ', '.join(sorted(ACTIONS))))
+    instance = servers.get_instance(req, server_id, policies.SERVERS_SHOW)
+    return ACTIONS[names[0]](req, instance, body[names[0]])

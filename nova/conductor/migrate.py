@@ -1,0 +1,349 @@
+"""The conductor's move workflows: resize, cold migration, evacuation,
+confirm, revert.
+
+A move follows upstream Nova's allocation model. Before the destination
+is scheduled, the instance's allocation on the source is moved to the
+migration record (consumer = migration UUID, consumer type MIGRATION) in
+one ``POST /allocations``; the scheduler then claims the destination for
+the instance with the new flavor's request, exactly as for a boot, so the
+server always lands on one free partition of the new size. Until the move
+is confirmed the source keeps everything (allocation held by the
+migration, PCI device rows still claimed), so a revert can never find its
+old devices given away.
+
+Steps (the migration's ``status`` in brackets, as upstream)::
+
+    API: task resize_prep, migration recorded          [pre-migrating]
+    move source allocation instance -> migration
+    scheduler: destination claim (reschedule on a failing prep)
+    destination prep_resize: claim the devices
+    source resize_instance: stop the guest             [migrating,
+                                                        post-migrating]
+    destination finish_resize: start the guest          [finished]
+      -> server VERIFY_RESIZE
+    confirm: source frees devices, migration allocation deleted
+                                                        [confirmed]
+    revert: destination frees, its allocation deleted, source allocation
+      moved back to the instance, source starts the guest [reverted]
+
+An evacuation (migration status ``accepted`` -> ``done``) takes the same
+path without the source step, since the source compute is down: the
+migration holds the source allocation until that compute starts again
+and cleans up (``ComputeManager._destroy_evacuated_instances``, status
+``completed``); the server is ACTIVE on the destination at once.
+
+Any failure before the server runs on the destination rolls back: what
+the destination claimed is freed, the source allocation goes back to the
+instance and, if the guest was stopped already, the source starts it
+again; the server is ACTIVE on its old devices and the migration
+``error``.
+"""
+
+import logging
+
+from oslo_config import cfg
+
+from nova import exception
+from nova.compute import rpcapi as compute_rpcapi
+from nova.db import api as db
+from nova.scheduler.client import report
+from nova.scheduler import rpcapi as scheduler_rpcapi
+from nova.servicegroup import api as servicegroup
+
+LOG = logging.getLogger(__name__)
+
+
+class MoveTasks:
+    """Drives moves; the conductor manager's RPC methods call these."""
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 reportclient: report.SchedulerReportClient,
+                 scheduler_api: scheduler_rpcapi.SchedulerAPI,
+                 compute_api: compute_rpcapi.ComputeAPI) -> None:
+        self.conf = conf
+        self.reportclient = reportclient
+        self.scheduler_api = scheduler_api
+        self.compute_api = compute_api
+
+    # Resize and cold migration ---------------------------------------------
+
+    def migrate_server(self, context, instance_uuid: str,
+                       migration_uuid: str,
+                       requested_host: str | None) -> str | None:
+        """Run a move the API recorded, up to VERIFY_RESIZE or rolled
+        back. Never raises: the outcome is in the migration's status, and
+        the reason of a failure is returned (None when it finished)."""
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        if not _expect(migration, ('pre-migrating', 'accepted')):
+            return None
+        source = migration['source_compute']
+        excluded = {source}
+        if migration['migration_type'] == 'resize' and \
+                self.conf.allow_resize_to_same_host:
+            excluded = set()
+        try:
+            self.reportclient.move_allocations(
+                instance_uuid, migration_uuid,
+                report.CONSUMER_TYPE_MIGRATION)
+        except exception.NovaException as exc:
+            self._roll_back(context, instance_uuid, migration, None, False,
+                            'the source allocation could not be moved to '
+                            'the migration: %s' % exc.message)
+            return exc.message
+        dest = None
+        stopped = False
+        try:
+            dest = self._prepare_destination(context, instance_uuid,
+                                             migration, excluded,
+                                             requested_host)
+            # The source of an evacuation is down: nothing to stop there.
+            if migration['migration_type'] != 'evacuation':
+                self.compute_api.resize_instance(context, source,
+                                                 instance_uuid,
+                                                 migration_uuid)
+                stopped = True
+            self.compute_api.finish_resize(context, dest, instance_uuid,
+                                           migration_uuid)
+        except Exception as exc:
+            reason = getattr(exc, 'message', None) or str(exc)
+            if not isinstance(exc, exception.NoValidHost):
+                LOG.exception('Migration %s of instance %s failed',
+                              migration_uuid, instance_uuid)
+            self._roll_back(context, instance_uuid, migration, dest,
+                            stopped, reason)
+            return reason
+        LOG.info('Instance %s: %s %s finished on %s', instance_uuid,
+                 migration['migration_type'], migration_uuid, dest)
+        return None
+
+    def _prepare_destination(self, context, instance_uuid: str,
+                             migration: dict, excluded: set[str],
+                             requested_host: str | None) -> str:
+        """Schedule and claim a destination whose compute claimed the
+        devices; the host. NoValidHost when every try failed."""
+        failures = []
+        for _attempt in range(self.conf.scheduler.max_attempts):
+            try:
+                selection = self.scheduler_api.select_destination_for_move(
+                    context, instance_uuid, migration['uuid'],
+                    sorted(excluded), requested_host)
+            except exception.NoValidHost as exc:
+                if failures:
+                    raise exception.NoValidHost(reason='%s. Earlier '
+                                                'attempts: %s' % (
+                                                    exc.message,
+                                                    '; '.join(failures)))
+                raise
+            host = selection['host']
+            db.migration_update(context, migration['uuid'], {
+                'dest_compute': host, 'dest_host': host,
+                'dest_node': selection['nodename']})
+            try:
+                self.compute_api.prep_resize(
+                    context, host, instance_uuid, migration['uuid'],
+                    selection['mappings'])
+                return host
+            except exception.RescheduledException as exc:
+                reason = exc.kwargs.get('reason', exc.message)
+                LOG.warning('Migration %s: destination %s failed, trying '
+                            'another: %s', migration['uuid'], host, reason)
+                failures.append('%s: %s' % (host, reason))
+                excluded.add(host)
+                self.reportclient.delete_allocation_for_instance(
+                    instance_uuid)
+        raise exception.NoValidHost(reason=(
+            'every destination tried failed ([scheduler]max_attempts = %d):'
+            ' %s' % (self.conf.scheduler.max_attempts, '; '.join(failures))))
+
+    def _roll_back(self, context, instance_uuid: str, migration: dict,
+                   dest: str | None, stopped: bool, reason: str) -> None:
+        """Undo a move that did not finish: destination freed, source
+        allocation back to the instance, guest running on the source."""
+        migration_uuid = migration['uuid']
+        LOG.warning('Migration %s of instance %s failed, rolling back: %s',
+                    migration_uuid, instance_uuid, reason)
+        try:
+            if dest is not None:
+                self._undo_destination(context, dest, instance_uuid,
+                                       migration_uuid)
+            # Only while the migration holds the source: if it does not,
+            # the move never started or was rolled back already, and the
+            # instance's allocation is the source's.
+            if self.reportclient.get_allocations_for_consumer(
+                    migration_uuid)['allocations']:
+                self.reportclient.delete_allocation_for_instance(
+                    instance_uuid)
+                self.reportclient.move_allocations(
+                    migration_uuid, instance_uuid,
+                    report.CONSUMER_TYPE_INSTANCE)
+            # Over before the server shows ACTIVE again: the instance is
+            # on its source host, which owns what it holds there.
+            db.migration_update(context, migration_uuid,
+                                {'status': _failed(migration)})
+            if stopped:
+                self.compute_api.finish_revert_resize(
+                    context, migration['source_compute'], instance_uuid,
+                    migration_uuid)
+            else:
+                db.instance_update(context, instance_uuid,
+                                   {'task_state': None})
+        except Exception as exc:
+            LOG.exception('Rolling back migration %s of instance %s failed',
+                          migration_uuid, instance_uuid)
+            db.migration_update(context, migration_uuid,
+                                {'status': _failed(migration)})
+            self._set_error(context, instance_uuid, 'Migration %s failed '
+                            '(%s) and could not be rolled back: %s' % (
+                                migration_uuid, reason,
+                                getattr(exc, 'message', None) or exc))
+
+    def _undo_destination(self, context, dest: str, instance_uuid: str,
+                          migration_uuid: str) -> None:
+        """Have the destination remove the guest and free the devices of
+        a move being rolled back. A destination that is down or does not
+        answer frees them itself once the move is over: at its restart or
+        in its periodic audit the instance is not its (see
+        ``ComputeManager.release_unowned``)."""
+        if not self._is_up(context, dest):
+            LOG.warning('Migration %s: destination %s is down; it frees '
+                        'what it holds for instance %s when it starts',
+                        migration_uuid, dest, instance_uuid)
+            return
+        try:
+            self.compute_api.revert_resize(context, dest, instance_uuid,
+                                           migration_uuid)
+        except Exception as exc:
+            LOG.warning('Migration %s: destination %s did not undo its '
+                        'part (%s); its audit or restart frees what it '
+                        'holds for instance %s', migration_uuid, dest,
+                        getattr(exc, 'message', None) or exc, instance_uuid)
+
+    def recover(self, context, instance_uuid: str,
+                migration_uuid: str) -> str | None:
+        """Finish or roll back a move whose conductor died: a confirm or
+        revert is done again (every step is idempotent), a move that had
+        not finished is rolled back (its reason is returned)."""
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        status = migration['status']
+        if status == 'confirming':
+            return self.confirm_resize(context, instance_uuid,
+                                       migration_uuid)
+        if status == 'reverting':
+            return self.revert_resize(context, instance_uuid, migration_uuid)
+        if status in db.MIGRATION_DRIVEN_STATUSES:
+            reason = 'its conductor stopped while it was %s' % status
+            self._roll_back(
+                context, instance_uuid, migration,
+                migration['dest_compute'],
+                status in ('migrating', 'post-migrating'), reason)
+            return reason
+        return None
+
+    # Confirm and revert ------------------------------------------------------
+
+    def confirm_resize(self, context, instance_uuid: str,
+                       migration_uuid: str) -> str | None:
+        """Free the source of a finished move (the API set the migration
+        ``confirming``); the server is ACTIVE on the destination.
+
+        A source compute that is down frees its devices and guest when
+        it starts again (the instance is no longer on it and the move is
+        over); the allocation is freed here either way.
+        """
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        if not _expect(migration, ('confirming',)):
+            return None
+        source = migration['source_compute']
+        try:
+            if self._is_up(context, source):
+                self.compute_api.confirm_resize(context, source,
+                                                instance_uuid,
+                                                migration_uuid)
+            else:
+                LOG.warning('Confirming migration %s without its source '
+                            'compute %s, which is down; it frees the '
+                            'instance\'s devices when it starts',
+                            migration_uuid, source)
+            self.reportclient.delete_allocation_for_instance(migration_uuid)
+        except Exception as exc:
+            LOG.exception('Confirming migration %s of instance %s failed',
+                          migration_uuid, instance_uuid)
+            reason = 'Confirming migration %s failed: %s' % (
+                migration_uuid, getattr(exc, 'message', None) or exc)
+            self._set_error(context, instance_uuid, reason)
+            db.migration_update(context, migration_uuid, {'status': 'error'})
+            return reason
+        db.migration_update(context, migration_uuid, {'status': 'confirmed'})
+        db.instance_update(context, instance_uuid,
+                           {'vm_state': 'active', 'task_state': None})
+        LOG.info('Instance %s: migration %s confirmed', instance_uuid,
+                 migration_uuid)
+        return None
+
+    def revert_resize(self, context, instance_uuid: str,
+                      migration_uuid: str) -> str | None:
+        """Put a finished move back (the API set the migration
+        ``reverting``): the server runs on its source again with the old
+        flavor and devices, which it never let go."""
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        if not _expect(migration, ('reverting',)):
+            return None
+        try:
+            self.compute_api.revert_resize(
+                context, migration['dest_compute'], instance_uuid,
+                migration_uuid)
+            self.reportclient.delete_allocation_for_instance(instance_uuid)
+            self.reportclient.move_allocations(
+                migration_uuid, instance_uuid, report.CONSUMER_TYPE_INSTANCE)
+            self.compute_api.finish_revert_resize(
+                context, migration['source_compute'], instance_uuid,
+                migration_uuid)
+        except Exception as exc:
+            LOG.exception('Reverting migration %s of instance %s failed',
+                          migration_uuid, instance_uuid)
+            reason = 'Reverting migration %s failed: %s' % (
+                migration_uuid, getattr(exc, 'message', None) or exc)
+            self._set_error(context, instance_uuid, reason)
+            db.migration_update(context, migration_uuid, {'status': 'error'})
+            return reason
+        LOG.info('Instance %s: migration %s reverted', instance_uuid,
+                 migration_uuid)
+        return None
+
+    # Helpers -------------------------------------------------------------
+
+    def _is_up(self, context, host: str) -> bool:
+        try:
+            service = db.service_get_by_host_and_binary(
+                context, host, compute_rpcapi.BINARY)
+        except exception.ServiceHostBinaryNotFound:
+            return False
+        return servicegroup.is_up(service, self.conf)
+
+    @staticmethod
+    def _set_error(context, instance_uuid: str, message: str) -> None:
+        LOG.error('Instance %s: %s', instance_uuid, message)
+        try:
+            db.instance_update(context, instance_uuid, {
+                'vm_state': 'error', 'task_state': None,
+                'fault_message': message})
+        except exception.InstanceNotFound:
+            pass
+
+
+def _expect(migration: dict, statuses: tuple[str, ...]) -> bool:
+    """True if the migration is in one of ``statuses``; a step for a
+    move that is past it (a late or replayed message) is logged and
+    skipped."""
+    if migration['status'] in statuses:
+        return True
+    LOG.info('Ignoring a step of migration %s: it is %s, not %s',
+             migration['uuid'], migration['status'], ' or '.join(statuses))
+    return False
+
+
+def _failed(migration: dict) -> str:
+    """The status of a failed move, as upstream: evacuations 'failed',
+    resizes and cold migrations 'error'."""
+    return 'failed' if migration['migration_type'] == 'evacuation' \
+        else 'error'

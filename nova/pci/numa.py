@@ -1,0 +1,176 @@
+"""PCI NUMA affinity: which devices may serve a guest, and where it runs.
+
+This fork has no ``hw:numa_nodes`` and no NUMA providers in Placement, so
+the guest's NUMA placement is derived from its PCI devices:
+
+* if any PCI request has policy ``required`` or ``socket``, the guest is
+  confined to one host NUMA node (its vCPUs to that node's CPUs, its
+  memory strictly to that node). That node is the one of the ``required``
+  devices, which must therefore all sit on a single node; without
+  ``required`` requests it is the node holding most ``socket`` devices
+  (lowest id on a tie). Every ``socket`` device must sit on that node's
+  socket. A device without NUMA information cannot satisfy either policy.
+* otherwise, with a ``preferred`` request, the guest follows its devices:
+  confined to their node when they all share one, unconfined when they
+  span nodes or report none; the scheduler tries candidates whose
+  ``preferred`` devices share one node first.
+* with ``legacy`` requests only (the default), nothing changes: as
+  upstream for a guest without a NUMA topology, devices are not
+  restricted and the guest is not confined.
+
+The same rules run twice: in the scheduler on the NUMA traits of the
+device providers of each allocation candidate (so an invalid candidate is
+never claimed) and on the compute on the claimed devices themselves (which
+then writes the placement into the guest XML).
+"""
+
+import collections
+import dataclasses
+from collections.abc import Iterable
+
+from nova import exception
+
+REQUIRED = 'required'
+PREFERRED = 'preferred'
+LEGACY = 'legacy'
+SOCKET = 'socket'
+_STRICT = (REQUIRED, SOCKET)
+
+# Traits on PCI providers (device, PF, static group): the NUMA node and
+# socket of the devices behind them, when all share one.
+NODE_TRAIT_PREFIX = 'CUSTOM_PCI_NUMA_NODE_'
+SOCKET_TRAIT_PREFIX = 'CUSTOM_PCI_SOCKET_'
+# Traits on device group providers: all member devices sit on one NUMA
+# node / one socket. Requested for required / socket group requests.
+NUMA_LOCAL_TRAIT = 'CUSTOM_PCI_NUMA_LOCAL'
+SOCKET_LOCAL_TRAIT = 'CUSTOM_PCI_SOCKET_LOCAL'
+# The host-level trait upstream requires for the socket policy.
+SOCKET_AFFINITY_TRAIT = 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'
+
+
+@dataclasses.dataclass(frozen=True)
+class Locality:
+    """Where a device (or a set of devices) sits; None when unknown."""
+
+    node: int | None = None
+    socket: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacedRequest:
+    """The devices one PCI request got, with its policy, for the checks.
+    ``label`` names the request in messages (e.g. the alias)."""
+
+    policy: str
+    label: str
+    devices: tuple[Locality, ...]
+
+
+def common_locality(localities: Iterable[Locality]) -> Locality:
+    """The node (socket) all ``localities`` share, else None for it."""
+    localities = list(localities)
+    nodes = {loc.node for loc in localities}
+    sockets = {loc.socket for loc in localities}
+    return Locality(node=nodes.pop() if len(nodes) == 1 else None,
+                    socket=sockets.pop() if len(sockets) == 1 else None)
+
+
+def locality_traits(locality: Locality) -> set[str]:
+    """Node and socket traits of a PCI provider at ``locality``."""
+    traits = set()
+    if locality.node is not None:
+        traits.add('%s%d' % (NODE_TRAIT_PREFIX, locality.node))
+    if locality.socket is not None:
+        traits.add('%s%d' % (SOCKET_TRAIT_PREFIX, locality.socket))
+    return traits
+
+
+def group_traits(localities: Iterable[Locality]) -> set[str]:
+    """Locality traits of a device group provider with these members."""
+    common = common_locality(localities)
+    traits = set()
+    if common.node is not None:
+        traits.add(NUMA_LOCAL_TRAIT)
+    if common.socket is not None:
+        traits.add(SOCKET_LOCAL_TRAIT)
+    return traits
+
+
+def locality_from_traits(traits: Iterable[str]) -> Locality:
+    """The locality a PCI provider's traits report."""
+    values = {}
+    for trait in traits:
+        for key, prefix in (('node', NODE_TRAIT_PREFIX),
+                            ('socket', SOCKET_TRAIT_PREFIX)):
+            suffix = trait[len(prefix):]
+            if trait.startswith(prefix) and suffix.isdecimal():
+                values[key] = int(suffix)
+    return Locality(**values)
+
+
+def _describe(localities: Iterable[Locality], what: str) -> str:
+    values = sorted({getattr(loc, what) for loc in localities},
+                    key=lambda v: (v is None, v))
+    return ', '.join('unknown' if v is None else str(v) for v in values)
+
+
+def _violation(request: PlacedRequest, reason: str
+               ) -> exception.PciNumaAffinityViolation:
+    return exception.PciNumaAffinityViolation(
+        label=request.label, policy=request.policy, reason=reason)
+
+
+def guest_nodes(requests: list[PlacedRequest]) -> tuple[int, ...]:
+    """The host NUMA node(s) the guest is confined to (see the module
+    docstring); empty when it is not confined.
+
+    Raises PciNumaAffinityViolation naming the request, its policy and
+    the nodes its devices sit on when the devices break a policy.
+    """
+    # A request without devices (not placed through Placement) has
+    # nothing to check.
+    strict = [r for r in requests if r.policy in _STRICT and r.devices]
+    if not strict:
+        if not any(r.policy == PREFERRED for r in requests):
+            return ()
+        common = common_locality(loc for r in requests for loc in r.devices)
+        return (common.node,) if common.node is not None else ()
+    for request in strict:
+        if any(loc.node is None for loc in request.devices):
+            raise _violation(request, 'a device reports no NUMA node')
+    required = [r for r in strict if r.policy == REQUIRED]
+    if required:
+        nodes = {loc.node for r in required for loc in r.devices}
+        if len(nodes) > 1:
+            request = required[0]
+            raise _violation(request, (
+                'its devices sit on NUMA nodes %s but the guest runs on a '
+                'single NUMA node' % _describe(
+                    [loc for r in required for loc in r.devices], 'node')))
+        anchor = nodes.pop()
+        anchor_socket = next(loc.socket for r in required
+                             for loc in r.devices)
+    else:
+        counts = collections.Counter(loc.node for r in strict
+                                     for loc in r.devices)
+        anchor = min(counts, key=lambda node: (-counts[node], node))
+        anchor_socket = next(loc.socket for r in strict
+                             for loc in r.devices if loc.node == anchor)
+    for request in strict:
+        if request.policy != SOCKET:
+            continue
+        if anchor_socket is None or any(loc.socket != anchor_socket
+                                        for loc in request.devices):
+            raise _violation(request, (
+                'its devices sit on sockets %s but the guest runs on NUMA '
+                'node %d of socket %s' % (
+                    _describe(request.devices, 'socket'), anchor,
+                    'unknown' if anchor_socket is None else anchor_socket)))
+    return (anchor,)
+
+
+def prefers_local(requests: list[PlacedRequest]) -> bool:
+    """True unless a ``preferred`` request's devices span NUMA nodes (or
+    report none): what the scheduler tries first."""
+    return all(common_locality(r.devices).node is not None
+               for r in requests if r.policy == PREFERRED)

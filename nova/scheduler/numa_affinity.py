@@ -1,0 +1,63 @@
+"""PCI NUMA affinity of allocation candidates (see nova.pci.numa).
+
+Placement already refuses device groups that span NUMA nodes (sockets)
+for ``required`` (``socket``) group requests, through the group
+providers' locality traits. What one query cannot say is that devices of
+different request groups share a node; this module checks that on each
+candidate, from the NUMA traits Placement returns in
+``provider_summaries``, before the scheduler orders and claims them.
+"""
+
+from nova import exception
+from nova.pci import numa as pci_numa
+from nova.scheduler import request_builder
+
+
+def _placed(candidate: dict, summaries: dict,
+            request: request_builder.ResourceRequest,
+            pci_requests: list) -> list[pci_numa.PlacedRequest]:
+    """The device localities each PCI request gets in ``candidate``."""
+    mappings = candidate.get('mappings', {})
+    placed = []
+    for pci_req in pci_requests:
+        localities = tuple(
+            pci_numa.locality_from_traits(
+                summaries.get(rp_uuid, {}).get('traits', ()))
+            for suffix in request.pci_group_suffixes(pci_req.request_id)
+            for rp_uuid in mappings.get(suffix, []))
+        placed.append(pci_numa.PlacedRequest(
+            policy=pci_req.numa_policy,
+            label='%s:%d' % (pci_req.alias_name, pci_req.count),
+            devices=localities))
+    return placed
+
+
+def filter_candidates(candidates: list[dict], response: dict,
+                      request: request_builder.ResourceRequest,
+                      pci_requests: list) -> tuple[list[dict], list[str]]:
+    """Split ``candidates`` into those whose devices meet every request's
+    NUMA policy and the distinct reasons the others do not."""
+    summaries = response.get('provider_summaries', {})
+    kept, reasons = [], []
+    for candidate in candidates:
+        try:
+            pci_numa.guest_nodes(_placed(candidate, summaries, request,
+                                         pci_requests))
+        except exception.PciNumaAffinityViolation as exc:
+            if exc.message not in reasons:
+                reasons.append(exc.message)
+            continue
+        kept.append(candidate)
+    return kept, reasons
+
+
+def prefer_local(selections: list, response: dict,
+                 request: request_builder.ResourceRequest,
+                 pci_requests: list) -> list:
+    """``selections`` with those whose ``preferred`` requests have all
+    their devices on one NUMA node first, each part in its given order."""
+    summaries = response.get('provider_summaries', {})
+    return sorted(selections, key=lambda selection: not
+                  pci_numa.prefers_local(_placed(
+                      selection.allocation_request, summaries, request,
+                      pci_requests)))
