@@ -90,7 +90,6 @@ class TestMigrationSqlite(test.TestCase):
             )).one()
         self.assertEqual(('u1', None, None), tuple(row))
 
-
     def test_services_upgrade_backfills_uuids(self):
         path = self.useFixture(fixtures.TempDir()).path
         url = self._database().url if self.BACKEND else \
