@@ -91,7 +91,8 @@ class TestDisabledCompute(ServicesTestBase):
         first = self.boot(self.flavors[8], 'first')
         self.assertEqual('cmp2', first['OS-EXT-SRV-ATTR:host'])
         # cmp1's eight GPUs are free, yet nothing may land there.
-        self.boot(self.flavors[8], 'second', status='ERROR')
+        refused = self.boot(self.flavors[8], 'second', status='ERROR')
+        self.assertIn('cmp1 is disabled', refused['fault']['message'])
         self.assertEqual(frozenset(), frozenset().union(*(
             self.gpus_on('cmp1', s['id']) for s in self.api(
                 'GET', '/servers/detail')['servers'])))
