@@ -27,6 +27,7 @@ from nova.api import policy
 from nova.api import request_guard
 from nova.api import server_actions
 from nova.api import servers
+from nova.api import services
 from nova.api import versions
 from nova import exception
 
@@ -184,6 +185,8 @@ def _build_router() -> _Router:
     router.add(p + '/servers/{server_id}/migrations/{migration_id}',
                GET=migrations.server_show)
     router.add(p + '/os-migrations', GET=migrations.index)
+    router.add(p + '/os-services', GET=services.index)
+    router.add(p + '/os-services/{service_id}', PUT=services.update)
     router.add(p + '/limits', GET=misc.limits)
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',

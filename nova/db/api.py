@@ -141,11 +141,26 @@ def service_get_by_host_and_binary(context, host: str, binary: str) -> dict:
 
 
 @context_manager.reader
-def service_get_all(context, binary: str | None = None) -> list[dict]:
-    """Return all services (of one binary if given), ordered by id."""
+def service_get_by_uuid(context, uuid: str) -> dict:
+    """Return the service whose uuid is ``uuid``; ServiceNotFound if none.
+    """
+    service = context.session.scalars(
+        sa.select(models.Service).filter_by(uuid=uuid)).first()
+    if service is None:
+        raise exception.ServiceNotFound(service_id=uuid)
+    return service.to_dict()
+
+
+@context_manager.reader
+def service_get_all(context, binary: str | None = None,
+                    host: str | None = None) -> list[dict]:
+    """Return all services (of one binary, on one host, if given),
+    ordered by id."""
     query = sa.select(models.Service).order_by(models.Service.id)
     if binary is not None:
         query = query.filter_by(binary=binary)
+    if host is not None:
+        query = query.filter_by(host=host)
     return [service.to_dict() for service in context.session.scalars(query)]
 
 

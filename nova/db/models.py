@@ -9,6 +9,7 @@ import datetime
 
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy import types
@@ -55,15 +56,25 @@ class Service(Base):
     __table_args__ = (
         sa.UniqueConstraint('host', 'binary',
                             name='uniq_services0host0binary'),
+        sa.UniqueConstraint('uuid', name='uniq_services0uuid'),
         _MYSQL_ARGS,
     )
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    # The service's id in the Compute API from microversion 2.53.
+    uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), default=uuidutils.generate_uuid)
     host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     binary: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     topic: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # Disabled: the scheduler gives it no new instances.
     disabled: orm.Mapped[bool] = orm.mapped_column(sa.Boolean,
                                                    default=False)
+    disabled_reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    # Forced down by an operator: down whatever its heartbeats say.
+    forced_down: orm.Mapped[bool] = orm.mapped_column(sa.Boolean,
+                                                      default=False)
     report_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
     last_seen_up: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)

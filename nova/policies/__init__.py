@@ -57,6 +57,8 @@ MIGRATE_HOST = 'os_compute_api:os-migrate-server:migrate:host'
 MIGRATIONS_INDEX = 'os_compute_api:os-migrations:index'
 SERVER_MIGRATIONS = 'os_compute_api:servers:migrations:index'
 EVACUATE = 'os_compute_api:os-evacuate'
+SERVICES_LIST = 'os_compute_api:os-services:list'
+SERVICES_UPDATE = 'os_compute_api:os-services:update'
 
 
 def _rule(name: str, check: str, description: str,
@@ -190,4 +192,13 @@ def list_rules() -> list[policy.RuleDefault]:
               'List and show the moves of a server in progress.',
               [('GET', '/servers/{server_id}/migrations'),
                ('GET', '/servers/{server_id}/migrations/{migration_id}')]),
+        _rule(SERVICES_LIST, ADMIN, 'List compute services.',
+              [('GET', '/os-services')]),
+        _rule(SERVICES_UPDATE, ADMIN,
+              'Enable or disable a compute service, force it down or up.',
+              [('PUT', '/os-services/{service_id}'),
+               ('PUT', '/os-services/enable'),
+               ('PUT', '/os-services/disable'),
+               ('PUT', '/os-services/disable-log-reason'),
+               ('PUT', '/os-services/force-down')]),
     ]

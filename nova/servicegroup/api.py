@@ -7,6 +7,12 @@ last report is at most ``[DEFAULT]service_down_time`` seconds old; a row
 that never reported counts from its creation, as upstream Nova does, so a
 service registered a moment ago is up. Clocks of the hosts must agree to
 well within ``service_down_time`` (NTP), as for upstream Nova.
+
+An operator may force a service down (``forced_down``, through
+``PUT /os-services``): it is then down whatever its heartbeats say, so its
+instances can be evacuated at once instead of after
+``service_down_time``. That is the operator's promise that the host is
+really dead (fenced); nova cannot check it.
 """
 
 import datetime
@@ -57,11 +63,12 @@ def last_seen(service: dict) -> datetime.datetime | None:
 
 def is_up(service: dict | None, conf: cfg.ConfigOpts,
           now: datetime.datetime | None = None) -> bool:
-    """True if ``service`` reported within ``[DEFAULT]service_down_time``.
+    """True if ``service`` reported within ``[DEFAULT]service_down_time``
+    and is not forced down.
 
     A missing row (None) is down: nothing there ever reported.
     """
-    if service is None:
+    if service is None or service.get('forced_down'):
         return False
     seen = last_seen(service)
     if seen is None:
@@ -74,6 +81,8 @@ def down_reason(service: dict | None, host: str,
                 now: datetime.datetime | None = None) -> str:
     """Why ``host`` counts as down, for logs and NoValidHost reasons,
     e.g. ``hgx-2 is down (last seen 73s ago)``."""
+    if service is not None and service.get('forced_down'):
+        return '%s is down (forced down by an operator)' % host
     seen = last_seen(service) if service is not None else None
     if seen is None:
         return '%s is down (no service has ever reported from it)' % host

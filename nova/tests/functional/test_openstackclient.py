@@ -143,3 +143,27 @@ class TestOpenStackClient(boot.BootTestBase):
         self.assertEqual(['confirmed'], [m['Status'] for m in migrations])
         self.osc('server', 'delete', '--wait', server['id'])
         self.assert_nothing_held(server['id'])
+
+    def test_compute_service_set_down_and_disable(self):
+        def listed():
+            return {s['Host']: s for s in self.osc_json(
+                'compute', 'service', 'list', '--service', 'nova-compute',
+                '--long')}
+
+        service = listed()['cmp1']
+        self.assertEqual(('enabled', 'up', False), (
+            service['Status'], service['State'], service['Forced Down']))
+        self.osc('compute', 'service', 'set', '--down', 'cmp1',
+                 'nova-compute')
+        self.osc('compute', 'service', 'set', '--disable',
+                 '--disable-reason', 'NVSwitch RMA', 'cmp1', 'nova-compute')
+        service = listed()['cmp1']
+        self.assertEqual(('disabled', 'down', True, 'NVSwitch RMA'), (
+            service['Status'], service['State'], service['Forced Down'],
+            service['Disabled Reason']))
+        self.osc('compute', 'service', 'set', '--up', '--enable', 'cmp1',
+                 'nova-compute')
+        service = listed()['cmp1']
+        self.assertEqual(('enabled', 'up', False, None), (
+            service['Status'], service['State'], service['Forced Down'],
+            service['Disabled Reason']))

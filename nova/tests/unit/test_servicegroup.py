@@ -68,6 +68,15 @@ class TestUpDown(test.TestCase):
             'hgx-2 is down (last seen 73s ago, at 2026-01-01 11:58:47 UTC)',
             servicegroup.down_reason(self._service(73), 'hgx-2', NOW))
 
+    def test_forced_down_is_down_even_when_reporting(self):
+        service = dict(self._service(1), forced_down=True)
+        self.assertFalse(servicegroup.is_up(service, self.conf, NOW))
+        self.assertEqual(
+            'hgx-2 is down (forced down by an operator)',
+            servicegroup.down_reason(service, 'hgx-2', NOW))
+        service['forced_down'] = False
+        self.assertTrue(servicegroup.is_up(service, self.conf, NOW))
+
 
 class _Manager(manager.Manager):
     binary = 'nova-scheduler'
@@ -119,6 +128,20 @@ class TestHeartbeats(test.TestCase):
                                   'conductor')
         self.assertEqual(1, self._row('cond-1',
                                       'nova-conductor')['report_count'])
+
+    def test_heartbeats_keep_forced_down(self):
+        servicegroup.report_state(self.ctx, 'cpu-1', 'nova-compute',
+                                  'compute')
+        row = self._row('cpu-1', 'nova-compute')
+        self.assertFalse(row['forced_down'])
+        self.assertEqual(36, len(row['uuid']))
+        db.service_update(self.ctx, row['id'], {'forced_down': True})
+        servicegroup.report_state(self.ctx, 'cpu-1', 'nova-compute',
+                                  'compute')
+        row = self._row('cpu-1', 'nova-compute')
+        self.assertEqual(2, row['report_count'])
+        self.assertTrue(row['forced_down'])
+        self.assertFalse(servicegroup.is_up(row, _conf()))
 
     def test_service_reports_before_init_host_and_periodically(self):
         conf = _conf(report_interval=1, host='sched-1')

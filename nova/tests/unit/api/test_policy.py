@@ -53,6 +53,8 @@ ROUTE_RULES = {
         policies.SERVER_MIGRATIONS,
     ('GET', '/v2.1/servers/{server_id}/migrations/{migration_id}'):
         policies.SERVER_MIGRATIONS,
+    ('GET', '/v2.1/os-services'): policies.SERVICES_LIST,
+    ('PUT', '/v2.1/os-services/{service_id}'): policies.SERVICES_UPDATE,
 }
 # Answered without a token, as upstream: version discovery.
 PUBLIC_ROUTES = {('GET', '/'), ('GET', '/v2.1'), ('GET', '/v2.1/'),
@@ -67,6 +69,8 @@ BODIES = {
     ('POST', '/v2.1/servers'): {'server': {'name': 'vm', 'flavorRef': 'f1'}},
     ('POST', '/v2.1/servers/{server_id}/action'):
         {'reboot': {'type': 'SOFT'}},
+    ('PUT', '/v2.1/os-services/{service_id}'):
+        {'host': 'cmp1', 'binary': 'nova-compute'},
 }
 
 
@@ -112,7 +116,8 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
         server = self.boot(fakes.ADMIN)
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
                   'server_id': server, 'image_id': 'cirros',
-                  'request_id': 'req-unknown', 'migration_id': '1'}
+                  'request_id': 'req-unknown', 'migration_id': '1',
+                  'service_id': 'disable'}
         for (method, template), rule in sorted(ROUTE_RULES.items()):
             self.use_policy_file({rule: '!'})
             response = self.request(method, template.format(**values),

@@ -16,7 +16,7 @@ from nova.tests.fixtures import database as db_fixture
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations'}
-HEAD = '0004_migrations'
+HEAD = '0005_services'
 
 
 class TestMigrationSqlite(test.TestCase):
@@ -57,6 +57,7 @@ class TestMigrationSqlite(test.TestCase):
                     for u in inspector.get_unique_constraints(table)}
             for table in TABLES}
         self.assertIn(('host', 'binary'), uniques['services'])
+        self.assertIn(('uuid',), uniques['services'])
         self.assertIn(('hypervisor_hostname',), uniques['compute_nodes'])
         self.assertIn(('compute_node_id', 'address'),
                       uniques['pci_devices'])
@@ -88,6 +89,36 @@ class TestMigrationSqlite(test.TestCase):
                 'SELECT uuid, build_owner, build_heartbeat FROM instances'
             )).one()
         self.assertEqual(('u1', None, None), tuple(row))
+
+    def test_services_upgrade_backfills_uuids(self):
+        path = self.useFixture(fixtures.TempDir()).path
+        url = self._database().url if self.BACKEND else \
+            'sqlite:///' + os.path.join(path, 'old.sqlite')
+        engine = sa.create_engine(url)
+        self.addCleanup(engine.dispose)
+        with engine.begin() as connection:
+            config = migration._alembic_config(connection)
+            if self.BACKEND:
+                alembic_command.downgrade(config, '0004_migrations')
+            else:
+                alembic_command.upgrade(config, '0004_migrations')
+            for host in ('hgx-1', 'hgx-2'):
+                connection.execute(sa.text(
+                    "INSERT INTO services (host, %s, disabled, "
+                    "report_count) VALUES (:host, 'nova-compute', :off, 0)"
+                    % connection.dialect.identifier_preparer.quote(
+                        'binary')), {'host': host, 'off': False})
+        migration.db_sync(engine)
+        with engine.connect() as connection:
+            rows = connection.execute(sa.text(
+                'SELECT uuid, forced_down, disabled_reason FROM services'
+            )).all()
+        self.assertEqual(2, len(rows))
+        self.assertEqual(2, len({row[0] for row in rows}))
+        for uuid, forced_down, reason in rows:
+            self.assertEqual(36, len(uuid))
+            self.assertFalse(forced_down)
+            self.assertIsNone(reason)
 
 
 class TestMigrationMySQL(TestMigrationSqlite):

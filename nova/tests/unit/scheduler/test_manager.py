@@ -136,6 +136,18 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
 
         self.assertEqual('cmp1', self._select(instance)['host'])
 
+    def test_skips_forced_down_compute_services(self):
+        self.hosts.add_host('cmp1')
+        self.hosts.add_host('cmp2')
+        self.hosts.use('cmp2', [1])     # the fuller host is preferred...
+        service = db.service_get_by_host_and_binary(
+            self.context, 'cmp2', 'nova-compute')
+        db.service_update(self.context, service['id'],
+                          {'forced_down': True})  # ...but forced down
+        instance = fakes.create_instance(self.context, 1)
+
+        self.assertEqual('cmp1', self._select(instance)['host'])
+
     def test_no_valid_host_says_which_computes_are_down(self):
         self.hosts.add_host('hgx-2')
         self.hosts.last_seen('hgx-2', 300)
