@@ -69,20 +69,15 @@ def _reboot(req, instance: dict, value) -> tuple:
     return 202, None
 
 
-def _stop(req, instance: dict, value) -> tuple:
-    req.policy.authorize(req.context, policies.SERVERS_STOP,
-                         _target(instance))
-    _check('os-stop', value, _NULL)
-    req.compute_api.stop(req.context, instance['uuid'])
-    return 202, None
-
-
-def _start(req, instance: dict, value) -> tuple:
-    req.policy.authorize(req.context, policies.SERVERS_START,
-                         _target(instance))
-    _check('os-start', value, _NULL)
-    req.compute_api.start(req.context, instance['uuid'])
-    return 202, None
+def _null_body_action(name: str, rule: str, method: str):
+    """The handler of an action whose body is null: check ``rule``, then
+    call the compute API's ``method`` with the server's uuid."""
+    def handler(req, instance: dict, value) -> tuple:
+        req.policy.authorize(req.context, rule, _target(instance))
+        _check(name, value, _NULL)
+        getattr(req.compute_api, method)(req.context, instance['uuid'])
+        return 202, None
+    return handler
 
 
 def _rebuild(req, instance: dict, value) -> tuple:
@@ -98,21 +93,6 @@ def _rebuild(req, instance: dict, value) -> tuple:
         instance = db.instance_update(req.context, instance['uuid'],
                                       {'display_name': value['name']})
     return 202, {'server': servers.detail_view(req, instance)}
-
-
-def _shelve(req, instance: dict, value) -> tuple:
-    req.policy.authorize(req.context, policies.SHELVE, _target(instance))
-    _check('shelve', value, _NULL)
-    req.compute_api.shelve(req.context, instance['uuid'])
-    return 202, None
-
-
-def _shelve_offload(req, instance: dict, value) -> tuple:
-    req.policy.authorize(req.context, policies.SHELVE_OFFLOAD,
-                         _target(instance))
-    _check('shelveOffload', value, _NULL)
-    req.compute_api.shelve_offload(req.context, instance['uuid'])
-    return 202, None
 
 
 def _unshelve(req, instance: dict, value) -> tuple:
@@ -229,11 +209,13 @@ def _evacuate(req, instance: dict, body) -> tuple:
 
 ACTIONS = {
     'reboot': _reboot,
-    'os-stop': _stop,
-    'os-start': _start,
+    'os-stop': _null_body_action('os-stop', policies.SERVERS_STOP, 'stop'),
+    'os-start': _null_body_action('os-start', policies.SERVERS_START,
+                                  'start'),
     'rebuild': _rebuild,
-    'shelve': _shelve,
-    'shelveOffload': _shelve_offload,
+    'shelve': _null_body_action('shelve', policies.SHELVE, 'shelve'),
+    'shelveOffload': _null_body_action(
+        'shelveOffload', policies.SHELVE_OFFLOAD, 'shelve_offload'),
     'unshelve': _unshelve,
     'resize': _resize,
     'confirmResize': _confirm,

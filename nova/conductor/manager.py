@@ -162,14 +162,23 @@ class ConductorManager(manager.Manager):
         for a build that is driven already, or no longer waits for a
         host, is ignored.
         """
-        if not db.instance_build_lease_take(context, instance_uuid,
-                                            self.owner, self._stale_before(),
-                                            any_unowned=True):
-            LOG.info('Ignoring the build request of instance %s: it is '
-                     'driven by another conductor or no longer waits to be '
-                     'scheduled', instance_uuid)
-            return
-        self._drive(context, instance_uuid, False)
+        if self._take_new_lease(context, instance_uuid, 'build',
+                                'scheduled'):
+            self._drive(context, instance_uuid, False)
+
+    def _take_new_lease(self, context, instance_uuid: str, request: str,
+                        waiting_to_be: str) -> bool:
+        """Take the lease of a build or unshelve this conductor was asked
+        to drive; False (logged) if another conductor drives it or it no
+        longer waits."""
+        if db.instance_build_lease_take(context, instance_uuid, self.owner,
+                                        self._stale_before(),
+                                        any_unowned=True):
+            return True
+        LOG.info('Ignoring the %s request of instance %s: it is driven by '
+                 'another conductor or no longer waits to be %s', request,
+                 instance_uuid, waiting_to_be)
+        return False
 
     def unshelve_instance(self, context, instance_uuid: str) -> None:
         """Schedule a SHELVED_OFFLOADED server (``unshelving``) again and
@@ -180,12 +189,8 @@ class ConductorManager(manager.Manager):
         SHELVED_OFFLOADED again with no task state and nothing held, the
         reason in ``fault_message`` and in the unshelve action's events.
         """
-        if not db.instance_build_lease_take(context, instance_uuid,
-                                            self.owner, self._stale_before(),
-                                            any_unowned=True):
-            LOG.info('Ignoring the unshelve request of instance %s: it is '
-                     'driven by another conductor or no longer waits to be '
-                     'unshelved', instance_uuid)
+        if not self._take_new_lease(context, instance_uuid, 'unshelve',
+                                    'unshelved'):
             return
         with instance_actions.step(context, instance_uuid,
                                    'conductor_unshelve_instance') as step:

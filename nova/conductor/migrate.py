@@ -266,13 +266,8 @@ class MoveTasks:
                             migration_uuid, source)
             self.reportclient.delete_allocation_for_instance(migration_uuid)
         except Exception as exc:
-            LOG.exception('Confirming migration %s of instance %s failed',
-                          migration_uuid, instance_uuid)
-            reason = 'Confirming migration %s failed: %s' % (
-                migration_uuid, getattr(exc, 'message', None) or exc)
-            self._set_error(context, instance_uuid, reason)
-            db.migration_update(context, migration_uuid, {'status': 'error'})
-            return reason
+            return self._step_failed(context, instance_uuid, migration_uuid,
+                                     'Confirming', exc)
         db.migration_update(context, migration_uuid, {'status': 'confirmed'})
         db.instance_update(context, instance_uuid,
                            {'vm_state': 'active', 'task_state': None})
@@ -299,18 +294,26 @@ class MoveTasks:
                 context, migration['source_compute'], instance_uuid,
                 migration_uuid)
         except Exception as exc:
-            LOG.exception('Reverting migration %s of instance %s failed',
-                          migration_uuid, instance_uuid)
-            reason = 'Reverting migration %s failed: %s' % (
-                migration_uuid, getattr(exc, 'message', None) or exc)
-            self._set_error(context, instance_uuid, reason)
-            db.migration_update(context, migration_uuid, {'status': 'error'})
-            return reason
+            return self._step_failed(context, instance_uuid, migration_uuid,
+                                     'Reverting', exc)
         LOG.info('Instance %s: migration %s reverted', instance_uuid,
                  migration_uuid)
         return None
 
     # Helpers -------------------------------------------------------------
+
+    def _step_failed(self, context, instance_uuid: str, migration_uuid: str,
+                     doing: str, exc: Exception) -> str:
+        """A confirm or revert that failed half-way: the server goes to
+        ERROR and the migration to ``error`` (an operator must look);
+        returns the reason."""
+        LOG.exception('%s migration %s of instance %s failed', doing,
+                      migration_uuid, instance_uuid)
+        reason = '%s migration %s failed: %s' % (
+            doing, migration_uuid, getattr(exc, 'message', None) or exc)
+        self._set_error(context, instance_uuid, reason)
+        db.migration_update(context, migration_uuid, {'status': 'error'})
+        return reason
 
     def _is_up(self, context, host: str) -> bool:
         try:
