@@ -9,8 +9,8 @@ and 2.62 the event's ``host`` (admins) and ``hostId``.
 
 import hashlib
 
+from nova.api import servers
 from nova.db import api as db
-from nova import exception
 from nova import policies
 
 _TIME_FORMAT = '%Y-%m-%dT%H:%M:%S.%f'
@@ -23,15 +23,10 @@ def _time(value) -> str | None:
 def _instance(req, server_id: str, rule: str) -> dict:
     """The server (deleted ones from 2.21), if the caller may see its
     actions; servers of other projects do not exist for non-admins."""
-    context = req.context
     instance = db.instance_get_by_uuid(
-        context, server_id, read_deleted=req.api_version.at_least('2.21'))
-    if (instance.get('project_id') != context.project_id
-            and not context.is_admin):
-        raise exception.InstanceNotFound(instance_id=server_id)
-    req.policy.authorize(context, rule,
-                         {'project_id': instance.get('project_id')})
-    return instance
+        req.context, server_id,
+        read_deleted=req.api_version.at_least('2.21'))
+    return servers.check_access(req, instance, rule)
 
 
 def _action_view(req, action: dict) -> dict:

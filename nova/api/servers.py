@@ -189,17 +189,23 @@ def detail_view(req, instance: dict) -> dict:
 
 
 def get_instance(req, server_id: str, rule: str) -> dict:
-    """The instance, if the caller may act on it by ``rule``.
+    """The instance, if the caller may act on it by ``rule`` (see
+    :func:`check_access`)."""
+    return check_access(req, req.compute_api.get(req.context, server_id),
+                        rule)
+
+
+def check_access(req, instance: dict, rule: str) -> dict:
+    """``instance``, if the caller may act on it by ``rule``.
 
     As upstream, a server of another project does not exist for a caller
     who is not an admin (404, so ids of other projects leak nothing); in
     the caller's own project ``rule`` decides (403 when refused).
     """
     context = req.context
-    instance = req.compute_api.get(context, server_id)
     if (instance.get('project_id') != context.project_id
             and not context.is_admin):
-        raise exception.InstanceNotFound(instance_id=server_id)
+        raise exception.InstanceNotFound(instance_id=instance['uuid'])
     req.policy.authorize(context, rule,
                          {'project_id': instance.get('project_id')})
     return instance
