@@ -186,7 +186,19 @@ class ServiceProcess:
 
 
 class _Processes(fixtures.Fixture):
-    """Named service processes, stopped at cleanup."""
+    """Named service processes, stopped at cleanup, with their config and
+    logs in ``workdir`` (a temporary directory unless given)."""
+
+    def __init__(self, workdir: str | None,
+                 extra_conf: dict[str, dict] | None) -> None:
+        super().__init__()
+        self.workdir = workdir
+        self.extra_conf = extra_conf or {}
+
+    def _make_workdir(self) -> None:
+        if self.workdir is None:
+            self.workdir = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(self.workdir, exist_ok=True)
 
     def _setUp(self) -> None:
         self.processes: dict[str, ServiceProcess] = {}
@@ -246,17 +258,13 @@ class Deployment(_Processes):
     def __init__(self, database_server: str, hosts=HOSTS,
                  schedulers: int = 2, workdir: str | None = None,
                  extra_conf: dict[str, dict] | None = None) -> None:
-        super().__init__()
+        super().__init__(workdir, extra_conf)
         self.database_server = database_server
         self.hosts = tuple(hosts)
         self.schedulers = schedulers
-        self.workdir = workdir
-        self.extra_conf = extra_conf or {}
 
     def _setUp(self) -> None:
-        if self.workdir is None:
-            self.workdir = self.useFixture(fixtures.TempDir()).path
-        os.makedirs(self.workdir, exist_ok=True)
+        self._make_workdir()
         self.vhost = self.useFixture(rabbit_fixture.RabbitVhost())
         self.database = self.useFixture(
             db_fixture.Database(server_url=self.database_server))
@@ -333,15 +341,11 @@ class AllInOne(_Processes):
     def __init__(self, computes: int = 2,
                  workdir: str | None = None,
                  extra_conf: dict[str, dict] | None = None) -> None:
-        super().__init__()
+        super().__init__(workdir, extra_conf)
         self.computes = computes
-        self.workdir = workdir
-        self.extra_conf = extra_conf or {}
 
     def _setUp(self) -> None:
-        if self.workdir is None:
-            self.workdir = self.useFixture(fixtures.TempDir()).path
-        os.makedirs(self.workdir, exist_ok=True)
+        self._make_workdir()
         super()._setUp()
         self.api_port = free_port()
         conf = write_conf(os.path.join(self.workdir, 'nova.conf'), _merge({
