@@ -44,14 +44,17 @@ def flavor_snapshot(flavor: dict) -> dict:
 
 
 # Task states of a move in flight: a delete waits for the move to settle.
-MOVE_TASK_STATES = ('resize_prep', 'resize_migrating', 'resize_migrated',
-                    'resize_finish', 'resize_reverting', 'rebuilding')
+MOVE_TASK_STATES = (task_states.RESIZE_PREP, task_states.RESIZE_MIGRATING,
+                    task_states.RESIZE_MIGRATED, task_states.RESIZE_FINISH,
+                    task_states.RESIZE_REVERTING, task_states.REBUILDING)
 
 # migration_type -> (action name for errors, task state, first migration
 # status), as upstream.
 _MOVE_STEPS = {
-    'resize': (instance_actions.RESIZE, 'resize_prep', 'pre-migrating'),
-    'migration': (instance_actions.MIGRATE, 'resize_prep', 'pre-migrating'),
+    'resize': (instance_actions.RESIZE, task_states.RESIZE_PREP,
+               'pre-migrating'),
+    'migration': (instance_actions.MIGRATE, task_states.RESIZE_PREP,
+                  'pre-migrating'),
     'evacuation': (instance_actions.EVACUATE, 'rebuilding', 'accepted'),
 }
 
@@ -290,10 +293,10 @@ class API:
         confirm or revert (status ``status``); 409 otherwise, also for
         the loser of a confirm racing a revert."""
         uuid = instance['uuid']
-        if instance['vm_state'] != 'resized':
+        if instance['vm_state'] != vm_states.RESIZED:
             raise exception.InstanceInvalidState(
                 action=action, instance_uuid=uuid, attr='vm_state',
-                state=instance['vm_state'], allowed='resized')
+                state=instance['vm_state'], allowed=vm_states.RESIZED)
         migrations = db.migration_get_all(
             context, {'instance_uuid': uuid, 'status': 'finished'})
         if not migrations:
@@ -307,7 +310,8 @@ class API:
             raise exception.InstanceInvalidState(
                 action=action, instance_uuid=uuid, attr='migration status',
                 state=exc.kwargs['actual'], allowed='finished')
-        task_state = 'resize_reverting' if status == 'reverting' else None
+        task_state = (task_states.RESIZE_REVERTING if status == 'reverting'
+                      else None)
         db.instance_update(context, uuid, _hand_over(task_state))
         instance_actions.start(context, uuid, action)
         return migration
@@ -369,7 +373,7 @@ class API:
                     state=instance['task_state'],
                     allowed='no resize or migration step in progress '
                             '(wait for VERIFY_RESIZE, ACTIVE or ERROR)')
-            if instance['vm_state'] == 'resized':
+            if instance['vm_state'] == vm_states.RESIZED:
                 self.confirm_resize(context, instance, wait=True)
                 continue
             try:

@@ -320,7 +320,7 @@ class ComputeManager(manager.Manager):
                 db.instance_update(context, migration['instance_uuid'], {
                     'build_owner': None,
                     'build_heartbeat': timeutils.utcnow()},
-                    expected={'vm_state': 'resized'})
+                    expected={'vm_state': vm_states.RESIZED})
             except (exception.MigrationUpdateConflict,
                     exception.InstanceUpdateConflict,
                     exception.InstanceNotFound):
@@ -814,7 +814,7 @@ class ComputeManager(manager.Manager):
                                 {'status': 'migrating'},
                                 expected_status='pre-migrating')
             db.instance_update(context, instance_uuid,
-                               {'task_state': 'resize_migrating'})
+                               {'task_state': task_states.RESIZE_MIGRATING})
             # The guest has no local disks to copy: stopping it is the
             # whole source side. Its domain goes (a guest of the same
             # UUID is defined on the destination, possibly this host).
@@ -822,7 +822,8 @@ class ComputeManager(manager.Manager):
             db.migration_update(context, migration_uuid,
                                 {'status': 'post-migrating'})
             db.instance_update(context, instance_uuid, {
-                'task_state': 'resize_migrated', 'power_state': 4})
+                'task_state': task_states.RESIZE_MIGRATED,
+                'power_state': virt_driver.SHUTDOWN})
 
     def finish_resize(self, context, instance_uuid: str,
                       migration_uuid: str) -> None:
@@ -835,8 +836,9 @@ class ComputeManager(manager.Manager):
         """
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
-            instance = db.instance_update(context, instance_uuid,
-                                          {'task_state': 'resize_finish'})
+            instance = db.instance_update(
+                context, instance_uuid,
+                {'task_state': task_states.RESIZE_FINISH})
             new_ids = _request_ids(migration['new_pci_requests'])
             flavor = migration['new_flavor']
             try:
@@ -863,7 +865,8 @@ class ComputeManager(manager.Manager):
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
                 'host': self.host, 'node': self.rt.nodename,
-                'vm_state': 'active' if evacuation else 'resized',
+                'vm_state': (vm_states.ACTIVE if evacuation
+                             else vm_states.RESIZED),
                 'task_state': None, 'power_state': 1})
             LOG.info('Instance %s runs on %s with PCI devices %s after its '
                      '%s', instance_uuid, self.host,

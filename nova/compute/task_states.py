@@ -17,6 +17,12 @@ REBUILDING = 'rebuilding'
 SHELVING = 'shelving'
 SHELVING_OFFLOADING = 'shelving_offloading'
 UNSHELVING = 'unshelving'
+# The steps of a resize or cold migration (see nova.conductor.migrate).
+RESIZE_PREP = 'resize_prep'
+RESIZE_MIGRATING = 'resize_migrating'
+RESIZE_MIGRATED = 'resize_migrated'
+RESIZE_FINISH = 'resize_finish'
+RESIZE_REVERTING = 'resize_reverting'
 
 # The task state an instance waits in for a host, by vm_state: a new
 # build, or an unshelve of an offloaded instance. The scheduler, conductor

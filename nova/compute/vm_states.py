@@ -6,7 +6,5 @@ STOPPED = 'stopped'
 ERROR = 'error'
 SHELVED = 'shelved'
 SHELVED_OFFLOADED = 'shelved_offloaded'
-
-# States in which an instance holds its devices, guest and allocation on
-# its host (an instance being built holds them once scheduled).
-HOLDING = (BUILDING, ACTIVE, STOPPED, SHELVED)
+# A finished resize or cold migration waiting for confirm or revert.
+RESIZED = 'resized'
