@@ -10,9 +10,10 @@ table and reports that it is up every ``[DEFAULT]report_interval`` seconds
 that is gone.
 """
 
-import logging
 import threading
 from collections.abc import Callable
+
+from oslo_log import log as logging
 
 from nova import context as nova_context
 from nova.servicegroup import api as servicegroup

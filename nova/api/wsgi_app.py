@@ -10,8 +10,8 @@ mapping, JSON encoding) lives here so handlers stay small.
 
 import datetime
 import json
-import logging
 
+from oslo_log import log as logging
 import routes
 import webob
 import webob.dec

@@ -12,12 +12,12 @@ HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver.
 """
 
 import argparse
-import logging
 import os
 import sys
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+from oslo_log import log as logging
 
 import nova.conf
 from nova import cmd

@@ -1,7 +1,8 @@
 """nova-api: the Compute API (v2.1 subset) over HTTP."""
 
-import logging
 import sys
+
+from oslo_log import log as logging
 
 from nova import cmd
 from nova import rpc

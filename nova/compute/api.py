@@ -7,9 +7,9 @@ flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
 instance and hands the build to nova-conductor.
 """
 
-import logging
 
 from oslo_config import cfg
+from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 

@@ -32,8 +32,9 @@ and is rescheduled.
 """
 
 import dataclasses
-import logging
 from collections.abc import Iterable
+
+from oslo_log import log as logging
 
 from nova.db import api as db
 from nova import exception

@@ -27,10 +27,10 @@ recording is logged and the operation goes on.
 """
 
 import contextlib
-import logging
 import traceback
 from collections.abc import Iterator
 
+from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova.db import api as db

@@ -19,10 +19,10 @@ SHELVED_OFFLOADED with nothing held. The log lists what was repaired.
 """
 
 import datetime
-import logging
 import threading
 
 from oslo_config import cfg
+from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 

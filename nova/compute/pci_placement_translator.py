@@ -22,10 +22,10 @@ stays in place.
 
 import collections
 import dataclasses
-import logging
 from typing import Callable
 
 import os_traits
+from oslo_log import log as logging
 
 from nova import exception
 from nova.compute import provider_tree as ptree

@@ -7,12 +7,12 @@ Configuration is parsed once, when the tracker is made, so bad config stops
 the compute at start with a message naming the bad value.
 """
 
-import logging
 import math
 import threading
 import uuid as uuidlib
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from nova import exception
 from nova.compute import pci_placement_translator as translator

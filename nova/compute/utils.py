@@ -1,6 +1,7 @@
 """Steps shared by the compute API and the compute manager."""
 
-import logging
+from oslo_log import log as logging
+
 
 from nova.db import api as db
 from nova import exception

@@ -52,11 +52,11 @@ schedules, or its own claim is refused and it fails the build, freeing.
 
 import contextlib
 import datetime
-import logging
 import threading
 import traceback
 
 from oslo_config import cfg
+from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 from oslo_utils import uuidutils

@@ -39,9 +39,9 @@ again; the server is ACTIVE on its old devices and the migration
 ``error``.
 """
 
-import logging
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from nova import exception
 from nova.compute import rpcapi as compute_rpcapi

@@ -23,10 +23,10 @@ upgrade that could deadlock is not waited for). So for a SQLite file:
 Other databases are left as they are.
 """
 
-import logging
 import time
 
 from oslo_db import exception as db_exc
+from oslo_log import log as logging
 import sqlalchemy as sa
 
 LOG = logging.getLogger(__name__)

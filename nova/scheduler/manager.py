@@ -18,8 +18,8 @@ instance that failed, is being deleted or is gone is given back here,
 since nothing else would free it (see ``nova.conductor.manager``).
 """
 
-import logging
 
+from oslo_log import log as logging
 import oslo_messaging
 
 from nova.compute import task_states

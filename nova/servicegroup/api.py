@@ -16,9 +16,9 @@ really dead (fenced); nova cannot check it.
 """
 
 import datetime
-import logging
 
 from oslo_config import cfg
+from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova.db import api as db

@@ -14,7 +14,6 @@ only the writes needed, so an unchanged tree costs no requests at all.
 Generation conflicts are retried per provider with a fresh generation.
 """
 
-import logging
 import threading
 import time
 from typing import Iterable
@@ -22,6 +21,7 @@ from typing import Iterable
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from nova.compute import provider_tree as ptree

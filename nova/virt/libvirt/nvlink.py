@@ -19,11 +19,12 @@ nova leaves it alone and offers no group that overlaps it.
 """
 
 import json
-import logging
 import os
 import re
 import subprocess
 import threading
+
+from oslo_log import log as logging
 
 from nova import exception
 from nova.pci import groups as pci_groups
