@@ -34,6 +34,7 @@ from nova import embedded_placement
 from nova import exception
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
+from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
@@ -150,6 +151,7 @@ def build_hosts(model: str, hosts: int, client: report.SchedulerReportClient
                   pci_groups.GroupTree.from_config(config['device_group']))
     devices = [dict(dev, status='available', instance_uuid=None,
                     request_id=None) for dev in fakehost.hgx_h200_devices()]
+    specs = whitelist.classify(devices)
     index = {}
     for number in range(1, hosts + 1):
         host = 'hgx-%d' % number
@@ -157,13 +159,13 @@ def build_hosts(model: str, hosts: int, client: report.SchedulerReportClient
         tree.add(host)
         tree.update_inventory(host, ROOT_INVENTORY)
         translator.update_provider_tree_for_pci(
-            tree, host, devices, whitelist, group_tree, [], dict)
+            tree, host, devices, specs, group_tree, [], dict)
         for provider in tree.providers() if model == 'nested' else []:
             tree.update_traits(provider.uuid, {
                 t for t in provider.traits if not _MEMBER_TRAIT_RE.match(t)})
         client.update_from_provider_tree(tree)
         for address in fakehost.H200_GPU_ADDRESSES:
-            name = translator.device_rp_name(host, address)
+            name = placement_names.device_rp_name(host, address)
             index[tree.data(name).uuid] = (host, address)
     return index
 

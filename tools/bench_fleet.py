@@ -227,6 +227,7 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
     group_tree = pci_groups.GroupTree.from_config(config['device_group'])
     devices = [dict(dev, status='available', instance_uuid=None,
                     request_id=None) for dev in fakehost.hgx_h200_devices()]
+    specs = whitelist.classify(devices)
     for number in range(1, hosts + 1):
         host = 'hgx-%d' % number
         tree = ptree.ProviderTree()
@@ -234,7 +235,7 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
         tree.update_inventory(host, ROOT_INVENTORY)
         tree.update_traits(host, {'OWNER_NOVA'})
         translator.update_provider_tree_for_pci(
-            tree, host, devices, whitelist, group_tree, [], dict)
+            tree, host, devices, specs, group_tree, [], dict)
         client.update_from_provider_tree(tree)
 
 

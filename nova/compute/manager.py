@@ -39,7 +39,6 @@ from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
-from nova.scheduler import request_builder
 from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
@@ -353,28 +352,32 @@ class ComputeManager(manager.Manager):
             return self._instance_locks.setdefault(instance_uuid,
                                                    threading.Lock())
 
-    def _devices_for(self, pci_requests: list | None, mappings: dict
+    def _devices_for(self, pci_requests: list | None,
+                     mappings: dict[str, list[str]]
                      ) -> list[tuple[str, list[str]]]:
         """(request id, device addresses) for each PCI request (primitive
-        form), from the providers Placement allocated to its groups."""
+        form), from ``mappings``: request id -> the provider the scheduler
+        chose for each of its devices, in device order."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.get('rp_uuid'):
                 by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
         claims = []
         for request in pci_request.requests_from_primitive(pci_requests):
+            rp_uuids = list(mappings.get(request.request_id) or [])
+            if len(rp_uuids) != request.count:
+                raise exception.PciDeviceRequestFailed(requests=(
+                    '%s: the scheduler chose %d provider(s) %s for %d '
+                    'device(s)' % (request.request_id, len(rp_uuids),
+                                   rp_uuids, request.count)))
             addresses = []
-            for index in range(request.count):
-                suffix = request_builder.device_suffix(request.request_id,
-                                                       index)
-                rp_uuids = mappings.get(suffix)
-                if not rp_uuids or rp_uuids[0] not in by_rp:
+            for index, rp_uuid in enumerate(rp_uuids):
+                if rp_uuid not in by_rp:
                     raise exception.PciDeviceRequestFailed(requests=(
                         '%s: Placement allocated provider %s for device %d, '
                         'which holds no PCI device tracked on %s' % (
-                            request.request_id, rp_uuids, index,
-                            self.host)))
-                addresses.extend(by_rp[rp_uuids[0]])
+                            request.request_id, rp_uuid, index, self.host)))
+                addresses.extend(by_rp[rp_uuid])
             claims.append((request.request_id, addresses))
         return claims
 

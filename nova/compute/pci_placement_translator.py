@@ -1,7 +1,8 @@
 """Translate a compute node's PCI devices and device groups into providers.
 
 The translator edits a ProviderTree in memory; the report client then makes
-Placement match it. Shape of the tree it builds::
+Placement match it. Shape of the tree it builds (names and traits from
+nova.pci.placement_names)::
 
     <host>                              compute node (root)
       <host>_<group>                    one per [pci]device_group, nested as
@@ -21,43 +22,21 @@ stays in place.
 """
 
 import collections
+from collections.abc import Mapping
 import dataclasses
 from typing import Callable
 
-import os_traits
 from oslo_log import log as logging
 
 from nova import exception
 from nova.compute import provider_tree as ptree
+from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import numa as pci_numa
+from nova.pci import placement_names as names
 from nova.virt import hardware
 
 LOG = logging.getLogger(__name__)
-
-# Traits nova puts on every provider it owns for PCI.
-MANAGED_TRAITS = frozenset({os_traits.COMPUTE_MANAGED_PCI_DEVICE,
-                            'OWNER_NOVA'})
-_GROUP_TRAIT_PREFIX = 'CUSTOM_PCI_GROUP_'
-
-_PARENT_TYPES = ('type-PCI', 'type-PF')
-
-
-def device_rp_name(nodename: str, address: str) -> str:
-    """Provider name of a PCI device, upper-cased as upstream does."""
-    return '%s_%s' % (nodename, address.upper())
-
-
-def group_rp_name(nodename: str, group_name: str) -> str:
-    """Provider name of a device group (tree or static)."""
-    return '%s_%s' % (nodename, group_name)
-
-
-def _inventory(resource_class: str, total: int,
-               reserved: int = 0) -> dict[str, dict]:
-    return {resource_class: {'total': total, 'reserved': reserved,
-                             'min_unit': 1, 'max_unit': total,
-                             'step_size': 1, 'allocation_ratio': 1.0}}
 
 
 def _keep_reserved(wanted: dict[str, dict],
@@ -92,12 +71,6 @@ class _Wanted:
     addresses: list[str] = dataclasses.field(default_factory=list)
 
 
-def is_pci_provider(provider: ptree.ProviderData) -> bool:
-    """True for providers the translator owns: devices and groups."""
-    return bool(provider.traits & {os_traits.COMPUTE_MANAGED_PCI_DEVICE}) or \
-        any(t.startswith(_GROUP_TRAIT_PREFIX) for t in provider.traits)
-
-
 class PlacementView:
     """The providers that the PCI config and devices of one node want."""
 
@@ -119,8 +92,8 @@ class PlacementView:
         """Say on each group provider whether its devices share one NUMA
         node / socket (``devices`` by address)."""
         for group in group_tree.groups():
-            name = group_rp_name(self.nodename, group.name)
-            self.wanted[name].traits |= pci_numa.group_traits(
+            name = names.group_rp_name(self.nodename, group.name)
+            self.wanted[name].traits |= names.group_locality_traits(
                 self.locality(devices.get(address, {}))
                 for address in group.addresses)
 
@@ -129,7 +102,7 @@ class PlacementView:
         pending = [(group, self.nodename) for group in group_tree.roots]
         while pending:
             group, parent = pending.pop(0)
-            name = group_rp_name(self.nodename, group.name)
+            name = names.group_rp_name(self.nodename, group.name)
             self.wanted[name] = _Wanted(name=name, parent=parent,
                                         inventory={},
                                         traits=set(group.traits))
@@ -141,23 +114,23 @@ class PlacementView:
         """Add a static spec group: one unit of its class, consumed whole;
         ``reserved`` reserves that unit (a used one-time-use group). Its
         locality is the one all its ``devices`` (by address) share."""
-        name = group_rp_name(self.nodename, group.name)
+        name = names.group_rp_name(self.nodename, group.name)
         localities = [self.locality(devices.get(address, {}))
                       for address in group.addresses]
         self.wanted[name] = _Wanted(
             name=name, parent=self.nodename,
-            inventory=_inventory(group.resource_class, 1, int(reserved)),
-            traits=set(traits) | MANAGED_TRAITS |
-            pci_numa.locality_traits(pci_numa.common_locality(localities)) |
-            pci_numa.group_traits(localities),
+            inventory=names.pci_inventory(group.resource_class, 1,
+                                          int(reserved)),
+            traits=set(traits) | names.MANAGED_TRAITS |
+            names.locality_traits(pci_numa.common_locality(localities)) |
+            names.group_locality_traits(localities),
             addresses=list(group.addresses))
 
     def add_device(self, dev: dict, spec, group_tree: pci_groups.GroupTree
                    ) -> None:
         """Add a type-PCI/PF device, or a VF's unit on its parent PF."""
-        if dev['dev_type'] in _PARENT_TYPES:
-            address = dev['address']
-        else:
+        address = names.provider_address(dev)
+        if dev['dev_type'] not in names.WHOLE_DEVICE_TYPES:
             if 'one_time_use' in spec.tags:
                 # A VF's inventory sits on its PF's provider, shared with
                 # its siblings, so one VF cannot be reserved on its own.
@@ -165,18 +138,17 @@ class PlacementView:
                     'one_time_use is only supported for type-PCI and '
                     'type-PF devices, but device spec %r matches VF %s; '
                     'remove one_time_use from it' % (spec, dev['address'])))
-            address = dev.get('parent_addr')
             if not address:
                 raise exception.PlacementPciException(error=(
                     'VF %s has no parent PF address' % dev['address']))
-        name = device_rp_name(self.nodename, address)
+        name = names.device_rp_name(self.nodename, address)
         enclosing = group_tree.enclosing(address)
-        parent = (group_rp_name(self.nodename, enclosing[-1].name)
+        parent = (names.group_rp_name(self.nodename, enclosing[-1].name)
                   if enclosing else self.nodename)
         resource_class = spec.resource_class_for(dev)
-        traits = set(spec.traits) | MANAGED_TRAITS | \
+        traits = set(spec.traits) | names.MANAGED_TRAITS | \
             group_tree.member_traits(address) | \
-            pci_numa.locality_traits(self.locality(dev))
+            names.locality_traits(self.locality(dev))
         existing = self.wanted.get(name)
         if existing is None:
             # A one-time-use device is reserved as soon as it is used.
@@ -184,7 +156,7 @@ class PlacementView:
                            bool(dev.get('instance_uuid')))
             self.wanted[name] = _Wanted(
                 name=name, parent=parent,
-                inventory=_inventory(resource_class, 1, reserved),
+                inventory=names.pci_inventory(resource_class, 1, reserved),
                 traits=traits, addresses=[dev['address']])
             return
         # Several VFs of one PF share the PF's provider.
@@ -203,16 +175,17 @@ class PlacementView:
         """Keep the provider of an allocated device its spec no longer
         matches, so the instance's allocation survives until it is freed.
         """
-        name = device_rp_name(self.nodename, dev['address'])
+        name = names.device_rp_name(self.nodename, dev['address'])
         if name in self.wanted or not self._current.exists(name):
             return
         current = self._current.data(name)
         parent = self._current.data(current.parent_uuid).name
         if parent not in self.wanted:
             parent = self.nodename
-        LOG.warning('Device spec no longer matches device %s allocated to '
-                    'instance %s; keeping its provider %s until the device '
-                    'is freed.', dev['address'], dev['instance_uuid'], name)
+        LOG.warning('Device %s of instance %s is no longer reported or '
+                    'matched by a device spec; keeping its provider %s '
+                    'until the device is freed.', dev['address'],
+                    dev['instance_uuid'], name)
         self.wanted[name] = _Wanted(
             name=name, parent=parent,
             inventory={rc: dict(rec) for rc, rec in
@@ -233,7 +206,8 @@ def _shrinking(view: PlacementView,
     fit (a group provider without inventory holds no allocation)."""
     result = []
     for provider in tree.providers():
-        if provider.parent_uuid is None or not is_pci_provider(provider):
+        if provider.parent_uuid is None or \
+                not names.is_pci_provider(provider.traits):
             continue
         wanted = view.wanted.get(provider.name)
         inventory = wanted.inventory if wanted is not None else {}
@@ -303,8 +277,10 @@ def _check_multi_device_requests(devices: list[dict],
                 instance, ', '.join(wanted))))
 
 
-def _apply(view: PlacementView, tree: ptree.ProviderTree) -> None:
-    """Make ``tree`` hold exactly the wanted PCI providers."""
+def _apply(view: PlacementView, tree: ptree.ProviderTree
+           ) -> dict[str, str]:
+    """Make ``tree`` hold exactly the wanted PCI providers; return the
+    provider UUID of each device address behind one."""
     for wanted in view.wanted.values():
         if not tree.exists(wanted.name):
             # Parents are added before children (dict order is pre-order
@@ -317,25 +293,35 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree) -> None:
             wanted.inventory, tree.data(wanted.name).inventory))
         tree.update_traits(wanted.name, wanted.traits)
     stale = [p for p in tree.providers()
-             if p.parent_uuid is not None and is_pci_provider(p) and
+             if p.parent_uuid is not None and
+             names.is_pci_provider(p.traits) and
              p.name not in view.wanted]
     # Children first: by now every wanted child has moved elsewhere.
     for provider in reversed(stale):
         if tree.exists(provider.uuid):
             tree.remove(provider.uuid)
+    return {address: tree.data(wanted.name).uuid
+            for wanted in view.wanted.values()
+            for address in wanted.addresses}
 
 
 def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
-                                 devices: list[dict], whitelist,
+                                 devices: list[dict],
+                                 specs: Mapping[str, devspec.PciDeviceSpec],
                                  group_tree: pci_groups.GroupTree,
                                  static_groups: list,
                                  read_allocations: Callable[[], dict],
                                  topology: hardware.HostNUMATopology |
-                                 None = None) -> None:
-    """Make ``tree`` reflect the node's PCI devices and groups.
+                                 None = None) -> dict[str, str]:
+    """Make ``tree`` reflect the node's PCI devices and groups, and
+    return the provider UUID of each device address behind a provider
+    (a VF's is its PF's, a static group member's its group's).
 
     ``devices`` are the PCI tracker's devices (status and instance
-    included); ``read_allocations`` returns Placement's allocations on the
+    included); ``specs`` the spec of each device the hypervisor reports
+    and a spec matches, by address (``Whitelist.classify``: a tracked
+    device missing from it is gone or no longer matched);
+    ``read_allocations`` returns Placement's allocations on the
     tree, by consumer, and is called only if a provider would shrink;
     ``topology`` gives the socket of each NUMA node. Device providers
     carry their NUMA node and socket as traits, group providers whether
@@ -356,7 +342,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
     for dev in devices:
         if dev['status'] == 'removed':
             continue
-        spec = whitelist.device_assignable(dev)
+        spec = specs.get(dev['address'])
         if spec is None:
             if dev.get('instance_uuid'):
                 view.keep_allocated_device(dev)
@@ -379,7 +365,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
 
     _check_multi_device_requests(devices, group_tree)
     _check_allocations_fit(view, tree, read_allocations)
-    _apply(view, tree)
+    return _apply(view, tree)
 
 
 def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:
@@ -389,7 +375,7 @@ def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:
     providers and their allocations.
     """
     for provider in tree.providers():
-        if os_traits.COMPUTE_MANAGED_PCI_DEVICE in provider.traits:
+        if names.MANAGED_PCI_TRAIT in provider.traits:
             raise exception.PlacementPciException(error=(
                 '[pci]report_in_placement is False but it was enabled '
                 'before on this compute (provider %s exists); disabling '

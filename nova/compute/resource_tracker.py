@@ -1,8 +1,9 @@
 """Keep one compute node's resources in the database and in Placement.
 
-Each update reads the hypervisor (CPUs, memory, PCI devices), syncs the
-PCI tracker, rebuilds the node's provider tree (root inventory, then PCI
-devices and groups through the translator) and makes Placement match it.
+Each update reads the hypervisor (CPUs, memory, PCI devices), matches the
+devices against ``[pci]device_spec`` once, syncs the PCI tracker, rebuilds
+the node's provider tree (root inventory, then PCI devices and groups
+through the translator) and makes Placement match it.
 Configuration is parsed once, when the tracker is made, so bad config stops
 the compute at start with a message naming the bad value.
 """
@@ -19,9 +20,10 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.db import api as db
 from nova.pci import config as pci_config
+from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
-from nova.pci import numa as pci_numa
+from nova.pci import placement_names as names
 from nova.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ class ResourceTracker:
         self.compute_node: dict | None = None
         self.pci_tracker: pci_manager.PciDevTracker | None = None
         self.static_groups: list[pci_groups.StaticGroup] = []
+        # Spec of each assignable device (by address) of the last update.
+        self.specs: dict[str, devspec.PciDeviceSpec] = {}
         self.numa_topology = hardware.HostNUMATopology()
 
     @property
@@ -70,9 +74,9 @@ class ResourceTracker:
             devices = self.driver.get_pci_devices()
             self.numa_topology = self.driver.get_numa_topology()
             self.group_tree = self._current_group_tree()
-            self.group_tree.validate_devices(devices, self.whitelist)
-            self.static_groups = pci_groups.static_groups(
-                devices, self.whitelist)
+            specs = self.whitelist.classify(devices)
+            self.group_tree.validate_devices(devices, specs)
+            self.static_groups = pci_groups.static_groups(devices, specs)
             warnings = set(pci_groups.check_aliases(
                 self._aliases, self.group_tree, self.static_groups))
             for warning in sorted(warnings - self._alias_warnings):
@@ -83,7 +87,8 @@ class ResourceTracker:
                 self.pci_tracker = pci_manager.PciDevTracker(
                     context, self.compute_node['id'])
             self.pci_tracker.update_devices_from_hypervisor_resources(
-                devices, self.whitelist, self._group_path)
+                devices, specs, self._group_path)
+            self.specs = specs
             self._update_placement(resources)
 
     def reserve_used_once(self, devices: list[dict]) -> None:
@@ -93,8 +98,8 @@ class ResourceTracker:
         before it runs would free the device for a second use.
         """
         if not self.report_in_placement or not any(
-                spec is not None and spec.one_time_use for spec in
-                map(self.whitelist.device_assignable, devices)):
+                self.specs[dev['address']].one_time_use
+                for dev in devices if dev['address'] in self.specs):
             return
         with self._lock:
             self._update_placement(self.driver.get_available_resource())
@@ -175,21 +180,22 @@ class ResourceTracker:
         tree.update_inventory(root.uuid, self._root_inventory(resources))
         # Upstream's host trait for the socket PCI NUMA affinity policy,
         # only while every NUMA node has one known socket.
-        socket_trait = {pci_numa.SOCKET_AFFINITY_TRAIT} if \
+        socket_trait = {names.SOCKET_AFFINITY_TRAIT} if \
             self.numa_topology.sockets_known else set()
         tree.update_traits(root.uuid, (
-            root.traits - {pci_numa.SOCKET_AFFINITY_TRAIT}) | socket_trait |
-            {'OWNER_NOVA'})
+            root.traits - {names.SOCKET_AFFINITY_TRAIT}) | socket_trait |
+            {names.OWNER_NOVA_TRAIT})
+        rp_by_address: dict[str, str] = {}
         if self.report_in_placement:
-            translator.update_provider_tree_for_pci(
+            rp_by_address = translator.update_provider_tree_for_pci(
                 tree, self.nodename, self.pci_tracker.pci_devs,
-                self.whitelist, self.group_tree, self.static_groups,
+                self.specs, self.group_tree, self.static_groups,
                 lambda: self.reportclient.get_allocations_for_tree(
                     root_uuid), self.numa_topology)
         else:
             translator.ensure_reporting_not_disabled(tree)
         self.reportclient.update_from_provider_tree(tree)
-        self._record_rp_uuids(tree)
+        self._record_rp_uuids(rp_by_address)
 
     def _root_inventory(self, resources: dict) -> dict[str, dict]:
         """VCPU, MEMORY_MB and DISK_GB of the compute node provider.
@@ -204,9 +210,7 @@ class ResourceTracker:
                         ('DISK_GB', 'local_gb')):
             total = resources.get(key) or 0
             if total > 0:
-                inventory[rc] = {'total': total, 'reserved': 0,
-                                 'min_unit': 1, 'max_unit': total,
-                                 'step_size': 1, 'allocation_ratio': 1.0}
+                inventory[rc] = names.inventory_record(total)
         disk = inventory.get('DISK_GB')
         if disk is not None:
             if self.disk_reserved_gb > disk['total']:
@@ -224,20 +228,10 @@ class ResourceTracker:
                 (disk['total'] - disk['reserved']) * disk['allocation_ratio']))
         return inventory
 
-    def _record_rp_uuids(self, tree: ptree.ProviderTree) -> None:
-        """Remember on each device the provider that represents it."""
-        by_address = {}
-        for group in self.static_groups:
-            name = translator.group_rp_name(self.nodename, group.name)
-            for address in group.addresses:
-                by_address[address] = name
+    def _record_rp_uuids(self, rp_by_address: dict[str, str]) -> None:
+        """Remember on each device the provider that represents it, as the
+        translator reported it (None: no provider)."""
         for dev in self.pci_tracker.pci_devs:
-            if dev['status'] == 'removed':
-                continue
-            owner = dev.get('parent_addr') if dev['dev_type'] == \
-                'type-VF' else dev['address']
-            name = by_address.get(dev['address']) or \
-                translator.device_rp_name(self.nodename, owner)
-            rp_uuid = tree.data(name).uuid if tree.exists(name) else None
+            rp_uuid = rp_by_address.get(dev['address'])
             if dev.get('rp_uuid') != rp_uuid:
                 self.pci_tracker.set_rp_uuid(dev['address'], rp_uuid)

@@ -25,9 +25,10 @@ class ComputeAPI:
                                mappings: dict) -> None:
         """Build the instance on ``host`` and wait until it runs.
 
-        ``mappings`` is the claimed allocation candidate's request group
-        suffix -> [provider UUID]. Raises RescheduledException when the
-        compute failed and cleaned up, so another host may be tried.
+        ``mappings`` is PCI request id -> the device provider UUIDs the
+        scheduler claimed for it, in device order. Raises
+        RescheduledException when the compute failed and cleaned up, so
+        another host may be tried.
         """
         cctxt = self.client.prepare(
             server=host, timeout=BUILD_TIMEOUT,

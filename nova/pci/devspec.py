@@ -15,6 +15,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils
 
 from nova import exception
+from nova.pci import placement_names
 from nova.pci import utils
 
 LOG = logging.getLogger(__name__)
@@ -486,7 +487,7 @@ class PciDeviceSpec:
         """Placement traits of the matching devices: the ``traits`` tag
         plus the standard traits of the ``live_migratable`` and
         ``one_time_use`` tags, as upstream reports them."""
-        traits = utils.get_traits(self.tags.get('traits'))
+        traits = placement_names.get_traits(self.tags.get('traits'))
         if self.tags.get('live_migratable') == 'true':
             traits.add(os_traits.HW_PCI_LIVE_MIGRATABLE)
         if self.one_time_use:
@@ -503,7 +504,7 @@ class PciDeviceSpec:
         if self.tags.get('resource_class'):
             return self.tags['resource_class']
         if self.group_type:
-            return utils.static_group_resource_class(self.group_type)
+            return placement_names.static_group_resource_class(self.group_type)
         return None
 
     @property
@@ -520,16 +521,16 @@ class PciDeviceSpec:
                 '%s has no resource_class tag and a wildcard vendor_id or '
                 'product_id, so its resource class depends on the device'
                 % self._text))
-        return utils.get_resource_class(explicit, self.vendor_id,
-                                        self.product_id)
+        return placement_names.get_resource_class(
+            explicit, self.vendor_id, self.product_id)
 
     def resource_class_for(self, dev: dict) -> str:
         """The Placement resource class of device ``dev`` matched by this
         spec; the default ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` uses the
         device's own ids."""
-        return utils.get_resource_class(self._explicit_resource_class(),
-                                        dev.get('vendor_id'),
-                                        dev.get('product_id'))
+        return placement_names.get_resource_class(
+            self._explicit_resource_class(), dev.get('vendor_id'),
+            dev.get('product_id'))
 
 
 class Whitelist:
@@ -598,3 +599,18 @@ class Whitelist:
             if spec.match(dev):
                 return spec
         return None
+
+    def classify(self, devices: list[dict]) -> dict[str, PciDeviceSpec]:
+        """The spec of each assignable device among ``devices``, by
+        normalized address; devices no spec matches are left out.
+
+        The compute matches the host's devices once per update and hands
+        the result to everything that needs a device's spec (groups, PCI
+        tracker, translator).
+        """
+        specs = {}
+        for dev in devices:
+            spec = self.device_assignable(dev)
+            if spec is not None:
+                specs[utils.normalize_address(dev['address'])] = spec
+        return specs

@@ -11,15 +11,17 @@ Two forms are supported:
   always assigned whole.
 
 This module parses and validates both forms. It knows nothing about
-Placement beyond the trait and resource class names from nova.pci.utils.
+Placement beyond the trait names from nova.pci.placement_names.
 """
 
+from collections.abc import Mapping
 import dataclasses
 import json
 import re
 
 from nova import exception
 from nova.pci import devspec
+from nova.pci import placement_names
 from nova.pci import request
 from nova.pci import utils
 
@@ -32,7 +34,7 @@ _NAME_HELP = ('letters, digits, ".", "_" and "-", starting with a letter '
               'or digit')
 # Only whole devices have a provider of their own; a VF is inventory of its
 # parent PF's provider and cannot be placed in a group.
-_GROUPABLE_DEV_TYPES = ('type-PCI', 'type-PF')
+_GROUPABLE_DEV_TYPES = placement_names.WHOLE_DEVICE_TYPES
 
 
 def _invalid(reason: str) -> exception.PciGroupConfigInvalid:
@@ -81,8 +83,8 @@ class DeviceGroup:
     @property
     def traits(self) -> set[str]:
         """Traits of this group's provider: its type and its size."""
-        return {utils.group_type_trait(self.type),
-                utils.group_size_trait(self.type, self.size)}
+        return {placement_names.group_type_trait(self.type),
+                placement_names.group_size_trait(self.type, self.size)}
 
 
 @dataclasses.dataclass
@@ -320,8 +322,8 @@ class GroupTree:
 
     def member_traits(self, address: str) -> set[str]:
         """One member-index trait per group enclosing the device."""
-        return {utils.group_member_trait(g.type, g.size,
-                                         g.member_index(address))
+        return {placement_names.group_member_trait(
+            g.type, g.size, g.member_index(address))
                 for g in self.enclosing(address)}
 
     def sizes(self, group_type: str) -> set[int]:
@@ -329,8 +331,10 @@ class GroupTree:
         return {g.size for g in self.groups() if g.type == group_type}
 
     def validate_devices(self, devices: list[dict],
-                         whitelist: devspec.Whitelist) -> None:
-        """Check the groups against the devices found on this host.
+                         specs: Mapping[str, devspec.PciDeviceSpec]
+                         ) -> None:
+        """Check the groups against the devices found on this host and
+        their specs (``Whitelist.classify``).
 
         Run at compute start, once devices are known: every grouped
         address must be a whole device matched by a device_spec, without
@@ -356,7 +360,7 @@ class GroupTree:
                         '(%s) can be grouped' % (
                             group.name, address, dev.get('dev_type'),
                             ', '.join(_GROUPABLE_DEV_TYPES)))
-                spec = whitelist.device_assignable(dev)
+                spec = specs.get(address)
                 if spec is None:
                     raise _invalid('group %s lists %s, which no '
                                    '[pci]device_spec matches' % (
@@ -382,7 +386,7 @@ class GroupTree:
                             '%s: %s' % (rc, ', '.join(addrs))
                             for rc, addrs in sorted(classes.items()))))
 
-        for static in static_groups(devices, whitelist):
+        for static in static_groups(devices, specs):
             if static.name in self._by_name:
                 raise _invalid(
                     'name %s is both a [pci]device_group and a static '
@@ -401,9 +405,11 @@ class StaticGroup:
     resource_class: str
 
 
-def static_groups(devices: list[dict], whitelist: devspec.Whitelist
+def static_groups(devices: list[dict],
+                  specs: Mapping[str, devspec.PciDeviceSpec]
                   ) -> list[StaticGroup]:
-    """Collect the static groups formed by ``group_name`` spec tags.
+    """Collect the static groups formed by ``group_name`` spec tags
+    (``specs``: the spec of each device, ``Whitelist.classify``).
 
     All devices whose matching spec carries the same ``group_name`` form
     one group. Its resource class is the spec's explicit ``resource_class``
@@ -415,11 +421,11 @@ def static_groups(devices: list[dict], whitelist: devspec.Whitelist
     """
     found: dict[str, StaticGroup] = {}
     for dev in devices:
-        spec = whitelist.device_assignable(dev)
+        address = utils.normalize_address(dev['address'])
+        spec = specs.get(address)
         if spec is None or not spec.group_name:
             continue
         name, group_type = spec.group_name, spec.group_type
-        address = utils.normalize_address(dev['address'])
         if dev.get('dev_type') not in _GROUPABLE_DEV_TYPES:
             raise exception.PciConfigInvalidSpec(reason=(
                 'static group %s would contain %s of type %s; only whole '

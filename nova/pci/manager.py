@@ -19,7 +19,7 @@ device is gone again).
 
 import copy
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from oslo_log import log as logging
 
@@ -78,16 +78,17 @@ class PciDevTracker:
     # Sync with the hypervisor ----------------------------------------------
 
     @staticmethod
-    def _wanted_devices(devices: list[dict], whitelist,
+    def _wanted_devices(devices: list[dict],
+                        specs: Mapping[str, devspec.PciDeviceSpec],
                         group_path: Callable[[str], str] | None
                         ) -> dict[str, dict]:
         """Map address -> tracked fields of each assignable device."""
         wanted = {}
         for dev in devices:
-            spec = whitelist.device_assignable(dev)
+            address = utils.normalize_address(dev['address'])
+            spec = specs.get(address)
             if spec is None:
                 continue
-            address = utils.normalize_address(dev['address'])
             parent = dev.get('parent_addr')
             wanted[address] = {
                 'vendor_id': dev['vendor_id'],
@@ -115,17 +116,19 @@ class PciDevTracker:
         return wanted
 
     def update_devices_from_hypervisor_resources(
-            self, devices: list[dict], whitelist,
+            self, devices: list[dict],
+            specs: Mapping[str, devspec.PciDeviceSpec],
             group_path: Callable[[str], str] | None = None) -> None:
         """Make the tracked devices match the hypervisor's ``devices``
-        (contract device dicts) filtered by ``whitelist``.
+        (contract device dicts) that have a spec in ``specs``
+        (``Whitelist.classify``).
 
         New devices are created available, changed fields are updated,
         vanished free devices are deleted and vanished in-use devices are
         kept until freed (see the module docstring). ``group_path(address)``
         gives the device's group path, e.g. ``quad-a/pair-a1``.
         """
-        wanted = self._wanted_devices(devices, whitelist, group_path)
+        wanted = self._wanted_devices(devices, specs, group_path)
         with self._lock:
             pending = self._sync(wanted)
             # Only once the transaction has committed.

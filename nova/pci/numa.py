@@ -18,10 +18,11 @@ the guest's NUMA placement is derived from its PCI devices:
   upstream for a guest without a NUMA topology, devices are not
   restricted and the guest is not confined.
 
-The same rules run twice: in the scheduler on the NUMA traits of the
-device providers of each allocation candidate (so an invalid candidate is
-never claimed) and on the compute on the claimed devices themselves (which
-then writes the placement into the guest XML).
+The same rules run twice: in the scheduler on the NUMA traits (see
+nova.pci.placement_names) of the device providers of each allocation
+candidate (so an invalid candidate is never claimed) and on the compute
+on the claimed devices themselves (which then writes the placement into
+the guest XML).
 """
 
 import collections
@@ -35,17 +36,6 @@ PREFERRED = 'preferred'
 LEGACY = 'legacy'
 SOCKET = 'socket'
 _STRICT = (REQUIRED, SOCKET)
-
-# Traits on PCI providers (device, PF, static group): the NUMA node and
-# socket of the devices behind them, when all share one.
-NODE_TRAIT_PREFIX = 'CUSTOM_PCI_NUMA_NODE_'
-SOCKET_TRAIT_PREFIX = 'CUSTOM_PCI_SOCKET_'
-# Traits on device group providers: all member devices sit on one NUMA
-# node / one socket. Requested for required / socket group requests.
-NUMA_LOCAL_TRAIT = 'CUSTOM_PCI_NUMA_LOCAL'
-SOCKET_LOCAL_TRAIT = 'CUSTOM_PCI_SOCKET_LOCAL'
-# The host-level trait upstream requires for the socket policy.
-SOCKET_AFFINITY_TRAIT = 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,39 +63,6 @@ def common_locality(localities: Iterable[Locality]) -> Locality:
     sockets = {loc.socket for loc in localities}
     return Locality(node=nodes.pop() if len(nodes) == 1 else None,
                     socket=sockets.pop() if len(sockets) == 1 else None)
-
-
-def locality_traits(locality: Locality) -> set[str]:
-    """Node and socket traits of a PCI provider at ``locality``."""
-    traits = set()
-    if locality.node is not None:
-        traits.add('%s%d' % (NODE_TRAIT_PREFIX, locality.node))
-    if locality.socket is not None:
-        traits.add('%s%d' % (SOCKET_TRAIT_PREFIX, locality.socket))
-    return traits
-
-
-def group_traits(localities: Iterable[Locality]) -> set[str]:
-    """Locality traits of a device group provider with these members."""
-    common = common_locality(localities)
-    traits = set()
-    if common.node is not None:
-        traits.add(NUMA_LOCAL_TRAIT)
-    if common.socket is not None:
-        traits.add(SOCKET_LOCAL_TRAIT)
-    return traits
-
-
-def locality_from_traits(traits: Iterable[str]) -> Locality:
-    """The locality a PCI provider's traits report."""
-    values = {}
-    for trait in traits:
-        for key, prefix in (('node', NODE_TRAIT_PREFIX),
-                            ('socket', SOCKET_TRAIT_PREFIX)):
-            suffix = trait[len(prefix):]
-            if trait.startswith(prefix) and suffix.isdecimal():
-                values[key] = int(suffix)
-    return Locality(**values)
 
 
 def _describe(localities: Iterable[Locality], what: str) -> str:

@@ -17,10 +17,10 @@ from oslo_utils import strutils
 
 from nova import exception
 from nova.pci import devspec
+from nova.pci import placement_names
 from nova.pci import utils
 
 NUMA_POLICIES = ('legacy', 'preferred', 'required', 'socket')
-DEVICE_TYPES = ('type-PCI', 'type-PF', 'type-VF')
 DEFAULT_NUMA_POLICY = 'legacy'
 
 EXTRA_SPEC_ALIAS = 'pci_passthrough:alias'
@@ -36,7 +36,8 @@ _ALIAS_SCHEMA = {
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 256},
         'vendor_id': {'type': 'string', 'pattern': _HEX4},
         'product_id': {'type': 'string', 'pattern': _HEX4},
-        'device_type': {'type': 'string', 'enum': list(DEVICE_TYPES)},
+        'device_type': {'type': 'string',
+                        'enum': list(placement_names.DEVICE_TYPES)},
         'numa_policy': {'type': 'string', 'enum': list(NUMA_POLICIES)},
         'resource_class': {'type': 'string'},
         'traits': {'type': 'string'},
@@ -57,9 +58,9 @@ _EXPECTED_FORM = ('expected "<alias name>:<count>[,<alias name>:<count>...]"'
 
 
 def _spec_resource_class(spec: dict) -> str:
-    return utils.get_resource_class(spec.get('resource_class'),
-                                    spec.get('vendor_id'),
-                                    spec.get('product_id'))
+    return placement_names.get_resource_class(
+        spec.get('resource_class'), spec.get('vendor_id'),
+        spec.get('product_id'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +81,7 @@ class PciAlias:
     @property
     def traits(self) -> set[str]:
         """Placement traits every device of this alias must have."""
-        return utils.get_traits(self.specs[0].get('traits'))
+        return placement_names.get_traits(self.specs[0].get('traits'))
 
 
 @dataclasses.dataclass

@@ -1,10 +1,8 @@
-"""Small PCI helpers shared by device specs, aliases and the translator:
-address normalization and the Placement names derived from config."""
+"""Small PCI helpers shared by device specs, aliases and groups: address
+normalization, misspelt keys and group types (the Placement names derived
+from config are in nova.pci.placement_names)."""
 
 import re
-
-import os_resource_classes as orc
-import os_traits
 
 from nova import exception
 
@@ -29,13 +27,6 @@ def normalize_address(address: str) -> str:
     return '%04x:%02x:%02x.%x' % (
         int(fields['domain'], 16), int(fields['bus'], 16),
         int(fields['slot'], 16), int(fields['function'], 16))
-
-
-def _custom_name(name: str) -> str:
-    name = name.upper()
-    if name.startswith(orc.CUSTOM_NAMESPACE):
-        return name
-    return orc.normalize_name(name)
 
 
 def _edit_distance(a: str, b: str) -> int:
@@ -81,42 +72,9 @@ def misspelling_of(key: str, known: tuple[str, ...]) -> str | None:
     return None
 
 
-def get_resource_class(resource_class: str | None,
-                       vendor_id: str | None,
-                       product_id: str | None) -> str:
-    """Return the Placement resource class for a device spec or alias.
-
-    An explicit class is upper-cased and kept when it is standard or already
-    custom, otherwise made custom; without one the class is
-    ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``.
-    """
-    if resource_class:
-        upper = resource_class.upper()
-        if upper in orc.STANDARDS:
-            return upper
-        return _custom_name(resource_class)
-    return ('CUSTOM_PCI_%s_%s' % (vendor_id, product_id)).upper()
-
-
-def get_traits(traits: str | None) -> set[str]:
-    """Return the Placement trait names for a comma-separated ``traits`` tag.
-
-    Standard os-traits names are kept, others become ``CUSTOM_`` traits.
-    Items are not stripped, as in upstream Nova.
-    """
-    if not traits:
-        return set()
-    standard = set(os_traits.get_traits())
-    result = set()
-    for trait in traits.split(','):
-        result.add(trait if trait in standard else _custom_name(trait))
-    return result
-
-
 # Device groups ------------------------------------------------------------
 
 _GROUP_TYPE_RE = re.compile(r'^[A-Za-z]+(-[A-Za-z]+)*$')
-_GROUP_PREFIX = 'CUSTOM_PCI_GROUP_'
 
 
 def validate_group_type(group_type: object, where: str) -> str:
@@ -133,32 +91,3 @@ def validate_group_type(group_type: object, where: str) -> str:
             'inner dashes, e.g. "nvlink" or "pcie-switch"' % (
                 where, group_type)))
     return group_type.lower()
-
-
-def _group_type_name(group_type: str) -> str:
-    return group_type.upper().replace('-', '_')
-
-
-def group_type_trait(group_type: str) -> str:
-    """Trait on every group provider of ``group_type``."""
-    return _GROUP_PREFIX + _group_type_name(group_type)
-
-
-def group_size_trait(group_type: str, size: int) -> str:
-    """Trait on group providers of ``group_type`` holding ``size`` devices."""
-    return '%s_%d' % (group_type_trait(group_type), size)
-
-
-def group_member_trait(group_type: str, size: int, index: int) -> str:
-    """Trait on the device at position ``index`` of a group of ``size``.
-
-    Devices of one group are interchangeable; naming each position lets a
-    request ask for positions 0..size-1 and get exactly one candidate per
-    group instead of every permutation.
-    """
-    return '%s_M%d' % (group_size_trait(group_type, size), index)
-
-
-def static_group_resource_class(group_type: str) -> str:
-    """Resource class of a static (spec-tagged) group consumed whole."""
-    return group_type_trait(group_type)

@@ -81,7 +81,9 @@ class SchedulerManager(manager.Manager):
         ``excluded_hosts`` are compute host names already tried;
         ``build_owner`` is the conductor driving the build (BuildLeaseLost
         if the build is not in ``scheduling`` under it). Returns
-        ``{"host", "nodename", "allocation_request", "mappings"}``; the
+        ``{"host", "nodename", "allocation_request", "mappings"}``, where
+        ``mappings`` is PCI request id -> the device provider UUIDs chosen
+        for it, in device order (what the compute claims devices by); the
         allocation is claimed for the instance (consumer = its UUID).
         Raises NoValidHost naming what was asked for and why nothing fit
         (marked as expected for oslo.messaging, so the server does not log
@@ -140,8 +142,9 @@ class SchedulerManager(manager.Manager):
 
         usable, dropped = self._usable_hosts(
             context, response, excluded, self.conf, requested_host)
+        summaries = response.get('provider_summaries', {})
         kept = [candidate for candidate in candidates
-                if self._root(candidate, response) in usable]
+                if weights.host_root(candidate, summaries) in usable]
         if not kept:
             raise exception.NoValidHost(reason=(
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
@@ -172,7 +175,7 @@ class SchedulerManager(manager.Manager):
                 return {'host': node['host'],
                         'nodename': node['hypervisor_hostname'],
                         'allocation_request': selection.allocation_request,
-                        'mappings': selection.mappings}
+                        'mappings': selection.pci_providers}
             LOG.info('Claim for instance %s on %s refused; trying the next '
                      'candidate', instance_uuid, node['host'])
         raise exception.NoValidHost(reason=(
@@ -247,14 +250,6 @@ class SchedulerManager(manager.Manager):
                 raise
             LOG.info('No candidates: %s', detail)
             return {'allocation_requests': [], 'provider_summaries': {}}
-
-    @staticmethod
-    def _root(candidate: dict, response: dict) -> str:
-        """Root provider (compute node UUID) of one candidate."""
-        summaries = response.get('provider_summaries', {})
-        mapped = candidate.get('mappings', {}).get('', [])
-        uuids = mapped or sorted(candidate['allocations'])
-        return summaries[uuids[0]]['root_provider_uuid']
 
     @staticmethod
     def _usable_hosts(context, response: dict, excluded: set[str],

@@ -10,6 +10,7 @@ candidate, from the NUMA traits Placement returns in
 
 from nova import exception
 from nova.pci import numa as pci_numa
+from nova.pci import placement_names as names
 from nova.scheduler import request_builder
 
 
@@ -17,14 +18,13 @@ def _placed(candidate: dict, summaries: dict,
             request: request_builder.ResourceRequest,
             pci_requests: list) -> list[pci_numa.PlacedRequest]:
     """The device localities each PCI request gets in ``candidate``."""
-    mappings = candidate.get('mappings', {})
+    chosen = request.pci_providers(candidate)
     placed = []
     for pci_req in pci_requests:
         localities = tuple(
-            pci_numa.locality_from_traits(
+            names.locality_from_traits(
                 summaries.get(rp_uuid, {}).get('traits', ()))
-            for suffix in request.pci_group_suffixes(pci_req.request_id)
-            for rp_uuid in mappings.get(suffix, []))
+            for rp_uuid in chosen.get(pci_req.request_id, []))
         placed.append(pci_numa.PlacedRequest(
             policy=pci_req.numa_policy,
             label='%s:%d' % (pci_req.alias_name, pci_req.count),

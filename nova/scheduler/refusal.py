@@ -11,16 +11,8 @@ refused either for lack of free GPUs or for fragmentation: GPUs are free,
 but no free partition of that size exists.
 """
 
-from nova.pci import numa as pci_numa
-from nova.pci import utils as pci_utils
+from nova.pci import placement_names as names
 from nova.scheduler import request_builder
-
-
-# Group provider trait and its meaning per policy that needs one.
-_LOCAL_GROUPS = {
-    pci_numa.REQUIRED: (pci_numa.NUMA_LOCAL_TRAIT, 'NUMA node'),
-    pci_numa.SOCKET: (pci_numa.SOCKET_LOCAL_TRAIT, 'socket'),
-}
 
 
 def _devices(count: int, rc: str) -> str:
@@ -59,12 +51,12 @@ def _pci_reason(reportclient, pci_req) -> str | None:
         return 'only %s free, %d needed' % (_devices(free, rc),
                                             pci_req.count)
     if pci_req.group_type and pci_req.count >= 2:
-        size_trait = pci_utils.group_size_trait(pci_req.group_type,
-                                                pci_req.count)
+        size_trait = names.group_size_trait(pci_req.group_type,
+                                            pci_req.count)
         if not reportclient.count_providers(required=[size_trait]):
             return ('no host declares %s groups of %d devices (trait %s)'
                     % (pci_req.group_type, pci_req.count, size_trait))
-        local = _LOCAL_GROUPS.get(pci_req.numa_policy)
+        local = names.local_group_trait(pci_req.numa_policy)
         if local and not reportclient.count_providers(
                 required=[size_trait, local[0]]):
             return ('NUMA affinity policy %s needs a %s group of %d devices '

@@ -31,13 +31,10 @@ import os_traits
 
 from nova import exception
 from nova.pci import numa as pci_numa
+from nova.pci import placement_names as names
 from nova.pci import request as pci_request
-from nova.pci import utils as pci_utils
 
 GROUP_POLICIES = ('none', 'isolate')
-
-# Suffix of the resourceless group that lands on the group provider.
-_PARTITION_SUFFIX = 'g'
 
 _RESOURCES_KEY_RE = re.compile(r'^resources([^:]*):(.*)$')
 _TRAIT_KEY_RE = re.compile(r'^trait([^:]*):(.*)$')
@@ -45,8 +42,6 @@ _NAME_RE = re.compile(r'^[A-Z0-9_]+$')
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
 # Placement stores amounts as 32-bit signed integers.
 _MAX_AMOUNT = 2 ** 31 - 1
-# Default and static-group classes of PCI devices (see nova.pci.utils).
-_PCI_CLASS_PREFIX = 'CUSTOM_PCI_'
 
 
 @dataclasses.dataclass
@@ -88,8 +83,9 @@ class ResourceRequest:
     same_subtree: list[list[str]] = dataclasses.field(default_factory=list)
     group_policy: str | None = None
     root_required: set[str] = dataclasses.field(default_factory=set)
-    # PCI request id -> suffixes of its one-device groups, device order.
-    pci_suffixes: dict[str, list[str]] = dataclasses.field(
+    # PCI request id -> number of devices, for requests scheduled
+    # through Placement (one one-device group each).
+    pci_device_counts: dict[str, int] = dataclasses.field(
         default_factory=dict)
 
     def to_query_params(self, limit: int | None) -> list[tuple[str, str]]:
@@ -120,19 +116,17 @@ class ResourceRequest:
         """
         return parse.urlencode(self.to_query_params(limit), safe=',:!')
 
-    def pci_group_suffixes(self, request_id: str) -> list[str]:
-        """Suffixes of the one-device groups of PCI request ``request_id``.
-
-        In device order; ``mappings[suffix][0]`` of a candidate is then the
-        device provider chosen for that device. Empty when the request was
-        not scheduled through Placement.
-        """
-        return list(self.pci_suffixes.get(request_id, []))
+    def pci_providers(self, candidate: dict) -> dict[str, list[str]]:
+        """The device providers an allocation candidate gives each PCI
+        request scheduled through Placement: request id -> provider UUIDs
+        in device order."""
+        return names.chosen_providers(candidate.get('mappings', {}),
+                                      self.pci_device_counts)
 
     @property
     def pci_resource_classes(self) -> set[str]:
         """Resource classes requested by the PCI groups."""
-        pci_ids = set(self.pci_suffixes)
+        pci_ids = set(self.pci_device_counts)
         return {rc for group in self.groups
                 if group.requester_id in pci_ids
                 for rc in group.resources}
@@ -159,13 +153,13 @@ def _check_not_pci(key: str, value: object, rc: str,
     # PCI devices are only assigned for pci_passthrough:alias requests; a
     # device class in the flavor's own group would be allocated in
     # Placement and never attached by the compute.
-    if rc in pci_resource_classes or rc.startswith(_PCI_CLASS_PREFIX):
+    if rc in pci_resource_classes or names.is_pci_resource_class(rc):
         raise _invalid(key, value, (
             '%s is a PCI device resource class (configured: %s; and every '
             '%s* class); the compute only assigns devices requested with '
             'pci_passthrough:alias=<alias>:<count>, so use that instead' % (
                 rc, ', '.join(sorted(pci_resource_classes)) or 'none',
-                _PCI_CLASS_PREFIX)))
+                names.PCI_CLASS_PREFIX)))
 
 
 def _apply_extra_specs(group: RequestGroup, extra_specs: dict,
@@ -228,24 +222,12 @@ def _flavor_group(flavor: dict,
     return group
 
 
-# Trait a device group provider needs for a group request of a policy.
-_LOCAL_GROUP_TRAITS = {pci_numa.REQUIRED: pci_numa.NUMA_LOCAL_TRAIT,
-                       pci_numa.SOCKET: pci_numa.SOCKET_LOCAL_TRAIT}
-
-
-def device_suffix(request_id: str, index: int) -> str:
-    """Suffix of the group for device ``index`` of PCI request
-    ``request_id``; the compute reads its allocated provider back by it."""
-    return '%s-%d' % (request_id, index)
-
-
 def _pci_groups(pci_req: pci_request.InstancePCIRequest
                 ) -> tuple[list[RequestGroup], list[str] | None]:
     """Request groups of one PCI request, and its same_subtree if any.
 
-    Suffixes are ``<request_id>-<i>`` per device (as upstream) and
-    ``<request_id>-g`` for the group provider: stable, unique per request
-    and within Placement's ``[a-zA-Z0-9_-]{1,64}``.
+    Suffixes are those of nova.pci.placement_names: one per device and
+    one for the group provider, stable and unique per request.
     """
     rid = pci_req.request_id
     count = pci_req.count
@@ -256,23 +238,23 @@ def _pci_groups(pci_req: pci_request.InstancePCIRequest
         if partition:
             # Position i of the group: one candidate per group, not one
             # per permutation of its interchangeable devices.
-            traits.add(pci_utils.group_member_trait(
+            traits.add(names.group_member_trait(
                 pci_req.group_type, count, index))
         groups.append(RequestGroup(
-            suffix=device_suffix(rid, index),
+            suffix=names.device_suffix(rid, index),
             resources={pci_req.resource_class: 1},
             required_traits=traits,
             requester_id=rid))
     if not partition:
         return groups, None
-    group_traits = {pci_utils.group_size_trait(pci_req.group_type, count)}
+    group_traits = {names.group_size_trait(pci_req.group_type, count)}
     # A group whose devices span NUMA nodes (sockets) can never meet
     # required (socket) affinity, so Placement must not offer it.
-    local = _LOCAL_GROUP_TRAITS.get(pci_req.numa_policy)
+    local = names.local_group_trait(pci_req.numa_policy)
     if local:
-        group_traits.add(local)
+        group_traits.add(local[0])
     groups.append(RequestGroup(
-        suffix='%s-%s' % (rid, _PARTITION_SUFFIX),
+        suffix=names.partition_suffix(rid),
         required_traits=group_traits,
         requester_id=rid))
     return groups, [group.suffix for group in groups]
@@ -325,14 +307,13 @@ def build_resource_request(
         for pci_req in pci_requests:
             groups, subtree = _pci_groups(pci_req)
             request.groups.extend(groups)
-            request.pci_suffixes[pci_req.request_id] = [
-                g.suffix for g in groups if g.resources]
+            request.pci_device_counts[pci_req.request_id] = pci_req.count
             if subtree:
                 request.same_subtree.append(subtree)
             if pci_req.numa_policy == pci_numa.SOCKET:
                 # As upstream: only hosts that can tell a device's socket.
                 request.groups[0].required_traits.add(
-                    pci_numa.SOCKET_AFFINITY_TRAIT)
+                    names.SOCKET_AFFINITY_TRAIT)
     if any(group.suffix for group in request.groups):
         request.group_policy = policy or 'none'
     return request

@@ -30,15 +30,10 @@ providers that have no inventory.
 """
 
 import collections
-import re
 import typing
 
+from nova.pci import placement_names as names
 from nova.scheduler import request_builder
-
-# CUSTOM_PCI_GROUP_<TYPE>_<SIZE>, where TYPE has letters and underscores
-# only (nova.pci.utils.validate_group_type); member traits (_M<i>) and the
-# plain type trait do not match.
-_GROUP_SIZE_TRAIT_RE = re.compile(r'^CUSTOM_PCI_GROUP_[A-Z]+(?:_[A-Z]+)*_\d+$')
 
 
 class Selection(typing.NamedTuple):
@@ -46,7 +41,8 @@ class Selection(typing.NamedTuple):
 
     host: str                 # root provider UUID of the host
     allocation_request: dict  # as returned: ``allocations``, ``mappings``
-    mappings: dict            # suffix -> [provider UUID]
+    # PCI request id -> device provider UUIDs chosen, in device order.
+    pci_providers: dict[str, list[str]]
 
 
 class _HostView:
@@ -73,7 +69,7 @@ class _HostView:
         # Wholly free groups, as the set of device providers below each.
         self.free_groups: list[frozenset[str]] = []
         for uuid, summary in tree.items():
-            if not any(_GROUP_SIZE_TRAIT_RE.match(trait)
+            if not any(names.is_group_size_trait(trait)
                        for trait in summary.get('traits', [])):
                 continue
             devices = set()
@@ -94,26 +90,18 @@ class _HostView:
         return max(broken, default=0), len(broken)
 
 
-def _host_root(candidate: dict, summaries: dict) -> str:
-    """Root provider of the host a candidate lands on.
+def host_root(candidate: dict, summaries: dict) -> str:
+    """Root provider (compute node UUID) of the host a candidate lands on.
 
     The unsuffixed group's providers (VCPU, MEMORY_MB) tell the host; a
     sharing provider would be a root of its own. Without an unsuffixed
-    group, the lowest root among the allocated providers.
+    group, the lowest root among the allocated providers. The scheduler
+    manager (which hosts are usable) and the weighing use this one answer.
     """
     mapped = candidate.get('mappings', {}).get('', [])
     uuids = mapped or sorted(candidate['allocations'])
     roots = [summaries[uuid]['root_provider_uuid'] for uuid in uuids]
     return roots[0] if mapped else min(roots)
-
-
-def _pci_providers(candidate: dict,
-                   request: request_builder.ResourceRequest) -> set[str]:
-    mappings = candidate.get('mappings', {})
-    return {uuid
-            for request_id in request.pci_suffixes
-            for suffix in request.pci_group_suffixes(request_id)
-            for uuid in mappings.get(suffix, [])}
 
 
 def select_candidates(candidates_response: dict,
@@ -135,16 +123,17 @@ def select_candidates(candidates_response: dict,
     keyed = []
     for position, candidate in enumerate(
             candidates_response.get('allocation_requests', [])):
-        root = _host_root(candidate, summaries)
+        root = host_root(candidate, summaries)
         if root not in hosts:
             hosts[root] = _HostView(root, trees[root], pci_rcs)
         host = hosts[root]
-        taken = _pci_providers(candidate, request)
+        chosen = request.pci_providers(candidate)
+        taken = {uuid for uuids in chosen.values() for uuid in uuids}
         largest, count = host.damage(taken)
         key = (largest, host.free_pci, root, count, sorted(taken),
                position)
         keyed.append((key, Selection(
             host=root, allocation_request=candidate,
-            mappings=candidate.get('mappings', {}))))
+            pci_providers=chosen)))
     keyed.sort(key=lambda item: item[0])
     return [selection for _key, selection in keyed]

@@ -43,9 +43,8 @@ class TestGroupCandidates(test.TestCase):
         gpu_of = {rp: gpu for gpu, rp in self.gpu_rps.items()}
         device_sets = []
         for candidate in response['allocation_requests']:
-            gpus = [gpu_of[candidate['mappings'][suffix][0]]
-                    for suffix in request.pci_group_suffixes(
-                        pci.request_id)]
+            gpus = [gpu_of[rp] for rp in
+                    request.pci_providers(candidate)[pci.request_id]]
             self.assertEqual(count, len(set(gpus)))
             device_sets.append(frozenset(gpus))
         return device_sets, request, response

@@ -9,6 +9,7 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree
 from nova.pci import devspec
 from nova.pci import groups
+from nova.pci import placement_names
 from nova.virt import hardware
 from nova.virt.libvirt import fakehost
 
@@ -44,8 +45,9 @@ class TranslatorTestBase(test.TestCase):
 
     def translate(self, devices, group_config=(), statics=(),
                   allocations=None, whitelist=None):
-        translator.update_provider_tree_for_pci(
-            self.tree, HOST, devices, whitelist or self.whitelist,
+        return translator.update_provider_tree_for_pci(
+            self.tree, HOST, devices,
+            (whitelist or self.whitelist).classify(devices),
             groups.GroupTree.from_config(list(group_config)), list(statics),
             lambda: allocations or {})
 
@@ -53,7 +55,7 @@ class TranslatorTestBase(test.TestCase):
         return self.tree.data(self.tree.data(name).parent_uuid).name
 
     def dev_name(self, gpu):
-        return translator.device_rp_name(HOST, GPUS[gpu - 1])
+        return placement_names.device_rp_name(HOST, GPUS[gpu - 1])
 
 
 class TestFlatTree(TranslatorTestBase):
@@ -179,17 +181,19 @@ class TestAllocationsAndStaticGroups(TranslatorTestBase):
             reads.append(True)
             return {}
 
+        specs = self.whitelist.classify(gpu_devices())
         translator.update_provider_tree_for_pci(
-            self.tree, HOST, gpu_devices(), self.whitelist,
+            self.tree, HOST, gpu_devices(), specs,
             groups.GroupTree.from_config(h200_groups()), [], read)
         self.assertEqual([], reads)
         # Regrouping moves providers but shrinks none: still no read.
         translator.update_provider_tree_for_pci(
-            self.tree, HOST, gpu_devices(), self.whitelist,
+            self.tree, HOST, gpu_devices(), specs,
             groups.GroupTree([]), [], read)
         self.assertEqual([], reads)
         translator.update_provider_tree_for_pci(
-            self.tree, HOST, gpu_devices()[1:], self.whitelist,
+            self.tree, HOST, gpu_devices()[1:],
+            self.whitelist.classify(gpu_devices()[1:]),
             groups.GroupTree([]), [], read)
         self.assertEqual([True], reads)
 
@@ -215,7 +219,8 @@ class TestAllocationsAndStaticGroups(TranslatorTestBase):
                            'group_name': 'hgx1', 'group_type': 'nvlink'})
         whitelist = devspec.Whitelist.from_config([spec], True)
         devices = gpu_devices()
-        statics = groups.static_groups(devices, whitelist)
+        statics = groups.static_groups(devices,
+                                       whitelist.classify(devices))
         self.translate(devices, statics=statics, whitelist=whitelist)
         self.assertEqual(['cmp1_hgx1'],
                          [p.name for p in self.tree.children(HOST)])
@@ -273,7 +278,7 @@ class TestUpstreamTags(TranslatorTestBase):
         self.assertEqual(1, self.reserved(3))
         self.assertEqual(
             1, translator._keep_reserved(
-                translator._inventory('PGPU', 1),
+                placement_names.pci_inventory('PGPU', 1),
                 {'PGPU': {'reserved': 5}})['PGPU']['reserved'])
 
     def test_one_time_use_static_group_reserved_once_used(self):
@@ -282,7 +287,8 @@ class TestUpstreamTags(TranslatorTestBase):
                            'one_time_use': True})
         whitelist = devspec.Whitelist.from_config([spec], True)
         devices = gpu_devices(**{GPUS[4]: {'instance_uuid': 'vm1'}})
-        statics = groups.static_groups(devices, whitelist)
+        statics = groups.static_groups(devices,
+                                       whitelist.classify(devices))
         self.translate(devices, statics=statics, whitelist=whitelist)
         data = self.tree.data('cmp1_hgx1')
         self.assertEqual(1, data.inventory['CUSTOM_PCI_GROUP_NVLINK'][
@@ -315,7 +321,7 @@ class TestNumaLocality(TranslatorTestBase):
         devices = gpu_devices(**{address: {'numa_node': index // 2}
                                  for index, address in enumerate(GPUS)})
         translator.update_provider_tree_for_pci(
-            self.tree, HOST, devices, self.whitelist,
+            self.tree, HOST, devices, self.whitelist.classify(devices),
             groups.GroupTree.from_config(h200_groups()), [], dict,
             self.TOPOLOGY)
 
@@ -337,7 +343,7 @@ class TestNumaLocality(TranslatorTestBase):
         devices = gpu_devices(**{GPUS[0]: {'numa_node': None},
                                  GPUS[2]: {'numa_node': 0}})
         translator.update_provider_tree_for_pci(
-            self.tree, HOST, devices, self.whitelist,
+            self.tree, HOST, devices, self.whitelist.classify(devices),
             groups.GroupTree.from_config(h200_groups()), [], dict,
             self.TOPOLOGY)
         self.assertFalse({t for t in self.tree.data(

@@ -129,7 +129,7 @@ class TestBuildInstance(BuildTestBase):
         self.assertEqual('cmp1', build['host_recorded'])
         gpus = self.hosts.gpus_of('cmp1', build['allocations'])
         self.assertIn(frozenset(gpus), fakes.PAIRS)
-        mapped = {rps[0] for rps in build['mappings'].values()}
+        mapped = {rp for rps in build['mappings'].values() for rp in rps}
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
         self.assertEqual(build['allocations'],
                          self.hosts.allocations(instance['uuid']))

@@ -185,7 +185,8 @@ class TestH200Tree(test.TestCase):
         self.assertEqual([], tree.enclosing(gpu(1)))
         self.assertEqual(set(), tree.member_traits(gpu(1)))
         self.assertEqual(set(), tree.sizes('nvlink'))
-        tree.validate_devices(host_devices(), whitelist())
+        devices = host_devices()
+        tree.validate_devices(devices, whitelist().classify(devices))
 
     def test_separate_roots_and_types(self):
         tree = groups.GroupTree.from_config([
@@ -382,15 +383,16 @@ class TestValidateDevices(test.TestCase):
 
     def assertInvalid(self, whitelist, *fragments, devices=None,
                       tree=None):
+        devices = devices or self.devices
         e = self.assertRaises(exception.PciGroupConfigInvalid,
                               (tree or self.tree).validate_devices,
-                              devices or self.devices, whitelist)
+                              devices, whitelist.classify(devices))
         for fragment in fragments:
             self.assertIn(fragment, str(e))
 
     def test_valid(self):
-        self.assertIsNone(self.tree.validate_devices(self.devices,
-                                                     whitelist()))
+        self.assertIsNone(self.tree.validate_devices(
+            self.devices, whitelist().classify(self.devices)))
 
     def test_unknown_address(self):
         tree = groups.GroupTree.from_config(
@@ -421,7 +423,8 @@ class TestValidateDevices(test.TestCase):
     def test_default_resource_class_is_per_device(self):
         # Without a resource_class tag all H200s get the same default.
         self.assertIsNone(self.tree.validate_devices(
-            self.devices, whitelist({'vendor_id': '10de'})))
+            self.devices,
+            whitelist({'vendor_id': '10de'}).classify(self.devices)))
 
     def test_also_static_tagged(self):
         self.assertInvalid(
@@ -456,17 +459,19 @@ class TestStaticGroups(test.TestCase):
                                 'CUSTOM_PAIR'),
              groups.StaticGroup('island-1', 'nvlink', [gpu(1), gpu(3)],
                                 'CUSTOM_PCI_GROUP_NVLINK')],
-            groups.static_groups(host_devices(), wl))
+            groups.static_groups(host_devices(),
+                                 wl.classify(host_devices())))
 
     def test_no_static_groups(self):
-        self.assertEqual([], groups.static_groups(host_devices(),
-                                                  whitelist()))
-        self.assertEqual([], groups.static_groups([], whitelist()))
+        self.assertEqual([], groups.static_groups(
+            host_devices(), whitelist().classify(host_devices())))
+        self.assertEqual([], groups.static_groups([], {}))
 
     def assertInvalid(self, wl, *fragments, devices=None):
+        devices = devices or host_devices()
         e = self.assertRaises(exception.PciConfigInvalidSpec,
-                              groups.static_groups,
-                              devices or host_devices(), wl)
+                              groups.static_groups, devices,
+                              wl.classify(devices))
         for fragment in fragments:
             self.assertIn(fragment, str(e))
 

@@ -55,9 +55,9 @@ class TestPciDevTracker(test.TestCase):
         self.devices = [gpu(address) for address in GPU_ADDRESSES] + [nvme()]
 
     def _sync(self, devices=None, wl=None, group_path=None):
+        devices = self.devices if devices is None else devices
         self.tracker.update_devices_from_hypervisor_resources(
-            self.devices if devices is None else devices,
-            wl or whitelist(), group_path)
+            devices, (wl or whitelist()).classify(devices), group_path)
 
     def _db_devices(self):
         return {device['address']: device for device in

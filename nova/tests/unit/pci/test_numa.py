@@ -13,27 +13,6 @@ def _req(policy, *devices, label='gpu:1'):
                               devices=tuple(devices))
 
 
-class TestTraits(test.TestCase):
-
-    def test_locality_traits_round_trip(self):
-        self.assertEqual({'CUSTOM_PCI_NUMA_NODE_1', 'CUSTOM_PCI_SOCKET_0'},
-                         numa.locality_traits(L(1, 0)))
-        self.assertEqual(set(), numa.locality_traits(L()))
-        self.assertEqual(L(3, 1), numa.locality_from_traits(
-            {'CUSTOM_PCI_NUMA_NODE_3', 'CUSTOM_PCI_SOCKET_1', 'OWNER_NOVA',
-             'CUSTOM_PCI_NUMA_NODE_X'}))
-        self.assertEqual(L(), numa.locality_from_traits(['OWNER_NOVA']))
-
-    def test_group_traits(self):
-        self.assertEqual({numa.NUMA_LOCAL_TRAIT, numa.SOCKET_LOCAL_TRAIT},
-                         numa.group_traits([L(0, 0), L(0, 0)]))
-        # Two nodes of one socket (sub-NUMA clustering).
-        self.assertEqual({numa.SOCKET_LOCAL_TRAIT},
-                         numa.group_traits([L(0, 0), L(1, 0)]))
-        self.assertEqual(set(), numa.group_traits([L(0, 0), L(1, 1)]))
-        self.assertEqual(set(), numa.group_traits([L(), L()]))
-
-
 class TestGuestNodes(test.TestCase):
 
     def assertViolation(self, requests, *fragments):

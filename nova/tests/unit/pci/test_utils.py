@@ -14,33 +14,6 @@ class TestNaming(test.TestCase):
             self.assertRaises(exception.PciDeviceWrongAddressFormat,
                               utils.normalize_address, bad)
 
-    def test_resource_class(self):
-        self.assertEqual('PGPU', utils.get_resource_class('pgpu', None, None))
-        self.assertEqual('CUSTOM_GPU', utils.get_resource_class('gpu', 'a',
-                                                                'b'))
-        self.assertEqual('CUSTOM_X', utils.get_resource_class('custom_x',
-                                                              None, None))
-        self.assertEqual('CUSTOM_MY_AWESOME_GPU_',
-                         utils.get_resource_class('my-awesome gpu!!', None,
-                                                  None))
-        self.assertEqual('CUSTOM_PCI_10DE_ABCD',
-                         utils.get_resource_class(None, '10de', 'abcd'))
-
-    def test_traits(self):
-        self.assertEqual({'HW_GPU_API_VULKAN', 'CUSTOM_PURPLE',
-                          'CUSTOM_X', 'CUSTOM__BIG'},
-                         utils.get_traits(
-                             'HW_GPU_API_VULKAN,purple,custom_x, big'))
-        self.assertEqual(set(), utils.get_traits(''))
-
-    def test_group_traits(self):
-        self.assertEqual('CUSTOM_PCI_GROUP_NVLINK',
-                         utils.group_type_trait('nvlink'))
-        self.assertEqual('CUSTOM_PCI_GROUP_PCIE_SWITCH_4',
-                         utils.group_size_trait('pcie-switch', 4))
-        self.assertEqual('CUSTOM_PCI_GROUP_NVLINK_2_M1',
-                         utils.group_member_trait('nvlink', 2, 1))
-
     def test_group_type_validation(self):
         self.assertEqual('nvlink',
                          utils.validate_group_type('NVLink', 'alias h200'))

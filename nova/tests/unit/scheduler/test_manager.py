@@ -87,10 +87,12 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.assertEqual(selection['allocation_request']['allocations'],
                          {rp: {'resources': res}
                           for rp, res in allocations.items()})
-        # The mappings name the device providers of the PCI request.
+        # The mappings name the device providers of the PCI request, one
+        # per device, by request id.
         rid = instance['pci_requests'][0]['request_id']
-        mapped = {selection['mappings']['%s-%d' % (rid, i)][0]
-                  for i in range(2)}
+        self.assertEqual([rid], list(selection['mappings']))
+        mapped = selection['mappings'][rid]
+        self.assertEqual(2, len(mapped))
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
 
     def test_packs_into_the_broken_quad_of_the_fuller_host(self):

@@ -68,7 +68,7 @@ class TestFilter(test.TestCase):
         request = request_builder.build_resource_request(
             {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests, True)
         response = _response((0, 1), (1, 1), (0, None), (0, 0))
-        selections = [weights.Selection('root', c, c['mappings'])
+        selections = [weights.Selection('root', c, request.pci_providers(c))
                       for c in response['allocation_requests']]
         ordered = numa_affinity.prefer_local(selections, response, request,
                                              requests)

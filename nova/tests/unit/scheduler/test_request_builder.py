@@ -223,10 +223,14 @@ class TestPciGroups(test.TestCase):
             '&same_subtree={r}-0,{r}-1,{r}-g'.format(
                 r=RID, n=RID2, base=BASE),
             request.to_querystring(None))
-        self.assertEqual(['%s-0' % RID, '%s-1' % RID],
-                         request.pci_group_suffixes(RID))
-        self.assertEqual(['%s-0' % RID2], request.pci_group_suffixes(RID2))
-        self.assertEqual([], request.pci_group_suffixes('unknown'))
+        self.assertEqual({RID: 2, RID2: 1}, request.pci_device_counts)
+        # The providers of each device, by request, in device order; the
+        # group provider's mapping (suffix -g) is no device.
+        self.assertEqual({RID: ['rp-b', 'rp-a'], RID2: ['rp-n']},
+                         request.pci_providers({'mappings': {
+                             '': ['root'], '%s-0' % RID: ['rp-b'],
+                             '%s-1' % RID: ['rp-a'], '%s-g' % RID: ['grp'],
+                             '%s-0' % RID2: ['rp-n']}}))
         self.assertEqual({'PGPU', 'CUSTOM_NIC'},
                          request.pci_resource_classes)
         partition = [g for g in request.groups
@@ -244,7 +248,7 @@ class TestPciGroups(test.TestCase):
         request = request_builder.build_resource_request(
             _flavor(), [_pci(4)], False)
         self.assertEqual(BASE, request.to_querystring(None))
-        self.assertEqual([], request.pci_group_suffixes(RID))
+        self.assertEqual({}, request.pci_device_counts)
         self.assertEqual([], request.same_subtree)
 
     def test_suffixes_are_placement_valid(self):

@@ -180,10 +180,10 @@ class TestSelectCandidates(test.TestCase):
     def test_selection_shape(self):
         response = _response({'h': ()}, {'h': [(1, 3)]})
         (selection,) = weights.select_candidates(response, _request(2))
-        host, allocation_request, mappings = selection
+        host, allocation_request, pci_providers = selection
         self.assertEqual('h', host)
         self.assertIs(response['allocation_requests'][0], allocation_request)
-        self.assertEqual(['h-gpu1'], mappings['%s-0' % RID])
+        self.assertEqual({RID: ['h-gpu1', 'h-gpu3']}, pci_providers)
 
     def test_host_without_unsuffixed_mapping(self):
         response = _response({'h': (1,)}, {'h': [(3,)]})

@@ -1,0 +1,266 @@
+"""The names and records of the PCI provider tree, built and parsed here.
+
+The compute (its PCI tracker, resource tracker and translator) writes a
+provider tree to Placement; the scheduler asks Placement about it and
+reads the answer back; the compute then maps the providers Placement chose
+to its devices. All of them agree on the formats defined in this module
+and nowhere else:
+
+* provider names: ``<host>_<ADDRESS>`` for a device (or a PF holding its
+  VFs), ``<host>_<group>`` for a device group or a static spec group;
+* traits: ownership (``COMPUTE_MANAGED_PCI_DEVICE``, ``OWNER_NOVA``),
+  device groups (``CUSTOM_PCI_GROUP_<TYPE>[_<SIZE>[_M<i>]]``), NUMA
+  locality (``CUSTOM_PCI_NUMA_NODE_<n>``, ``CUSTOM_PCI_SOCKET_<s>``,
+  ``CUSTOM_PCI_NUMA_LOCAL``, ``CUSTOM_PCI_SOCKET_LOCAL``) and upstream's
+  host trait ``COMPUTE_SOCKET_PCI_NUMA_AFFINITY``;
+* resource classes: ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` by default, a spec's
+  own class, ``CUSTOM_PCI_GROUP_<TYPE>`` for a static group;
+* request group suffixes: ``<request_id>-<i>`` per device,
+  ``<request_id>-g`` for the group provider of a group request;
+* inventory records, and the libvirt device types.
+
+It sits below nova.compute and nova.scheduler so that both import it and
+neither imports the other.
+"""
+
+from collections.abc import Iterable, Mapping
+import re
+
+import os_resource_classes as orc
+import os_traits
+
+from nova.pci import numa as pci_numa
+
+# Device types, as libvirt and upstream Nova name them.
+DEV_TYPE_PCI = 'type-PCI'
+DEV_TYPE_PF = 'type-PF'
+DEV_TYPE_VF = 'type-VF'
+DEVICE_TYPES = (DEV_TYPE_PCI, DEV_TYPE_PF, DEV_TYPE_VF)
+# Devices with a provider of their own; a VF is a unit of its PF's.
+WHOLE_DEVICE_TYPES = (DEV_TYPE_PCI, DEV_TYPE_PF)
+
+# Ownership traits.
+OWNER_NOVA_TRAIT = 'OWNER_NOVA'
+MANAGED_PCI_TRAIT = os_traits.COMPUTE_MANAGED_PCI_DEVICE
+# On every provider nova owns for PCI (devices and static groups).
+MANAGED_TRAITS = frozenset({MANAGED_PCI_TRAIT, OWNER_NOVA_TRAIT})
+
+# Default and static-group classes of PCI devices start with this.
+PCI_CLASS_PREFIX = 'CUSTOM_PCI_'
+_GROUP_PREFIX = 'CUSTOM_PCI_GROUP_'
+# CUSTOM_PCI_GROUP_<TYPE>_<SIZE>, where TYPE has letters and underscores
+# only (nova.pci.utils.validate_group_type); member traits (_M<i>) and the
+# plain type trait do not match.
+_GROUP_SIZE_TRAIT_RE = re.compile(r'^CUSTOM_PCI_GROUP_[A-Z]+(?:_[A-Z]+)*_\d+$')
+
+# NUMA locality of PCI providers (device, PF, static group): the node and
+# socket of the devices behind them, when all share one.
+NODE_TRAIT_PREFIX = 'CUSTOM_PCI_NUMA_NODE_'
+SOCKET_TRAIT_PREFIX = 'CUSTOM_PCI_SOCKET_'
+# On device group providers: all member devices sit on one NUMA node /
+# one socket. Requested for required / socket group requests.
+NUMA_LOCAL_TRAIT = 'CUSTOM_PCI_NUMA_LOCAL'
+SOCKET_LOCAL_TRAIT = 'CUSTOM_PCI_SOCKET_LOCAL'
+# The host-level trait upstream requires for the socket policy.
+SOCKET_AFFINITY_TRAIT = 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'
+# Group provider trait a NUMA policy needs, and what it means.
+_LOCAL_GROUP_TRAITS = {
+    pci_numa.REQUIRED: (NUMA_LOCAL_TRAIT, 'NUMA node'),
+    pci_numa.SOCKET: (SOCKET_LOCAL_TRAIT, 'socket'),
+}
+
+# Suffix of the resourceless request group on the group provider.
+_PARTITION_SUFFIX = 'g'
+
+
+# Provider names ----------------------------------------------------------
+
+def device_rp_name(nodename: str, address: str) -> str:
+    """Provider name of a PCI device, upper-cased as upstream does."""
+    return '%s_%s' % (nodename, address.upper())
+
+
+def group_rp_name(nodename: str, group_name: str) -> str:
+    """Provider name of a device group (tree or static)."""
+    return '%s_%s' % (nodename, group_name)
+
+
+def provider_address(dev: dict) -> str | None:
+    """Address of the device whose provider holds ``dev``: its own, or
+    for a VF its parent PF's (None if the VF names no parent)."""
+    if dev['dev_type'] in WHOLE_DEVICE_TYPES:
+        return dev['address']
+    return dev.get('parent_addr') or None
+
+
+# Traits ------------------------------------------------------------------
+
+def _custom_name(name: str) -> str:
+    name = name.upper()
+    if name.startswith(orc.CUSTOM_NAMESPACE):
+        return name
+    return orc.normalize_name(name)
+
+
+def get_resource_class(resource_class: str | None,
+                       vendor_id: str | None,
+                       product_id: str | None) -> str:
+    """Return the Placement resource class for a device spec or alias.
+
+    An explicit class is upper-cased and kept when it is standard or already
+    custom, otherwise made custom; without one the class is
+    ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``.
+    """
+    if resource_class:
+        upper = resource_class.upper()
+        if upper in orc.STANDARDS:
+            return upper
+        return _custom_name(resource_class)
+    return ('%s%s_%s' % (PCI_CLASS_PREFIX, vendor_id, product_id)).upper()
+
+
+def is_pci_resource_class(resource_class: str) -> bool:
+    """True for the classes nova derives for PCI devices and groups."""
+    return resource_class.startswith(PCI_CLASS_PREFIX)
+
+
+def get_traits(traits: str | None) -> set[str]:
+    """Return the Placement trait names for a comma-separated ``traits`` tag.
+
+    Standard os-traits names are kept, others become ``CUSTOM_`` traits.
+    Items are not stripped, as in upstream Nova.
+    """
+    if not traits:
+        return set()
+    standard = set(os_traits.get_traits())
+    return {trait if trait in standard else _custom_name(trait)
+            for trait in traits.split(',')}
+
+
+def group_type_trait(group_type: str) -> str:
+    """Trait on every group provider of ``group_type``."""
+    return _GROUP_PREFIX + group_type.upper().replace('-', '_')
+
+
+def group_size_trait(group_type: str, size: int) -> str:
+    """Trait on group providers of ``group_type`` holding ``size`` devices."""
+    return '%s_%d' % (group_type_trait(group_type), size)
+
+
+def group_member_trait(group_type: str, size: int, index: int) -> str:
+    """Trait on the device at position ``index`` of a group of ``size``.
+
+    Devices of one group are interchangeable; naming each position lets a
+    request ask for positions 0..size-1 and get exactly one candidate per
+    group instead of every permutation.
+    """
+    return '%s_M%d' % (group_size_trait(group_type, size), index)
+
+
+def static_group_resource_class(group_type: str) -> str:
+    """Resource class of a static (spec-tagged) group consumed whole."""
+    return group_type_trait(group_type)
+
+
+def is_group_size_trait(trait: str) -> bool:
+    """True for the size trait of a device group provider."""
+    return bool(_GROUP_SIZE_TRAIT_RE.match(trait))
+
+
+def is_pci_provider(traits: Iterable[str]) -> bool:
+    """True for providers with these traits that nova owns for PCI:
+    devices, static groups and device groups."""
+    return any(trait == MANAGED_PCI_TRAIT or trait.startswith(_GROUP_PREFIX)
+               for trait in traits)
+
+
+def locality_traits(locality: pci_numa.Locality) -> set[str]:
+    """Node and socket traits of a PCI provider at ``locality``."""
+    traits = set()
+    if locality.node is not None:
+        traits.add('%s%d' % (NODE_TRAIT_PREFIX, locality.node))
+    if locality.socket is not None:
+        traits.add('%s%d' % (SOCKET_TRAIT_PREFIX, locality.socket))
+    return traits
+
+
+def group_locality_traits(localities: Iterable[pci_numa.Locality]
+                          ) -> set[str]:
+    """Locality traits of a device group provider with these members."""
+    common = pci_numa.common_locality(localities)
+    traits = set()
+    if common.node is not None:
+        traits.add(NUMA_LOCAL_TRAIT)
+    if common.socket is not None:
+        traits.add(SOCKET_LOCAL_TRAIT)
+    return traits
+
+
+def locality_from_traits(traits: Iterable[str]) -> pci_numa.Locality:
+    """The locality a PCI provider's traits report."""
+    values = {}
+    for trait in traits:
+        for key, prefix in (('node', NODE_TRAIT_PREFIX),
+                            ('socket', SOCKET_TRAIT_PREFIX)):
+            suffix = trait[len(prefix):]
+            if trait.startswith(prefix) and suffix.isdecimal():
+                values[key] = int(suffix)
+    return pci_numa.Locality(**values)
+
+
+def local_group_trait(numa_policy: str) -> tuple[str, str] | None:
+    """The trait a group provider needs to serve a group request with
+    ``numa_policy``, and the unit it speaks of (``NUMA node``,
+    ``socket``); None when the policy needs none."""
+    return _LOCAL_GROUP_TRAITS.get(numa_policy)
+
+
+# Request group suffixes ----------------------------------------------------
+
+def device_suffix(request_id: str, index: int) -> str:
+    """Suffix of the request group for device ``index`` of PCI request
+    ``request_id`` (as upstream); within Placement's
+    ``[a-zA-Z0-9_-]{1,64}`` for a UUID request id."""
+    return '%s-%d' % (request_id, index)
+
+
+def partition_suffix(request_id: str) -> str:
+    """Suffix of the resourceless group that lands on the group provider
+    of a group request."""
+    return '%s-%s' % (request_id, _PARTITION_SUFFIX)
+
+
+def chosen_providers(mappings: Mapping[str, list[str]],
+                     device_counts: Mapping[str, int]
+                     ) -> dict[str, list[str]]:
+    """Provider UUID of each device of each PCI request in a candidate.
+
+    ``mappings`` is an allocation candidate's request group suffix ->
+    [provider UUID]; ``device_counts`` the PCI request ids scheduled
+    through Placement and their device counts. The result maps each
+    request id to its providers in device order; a device whose group is
+    missing from ``mappings`` is left out.
+    """
+    return {request_id: [mappings[suffix][0]
+                         for suffix in (device_suffix(request_id, index)
+                                        for index in range(count))
+                         if mappings.get(suffix)]
+            for request_id, count in device_counts.items()}
+
+
+# Inventory -----------------------------------------------------------------
+
+def inventory_record(total: int, reserved: int = 0,
+                     max_unit: int | None = None,
+                     allocation_ratio: float = 1.0) -> dict:
+    """One resource class's inventory as Placement takes it; ``max_unit``
+    defaults to ``total``."""
+    return {'total': total, 'reserved': reserved, 'min_unit': 1,
+            'max_unit': total if max_unit is None else max_unit,
+            'step_size': 1, 'allocation_ratio': allocation_ratio}
+
+
+def pci_inventory(resource_class: str, total: int,
+                  reserved: int = 0) -> dict[str, dict]:
+    """Inventory of a PCI provider: ``total`` units of one class."""
+    return {resource_class: inventory_record(total, reserved)}
