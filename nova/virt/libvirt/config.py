@@ -10,12 +10,9 @@ import uuid as uuidlib
 import xml.etree.ElementTree as ET
 
 from nova import exception
+from nova.pci import placement_names
 from nova.pci import utils as pci_utils
 from nova.virt import hardware
-
-DEV_TYPE_PCI = 'type-PCI'
-DEV_TYPE_PF = 'type-PF'
-DEV_TYPE_VF = 'type-VF'
 
 
 def _hex_attr(element: ET.Element | None, what: str, xml_name: str) -> str:
@@ -87,13 +84,13 @@ def parse_pci_nodedev(xml: str) -> dict | None:
         # libvirt uses -1 where the kernel knows no affinity.
         numa_node = node if node >= 0 else None
 
-    dev_type = DEV_TYPE_PCI
+    dev_type = placement_names.DEV_TYPE_PCI
     parent_addr = None
     if cap.find("capability[@type='virt_functions']") is not None:
-        dev_type = DEV_TYPE_PF
+        dev_type = placement_names.DEV_TYPE_PF
     phys_fn = cap.find("capability[@type='phys_function']/address")
     if phys_fn is not None:
-        dev_type = DEV_TYPE_VF
+        dev_type = placement_names.DEV_TYPE_VF
         parent_addr = _address_from_element(phys_fn)
 
     group = cap.find('iommuGroup')

@@ -1,0 +1,316 @@
+"""Tests for the ResourceTracker's update cycle.
+
+The hypervisor and Placement are fakes (``FakeDriver``,
+``FakeReportClient``); the provider tree, the translator, the PCI tracker
+and the database are the real ones. The fake report client keeps the last
+tree it was sent as Placement's, so consecutive updates see what they
+reported before.
+"""
+
+import json
+import uuid
+
+from oslo_config import cfg
+
+import nova.conf
+from nova import context as nova_context
+from nova.compute import provider_tree as ptree
+from nova.compute import resource_tracker
+from nova.db import api as db
+from nova import exception
+from nova.pci import placement_names as names
+from nova import test
+from nova.tests.fixtures import database as db_fixture
+from nova.tests.fixtures import h200_placement
+from nova.virt import hardware
+from nova.virt.libvirt import fakehost
+
+HOST = 'cmp1'
+GPUS = fakehost.H200_GPU_ADDRESSES
+# The H200 host's two NUMA nodes, one socket each.
+TOPOLOGY = hardware.HostNUMATopology(tuple(
+    hardware.NUMACell(node, (node,), 1024, node) for node in (0, 1)))
+
+
+class FakeDriver:
+    """A hypervisor with an HGX H200 board (and a NIC and an NVMe)."""
+
+    def __init__(self) -> None:
+        self.resources = {'vcpus': h200_placement.VCPUS,
+                          'memory_mb': h200_placement.MEMORY_MB,
+                          'local_gb': 0, 'hypervisor_type': 'fake'}
+        self.devices = fakehost.hgx_h200_devices()
+        self.topology = TOPOLOGY
+
+    def get_available_resource(self) -> dict:
+        return dict(self.resources)
+
+    def get_pci_devices(self) -> list[dict]:
+        return [dict(dev) for dev in self.devices]
+
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        return self.topology
+
+    def get_nvlink_partitions(self) -> None:
+        return None
+
+
+class FakeReportClient:
+    """Placement as the resource tracker sees it: the last tree sent, the
+    allocations on it, and a count of what was asked."""
+
+    def __init__(self) -> None:
+        self.placement: ptree.ProviderTree | None = None
+        self.sent: list[ptree.ProviderTree] = []
+        self.allocations: dict = {}
+        self.allocation_reads = 0
+        # Conflicts to raise before accepting an update.
+        self.conflicts = 0
+
+    def get_provider_by_name(self, name: str) -> dict | None:
+        if self.placement is None or not self.placement.exists(name):
+            return None
+        return {'uuid': self.placement.data(name).uuid}
+
+    def get_provider_tree(self, root_uuid: str) -> ptree.ProviderTree | None:
+        if self.placement is None or not self.placement.exists(root_uuid):
+            return None
+        return self.placement.copy()
+
+    def get_allocations_for_tree(self, root_uuid: str) -> dict:
+        self.allocation_reads += 1
+        return self.allocations
+
+    def update_from_provider_tree(self, tree: ptree.ProviderTree) -> None:
+        if self.conflicts:
+            self.conflicts -= 1
+            raise exception.ResourceProviderUpdateConflict(
+                uuid=tree.roots()[0].uuid, generation=1, error='test')
+        self.sent.append(tree.copy())
+        self.placement = tree.copy()
+
+
+def make_conf(pci: dict | None = None, **overrides) -> cfg.ConfigOpts:
+    """Nova options of a compute with the H200 host's [pci] section
+    (``pci`` replaces option values of it)."""
+    conf = cfg.ConfigOpts()
+    nova.conf.register_all(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    values = dict(fakehost.h200_pci_config(), report_in_placement=True)
+    values.update(pci or {})
+    for name, value in values.items():
+        conf.set_override(name, value, group='pci')
+    for name, value in overrides.items():
+        conf.set_override(name, value)
+    return conf
+
+
+def tree_view(tree: ptree.ProviderTree) -> dict[str, tuple]:
+    """Provider name -> (parent name, inventory, traits) of ``tree``."""
+    view = {}
+    for provider in tree.providers():
+        parent = (tree.data(provider.parent_uuid).name
+                  if provider.parent_uuid else None)
+        view[provider.name] = (parent, provider.inventory,
+                               provider.traits)
+    return view
+
+
+class ResourceTrackerTestCase(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(db_fixture.Database())
+        self.context = nova_context.get_admin_context()
+        self.driver = FakeDriver()
+        self.client = FakeReportClient()
+
+    def tracker(self, conf: cfg.ConfigOpts | None = None
+                ) -> resource_tracker.ResourceTracker:
+        return resource_tracker.ResourceTracker(
+            conf or make_conf(), HOST, self.driver, self.client)
+
+    def device(self, rt, address: str) -> dict:
+        return rt.pci_tracker.get_by_address(address)
+
+
+class TestH200Contract(ResourceTrackerTestCase):
+    """The hand-built H200 tree of the scheduler and request model tests
+    (nova.tests.fixtures.h200_placement) is what a compute reports."""
+
+    def test_fixture_equals_reported_tree(self):
+        self.tracker().update_available_resource(self.context)
+        expected = {p.name: (p.parent, p.inventory, p.traits)
+                    for p in h200_placement.h200_providers(HOST)}
+        reported = tree_view(self.client.sent[-1])
+        self.assertEqual(sorted(expected), sorted(reported))
+        for name in expected:
+            self.assertEqual(expected[name], reported[name], name)
+
+
+class TestUpdateCycle(ResourceTrackerTestCase):
+
+    def test_first_update_creates_node_and_tree(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        node = db.compute_node_get_by_nodename(self.context, HOST)
+        self.assertEqual((h200_placement.VCPUS, h200_placement.MEMORY_MB),
+                         (node['vcpus'], node['memory_mb']))
+        (sent,) = self.client.sent
+        root = sent.data(node['uuid'])
+        self.assertEqual(HOST, root.name)
+        self.assertEqual(names.inventory_record(h200_placement.VCPUS),
+                         root.inventory['VCPU'])
+        # 8 GPUs tracked, the NIC and NVMe match no spec.
+        self.assertEqual(sorted(GPUS), [d['address']
+                                        for d in rt.pci_tracker.pci_devs])
+        # Nothing shrank: Placement's allocations were never read.
+        self.assertEqual(0, self.client.allocation_reads)
+
+    def test_devices_record_the_providers_the_translator_made(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        sent = self.client.sent[-1]
+        for address in GPUS:
+            self.assertEqual(
+                sent.data(names.device_rp_name(HOST, address)).uuid,
+                self.device(rt, address)['rp_uuid'])
+
+    def test_steady_state_resends_the_same_tree(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.update_available_resource(self.context)
+        first, second = self.client.sent
+        self.assertEqual(tree_view(first), tree_view(second))
+        self.assertEqual([p.uuid for p in first.providers()],
+                         [p.uuid for p in second.providers()])
+        self.assertEqual(0, self.client.allocation_reads)
+
+    def test_devices_are_matched_once_per_update(self):
+        rt = self.tracker()
+        matched = []
+        assignable = rt.whitelist.device_assignable
+
+        def counting(dev):
+            matched.append(dev['address'])
+            return assignable(dev)
+
+        rt.whitelist.device_assignable = counting
+        rt.update_available_resource(self.context)
+        self.assertEqual(sorted(d['address'] for d in self.driver.devices),
+                         sorted(matched))
+
+    def test_node_known_to_placement_keeps_its_uuid(self):
+        # The database was rebuilt; Placement still has the provider.
+        self.client.placement = ptree.ProviderTree()
+        root_uuid = str(uuid.uuid4())
+        self.client.placement.add(HOST, uuid=root_uuid)
+        self.tracker().update_available_resource(self.context)
+        self.assertEqual(root_uuid, db.compute_node_get_by_nodename(
+            self.context, HOST)['uuid'])
+        self.assertEqual(root_uuid, self.client.sent[-1].roots()[0].uuid)
+
+    def test_socket_trait_only_while_sockets_are_known(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        self.assertIn(names.SOCKET_AFFINITY_TRAIT,
+                      self.client.sent[-1].roots()[0].traits)
+        self.driver.topology = hardware.HostNUMATopology(tuple(
+            hardware.NUMACell(node, (node,), 1024, None) for node in (0, 1)))
+        rt.update_available_resource(self.context)
+        self.assertEqual({names.OWNER_NOVA_TRAIT},
+                         self.client.sent[-1].roots()[0].traits)
+
+    def test_generation_conflicts_are_retried(self):
+        self.client.conflicts = 2
+        self.tracker().update_available_resource(self.context)
+        self.assertEqual(1, len(self.client.sent))
+
+    def test_persistent_conflict_is_raised(self):
+        self.client.conflicts = 10
+        self.assertRaises(exception.ResourceProviderUpdateConflict,
+                          self.tracker().update_available_resource,
+                          self.context)
+        self.assertEqual([], self.client.sent)
+
+    def test_disk_reservation_larger_than_disk_is_refused(self):
+        self.driver.resources['local_gb'] = 1
+        rt = self.tracker(make_conf(reserved_host_disk_mb=4096))
+        err = self.assertRaises(exception.InvalidConfiguration,
+                                rt.update_available_resource, self.context)
+        self.assertIn('reserved_host_disk_mb = 4096', str(err))
+        self.assertEqual([], self.client.sent)
+
+    def test_disk_inventory_keeps_reservation_and_ratio(self):
+        self.driver.resources['local_gb'] = 100
+        rt = self.tracker(make_conf(reserved_host_disk_mb=2048,
+                                    disk_allocation_ratio=2.0))
+        rt.update_available_resource(self.context)
+        self.assertEqual(
+            names.inventory_record(100, reserved=2, max_unit=196,
+                                   allocation_ratio=2.0),
+            self.client.sent[-1].roots()[0].inventory['DISK_GB'])
+
+
+class TestRefusals(ResourceTrackerTestCase):
+
+    def test_removing_an_allocated_provider_is_refused(self):
+        # Ungrouped GPUs: a grouped GPU that disappears fails the group
+        # check before the translator runs.
+        rt = self.tracker(make_conf({'device_group': []}))
+        rt.update_available_resource(self.context)
+        gpu8 = self.client.sent[-1].data(names.device_rp_name(HOST, GPUS[7]))
+        # Placement holds an allocation on GPU 8, which then disappears
+        # from the host while nova's tracker thinks it is free.
+        self.client.allocations = {'vm1': {'allocations': {
+            gpu8.uuid: {'resources': {'PGPU': 1}}}}}
+        self.driver.devices = [d for d in self.driver.devices
+                               if d['address'] != GPUS[7]]
+        err = self.assertRaises(exception.PlacementPciException,
+                                rt.update_available_resource, self.context)
+        self.assertIn('consumer vm1', str(err))
+        self.assertEqual(1, self.client.allocation_reads)
+        # Nothing was sent: Placement keeps the old tree.
+        self.assertEqual(1, len(self.client.sent))
+        self.assertTrue(self.client.placement.exists(gpu8.uuid))
+
+    def test_reporting_cannot_be_turned_off_again(self):
+        self.tracker().update_available_resource(self.context)
+        conf = make_conf({'report_in_placement': False, 'device_group': [],
+                          'alias': []})
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.tracker(conf).update_available_resource,
+                                self.context)
+        self.assertIn('report_in_placement is False', str(err))
+        self.assertEqual(1, len(self.client.sent))
+
+    def test_without_reporting_no_pci_providers(self):
+        conf = make_conf({'report_in_placement': False, 'device_group': [],
+                          'alias': []})
+        rt = self.tracker(conf)
+        rt.update_available_resource(self.context)
+        self.assertEqual([HOST], [p.name for p in
+                                  self.client.sent[-1].providers()])
+        self.assertIsNone(self.device(rt, GPUS[0])['rp_uuid'])
+
+
+class TestOneTimeUse(ResourceTrackerTestCase):
+
+    def test_claimed_device_is_reserved_at_once(self):
+        spec = {'vendor_id': fakehost.H200_VENDOR_ID,
+                'product_id': fakehost.H200_PRODUCT_ID,
+                'resource_class': 'PGPU', 'one_time_use': True}
+        rt = self.tracker(make_conf({'device_spec': [json.dumps(spec)]}))
+        rt.update_available_resource(self.context)
+        devices = rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])
+        rt.reserve_used_once(devices)
+        self.assertEqual(2, len(self.client.sent))
+        name = names.device_rp_name(HOST, GPUS[0])
+        self.assertEqual(1, self.client.sent[-1].data(name).inventory[
+            'PGPU']['reserved'])
+
+    def test_ordinary_device_claim_sends_nothing(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.reserve_used_once(rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]]))
+        self.assertEqual(1, len(self.client.sent))
