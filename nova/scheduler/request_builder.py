@@ -162,18 +162,28 @@ def _check_not_pci(key: str, value: object, rc: str,
                 names.PCI_CLASS_PREFIX)))
 
 
+def _ungranular(key: str, value: object, match: re.Match, kind: str,
+                use: str) -> str:
+    """The name in a ``resources:<RC>`` / ``trait:<T>`` key (``match``
+    of its regex); a granular ``<kind><N>:`` key is refused, advising
+    ``use``."""
+    suffix, name = match.groups()
+    if suffix:
+        raise _invalid(key, value, (
+            'granular request groups (%s<N>:) are not supported; use %s'
+            % (kind, use)))
+    return name
+
+
 def _apply_extra_specs(group: RequestGroup, extra_specs: dict,
                        pci_resource_classes: Collection[str]) -> None:
     """Apply ``resources:<RC>=<n>`` and ``trait:<T>=required|forbidden``."""
     for key, value in sorted(extra_specs.items()):
         match = _RESOURCES_KEY_RE.match(key)
         if match:
-            suffix, rc = match.groups()
-            if suffix:
-                raise _invalid(key, value, (
-                    'granular request groups (resources<N>:) are not '
-                    'supported; use resources:<RESOURCE_CLASS>, and '
-                    'pci_passthrough:alias for PCI devices'))
+            rc = _ungranular(key, value, match, 'resources', (
+                'resources:<RESOURCE_CLASS>, and pci_passthrough:alias '
+                'for PCI devices'))
             _check_name(key, value, rc, 'resource class', orc.STANDARDS)
             text = str(value).strip()
             amount = int(text) if text.isascii() and text.isdecimal() \
@@ -191,11 +201,7 @@ def _apply_extra_specs(group: RequestGroup, extra_specs: dict,
             continue
         match = _TRAIT_KEY_RE.match(key)
         if match:
-            suffix, trait = match.groups()
-            if suffix:
-                raise _invalid(key, value, (
-                    'granular request groups (trait<N>:) are not '
-                    'supported; use trait:<TRAIT>'))
+            trait = _ungranular(key, value, match, 'trait', 'trait:<TRAIT>')
             _check_name(key, value, trait, 'trait', _STANDARD_TRAITS)
             if value == 'required':
                 group.required_traits.add(trait)
