@@ -43,8 +43,7 @@ from nova.virt.libvirt import fakehost
 MODELS = ('flat', 'nested', 'member')
 FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0, 'extra_specs': {}}
 # The compute RP as the resource tracker reports an HGX H200 host.
-ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
-                       'max_unit': n, 'step_size': 1, 'allocation_ratio': 1.0}
+ROOT_INVENTORY = {rc: placement_names.inventory_record(n)
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
 SERVER_MEMORY_MB = 8192  # address-space cap of the Placement child
 _MEMBER_TRAIT_RE = re.compile(r'^CUSTOM_PCI_GROUP_.*_M\d+$')

@@ -197,3 +197,26 @@ class TestSelectCandidates(test.TestCase):
         self.assertEqual([], weights.select_candidates(
             {'allocation_requests': [], 'provider_summaries': {}},
             _request(1)))
+
+
+class TestHostRoot(test.TestCase):
+    """The one answer to "which host does a candidate land on", used by
+    the scheduler manager and the weighing alike."""
+
+    SUMMARIES = {'b-root': {'root_provider_uuid': 'b-root'},
+                 'b-gpu': {'root_provider_uuid': 'b-root'},
+                 'a-share': {'root_provider_uuid': 'a-share'}}
+
+    def test_unsuffixed_group_tells_the_host(self):
+        # A sharing provider with a lower UUID does not win.
+        candidate = {'allocations': {'b-root': {}, 'b-gpu': {},
+                                     'a-share': {}},
+                     'mappings': {'': ['b-root'], 'r-0': ['b-gpu']}}
+        self.assertEqual('b-root',
+                         weights.host_root(candidate, self.SUMMARIES))
+
+    def test_lowest_root_without_unsuffixed_group(self):
+        candidate = {'allocations': {'b-gpu': {}, 'a-share': {}},
+                     'mappings': {'r-0': ['b-gpu']}}
+        self.assertEqual('a-share',
+                         weights.host_root(candidate, self.SUMMARIES))
