@@ -128,7 +128,7 @@ class TestProviderTree(test.TestCase):
         self.assertEqual(['cmp1', 'cmp1_quad', 'cmp1_pair',
                           'cmp1_0000:18:00.0'], self.names())
 
-    def test_reparent_to_the_root(self):
+    def test_reparent_keeps_uuid(self):
         self.tree.reparent(self.dev.uuid, 'cmp1')
         self.assertEqual('root-uuid',
                          self.tree.data(self.dev.uuid).parent_uuid)
