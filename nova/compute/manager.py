@@ -60,8 +60,7 @@ class ComputeManager(manager.Manager):
                  host: str | None = None) -> None:
         super().__init__(conf)
         # Reports this host's provider tree and frees allocations.
-        self.reportclient = reportclient or report.SchedulerReportClient(
-            conf)
+        self.reportclient = report.client_for(conf, reportclient)
         self.host = host or conf.host
         self.driver = driver
         # Built here so bad [pci] config stops the service at start.

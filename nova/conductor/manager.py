@@ -96,8 +96,7 @@ class ConductorManager(manager.Manager):
                  ) -> None:
         super().__init__(conf)
         # Frees allocations of failed builds and moves them for migrations.
-        self.reportclient = reportclient or report.SchedulerReportClient(
-            conf)
+        self.reportclient = report.client_for(conf, reportclient)
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
         self.compute_api = compute_rpcapi.ComputeAPI()
         # Unique per process: a restarted conductor does not inherit the

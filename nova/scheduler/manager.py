@@ -78,8 +78,7 @@ class SchedulerManager(manager.Manager):
                  ) -> None:
         super().__init__(conf)
         # Asks Placement for candidates and claims the chosen one.
-        self.reportclient = reportclient or report.SchedulerReportClient(
-            conf)
+        self.reportclient = report.client_for(conf, reportclient)
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)

@@ -83,6 +83,15 @@ def _inventory_matches(current: dict[str, dict],
                for field, value in record.items())
 
 
+def client_for(conf: cfg.ConfigOpts,
+               given: 'SchedulerReportClient | None' = None
+               ) -> 'SchedulerReportClient':
+    """The report client a service manager uses: ``given`` (nova-all
+    shares one between its services; tests pass fakes) or a new one
+    configured from ``conf``."""
+    return given if given is not None else SchedulerReportClient(conf)
+
+
 class SchedulerReportClient:
     """Placement client configured from nova's [placement] options."""
 
