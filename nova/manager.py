@@ -2,8 +2,6 @@
 
 from oslo_config import cfg
 
-from nova.scheduler.client import report
-
 
 class Manager:
     """What nova.service.Service expects of a manager, with defaults.
@@ -12,17 +10,15 @@ class Manager:
     returns ``[(name, callable, interval seconds)]``. A manager that sets
     ``binary`` (e.g. ``nova-compute``) and ``topic`` is registered in the
     services table by ``nova.service.Service``, which reports it up.
+    Managers that talk to Placement build their own report client: the
+    base class stays below the scheduler layer.
     """
 
     binary: str | None = None
     topic: str | None = None
 
-    def __init__(self, conf: cfg.ConfigOpts,
-                 reportclient: report.SchedulerReportClient | None = None
-                 ) -> None:
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
-        self.reportclient = reportclient or report.SchedulerReportClient(
-            conf)
 
     def init_host(self) -> None:
         """Prepare before serving; nothing by default."""

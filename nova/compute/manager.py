@@ -39,6 +39,7 @@ from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
+from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
@@ -53,9 +54,12 @@ class ComputeManager(manager.Manager):
     binary = BINARY
     topic = TOPIC
 
-    def __init__(self, conf: cfg.ConfigOpts, driver, reportclient=None,
+    def __init__(self, conf: cfg.ConfigOpts, driver,
+                 reportclient: report.SchedulerReportClient | None = None,
                  host: str | None = None) -> None:
-        super().__init__(conf, reportclient)
+        super().__init__(conf)
+        # Reports this host's provider tree and frees allocations.
+        self.reportclient = report.client_for(conf, reportclient)
         self.host = host or conf.host
         self.driver = driver
         # Built here so bad [pci] config stops the service at start.

@@ -94,7 +94,9 @@ class ConductorManager(manager.Manager):
     def __init__(self, conf: cfg.ConfigOpts,
                  reportclient: report.SchedulerReportClient | None = None
                  ) -> None:
-        super().__init__(conf, reportclient)
+        super().__init__(conf)
+        # Frees allocations of failed builds and moves them for migrations.
+        self.reportclient = report.client_for(conf, reportclient)
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
         self.compute_api = compute_rpcapi.ComputeAPI()
         # Unique per process: a restarted conductor does not inherit the

@@ -19,6 +19,7 @@ since nothing else would free it (see ``nova.conductor.manager``).
 """
 
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
@@ -27,6 +28,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova.pci import request as pci_request
+from nova.scheduler.client import report
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
@@ -70,6 +72,13 @@ class SchedulerManager(manager.Manager):
 
     binary = BINARY
     topic = 'scheduler'
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 reportclient: report.SchedulerReportClient | None = None
+                 ) -> None:
+        super().__init__(conf)
+        # Asks Placement for candidates and claims the chosen one.
+        self.reportclient = report.client_for(conf, reportclient)
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)

@@ -83,6 +83,15 @@ def _inventory_matches(current: dict[str, dict],
                for field, value in record.items())
 
 
+def client_for(conf: cfg.ConfigOpts,
+               given: 'SchedulerReportClient | None' = None
+               ) -> 'SchedulerReportClient':
+    """The report client a service manager uses: ``given`` (nova-all
+    shares one between its services; tests pass fakes) or a new one
+    configured from ``conf``."""
+    return given if given is not None else SchedulerReportClient(conf)
+
+
 class SchedulerReportClient:
     """Placement client configured from nova's [placement] options."""
 
@@ -253,37 +262,39 @@ class SchedulerReportClient:
         pending = list(children.get(None, []))
         while pending:
             rp = pending.pop(0)
-            provider = tree.add(rp['name'], parent=rp['parent_provider_uuid'],
-                                uuid=rp['uuid'])
+            tree.add(rp['name'], parent=rp['parent_provider_uuid'],
+                     uuid=rp['uuid'])
             same = (known.data(rp['uuid'])
                     if known is not None and known.exists(rp['uuid'])
                     else None)
             if same is not None and same.generation == rp['generation']:
-                provider.inventory = {rc: dict(record) for rc, record in
-                                      same.inventory.items()}
-                provider.traits = set(same.traits)
-                provider.generation = same.generation
+                tree.update_inventory(rp['uuid'], same.inventory)
+                tree.update_traits(rp['uuid'], same.traits)
+                tree.update_generation(rp['uuid'], same.generation)
             else:
-                self._refresh_provider(provider)
+                self._refresh_provider(tree, rp['uuid'])
             pending.extend(children.get(rp['uuid'], []))
         return tree
 
-    def _refresh_provider(self, provider: ptree.ProviderData) -> None:
-        """Load inventory, traits and generation of one provider.
+    def _refresh_provider(self, tree: ptree.ProviderTree,
+                          rp_uuid: str) -> None:
+        """Load inventory, traits and generation of one provider of
+        ``tree`` from Placement.
 
         Two reads cannot be atomic; if the generation moved between them,
         read again so the three values belong together.
         """
-        base = '/resource_providers/%s' % provider.uuid
+        base = '/resource_providers/%s' % rp_uuid
         for _attempt in range(MAX_GENERATION_TRIES):
             inv = self._call('GET', base + '/inventories').json()
             traits = self._call('GET', base + '/traits').json()
             if (inv['resource_provider_generation'] ==
                     traits['resource_provider_generation']):
                 break
-        provider.inventory = inv['inventories']
-        provider.traits = set(traits['traits'])
-        provider.generation = traits['resource_provider_generation']
+        tree.update_inventory(rp_uuid, inv['inventories'])
+        tree.update_traits(rp_uuid, traits['traits'])
+        tree.update_generation(rp_uuid,
+                               traits['resource_provider_generation'])
 
     def _generation(self, rp_uuid: str) -> int:
         resp = self._call('GET', '/resource_providers/%s' % rp_uuid)
@@ -312,43 +323,36 @@ class SchedulerReportClient:
             if current is None:
                 current = self._read_tree(root_uuid) or ptree.ProviderTree()
             try:
-                renamed = self._sync(current, desired)
+                self._sync(current, desired)
             except exception.NovaException:
                 # A CUSTOM_ name deleted behind our back would fail every
                 # later write; learn them again.
                 self._custom_names.clear()
                 raise
-            if not renamed:
-                self._trees[root_uuid] = current
+            self._trees[root_uuid] = current
         for provider in desired.providers():
-            provider.generation = current.data(provider.uuid).generation
+            desired.update_generation(
+                provider.uuid, current.data(provider.uuid).generation)
 
     def _sync(self, current: ptree.ProviderTree,
-              desired: ptree.ProviderTree) -> bool:
-        """Write the differences; ``current`` follows along.
-
-        Returns True if a provider was renamed (``current`` then indexes
-        it by its old name, so it must not be remembered).
-        """
-        renamed = False
+              desired: ptree.ProviderTree) -> None:
+        """Write the differences; ``current`` follows along."""
         for want in desired.providers():
             if not current.exists(want.uuid):
                 self._create_provider(current, want)
                 continue
             have = current.data(want.uuid)
             if have.parent_uuid != want.parent_uuid or have.name != want.name:
-                self._move_provider(have, want)
-                renamed = renamed or have.name != want.name
+                self._move_provider(current, have, want)
         for want in desired.providers():
             have = current.data(want.uuid)
             if not _inventory_matches(have.inventory, want.inventory):
-                self._put_inventory(have, want.inventory)
+                self._put_inventory(current, want.uuid, want.inventory)
             if have.traits != want.traits:
-                self._put_traits(have, want.traits)
+                self._put_traits(current, want.uuid, want.traits)
         for stale in reversed(current.providers()):
             if not desired.exists(stale.uuid):
                 self._delete_provider(current, stale)
-        return renamed
 
     def _create_provider(self, current: ptree.ProviderTree,
                          want: ptree.ProviderData) -> None:
@@ -360,59 +364,69 @@ class SchedulerReportClient:
                     generation=created['generation'])
         LOG.info('Created resource provider %s (%s)', want.name, want.uuid)
 
-    def _move_provider(self, have: ptree.ProviderData,
+    def _move_provider(self, current: ptree.ProviderTree,
+                       have: ptree.ProviderData,
                        want: ptree.ProviderData) -> None:
-        """Re-parent (and rename) in place; needs microversion >= 1.37."""
+        """Re-parent and/or rename in place (UUID and allocations kept);
+        needs microversion >= 1.37."""
         body = {'name': want.name, 'parent_provider_uuid': want.parent_uuid}
         updated = self._call('PUT', '/resource_providers/%s' % want.uuid,
                              json=body).json()
-        LOG.info('Moved resource provider %s (%s) from parent %s to %s',
-                 want.name, want.uuid, have.parent_uuid, want.parent_uuid)
-        have.parent_uuid = want.parent_uuid
-        have.name = want.name
-        have.generation = updated['generation']
+        if have.parent_uuid != want.parent_uuid:
+            LOG.info('Moved resource provider %s (%s) from parent %s to %s',
+                     want.name, want.uuid, have.parent_uuid,
+                     want.parent_uuid)
+            current.reparent(want.uuid, want.parent_uuid)
+        if have.name != want.name:
+            LOG.info('Renamed resource provider %s from %s to %s',
+                     want.uuid, have.name, want.name)
+            current.rename(want.uuid, want.name)
+        current.update_generation(want.uuid, updated['generation'])
 
-    def _put_with_generation(self, provider: ptree.ProviderData, path: str,
-                             body: dict) -> dict:
+    def _put_with_generation(self, current: ptree.ProviderTree,
+                             rp_uuid: str, path: str, body: dict) -> dict:
         """PUT ``body`` plus the provider generation; retry on conflicts.
 
-        Returns the response body and updates ``provider.generation``.
+        Returns the response body; the generation Placement answers with
+        is recorded in ``current``.
         """
+        generation = current.data(rp_uuid).generation
         for _attempt in range(MAX_GENERATION_TRIES):
-            payload = dict(body,
-                           resource_provider_generation=provider.generation)
+            payload = dict(body, resource_provider_generation=generation)
             resp = self._call('PUT', path, json=payload, allow=(409,))
             if resp.status_code != 409:
                 result = resp.json()
-                provider.generation = result['resource_provider_generation']
+                current.update_generation(
+                    rp_uuid, result['resource_provider_generation'])
                 return result
             detail, code = _error_body(resp)
             if code == _INVENTORY_INUSE:
-                raise exception.InventoryInUse(uuid=provider.uuid,
-                                               error=detail)
+                raise exception.InventoryInUse(uuid=rp_uuid, error=detail)
             if code != _CONCURRENT_UPDATE:
                 raise self._api_error('PUT', path, resp)
             LOG.debug('Generation of resource provider %s moved past %s; '
-                      're-reading it', provider.uuid, provider.generation)
-            provider.generation = self._generation(provider.uuid)
+                      're-reading it', rp_uuid, generation)
+            generation = self._generation(rp_uuid)
+            current.update_generation(rp_uuid, generation)
         raise exception.ResourceProviderUpdateConflict(
-            uuid=provider.uuid, generation=provider.generation, error=detail)
+            uuid=rp_uuid, generation=generation, error=detail)
 
-    def _put_inventory(self, provider: ptree.ProviderData,
+    def _put_inventory(self, current: ptree.ProviderTree, rp_uuid: str,
                        inventory: dict[str, dict]) -> None:
         self._ensure_custom_names('resource_classes', inventory)
         result = self._put_with_generation(
-            provider, '/resource_providers/%s/inventories' % provider.uuid,
+            current, rp_uuid, '/resource_providers/%s/inventories' % rp_uuid,
             {'inventories': inventory})
-        provider.inventory = result['inventories']
+        current.update_inventory(rp_uuid, result['inventories'])
 
-    def _put_traits(self, provider: ptree.ProviderData,
-                    traits: set[str]) -> None:
-        self._ensure_custom_names('traits', traits - provider.traits)
+    def _put_traits(self, current: ptree.ProviderTree, rp_uuid: str,
+                    traits: frozenset[str]) -> None:
+        self._ensure_custom_names('traits',
+                                  traits - current.data(rp_uuid).traits)
         result = self._put_with_generation(
-            provider, '/resource_providers/%s/traits' % provider.uuid,
+            current, rp_uuid, '/resource_providers/%s/traits' % rp_uuid,
             {'traits': sorted(traits)})
-        provider.traits = set(result['traits'])
+        current.update_traits(rp_uuid, result['traits'])
 
     def _ensure_custom_names(self, kind: str, names: Iterable[str]) -> None:
         """Create the CUSTOM_ traits or resource classes Placement may not
@@ -428,7 +442,7 @@ class SchedulerReportClient:
         if stale.inventory:
             # Explicit removal turns "still allocated" into InventoryInUse
             # instead of an opaque provider-delete conflict.
-            self._put_inventory(stale, {})
+            self._put_inventory(current, stale.uuid, {})
         self._call('DELETE', '/resource_providers/%s' % stale.uuid,
                    allow=(404,))
         current.remove(stale.uuid)

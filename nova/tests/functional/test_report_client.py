@@ -214,6 +214,31 @@ class ReportClientTestCase(test.TestCase):
             {rp: {'resources': a['resources']}
              for rp, a in tree_allocs[consumer]['allocations'].items()})
 
+    def test_rename_and_move_in_one_sync_are_remembered(self):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        pair = desired.data('%s_pair-a' % HOST)
+        device = desired.data(device_name('0000:18:00.0'))
+
+        changed = desired.copy()
+        changed.rename(pair.uuid, '%s_nvlink-a' % HOST)
+        changed.rename(device.uuid, '%s_gpu1' % HOST)
+        changed.reparent(device.uuid, '%s_pair-b' % HOST)
+        self.client.update_from_provider_tree(changed)
+
+        read = report.SchedulerReportClient(self.conf).get_provider_tree(HOST)
+        self.assertEqual(snapshot(changed), snapshot(read))
+        self.assertEqual(pair.uuid, read.data('%s_nvlink-a' % HOST).uuid)
+        self.assertEqual(read.data('%s_pair-b' % HOST).uuid,
+                         read.data('%s_gpu1' % HOST).parent_uuid)
+        # The client remembered the renamed tree: syncing it again costs
+        # one listing and no write.
+        calls = self.record_calls()
+        self.client.update_from_provider_tree(changed.copy())
+        self.assertEqual([], calls)
+        self.client.get_provider_tree(read.data(HOST).uuid)
+        self.assertEqual([('GET', '/resource_providers')], calls)
+
     def test_remove_providers(self):
         desired = build_tree()
         self.client.update_from_provider_tree(desired)

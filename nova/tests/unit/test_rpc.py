@@ -1,7 +1,7 @@
-"""Tests for nova.rpc: calls, casts, contexts and errors across threads."""
+"""Tests for nova.rpc on the in-process transport: calls, casts, contexts
+and errors across threads (RabbitMQ: nova.tests.functional.test_rpc)."""
 
 import threading
-import time
 import uuid
 
 from oslo_config import cfg
@@ -12,7 +12,6 @@ from nova import test
 from nova import context as nova_context
 from nova import exception
 from nova import rpc
-from nova.tests.fixtures import rabbit as rabbit_fixture
 from nova.tests.fixtures import rpc as rpc_fixture
 
 
@@ -39,7 +38,7 @@ class Endpoint:
                                              reason='disk on fire')
 
 
-class _RPCTests:
+class RPCChecks:
     """Checks every transport must pass; subclasses pick the transport."""
 
     def transport_url(self) -> str | None:
@@ -87,7 +86,7 @@ class _RPCTests:
         self.assertEqual('disk on fire', error.kwargs['reason'])
 
 
-class TestFakeTransport(_RPCTests, testtools.TestCase):
+class TestFakeTransport(RPCChecks, testtools.TestCase):
     """The default in-process transport."""
 
     def test_default_transport_url_is_in_process(self):
@@ -110,64 +109,3 @@ class TestClientWithoutInit(test.TestCase):
         rpc.cleanup()
         error = self.assertRaises(RuntimeError, rpc.get_client, 'compute')
         self.assertIn('nova.rpc.init', str(error))
-
-
-class TestRabbitTransport(_RPCTests, test.TestCase):
-    """The same checks through a real RabbitMQ broker, on a private vhost."""
-
-    def transport_url(self) -> str:
-        self.vhost = rabbit_fixture.vhost_or_skip(self)
-        return self.vhost.url
-
-    def test_transport_is_rabbit(self):
-        self.assertEqual(self.vhost.url, self.rpc.conf.transport_url)
-        self.assertIn('/nova-test-', self.vhost.url)
-        self.assertEqual('RabbitDriver', type(rpc.TRANSPORT._driver).__name__)
-
-
-class TestRabbitVhostIsolation(test.TestCase):
-    """Two private vhosts on one broker never see each other's messages,
-    although both use nova's exchange, topic and server names."""
-
-    CASTS = 10
-
-    def _serve(self, url: str) -> tuple[Endpoint, oslo_messaging.RPCClient]:
-        conf = cfg.ConfigOpts()
-        rpc.set_defaults(conf)
-        conf.set_override('transport_url', url)
-        transport = oslo_messaging.get_rpc_transport(conf)
-        self.addCleanup(transport.cleanup)
-        endpoint = Endpoint()
-        target = oslo_messaging.Target(topic='conductor', server='host1')
-        server = oslo_messaging.get_rpc_server(
-            transport, target, [endpoint],
-            serializer=rpc.RequestContextSerializer())
-        server.start()
-        self.addCleanup(server.wait)
-        self.addCleanup(server.stop)
-        client = oslo_messaging.get_rpc_client(
-            transport, oslo_messaging.Target(topic='conductor'),
-            serializer=rpc.RequestContextSerializer())
-        return endpoint, client
-
-    def test_casts_stay_in_their_vhost(self):
-        served = {}
-        for name in ('a', 'b'):
-            served[name] = self._serve(rabbit_fixture.vhost_or_skip(self).url)
-        context = nova_context.RequestContext(user_id='u', project_id='p')
-        # All of one vhost's casts, then all of the other's: a shared queue
-        # would hand them out alternately to both servers.
-        for name, (_endpoint, client) in served.items():
-            for index in range(self.CASTS):
-                client.cast(context, 'record', value='%s%d' % (name, index))
-        for name, (endpoint, _client) in served.items():
-            # Were the queues shared, each server would get some of the
-            # other's casts and one of them fewer than CASTS of its own.
-            deadline = time.monotonic() + 30
-            while (len(endpoint.casts) < self.CASTS and
-                   time.monotonic() < deadline):
-                time.sleep(0.1)
-            self.assertEqual(
-                ['%s%d' % (name, i) for i in range(self.CASTS)],
-                sorted((v for _r, v in endpoint.casts),
-                       key=lambda v: int(v[1:])))

@@ -83,7 +83,7 @@ class _Manager(manager.Manager):
     topic = 'scheduler'
 
     def __init__(self, conf):
-        super().__init__(conf, reportclient=object())
+        super().__init__(conf)
         self.seen_at_init = None
 
     def init_host(self):
@@ -160,7 +160,9 @@ class TestHeartbeats(test.TestCase):
         self.assertTrue(servicegroup.is_up(self._row(), conf))
 
     def test_manager_without_binary_does_not_register(self):
-        mgr = manager.Manager(_conf(), reportclient=object())
+        mgr = manager.Manager(_conf())
+        # The base manager knows nothing of Placement.
+        self.assertFalse(hasattr(mgr, 'reportclient'))
         svc = service.Service(mgr, host='somewhere')
         svc.start()
         svc.stop()

@@ -273,7 +273,10 @@ class TestUpstreamTags(TranslatorTestBase):
 
     def test_operator_reserved_is_kept_and_capped_at_total(self):
         self.translate(gpu_devices())
-        self.tree.data(self.dev_name(3)).inventory['PGPU']['reserved'] = 1
+        # An operator reserves the device in Placement.
+        inventory = self.tree.data(self.dev_name(3)).inventory
+        inventory['PGPU']['reserved'] = 1
+        self.tree.update_inventory(self.dev_name(3), inventory)
         self.translate(gpu_devices())
         self.assertEqual(1, self.reserved(3))
         self.assertEqual(

@@ -1,4 +1,4 @@
-"""Tests for nova.db.api on SQLite (and MariaDB/PostgreSQL if available)."""
+"""Tests for nova.db.api on SQLite (on servers: nova.tests.functional.db)."""
 
 import datetime
 import os
@@ -535,14 +535,6 @@ class TestDBApiSqlite(test.TestCase):
             self.assertEqual(1, len(wins[uuid]), wins)
             self.assertEqual(wins[uuid][0], db_api.instance_get_by_uuid(
                 self.ctx, uuid)['build_owner'])
-
-
-class TestDBApiMySQL(TestDBApiSqlite):
-    BACKEND = 'mysql'
-
-
-class TestDBApiPostgreSQL(TestDBApiSqlite):
-    BACKEND = 'postgresql'
 
 
 class TestConfigure(test.TestCase):

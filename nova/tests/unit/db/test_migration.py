@@ -20,7 +20,8 @@ HEAD = '0005_services'
 
 
 class TestMigrationSqlite(test.TestCase):
-    """The migrations on a SQLite file, and on servers in subclasses."""
+    """The migrations on a SQLite file (on servers: the subclasses in
+    nova.tests.functional.db.test_migration)."""
 
     BACKEND = None
 
@@ -119,14 +120,6 @@ class TestMigrationSqlite(test.TestCase):
             self.assertEqual(36, len(uuid))
             self.assertFalse(forced_down)
             self.assertIsNone(reason)
-
-
-class TestMigrationMySQL(TestMigrationSqlite):
-    BACKEND = 'mysql'
-
-
-class TestMigrationPostgreSQL(TestMigrationSqlite):
-    BACKEND = 'postgresql'
 
 
 class TestDbSyncByUrl(test.TestCase):

@@ -5,10 +5,10 @@ import uuid
 from nova.compute import audit
 from nova.db import api as db
 from nova.scheduler.client import report
-from nova.tests.unit.scheduler import fakes
+from nova.tests.functional import gpu_hosts
 
 
-class TestAudit(fakes.GpuHostsTestCase):
+class TestAudit(gpu_hosts.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
@@ -16,7 +16,7 @@ class TestAudit(fakes.GpuHostsTestCase):
         self.root = self.hosts.add_host('cmp1')
 
     def _instance(self, vm_state='active', host='cmp1', deleted=False):
-        instance = fakes.create_instance(self.admin, 0)
+        instance = gpu_hosts.create_instance(self.admin, 0)
         instance = db.instance_update(self.admin, instance['uuid'], {
             'vm_state': vm_state, 'host': host,
             'task_state': 'scheduling' if vm_state == 'building' else None})

@@ -19,7 +19,7 @@ from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager as scheduler_manager
 from nova.tests.fixtures import rpc as rpc_fixture
-from nova.tests.unit.scheduler import fakes
+from nova.tests.functional import gpu_hosts
 
 WAIT = 30    # bound of every wait for another thread, in seconds
 
@@ -84,7 +84,7 @@ class _DeletingScheduler(scheduler_manager.SchedulerManager):
         return selection
 
 
-class BuildTestBase(fakes.GpuHostsTestCase):
+class BuildTestBase(gpu_hosts.GpuHostsTestCase):
     """A conductor, a real scheduler over RPC and fake computes."""
 
     def setUp(self):
@@ -106,7 +106,7 @@ class BuildTestBase(fakes.GpuHostsTestCase):
         return compute
 
     def _build(self, gpus=2):
-        instance = fakes.create_instance(self.context, gpus)
+        instance = gpu_hosts.create_instance(self.context, gpus)
         self.conductor.build_instance(self.context, instance['uuid'])
         return db.instance_get_by_uuid(self.context, instance['uuid'])
 
@@ -128,7 +128,7 @@ class TestBuildInstance(BuildTestBase):
         # compute was called; the mappings name the claimed devices.
         self.assertEqual('cmp1', build['host_recorded'])
         gpus = self.hosts.gpus_of('cmp1', build['allocations'])
-        self.assertIn(frozenset(gpus), fakes.PAIRS)
+        self.assertIn(frozenset(gpus), gpu_hosts.PAIRS)
         mapped = {rp for rps in build['mappings'].values() for rp in rps}
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
         self.assertEqual(build['allocations'],
@@ -150,7 +150,7 @@ class TestBuildInstance(BuildTestBase):
         self.assertIn(self.hosts.roots['cmp1'], allocations)
         self.assertEqual(set(), self.hosts.gpus_of('cmp2', allocations))
         self.assertIn(frozenset(self.hosts.gpus_of('cmp1', allocations)),
-                      fakes.PAIRS)
+                      gpu_hosts.PAIRS)
 
     def test_final_failure_frees_allocation_and_records_fault(self):
         self._add_compute('cmp1', reschedule='GPU fell off the bus')
@@ -281,7 +281,7 @@ class TestBuildLeases(BuildTestBase):
         an owner, whose nova-api died before handing it over)."""
         timeutils.set_time_override(_ago(age))
         try:
-            instance = fakes.create_instance(self.context, gpus)
+            instance = gpu_hosts.create_instance(self.context, gpus)
             if values:
                 db.instance_update(self.context, instance['uuid'], {
                     'build_heartbeat': timeutils.utcnow(), **values})
@@ -346,14 +346,14 @@ class TestBuildLeases(BuildTestBase):
         # The old claim was freed and exactly one pair claimed anew.
         allocations = self.hosts.allocations(uuid)
         self.assertIn(frozenset(self.hosts.gpus_of('cmp1', allocations)),
-                      fakes.PAIRS)
+                      gpu_hosts.PAIRS)
         self.assertEqual(cmp1.builds[0]['allocations'], allocations)
 
     def test_build_nova_api_never_handed_over_is_driven(self):
         cmp1 = self._add_compute('cmp1')
         self._start()
         lost = self._orphan()
-        on_its_way = fakes.create_instance(self.context, 2)['uuid']
+        on_its_way = gpu_hosts.create_instance(self.context, 2)['uuid']
 
         self.conductor.init_host()    # a conductor (re)starting
         _wait_until(lambda: db.instance_get_by_uuid(
@@ -392,7 +392,7 @@ class TestBuildLeases(BuildTestBase):
         self.assertIn(instance['build_owner'],
                       [c.owner for c in conductors])
         self.assertIn(frozenset(self.hosts.gpus_of(
-            'cmp1', self.hosts.allocations(uuid))), fakes.PAIRS)
+            'cmp1', self.hosts.allocations(uuid))), gpu_hosts.PAIRS)
 
     def test_live_builds_renew_their_lease(self):
         seen = {}

@@ -9,7 +9,7 @@ from nova.db import models
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
-from nova.tests.unit.scheduler import fakes
+from nova.tests.functional import gpu_hosts
 
 
 class _RacingReportClient(report.SchedulerReportClient):
@@ -53,7 +53,7 @@ class _LateReportClient(report.SchedulerReportClient):
         return claimed
 
 
-class TestSelectDestination(fakes.GpuHostsTestCase):
+class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
@@ -73,7 +73,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
 
     def test_picks_a_pair_and_claims_it(self):
         self.hosts.add_host('cmp1')
-        instance = fakes.create_instance(self.context, 2)
+        instance = gpu_hosts.create_instance(self.context, 2)
 
         selection = self._select(instance)
 
@@ -81,7 +81,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.assertEqual('cmp1', selection['nodename'])
         allocations = self.hosts.allocations(instance['uuid'])
         gpus = self.hosts.gpus_of('cmp1', allocations)
-        self.assertIn(frozenset(gpus), fakes.PAIRS)
+        self.assertIn(frozenset(gpus), gpu_hosts.PAIRS)
         self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
                          allocations[self.hosts.roots['cmp1']])
         self.assertEqual(selection['allocation_request']['allocations'],
@@ -99,7 +99,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
         self.hosts.add_host('cmp2')
         self.hosts.use('cmp2', [1])     # quad-a of cmp2 is broken
-        instance = fakes.create_instance(self.context, 2)
+        instance = gpu_hosts.create_instance(self.context, 2)
 
         selection = self._select(instance)
 
@@ -112,7 +112,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
         self.hosts.add_host('cmp2')
         self.hosts.use('cmp2', [1])     # cmp2 would be preferred
-        instance = fakes.create_instance(self.context, 2)
+        instance = gpu_hosts.create_instance(self.context, 2)
 
         selection = self._select(instance, excluded=['cmp2'])
 
@@ -124,7 +124,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
     def test_skips_disabled_compute_services(self):
         self.hosts.add_host('cmp1', disabled=True)
         self.hosts.add_host('cmp2')
-        instance = fakes.create_instance(self.context, 1)
+        instance = gpu_hosts.create_instance(self.context, 1)
 
         self.assertEqual('cmp2', self._select(instance)['host'])
 
@@ -134,7 +134,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.hosts.use('cmp2', [1])     # the fuller host is preferred...
         self.hosts.last_seen('cmp2', 61)  # ...but its compute is down
         self.hosts.last_seen('cmp1', 5)
-        instance = fakes.create_instance(self.context, 1)
+        instance = gpu_hosts.create_instance(self.context, 1)
 
         self.assertEqual('cmp1', self._select(instance)['host'])
 
@@ -146,14 +146,18 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
             self.context, 'cmp2', 'nova-compute')
         db.service_update(self.context, service['id'],
                           {'forced_down': True})  # ...but forced down
-        instance = fakes.create_instance(self.context, 1)
+        instance = gpu_hosts.create_instance(self.context, 1)
 
         self.assertEqual('cmp1', self._select(instance)['host'])
 
     def test_no_valid_host_says_which_computes_are_down(self):
         self.hosts.add_host('hgx-2')
+        # The clock stands still, so the age in the reason is exact
+        # however long the test takes.
+        timeutils.set_time_override()
+        self.addCleanup(timeutils.clear_time_override)
         self.hosts.last_seen('hgx-2', 300)
-        instance = fakes.create_instance(self.context, 2)
+        instance = gpu_hosts.create_instance(self.context, 2)
 
         error = self.assertRaises(exception.NoValidHost, self._select,
                                   instance)
@@ -167,7 +171,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
             self.context.session.execute(
                 sa.update(models.ComputeNode).values(service_id=None))
             self.context.session.execute(sa.delete(models.Service))
-        instance = fakes.create_instance(self.context, 1)
+        instance = gpu_hosts.create_instance(self.context, 1)
 
         error = self.assertRaises(exception.NoValidHost, self._select,
                                   instance)
@@ -179,7 +183,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
         racing = _RacingReportClient(self.conf, self.hosts)
         self.scheduler = manager.SchedulerManager(self.conf, racing)
-        instance = fakes.create_instance(self.context, 2)
+        instance = gpu_hosts.create_instance(self.context, 2)
 
         selection = self._select(instance)
 
@@ -190,14 +194,14 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
             'cmp1', self.hosts.allocations(instance['uuid']))
         theirs = self.hosts.gpus_of(
             'cmp1', self.hosts.allocations(racing.intruder))
-        self.assertIn(frozenset(ours), fakes.PAIRS)
-        self.assertIn(frozenset(theirs), fakes.PAIRS)
+        self.assertIn(frozenset(ours), gpu_hosts.PAIRS)
+        self.assertIn(frozenset(theirs), gpu_hosts.PAIRS)
         self.assertEqual(set(), ours & theirs)
 
     def test_no_candidates_raises_no_valid_host_naming_the_request(self):
         self.hosts.add_host('cmp1')
         self.hosts.use('cmp1', [5])     # the board is no longer free
-        instance = fakes.create_instance(self.context, 8)
+        instance = gpu_hosts.create_instance(self.context, 8)
 
         error = self.assertRaises(exception.NoValidHost, self._select,
                                   instance)
@@ -213,7 +217,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
         # No host has groups of 3, so Placement has never seen the traits
         # of that size and refuses the query itself.
-        instance = fakes.create_instance(self.context, 3)
+        instance = gpu_hosts.create_instance(self.context, 3)
 
         error = self.assertRaises(exception.NoValidHost, self._select,
                                   instance)
@@ -224,7 +228,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
 
     def test_all_candidates_excluded_raises_no_valid_host(self):
         self.hosts.add_host('cmp1')
-        instance = fakes.create_instance(self.context, 4)
+        instance = gpu_hosts.create_instance(self.context, 4)
 
         error = self.assertRaises(exception.NoValidHost, self._select,
                                   instance, ['cmp1'])
@@ -240,7 +244,7 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
 
     def test_flavor_only_request(self):
         self.hosts.add_host('cmp1')
-        instance = fakes.create_instance(self.context, 0)
+        instance = gpu_hosts.create_instance(self.context, 0)
 
         selection = self._select(instance)
 
@@ -253,14 +257,14 @@ class TestSelectDestination(fakes.GpuHostsTestCase):
                 self.context, selection['nodename'])['host'])
 
 
-class TestClaimsAndTimeouts(fakes.GpuHostsTestCase):
+class TestClaimsAndTimeouts(gpu_hosts.GpuHostsTestCase):
     """A claim is for one build attempt; a late one is given back."""
 
     def setUp(self):
         super().setUp()
         self.context = self.admin
         self.hosts.add_host('cmp1')
-        self.instance = fakes.create_instance(self.context, 2)
+        self.instance = gpu_hosts.create_instance(self.context, 2)
         self.uuid = self.instance['uuid']
         db.instance_build_lease_take(self.context, self.uuid, OWNER,
                                      timeutils.utcnow(), any_unowned=True)
@@ -326,4 +330,4 @@ class TestClaimsAndTimeouts(fakes.GpuHostsTestCase):
         # one before it schedules.
         self.assertEqual(1, self.reportclient.claims)
         self.assertIn(frozenset(self.hosts.gpus_of(
-            'cmp1', self.hosts.allocations(self.uuid))), fakes.PAIRS)
+            'cmp1', self.hosts.allocations(self.uuid))), gpu_hosts.PAIRS)

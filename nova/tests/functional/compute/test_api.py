@@ -9,7 +9,7 @@ from nova.db import api as db
 from nova import exception
 from nova.pci import request as pci_request
 from nova.tests.fixtures import rpc as rpc_fixture
-from nova.tests.unit.scheduler import fakes
+from nova.tests.functional import gpu_hosts
 
 
 class FakeConductor:
@@ -30,7 +30,7 @@ class FakeCompute:
         self.terminated.append(instance_uuid)
 
 
-class TestComputeAPI(fakes.GpuHostsTestCase):
+class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
@@ -256,7 +256,7 @@ class RecordingCompute:
         self._record('unshelve_instance', **kwargs)
 
 
-class TestServerActions(fakes.GpuHostsTestCase):
+class TestServerActions(gpu_hosts.GpuHostsTestCase):
     """Accepting actions: the state check and task state in one statement,
     the action record, the cast to the right service."""
 

@@ -4,14 +4,14 @@ from nova import exception
 from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.scheduler import manager
-from nova.tests.unit.scheduler import fakes
-from nova.tests.unit.scheduler import test_manager
+from nova.tests.functional import gpu_hosts
+from nova.tests.functional.scheduler import test_manager
 
 PREFIX = ('No valid host was found. There are not enough hosts available: '
           'no host can provide ')
 
 
-class TestRefusalReason(fakes.GpuHostsTestCase):
+class TestRefusalReason(gpu_hosts.GpuHostsTestCase):
 
     def setUp(self):
         super().setUp()
@@ -20,12 +20,12 @@ class TestRefusalReason(fakes.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
 
     def refuse(self, gpus, traits=(), flavor=None):
-        request = fakes.gpu_request(gpus)
+        request = gpu_hosts.gpu_request(gpus)
         request.traits = set(traits)
         instance = db.instance_create(self.admin, {
             'display_name': 'vm', 'project_id': 'p', 'user_id': 'u',
-            'flavor_id': fakes.FLAVOR['id'],
-            'flavor': flavor or fakes.FLAVOR, 'vm_state': 'building',
+            'flavor_id': gpu_hosts.FLAVOR['id'],
+            'flavor': flavor or gpu_hosts.FLAVOR, 'vm_state': 'building',
             'task_state': 'scheduling',
             'pci_requests': pci_request.requests_to_primitive([request])})
         # Scheduled as the conductor asks, build lease included.
@@ -62,7 +62,7 @@ class TestRefusalReason(fakes.GpuHostsTestCase):
 
     def test_missing_flavor_resource_and_trait(self):
         self.hosts.builder.call('put', '/traits/CUSTOM_FAST')
-        flavor = dict(fakes.FLAVOR, vcpus=1000, extra_specs={
+        flavor = dict(gpu_hosts.FLAVOR, vcpus=1000, extra_specs={
             'trait:CUSTOM_FAST': 'required'})
         self.assertEqual('no host has 1000 VCPU free; no compute has the '
                          'required trait CUSTOM_FAST',

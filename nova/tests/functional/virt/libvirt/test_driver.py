@@ -1,0 +1,438 @@
+"""LibvirtDriver and Host against libvirt's real test:/// driver."""
+
+import os
+import shutil
+import threading
+from unittest import mock
+
+import fixtures
+import libvirt
+
+from nova import test
+from nova import exception
+from nova.tests.fixtures import libvirt_faults
+from nova.virt import driver as virt_driver
+from nova.virt.libvirt import config
+from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import fakehost
+from nova.virt.libvirt import host as libvirt_host
+
+GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
+        '0000:9a:00.0', '0000:ab:00.0', '0000:ba:00.0', '0000:db:00.0']
+UUID1 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a01'
+UUID2 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a02'
+
+
+class _LibvirtTestCase(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.uri = self.write_host(fakehost.hgx_h200_node_xml())
+        self.driver = libvirt_driver.LibvirtDriver(self.uri)
+        self.driver.init_host('cmp1')
+
+    def write_host(self, xml, name='node.xml'):
+        return fakehost.write_node_xml(os.path.join(self.tmp, name), xml)
+
+    def gpus(self, *indexes):
+        by_address = {d['address']: d for d in self.driver.get_pci_devices()}
+        return [dict(by_address[GPUS[i]], managed='true') for i in indexes]
+
+    def domain(self, instance_uuid):
+        return self.driver.host.lookup_domain(instance_uuid)
+
+
+class DiscoveryTest(_LibvirtTestCase):
+
+    def test_pci_devices(self):
+        devices = self.driver.get_pci_devices()
+        self.assertEqual(sorted(GPUS + ['0000:4b:00.0', '0000:c1:00.0']),
+                         [d['address'] for d in devices])
+        gpus = [d for d in devices if d['address'] in GPUS]
+        for index, dev in enumerate(gpus):
+            self.assertEqual({
+                'address': GPUS[index], 'vendor_id': '10de',
+                'product_id': '2335', 'dev_type': 'type-PCI',
+                'parent_addr': None, 'numa_node': 0 if index < 4 else 1,
+                'dev_id': 'pci_' + GPUS[index].replace(
+                    ':', '_').replace('.', '_'),
+                'label': 'label_10de_2335', 'iommu_group': 20 + index,
+                # The test driver does not keep <driver> of node devices.
+                'driver': None, 'class': '030200',
+            }, dev)
+        nic = devices[3]
+        self.assertEqual(('0000:4b:00.0', '15b3', '1021', 'type-PF'),
+                         (nic['address'], nic['vendor_id'],
+                          nic['product_id'], nic['dev_type']))
+
+    def test_vpd_serial_numbers_vfs_inherit_their_pfs(self):
+        nic = fakehost.NIC_ADDRESS
+        devices = fakehost.hgx_h200_devices(num_gpus=0)
+        devices[0]['capabilities'] = {'vpd': {'card_serial_number': 'PF-SN'}}
+        devices += [{'address': '0000:4b:00.%d' % fn, 'vendor_id': '15b3',
+                     'product_id': '101e', 'dev_type': 'type-VF',
+                     'parent_addr': nic, 'numa_node': 0} for fn in (2, 3)]
+        devices[-1]['capabilities'] = {'vpd': {'card_serial_number': 'VF'}}
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(devices), 'vpd.xml'))
+        driver.init_host('cmp3')
+        serials = {d['address']: d.get('capabilities', {}).get(
+            'vpd', {}).get('card_serial_number')
+            for d in driver.get_pci_devices()}
+        self.assertEqual({nic: 'PF-SN', '0000:4b:00.2': 'PF-SN',
+                          '0000:4b:00.3': 'VF', fakehost.NVME_ADDRESS: None},
+                         serials)
+
+    def test_host_without_a_gpu(self):
+        devices = fakehost.hgx_h200_devices()
+        del devices[5]
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(devices), 'other.xml'))
+        driver.init_host('cmp2')
+        addresses = [d['address'] for d in driver.get_pci_devices()]
+        self.assertEqual(9, len(addresses))
+        self.assertNotIn(GPUS[5], addresses)
+
+    def test_available_resource(self):
+        self.assertEqual({
+            'vcpus': 224, 'memory_mb': 2097152, 'local_gb': 0,
+            'hypervisor_type': 'TEST', 'hypervisor_hostname': 'cmp1',
+            'numa_nodes': 2,
+        }, self.driver.get_available_resource())
+
+    def test_available_resource_custom(self):
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(
+                [], memory_mb=8192, numa_nodes=1, cores_per_socket=4),
+            'small.xml'), instances_path=os.path.join(self.tmp, 'inst'))
+        driver.init_host('small')
+        res = driver.get_available_resource()
+        # The disk is the filesystem holding instances_path, whole GiB.
+        local_gb = shutil.disk_usage(self.tmp).total // 1024 ** 3
+        self.assertGreater(local_gb, 0)
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp, 'inst')))
+        self.assertEqual((8, 8192, local_gb, 1, 'small'),
+                         (res['vcpus'], res['memory_mb'], res['local_gb'],
+                          res['numa_nodes'], res['hypervisor_hostname']))
+        self.assertEqual([], driver.get_pci_devices())
+
+    def test_init_host_bad_name(self):
+        driver = libvirt_driver.LibvirtDriver(self.uri)
+        self.assertRaises(exception.InvalidConfiguration, driver.init_host,
+                          '')
+
+
+class SpawnDestroyTest(_LibvirtTestCase):
+
+    def test_spawn_two_gpus(self):
+        devices = self.gpus(0, 2)
+        devices[1]['managed'] = 'false'
+        self.driver.spawn(UUID1, 'vm1', 16, 65536, devices)
+        domain = self.domain(UUID1)
+        self.assertTrue(domain.isActive())
+        self.assertEqual(libvirt.VIR_DOMAIN_RUNNING, domain.state()[0])
+        self.assertEqual('instance-' + UUID1, domain.name())
+        self.assertEqual(16, domain.info()[3])
+        self.assertEqual(65536 * 1024, domain.maxMemory())
+        self.assertEqual(
+            [{'address': '0000:18:00.0', 'managed': 'true'},
+             {'address': '0000:3a:00.0', 'managed': 'false'}],
+            config.parse_guest_hostdevs(domain.XMLDesc(0)))
+        self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+    def test_spawn_without_devices(self):
+        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.assertEqual(
+            [], config.parse_guest_hostdevs(self.domain(UUID1).XMLDesc(0)))
+
+    def test_destroy(self):
+        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(4))
+        self.driver.spawn(UUID2, 'vm2', 2, 1024, self.gpus(5))
+        self.assertEqual(sorted([UUID1, UUID2]),
+                         self.driver.list_instance_uuids())
+        self.driver.destroy(UUID1)
+        self.assertIsNone(self.domain(UUID1))
+        self.assertEqual([UUID2], self.driver.list_instance_uuids())
+        self.driver.destroy(UUID1)
+        self.assertEqual([UUID2], self.driver.list_instance_uuids())
+
+    def test_destroy_unknown(self):
+        self.driver.destroy(UUID1)
+        self.assertEqual([], self.driver.list_instance_uuids())
+
+    def test_destroy_bad_uuid(self):
+        self.assertRaises(exception.Invalid, self.driver.destroy, 'x')
+
+    def test_destroy_failure(self):
+        self.driver.spawn(UUID1, 'vm1', 1, 512, self.gpus(0))
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'undefine'))
+        exc = self.assertRaises(exception.InstanceDestroyFailed,
+                                self.driver.destroy, UUID1)
+        self.assertIn(UUID1, str(exc))
+        self.assertEqual(['undefine'], faults.triggered)
+
+    def test_duplicate_uuid_keeps_existing_guest(self):
+        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
+        exc = self.assertRaises(exception.InstanceExists, self.driver.spawn,
+                                UUID1, 'vm1', 4, 2048, self.gpus(1))
+        self.assertIn(UUID1, str(exc))
+        domain = self.domain(UUID1)
+        self.assertTrue(domain.isActive())
+        self.assertEqual(
+            ['0000:18:00.0', '0000:3a:00.0'],
+            [h['address'] for h in config.parse_guest_hostdevs(
+                domain.XMLDesc(0))])
+
+    def test_same_display_name_boots_twice(self):
+        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.driver.spawn(UUID2, 'vm1', 1, 512, [])
+        self.assertEqual(sorted([UUID1, UUID2]),
+                         self.driver.list_instance_uuids())
+        for uuid in (UUID1, UUID2):
+            self.assertTrue(self.domain(uuid).isActive())
+            self.assertEqual('instance-' + uuid, self.domain(uuid).name())
+
+    def test_domains_not_named_by_nova_are_not_instances(self):
+        conn = self.driver.host.get_connection()
+        conn.defineXML(
+            "<domain type='test'><name>%s</name><uuid>%s</uuid>"
+            "<memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type>hvm"
+            "</type></os></domain>" % ('operator-vm', UUID2))
+        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+    def test_start_failure_leaves_no_domain(self):
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'create', message='device busy'))
+        exc = self.assertRaises(exception.InstanceSpawnFailed,
+                                self.driver.spawn, UUID1, 'vm1', 2, 1024,
+                                self.gpus(0, 2))
+        self.assertIn('device busy', str(exc))
+        self.assertIn(UUID1, str(exc))
+        self.assertEqual(['create'], faults.triggered)
+        self.assertEqual([], self.driver.list_instance_uuids())
+
+    def test_non_libvirt_start_failure_is_reraised(self):
+        real_define = self.driver.host.get_connection().defineXML
+
+        def define(xml):
+            domain = real_define(xml)
+            self.useFixture(fixtures.MockPatchObject(
+                domain, 'create', side_effect=KeyError('boom')))
+            return domain
+
+        self.useFixture(fixtures.MockPatchObject(
+            self.driver.host.get_connection(), 'defineXML',
+            side_effect=define))
+        self.assertRaises(KeyError, self.driver.spawn, UUID1, 'vm1', 1, 512,
+                          [])
+        self.assertEqual([], self.driver.list_instance_uuids())
+
+    def test_define_failure(self):
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'defineXML'))
+        self.assertRaises(exception.InstanceSpawnFailed, self.driver.spawn,
+                          UUID1, 'vm1', 1, 512, self.gpus(0))
+        self.assertEqual(['defineXML'], faults.triggered)
+        self.assertEqual([], self.driver.list_instance_uuids())
+
+    def test_invalid_request_defines_nothing(self):
+        self.assertRaises(exception.Invalid, self.driver.spawn, UUID1, 'vm1',
+                          0, 512, [])
+        self.assertRaises(exception.Invalid, self.driver.spawn, 'nope',
+                          'vm1', 1, 512, [])
+        self.assertEqual([], self.driver.list_instance_uuids())
+
+    def test_state_survives_new_host_calls(self):
+        # Every call goes through the one connection, so the guest the
+        # test driver keeps in memory is still there.
+        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.driver.get_pci_devices()
+        self.driver.get_available_resource()
+        self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+
+class PowerActionsTest(_LibvirtTestCase):
+    """Stop, start, reboot and rebuild on the test driver's domains."""
+
+    def setUp(self):
+        super().setUp()
+        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
+
+    def hostdevs(self):
+        return [h['address'] for h in
+                config.parse_guest_hostdevs(self.domain(UUID1).XMLDesc())]
+
+    def test_power_off_keeps_the_defined_guest_and_power_on_starts_it(self):
+        self.assertEqual(virt_driver.RUNNING,
+                         self.driver.get_power_state(UUID1))
+        self.driver.power_off(UUID1)
+        self.assertEqual(virt_driver.SHUTDOWN,
+                         self.driver.get_power_state(UUID1))
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.driver.power_off(UUID1)    # already off: nothing to do
+        self.driver.power_on(UUID1)
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.power_on(UUID1)     # already on: nothing to do
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_reboots_leave_it_running(self):
+        for hard in (False, True):
+            self.driver.reboot(UUID1, hard)
+            self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.power_off(UUID1)
+        self.driver.reboot(UUID1, hard=True)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_refused_soft_reboot_falls_back_to_hard(self):
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'reboot'))
+        self.driver.reboot(UUID1, hard=False)
+        self.assertEqual(['reboot'], faults.triggered)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_missing_guest_names_the_action(self):
+        self.driver.destroy(UUID1)
+        self.assertEqual(virt_driver.NOSTATE,
+                         self.driver.get_power_state(UUID1))
+        for call, words in ((self.driver.power_off, 'power off'),
+                            (self.driver.power_on, 'power on')):
+            exc = self.assertRaises(exception.InstancePowerActionFailed,
+                                    call, UUID1)
+            self.assertIn(words, exc.message)
+            self.assertIn('no domain', exc.message)
+
+    def test_start_failure_is_reported(self):
+        self.driver.power_off(UUID1)
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'create', message='device busy'))
+        exc = self.assertRaises(exception.InstancePowerActionFailed,
+                                self.driver.power_on, UUID1)
+        self.assertIn('device busy', exc.message)
+
+    def test_rebuild_redefines_with_the_same_devices(self):
+        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
+                            power_on=True)
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.assertIn('<title>renamed</title>',
+                      self.domain(UUID1).XMLDesc())
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
+                            power_on=False)
+        self.assertFalse(self.domain(UUID1).isActive())
+        # A rebuild cut short after the undefine is finished by another.
+        self.driver.destroy(UUID1)
+        self.driver.rebuild(UUID1, 'vm1', 2, 1024, self.gpus(0, 2),
+                            power_on=True)
+        self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
+        self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+
+class NUMATest(_LibvirtTestCase):
+
+    def test_topology_derived_from_the_node_file(self):
+        # The test driver lists no cells for a custom node file: one
+        # socket per node here, so each node has a known socket.
+        topo = self.driver.get_numa_topology()
+        self.assertEqual([(0, 0, 112, 1048576), (1, 1, 112, 1048576)],
+                         [(c.id, c.socket, len(c.cpus), c.memory_mb)
+                          for c in topo.cells])
+        self.assertEqual(tuple(range(112, 224)), topo.cells[1].cpus)
+        self.assertTrue(topo.sockets_known)
+
+    def test_two_sockets_per_node_leave_the_socket_unknown(self):
+        driver = libvirt_driver.LibvirtDriver(self.write_host(
+            fakehost.node_xml_from_devices(
+                [], numa_nodes=2, sockets_per_node=2, cores_per_socket=2),
+            'snc.xml'))
+        topo = driver.get_numa_topology()
+        self.assertEqual([None, None], [c.socket for c in topo.cells])
+        self.assertEqual((8, 9, 10, 11, 12, 13, 14, 15), topo.cells[1].cpus)
+        self.assertFalse(topo.sockets_known)
+
+    def test_topology_from_capabilities_cells(self):
+        # test:///default lists real <cells> with socket_id per CPU.
+        topo = libvirt_host.Host('test:///default').get_numa_topology()
+        self.assertEqual([(0, 0, tuple(range(8)), 2048),
+                          (1, 1, tuple(range(8, 16)), 4096)],
+                         [(c.id, c.socket, c.cpus, c.memory_mb)
+                          for c in topo.cells])
+
+    def test_cells_spanning_sockets(self):
+        caps = """<capabilities><host><topology><cells num='2'>
+          <cell id='0'><memory unit='KiB'>1048576</memory><cpus num='2'>
+            <cpu id='0' socket_id='0' core_id='0' siblings='0'/>
+            <cpu id='1' socket_id='0' core_id='1' siblings='1'/></cpus></cell>
+          <cell id='1'><memory unit='KiB'>2097152</memory><cpus num='2'>
+            <cpu id='2' socket_id='0' core_id='0' siblings='2'/>
+            <cpu id='3' socket_id='1' core_id='1' siblings='3'/></cpus></cell>
+          </cells></topology></host></capabilities>"""
+        cells = libvirt_host.parse_numa_cells(caps)
+        self.assertEqual([(0, 0, 1024), (1, None, 2048)],
+                         [(c.id, c.socket, c.memory_mb) for c in cells])
+
+    def test_spawn_confined_to_a_node(self):
+        self.driver.spawn(UUID1, 'vm1', 4, 4096, self.gpus(5), (1,))
+        self.assertEqual({'nodeset': '1', 'cpuset': '112-223', 'cells': 1},
+                         config.parse_guest_numa(self.domain(
+                             UUID1).XMLDesc()))
+        self.driver.spawn(UUID2, 'vm2', 4, 4096, self.gpus(0))
+        self.assertEqual({'nodeset': None, 'cpuset': None, 'cells': 0},
+                         config.parse_guest_numa(self.domain(
+                             UUID2).XMLDesc()))
+
+
+class HostTest(_LibvirtTestCase):
+
+    def test_unreachable_uri(self):
+        uri = 'test://' + os.path.join(self.tmp, 'missing.xml')
+        driver = libvirt_driver.LibvirtDriver(uri)
+        exc = self.assertRaises(exception.HypervisorUnavailable,
+                                driver.init_host, 'cmp1')
+        self.assertIn(uri, str(exc))
+
+    def test_connection_is_lazy(self):
+        with mock.patch.object(libvirt, 'open') as open_:
+            host = libvirt_host.Host(self.uri)
+            open_.assert_not_called()
+            host.get_connection()
+        open_.assert_called_once_with(self.uri)
+
+    def test_one_connection_across_threads(self):
+        host = libvirt_host.Host(self.uri)
+        results = []
+        with mock.patch.object(libvirt, 'open', wraps=libvirt.open) as open_:
+            threads = [threading.Thread(
+                target=lambda: results.append(host.get_connection()))
+                for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        self.assertEqual(1, open_.call_count)
+        self.assertEqual(8, len(results))
+        self.assertEqual(1, len({id(conn) for conn in results}))
+
+    def test_dead_connection_is_reopened(self):
+        dead = mock.Mock()
+        dead.isAlive.return_value = False
+        live = libvirt.open(self.uri)
+        self.addCleanup(live.close)
+        host = libvirt_host.Host(self.uri)
+        with mock.patch.object(libvirt, 'open', side_effect=[dead, live]):
+            self.assertIs(dead, host.get_connection())
+            self.assertIs(live, host.get_connection())
+            self.assertIs(live, host.get_connection())
+
+    def test_query_failure(self):
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, ['getInfo', 'listAllDevices',
+                               'listAllDomains']))
+        for call in (self.driver.get_available_resource,
+                     self.driver.get_pci_devices,
+                     self.driver.list_instance_uuids):
+            exc = self.assertRaises(exception.HypervisorUnavailable, call)
+            self.assertIn(self.uri, str(exc))
+            self.assertIn('injected libvirt fault', str(exc))

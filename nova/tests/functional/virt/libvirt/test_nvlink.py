@@ -1,0 +1,193 @@
+"""NVLink partition lifecycle against the fake Fabric Manager."""
+
+import json
+import os
+
+import fixtures
+
+from nova import exception
+from nova import test
+from nova.tests.fixtures import fabric_manager as fake_fm
+from nova.virt.libvirt import fabric_manager
+from nova.virt.libvirt import nvlink
+
+MAP = fake_fm.H100_WP12736_MAP
+BY_MODULE = {module: address for address, module in MAP.items()}
+UUID1 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a01'
+UUID2 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a02'
+
+
+def gpus(*modules):
+    return [BY_MODULE[m] for m in modules]
+
+
+class PartitionsTest(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.fm = self.useFixture(fake_fm.FabricManagerFixture(MAP)).fm
+        self.state_dir = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'nvlink')
+        self.parts = self.make()
+
+    def make(self, override=None, start=True):
+        parts = nvlink.NVLinkPartitions(
+            fabric_manager.FabricManagerClient(self.fm.fmpm_path),
+            self.fm.nvidia_smi_path, override or {}, self.state_dir)
+        if start:
+            parts.start('cmp1', sorted(MAP))
+        return parts
+
+    def test_map_from_nvidia_smi_is_saved_and_survives_vfio(self):
+        self.assertEqual(MAP, self.parts.module_map)
+        for address in MAP:
+            self.fm.bind(address, 'vfio-pci')
+        again = self.make()
+        self.assertEqual(MAP, again.module_map)
+        self.assertEqual({}, again.unmapped)
+
+    def test_override_wins_and_duplicates_are_unplaceable(self):
+        parts = self.make(override={BY_MODULE[5]: 7})
+        self.assertEqual({BY_MODULE[5], BY_MODULE[7]}, set(parts.unmapped))
+        self.assertIn('shares module ID 7', parts.unmapped[BY_MODULE[5]])
+        err = self.assertRaises(exception.NVLinkPartitionFailed,
+                                parts.activate, UUID1, gpus(5, 7))
+        self.assertIn('no known module ID', str(err))
+        self.assertEqual(set(), self.fm.active())
+        # Singles with a known module stay usable.
+        self.assertEqual(8, parts.activate(UUID1, gpus(2)))
+
+    def test_gpu_never_seen_is_unplaceable(self):
+        # On vfio-pci before nova ever saw it on nvidia.
+        self.fm.bind(BY_MODULE[1], 'vfio-pci')
+        self.state_dir += '-fresh'
+        parts = self.make()
+        self.assertEqual({BY_MODULE[1]: 'has no module ID'}, parts.unmapped)
+
+    def test_activate_picks_partition_by_module_set(self):
+        # Modules 1,3 are at 86/87 in this map: partition 3.
+        self.assertEqual(3, self.parts.activate(UUID1, gpus(1, 3)))
+        self.assertEqual(2, self.parts.activate(UUID2, gpus(5, 6, 7, 8)))
+        self.assertEqual({2, 3}, self.fm.active())
+        self.assertEqual({3: UUID1, 2: UUID2}, self.parts.holders())
+
+    def test_devices_that_are_no_gpu_are_ignored(self):
+        self.assertIsNone(self.parts.activate(UUID1, ['0000:c1:00.0']))
+        self.assertEqual([], self.fm.calls())
+
+    def test_gpus_that_are_no_partition(self):
+        err = self.assertRaises(exception.NVLinkPartitionFailed,
+                                self.parts.activate, UUID1, gpus(1, 2))
+        self.assertIn('no Fabric Manager partition has exactly the modules '
+                      '[1, 2]', str(err))
+
+    def test_already_active_is_success_only_for_the_holder(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.assertEqual(3, self.parts.activate(UUID1, gpus(1, 3)))
+        # Activated behind nova's back: not ours.
+        self.fm.call('activate', 4)
+        err = self.assertRaises(exception.NVLinkPartitionFailed,
+                                self.parts.activate, UUID2, gpus(2, 4))
+        self.assertIn('already active', str(err))
+        self.assertIn('no instance', str(err))
+
+    def test_activation_failure_names_partition_and_fm_error(self):
+        self.fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        err = self.assertRaises(exception.NVLinkPartitionFailed,
+                                self.parts.activate, UUID1, gpus(5, 7))
+        self.assertIn('NVLink partition 5 (modules 5,7)', str(err))
+        self.assertIn('fmReturn: -10', str(err))
+        self.assertEqual({}, self.parts.holders())
+
+    def test_release_deactivates_and_forgets(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.parts.release(UUID1)
+        self.assertEqual(set(), self.fm.active())
+        self.assertEqual({}, self.parts.holders())
+        self.parts.release(UUID1)
+        self.assertEqual([['activate', 3, 0], ['deactivate', 3, 0]],
+                         self.fm.calls())
+
+    def test_records_survive_a_restart(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        again = self.make()
+        self.assertEqual({3: UUID1}, again.holders())
+        with open(os.path.join(self.state_dir, 'cmp1-partitions.json')) as f:
+            self.assertEqual({'held': {UUID1: 3}, 'orphans': []},
+                             json.load(f))
+
+    def test_repair_at_start(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.parts.activate(UUID2, gpus(2, 4))
+        self.fm.call('activate', 5)          # behind nova's back
+        self.fm.call('deactivate', 3)        # lost behind nova's back
+        again = self.make()
+        # UUID2's guest is gone (compute died while deleting it): its
+        # partition is nova's orphan, deactivated; the foreign one stays.
+        again.forget_missing({UUID1})
+        self.assertEqual({}, again.repair())
+        self.assertEqual({3, 5}, self.fm.active())
+        self.assertEqual({3: UUID1}, again.holders())
+        foreign = [p for p in again.hardware_partitions() if p.foreign]
+        self.assertEqual([5], [p.id for p in foreign])
+        self.assertEqual(tuple(sorted(gpus(5, 7))), foreign[0].addresses)
+
+    def test_periodic_repair_keeps_records(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.fm.call('deactivate', 3)
+        self.parts.repair()
+        self.assertEqual({3}, self.fm.active())
+        self.assertEqual({3: UUID1}, self.parts.holders())
+
+    def test_uncertain_activation_is_checked_by_repair(self):
+        # FM activated the partition but the answer never came back.
+        self.fm.inject_fault('activate', fake_fm.TIMEOUT)
+        self.assertRaises(exception.NVLinkPartitionFailed,
+                          self.parts.activate, UUID1, gpus(1, 3))
+        self.fm.call('activate', 3)
+        self.parts.repair()
+        self.assertEqual(set(), self.fm.active())
+
+    def test_failed_release_is_retried_by_repair(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.fm.inject_fault('deactivate', fake_fm.GENERIC_ERROR)
+        self.parts.release(UUID1)
+        self.assertEqual({3}, self.fm.active())
+        self.parts.repair()
+        self.assertEqual(set(), self.fm.active())
+
+    def test_repair_replays_after_fm_restart(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.parts.activate(UUID2, gpus(5))
+        self.fm.stop()
+        self.fm.start(restart=True)
+        self.parts.repair()
+        self.assertEqual({3, 11}, self.fm.active())
+        self.assertEqual('ready', self.fm.read()['daemon'])
+        self.assertEqual(['set', [3, 11], 0], self.fm.calls()[-1])
+
+    def test_repair_after_plain_fm_restart_reactivates(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.fm.stop()
+        self.fm.start()
+        self.assertEqual(set(), self.fm.active())
+        self.parts.repair()
+        self.assertEqual({3}, self.fm.active())
+
+    def test_repair_reports_partitions_it_cannot_reactivate(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.fm.call('deactivate', 3)
+        # Someone else took GPU 1 meanwhile.
+        self.fm.call('activate', 7)
+        failed = self.parts.repair()
+        self.assertEqual([UUID1], list(failed))
+        self.assertIn('NVLink partition 3 (modules 1,3)', failed[UUID1])
+        self.assertIn('runs without it', failed[UUID1])
+        self.assertIn('fmReturn: -7', failed[UUID1])
+
+    def test_repair_with_fm_down_changes_nothing(self):
+        self.parts.activate(UUID1, gpus(1, 3))
+        self.fm.stop()
+        self.parts.repair()
+        self.assertEqual({3: UUID1}, self.parts.holders())
+        self.assertEqual({3}, self.fm.active())

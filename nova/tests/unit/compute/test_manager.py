@@ -1,0 +1,475 @@
+"""ComputeManager with fakes for the hypervisor, Placement and conductor.
+
+The resource tracker and PCI tracker are the real ones, on the test
+database; the virt driver keeps its guests in a dict, the report client
+keeps the provider tree it was given, and the conductor RPC API records
+its calls.
+"""
+
+import datetime
+import uuid as uuidlib
+
+from oslo_config import cfg
+import oslo_messaging
+from oslo_utils import timeutils
+
+import nova.conf
+from nova import context as nova_context
+from nova.compute import instance_actions
+from nova.compute import manager as compute_manager
+from nova.compute import task_states
+from nova.compute import vm_states
+from nova.db import api as db
+from nova import exception
+from nova.pci import request as pci_request
+from nova import test
+from nova.tests.fixtures import database as db_fixture
+from nova.virt import driver as virt_driver
+
+HOST = 'cmp1'
+GPUS = ('0000:18:00.0', '0000:2a:00.0')
+GPU_SPEC = '{"vendor_id": "10de", "product_id": "2335"}'
+FLAVOR = {'id': 1, 'flavorid': 'gpu', 'name': 'gpu', 'vcpus': 4,
+          'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
+
+
+def gpu(address: str) -> dict:
+    """A device dict as the libvirt driver reports an H200 GPU."""
+    name = address.replace(':', '_').replace('.', '_')
+    return {'address': address, 'vendor_id': '10de', 'product_id': '2335',
+            'dev_type': 'type-PCI', 'parent_addr': None, 'numa_node': 0,
+            'dev_id': 'pci_' + name, 'label': 'label_10de_2335'}
+
+
+class FakeDriver(virt_driver.ComputeDriver):
+    """A hypervisor whose guests are a dict: uuid -> power state."""
+
+    def __init__(self) -> None:
+        self.guests: dict[str, int] = {}
+        self.spawned: list[tuple[str, list[str]]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.fail_spawn: Exception | None = None
+
+    def init_host(self, host):
+        self.calls.append(('init_host', host))
+
+    def get_available_resource(self):
+        return {'vcpus': 64, 'memory_mb': 65536, 'local_gb': 100,
+                'hypervisor_type': 'fake', 'hypervisor_hostname': HOST}
+
+    def get_pci_devices(self):
+        return [gpu(address) for address in GPUS]
+
+    def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
+              numa_nodes=()):
+        self.calls.append(('spawn', instance_uuid))
+        # The guest exists when the failure hits: the manager must
+        # destroy it.
+        self.guests[instance_uuid] = virt_driver.RUNNING
+        if self.fail_spawn is not None:
+            raise self.fail_spawn
+        self.spawned.append((instance_uuid,
+                             sorted(d['address'] for d in pci_devices)))
+
+    def destroy(self, instance_uuid):
+        self.calls.append(('destroy', instance_uuid))
+        self.guests.pop(instance_uuid, None)
+
+    def power_off(self, instance_uuid):
+        self.calls.append(('power_off', instance_uuid))
+        self._existing(instance_uuid)
+        self.guests[instance_uuid] = virt_driver.SHUTDOWN
+
+    def power_on(self, instance_uuid):
+        self.calls.append(('power_on', instance_uuid))
+        self._existing(instance_uuid)
+        self.guests[instance_uuid] = virt_driver.RUNNING
+
+    def reboot(self, instance_uuid, hard):
+        self.calls.append(('reboot_hard' if hard else 'reboot',
+                           instance_uuid))
+        self._existing(instance_uuid)
+        self.guests[instance_uuid] = virt_driver.RUNNING
+
+    def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
+                power_on, numa_nodes=()):
+        self.calls.append(('rebuild', instance_uuid))
+        self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
+                                      else virt_driver.SHUTDOWN)
+
+    def get_power_state(self, instance_uuid):
+        return self.guests.get(instance_uuid, virt_driver.NOSTATE)
+
+    def list_instance_uuids(self):
+        return sorted(self.guests)
+
+    def _existing(self, instance_uuid):
+        if instance_uuid not in self.guests:
+            raise exception.NovaException('no guest %s' % instance_uuid)
+
+
+class FakeReportClient:
+    """Keeps the provider tree the compute reports; records deletes."""
+
+    def __init__(self) -> None:
+        self.tree = None
+        self.deleted: list[str] = []
+
+    def get_provider_by_name(self, name):
+        return None
+
+    def get_provider_tree(self, root_uuid):
+        return self.tree.copy() if self.tree is not None else None
+
+    def get_allocations_for_tree(self, root_uuid):
+        return {}
+
+    def update_from_provider_tree(self, tree):
+        self.tree = tree.copy()
+
+    def delete_allocation_for_instance(self, consumer_uuid):
+        self.deleted.append(consumer_uuid)
+
+
+class FakeConductorAPI:
+    """Records the casts a compute makes to a conductor."""
+
+    def __init__(self) -> None:
+        self.confirmed: list[tuple[str, str]] = []
+
+    def confirm_resize(self, context, instance_uuid, migration_uuid):
+        self.confirmed.append((instance_uuid, migration_uuid))
+
+
+class ComputeManagerTestCase(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(db_fixture.Database())
+        self.conf = cfg.ConfigOpts()
+        nova.conf.register_all(self.conf)
+        self.conf([], default_config_files=[], default_config_dirs=[])
+        self.conf.set_override('device_spec', [GPU_SPEC], group='pci')
+        self.conf.set_override('report_in_placement', True, group='pci')
+        self.context = nova_context.get_admin_context()
+        db.service_create(self.context, {
+            'host': HOST, 'binary': 'nova-compute', 'topic': 'compute'})
+        self.driver = FakeDriver()
+        self.reportclient = FakeReportClient()
+        self.conductor = FakeConductorAPI()
+        self.compute = self.make_compute()
+
+    def make_compute(self) -> compute_manager.ComputeManager:
+        """A compute on HOST with the fakes, started (init_host run)."""
+        compute = compute_manager.ComputeManager(
+            self.conf, self.driver, reportclient=self.reportclient,
+            host=HOST)
+        compute._conductor_api = self.conductor
+        compute.init_host()
+        return compute
+
+    def create_instance(self, gpus: int = 1, **values) -> dict:
+        """An instance the conductor placed on HOST, waiting to be built,
+        asking for ``gpus`` GPUs in one PCI request."""
+        requests = [pci_request.InstancePCIRequest(
+            request_id=str(uuidlib.uuid4()), alias_name='h200', count=gpus,
+            spec=[{'vendor_id': '10de'}], numa_policy='legacy',
+            group_type=None, resource_class='PGPU',
+            traits=set())] if gpus else []
+        return db.instance_create(self.context, {
+            'display_name': 'vm', 'project_id': 'proj', 'user_id': 'user',
+            'flavor_id': FLAVOR['id'], 'flavor': FLAVOR,
+            'vm_state': vm_states.BUILDING,
+            'task_state': task_states.SCHEDULING, 'host': HOST,
+            'pci_requests': pci_request.requests_to_primitive(requests),
+            **values})
+
+    def mappings(self, instance: dict, addresses) -> dict:
+        """What the scheduler hands the compute for ``instance``: the
+        provider Placement allocated to each device of its PCI request."""
+        [request] = instance['pci_requests']
+        rp_by_address = {dev['address']: dev['rp_uuid']
+                         for dev in self.compute.rt.pci_tracker.pci_devs}
+        return {request['request_id']:
+                [rp_by_address[address] for address in addresses]}
+
+    def holders(self) -> dict[str, str | None]:
+        """Device address -> instance holding it."""
+        return {dev['address']: dev['instance_uuid']
+                for dev in self.compute.rt.pci_tracker.pci_devs}
+
+    def build(self, instance: dict, addresses=(GPUS[0],),
+              mappings: dict | None = None) -> None:
+        """Build ``instance`` on the devices at ``addresses`` (or with the
+        given ``mappings``), raising what a remote caller would get."""
+        if mappings is None:
+            mappings = self.mappings(instance, addresses)
+        try:
+            self.compute.build_and_run_instance(
+                self.context, instance['uuid'], mappings)
+        except oslo_messaging.ExpectedException as wrapped:
+            # The RPC dispatcher unwraps it for the caller.
+            raise wrapped.exc_info[1]
+
+    def get(self, instance: dict) -> dict:
+        return db.instance_get_by_uuid(self.context, instance['uuid'])
+
+
+class TestStart(ComputeManagerTestCase):
+
+    def test_reports_the_node_and_a_provider_per_device(self):
+        self.assertEqual([('init_host', HOST)], self.driver.calls)
+        tree = self.reportclient.tree
+        root = tree.data(HOST)
+        self.assertEqual(self.compute.rt.compute_node['uuid'], root.uuid)
+        self.assertEqual(64, root.inventory['VCPU']['total'])
+        for dev in self.compute.rt.pci_tracker.pci_devs:
+            # Each GPU knows the provider that represents it.
+            self.assertEqual(root.uuid,
+                             tree.data(dev['rp_uuid']).parent_uuid)
+        self.assertEqual(set(GPUS), set(self.holders()))
+
+
+class TestBuild(ComputeManagerTestCase):
+
+    def test_claims_the_allocated_device_and_spawns(self):
+        instance = self.create_instance()
+        instance_actions.start(self.context, instance['uuid'], 'create')
+
+        self.build(instance, [GPUS[1]])
+
+        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+                         self.driver.spawned)
+        self.assertEqual({GPUS[0]: None, GPUS[1]: instance['uuid']},
+                         self.holders())
+        stored = self.get(instance)
+        self.assertEqual((vm_states.ACTIVE, None, virt_driver.RUNNING,
+                          HOST), (stored['vm_state'], stored['task_state'],
+                                  stored['power_state'], stored['node']))
+        action = db.action_get_by_request_id(
+            self.context, instance['uuid'], self.context.request_id)
+        [event] = db.action_events_get(self.context, action['id'])
+        self.assertEqual(('compute_build_instance', 'Success'),
+                         (event['event'], event['result']))
+
+    def test_spawn_failure_cleans_up_and_hands_the_build_back(self):
+        instance = self.create_instance()
+        self.driver.fail_spawn = exception.NovaException('disk on fire')
+
+        error = self.assertRaises(exception.RescheduledException, self.build,
+                                  instance)
+
+        self.assertIn('disk on fire', str(error))
+        # The guest spawn left is gone and the device is free again.
+        self.assertEqual({}, self.driver.guests)
+        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
+        stored = self.get(instance)
+        self.assertEqual((vm_states.BUILDING, task_states.SCHEDULING, None),
+                         (stored['vm_state'], stored['task_state'],
+                          stored['host']))
+        # The allocation is the conductor's to free.
+        self.assertEqual([], self.reportclient.deleted)
+
+    def test_provider_holding_no_device_claims_nothing(self):
+        instance = self.create_instance()
+        [request] = instance['pci_requests']
+        mappings = {request['request_id']:
+                    [self.compute.rt.compute_node['uuid']] * request['count']}
+
+        error = self.assertRaises(exception.RescheduledException,
+                                  self.build, instance, mappings=mappings)
+
+        self.assertIn('holds no PCI device', str(error))
+        self.assertEqual([], self.driver.spawned)
+        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
+
+    def test_build_no_longer_assigned_here_is_refused_untouched(self):
+        instance = self.create_instance(host='cmp2')
+
+        self.assertRaises(exception.RescheduledException, self.build,
+                          instance)
+
+        self.assertEqual([], self.driver.spawned)
+        self.assertEqual('cmp2', self.get(instance)['host'])
+        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
+
+    def test_replayed_build_of_an_active_instance_is_ignored(self):
+        instance = self.create_instance()
+        self.build(instance)
+
+        self.build(instance)
+
+        self.assertEqual(1, len(self.driver.spawned))
+        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+
+
+class TestTerminate(ComputeManagerTestCase):
+
+    def test_destroys_guest_frees_devices_and_allocation(self):
+        instance = self.create_instance(gpus=2)
+        self.build(instance, GPUS)
+        db.instance_update(self.context, instance['uuid'],
+                           {'task_state': task_states.DELETING})
+
+        self.compute.terminate_instance(self.context, instance['uuid'])
+
+        self.assertNotIn(instance['uuid'], self.driver.guests)
+        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
+        self.assertEqual([instance['uuid']], self.reportclient.deleted)
+        self.assertRaises(exception.InstanceNotFound, self.get, instance)
+
+    def test_terminate_of_an_unbuilt_instance_still_deletes_it(self):
+        instance = self.create_instance()
+
+        self.compute.terminate_instance(self.context, instance['uuid'])
+
+        self.assertEqual([instance['uuid']], self.reportclient.deleted)
+        self.assertRaises(exception.InstanceNotFound, self.get, instance)
+
+
+class TestStartUpRepair(ComputeManagerTestCase):
+
+    def test_half_built_instance_is_torn_down_and_handed_back(self):
+        instance = self.create_instance()
+        self.build(instance)
+        # The service died while spawning.
+        db.instance_update(self.context, instance['uuid'], {
+            'vm_state': vm_states.BUILDING,
+            'task_state': task_states.SPAWNING})
+
+        self.compute = self.make_compute()
+
+        self.assertEqual({}, self.driver.guests)
+        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
+        stored = self.get(instance)
+        self.assertEqual((task_states.SCHEDULING, None),
+                         (stored['task_state'], stored['host']))
+
+    def test_guest_and_devices_of_a_deleted_instance_are_freed(self):
+        instance = self.create_instance()
+        self.build(instance)
+        kept = self.create_instance()
+        self.build(kept, [GPUS[1]])
+        # Deleted through the API while this compute was down.
+        db.instance_destroy(self.context, instance['uuid'])
+
+        self.compute = self.make_compute()
+
+        self.assertEqual([kept['uuid']], self.driver.list_instance_uuids())
+        self.assertEqual({GPUS[0]: None, GPUS[1]: kept['uuid']},
+                         self.holders())
+        self.assertIn('guest of instance %s destroyed' % instance['uuid'],
+                      self.logger.output)
+
+    def test_interrupted_power_off_is_finished(self):
+        instance = self.create_instance()
+        self.build(instance)
+        db.instance_update(self.context, instance['uuid'],
+                           {'task_state': task_states.POWERING_OFF})
+
+        self.compute = self.make_compute()
+
+        stored = self.get(instance)
+        self.assertEqual((vm_states.STOPPED, None, virt_driver.SHUTDOWN),
+                         (stored['vm_state'], stored['task_state'],
+                          stored['power_state']))
+        self.assertEqual(virt_driver.SHUTDOWN,
+                         self.driver.guests[instance['uuid']])
+
+    def test_nothing_to_repair_touches_nothing(self):
+        instance = self.create_instance()
+        self.build(instance)
+        calls = len(self.driver.calls)
+
+        self.compute = self.make_compute()
+
+        self.assertEqual([('init_host', HOST)], self.driver.calls[calls:])
+        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+        self.assertIn('nothing to repair', self.logger.output)
+
+
+class TestLifecycle(ComputeManagerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.instance = self.create_instance()
+        self.build(self.instance)
+        self.uuid = self.instance['uuid']
+
+    def accept(self, task_state: str) -> None:
+        """What nova-api does before it casts the action."""
+        db.instance_update(self.context, self.uuid,
+                           {'task_state': task_state})
+
+    def test_stop_then_start(self):
+        self.accept(task_states.POWERING_OFF)
+        self.compute.stop_instance(self.context, self.uuid)
+        stored = self.get(self.instance)
+        self.assertEqual((vm_states.STOPPED, None, virt_driver.SHUTDOWN),
+                         (stored['vm_state'], stored['task_state'],
+                          stored['power_state']))
+        # Stopped, it keeps its device.
+        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
+
+        self.accept(task_states.POWERING_ON)
+        self.compute.start_instance(self.context, self.uuid)
+        self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
+        self.assertEqual(vm_states.ACTIVE,
+                         self.get(self.instance)['vm_state'])
+
+    def test_hard_reboot_of_a_lost_guest_defines_it_again(self):
+        del self.driver.guests[self.uuid]
+        self.accept(task_states.REBOOTING_HARD)
+
+        self.compute.reboot_instance(self.context, self.uuid, hard=True)
+
+        self.assertIn(('rebuild', self.uuid), self.driver.calls)
+        self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
+        self.assertIsNone(self.get(self.instance)['task_state'])
+
+    def test_failed_action_records_the_fault_and_clears_the_task(self):
+        del self.driver.guests[self.uuid]
+        self.accept(task_states.POWERING_ON)
+
+        self.assertRaises(exception.NovaException,
+                          self.compute.start_instance, self.context,
+                          self.uuid)
+
+        stored = self.get(self.instance)
+        self.assertEqual((vm_states.ACTIVE, None, virt_driver.NOSTATE),
+                         (stored['vm_state'], stored['task_state'],
+                          stored['power_state']))
+        self.assertIn('no guest', stored['fault_message'])
+
+    def test_action_not_accepted_is_ignored(self):
+        self.compute.stop_instance(self.context, self.uuid)
+
+        self.assertNotIn(('power_off', self.uuid), self.driver.calls)
+        self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
+
+    def test_expired_resize_is_handed_to_a_conductor(self):
+        self.conf.set_override('resize_confirm_window', 60)
+        db.instance_update(self.context, self.uuid,
+                           {'vm_state': vm_states.RESIZED})
+        migration, fresh = (db.migration_create(self.context, {
+            'instance_uuid': self.uuid, 'migration_type': 'resize',
+            'status': 'post-migrating', 'source_compute': 'cmp2',
+            'dest_compute': HOST}) for _ in range(2))
+        # The first finished 61 s ago, longer than the window; the other
+        # just now.
+        timeutils.set_time_override(
+            timeutils.utcnow() - datetime.timedelta(seconds=61))
+        self.addCleanup(timeutils.clear_time_override)
+        db.migration_update(self.context, migration['uuid'],
+                            {'status': 'finished'})
+        timeutils.clear_time_override()
+        db.migration_update(self.context, fresh['uuid'],
+                            {'status': 'finished'})
+
+        self.assertEqual([migration['uuid']],
+                         self.compute.confirm_expired_resizes())
+
+        self.assertEqual([(self.uuid, migration['uuid'])],
+                         self.conductor.confirmed)
+        self.assertEqual('confirming', db.migration_get_by_uuid(
+            self.context, migration['uuid'])['status'])
