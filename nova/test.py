@@ -4,9 +4,8 @@ Every test gets a time bound and its own log capture: service logs are
 attached to a failing test instead of cluttering the run's output.
 """
 
-import logging
-
 import fixtures
+from oslo_log import log as logging
 import testtools
 
 

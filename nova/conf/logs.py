@@ -1,19 +1,22 @@
-"""[DEFAULT] options of service logging."""
+"""Service logging: oslo.log's options ([DEFAULT]debug, log_file, ...).
+
+The options and their help come from oslo.log (the sample configuration
+lists them under its ``oslo.log`` namespace); nova only changes one
+default: without ``log_file`` a service logs to stderr, leaving stdout to
+what commands print. ``[DEFAULT]debug`` also logs the traceback of a
+configuration error that stops a service at start (the console only shows
+one line).
+"""
 
 from oslo_config import cfg
-
-log_opts = [
-    cfg.BoolOpt('debug',
-                default=False,
-                help='Log at DEBUG level instead of INFO; this includes the '
-                     'traceback of a configuration error that stops a '
-                     'service at start (the console only shows one line).'),
-]
+from oslo_log import log
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_opts(log_opts)
+    log.register_options(conf)
+    conf.set_default('use_stderr', True)
 
 
 def list_opts() -> dict:
-    return {'DEFAULT': log_opts}
+    # Listed by oslo.log's own namespace in the generator configuration.
+    return {}
