@@ -371,5 +371,13 @@ class ComputeServiceInUse(Invalid):
                'can be evacuated.')
 
 
+class RPCVersionCapped(NovaException):
+    msg_fmt = ('%(method)s needs nova-%(service)s RPC API %(version)s, but '
+               '[upgrade_levels]%(service)s caps messages to '
+               'nova-%(service)s at %(cap)s; raise or unset the cap once '
+               'every nova-%(service)s serves %(version)s.')
+    code = 409
+
+
 class MigrationFailed(NovaException):
     msg_fmt = 'Migration of instance %(instance_uuid)s failed: %(reason)s'

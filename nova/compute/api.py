@@ -82,8 +82,8 @@ class API:
         self.pci_resource_classes = pci.resource_classes
         self.reportclient = reportclient or report.SchedulerReportClient(
             conf)
-        self.conductor_api = conductor_rpcapi.ConductorAPI()
-        self.compute_rpcapi = compute_rpcapi.ComputeAPI()
+        self.conductor_api = conductor_rpcapi.ConductorAPI(conf)
+        self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
 
     def _flavor(self, context, flavor_ref: str) -> dict:
         try:

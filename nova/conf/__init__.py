@@ -19,11 +19,12 @@ from nova.conf import pci
 from nova.conf import placement
 from nova.conf import scheduler
 from nova.conf import service
+from nova.conf import upgrade_levels
 
 CONF = cfg.CONF
 
 _MODULES = (paths, all_in_one, api, compute, conductor, database, libvirt,
-            logs, pci, placement, scheduler, service)
+            logs, pci, placement, scheduler, service, upgrade_levels)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

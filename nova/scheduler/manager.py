@@ -26,10 +26,12 @@ from nova.compute import task_states
 from nova.db import api as db
 from nova import manager
 from nova import exception
+from nova import rpc
 from nova.pci import request as pci_request
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
+from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler import weights
 from nova.servicegroup import api as servicegroup
 
@@ -70,6 +72,8 @@ class SchedulerManager(manager.Manager):
 
     binary = BINARY
     topic = 'scheduler'
+    # The RPC API version served (history: nova.scheduler.rpcapi).
+    target = rpc.endpoint_target(scheduler_rpcapi.VERSION)
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)
