@@ -100,10 +100,6 @@ class ResourceProviderUpdateConflict(Conflict):
                '%(error)s')
 
 
-class PlacementReshapeConflict(Conflict):
-    msg_fmt = 'Placement refused the reshape of %(uuid)s: %(error)s'
-
-
 # Hypervisor ---------------------------------------------------------------
 
 class HypervisorUnavailable(NovaException):
@@ -207,13 +203,9 @@ class FlavorExtraSpecInvalid(Invalid):
 
 # Compute API ----------------------------------------------------------------
 
-class Forbidden(NovaException):
-    msg_fmt = 'Forbidden: %(reason)s'
-    code = 403
-
-
-class PolicyNotAuthorized(Forbidden):
+class PolicyNotAuthorized(NovaException):
     msg_fmt = 'Policy does not allow %(action)s to be performed.'
+    code = 403
 
 
 class APIValidationError(Invalid):

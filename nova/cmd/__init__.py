@@ -24,6 +24,7 @@ import nova.conf
 from nova import exception
 from nova import rpc
 from nova import service
+from nova.conf import opts as conf_opts
 from nova.db import api as db
 from nova.pci import config as pci_config
 
@@ -47,9 +48,8 @@ def parse_args(argv: list[str] | None = None,
     when the caller names one and the configuration does not. Each line
     carries the request ids of the context it was logged in.
     """
-    # oslo.log's options are registered with nova's (nova.conf.logs),
-    # before parsing, as some are command-line options.
     rpc.set_defaults(conf)
+    _register_log_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project='nova')
     if log_file is not None and not conf.log_file:
         os.makedirs(conf.state_path, exist_ok=True)
@@ -58,6 +58,18 @@ def parse_args(argv: list[str] | None = None,
     logging.setup(conf, 'nova')
     db.configure(conf)
     return conf
+
+
+def _register_log_options(conf: cfg.ConfigOpts) -> None:
+    """oslo.log's options (``[DEFAULT]debug``, ``log_file``, ...), before
+    parsing as some are command-line options; once per ``conf``, which
+    may be parsed again (tests start several services in one process),
+    with nova's defaults (``nova.conf.opts.LOG_DEFAULTS``).
+    """
+    if 'debug' not in conf:
+        logging.register_options(conf)
+    for name, value in conf_opts.LOG_DEFAULTS.items():
+        conf.set_default(name, value)
 
 
 def run_service(binary: str, serve: Callable[[cfg.ConfigOpts], int],

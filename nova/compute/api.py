@@ -378,7 +378,7 @@ class API:
                 continue
             try:
                 return db.instance_update(
-                    context, uuid, {'task_state': 'deleting'},
+                    context, uuid, {'task_state': task_states.DELETING},
                     expected={'task_state': instance['task_state'],
                               'vm_state': instance['vm_state']})
             except exception.InstanceUpdateConflict:

@@ -222,7 +222,7 @@ class SchedulerManager(manager.Manager):
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
             if instance is None or instance['vm_state'] == 'error' or \
-                    instance['task_state'] == 'deleting' or (
+                    instance['task_state'] == task_states.DELETING or (
                         instance['vm_state'] == 'shelved_offloaded' and
                         instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',

@@ -9,17 +9,23 @@ claim arrives with it).
 import logging
 import uuid
 
+from oslo_config import cfg
 from oslo_log import formatters
+from oslo_log import log
 
 from nova.tests.functional import test_boot_gpu_groups
 
 
 class _LogLines(logging.Handler):
     """Formats records as a service's log does (oslo.log's context
-    formatter, with the test's configuration) and keeps the lines."""
+    formatter and default formats) and keeps the lines."""
 
-    def __init__(self, conf) -> None:
+    def __init__(self) -> None:
         super().__init__(logging.DEBUG)
+        conf = cfg.ConfigOpts()
+        log.register_options(conf)
+        conf([], project='nova', default_config_files=[],
+             default_config_dirs=[])
         self.setFormatter(formatters.ContextFormatter(project='nova',
                                                       config=conf))
         self.lines: list[tuple[str, str]] = []
@@ -34,7 +40,7 @@ class RequestIdPropagationTest(test_boot_gpu_groups.BootTestBase):
 
     def setUp(self):
         super().setUp()
-        self.log = _LogLines(self.conf)
+        self.log = _LogLines()
         root = logging.getLogger('nova')
         root.addHandler(self.log)
         self.addCleanup(root.removeHandler, self.log)
