@@ -67,7 +67,7 @@ class TestBadConfigAtStart(test.TestCase):
         config = self._config('spec', {'device_spec': [
             H200_SPEC, '{"vendorid": "10de", "product_id": "2335"}']})
         self.assertOneLine(self._start_all(SERVICES, config),
-                           'Invalid [pci]device_spec config',
+                           '[pci]device_spec is not valid',
                            '"vendorid": "10de"', "key 'vendorid'")
 
     def test_alias_whose_ids_would_be_ignored(self):
@@ -125,7 +125,7 @@ class TestBadConfigAtStart(test.TestCase):
                       'configuration error', stderr)
         self.assertIn('Traceback', stderr)
         self.assertTrue(stderr.splitlines()[-1].startswith(
-            "nova-scheduler: Invalid [pci]device_spec config"))
+            "nova-scheduler: [pci]device_spec is not valid"))
 
     def test_nova_all_stops_whole_when_a_compute_cannot_start(self):
         # Only the host can tell that the group's addresses do not exist,

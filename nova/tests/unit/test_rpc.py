@@ -125,7 +125,8 @@ class _RPCTests:
         error = self.assertRaises(
             exception.RescheduledException, client.call, self.context,
             'fail', instance_uuid='abc')
-        self.assertIn('Build of instance abc was re-scheduled: '
+        self.assertIn('Instance abc was not built on this host and may be '
+                      'tried on another: '
                       'disk on fire', str(error))
         self.assertEqual('disk on fire', error.kwargs['reason'])
 
