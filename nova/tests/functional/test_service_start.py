@@ -119,9 +119,10 @@ class TestBadConfigAtStart(test.TestCase):
                               debug=True)
         binary, code, stderr = self._start('nova-scheduler', config)
         self.assertEqual(1, code)
-        # The log (stderr by default) has the traceback at DEBUG; the
-        # console line is still the last one.
-        self.assertIn('DEBUG nova.cmd nova-scheduler stopped by a '
+        # The log (stderr by default, oslo.log's format: no request, so
+        # "[-]") has the traceback at DEBUG; the console line is still
+        # the last one.
+        self.assertIn('DEBUG nova.cmd [-] nova-scheduler stopped by a '
                       'configuration error', stderr)
         self.assertIn('Traceback', stderr)
         self.assertTrue(stderr.splitlines()[-1].startswith(
@@ -140,7 +141,7 @@ class TestBadConfigAtStart(test.TestCase):
         self.assertEqual(1, code, stderr)
         self.assertNotIn('Traceback', stderr)
         last = stderr.splitlines()[-1]
-        self.assertTrue(last.startswith('nova-all: Configuration is '
-                                        'invalid: compute '), last)
+        self.assertTrue(last.startswith('nova-all: Invalid configuration: '
+                                        'compute '), last)
         self.assertIn('0000:99:00.0, which is not a PCI device on this '
                       'host', last)
