@@ -10,7 +10,6 @@ import oslo_messaging
 import testtools
 
 from nova import test
-import nova.conf
 from nova import context as nova_context
 from nova import exception
 from nova import rpc
@@ -153,10 +152,7 @@ class TestVersionCap(test.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf = cfg.ConfigOpts()
-        nova.conf.register_all(self.conf)
-        self.conf([], project='nova', default_config_files=[],
-                  default_config_dirs=[])
+        self.conf = test.make_conf()
         self.useFixture(rpc_fixture.RPCFixture(self.conf))
         self.context = nova_context.RequestContext(user_id='u',
                                                    project_id='p')
