@@ -63,7 +63,7 @@ class TestMicroversions(fakes.APITestCase):
     def test_out_of_range_is_406(self):
         response = self.request('GET', '/v2.1/flavors', version='2.200')
         self.assertFault(response, 406, 'notAcceptable', '2.200',
-                         'Minimum is 2.1 and maximum is 2.96')
+                         'this API serves 2.1 to 2.96')
 
     def test_malformed_is_400(self):
         response = self.request('GET', '/v2.1/flavors', version='two')
