@@ -3,13 +3,18 @@
 Every exception carries a formatted message naming the bad value and, where
 it helps, what is allowed. API code maps ``Invalid`` to HTTP 400,
 ``NotFound`` to 404 and ``Conflict`` to 409.
+
+Messages are nova's own words, except where clients and operators match
+upstream's text: "No valid host was found", the "... could not be found"
+API errors, the refused server action (InstanceInvalidState) and the
+missing instance action (InstanceActionNotFound) keep upstream's wording.
 """
 
 
 class NovaException(Exception):
     """Base class; subclasses set ``msg_fmt`` and are raised with kwargs."""
 
-    msg_fmt = 'An unknown exception occurred.'
+    msg_fmt = 'Unexpected error in nova.'
     code = 500
 
     def __init__(self, message: str | None = None, **kwargs):
@@ -26,7 +31,7 @@ class Invalid(NovaException):
 
 
 class NotFound(NovaException):
-    msg_fmt = 'Resource could not be found.'
+    msg_fmt = 'The requested resource does not exist.'
     code = 404
 
 
@@ -36,17 +41,18 @@ class Conflict(NovaException):
 
 
 class InvalidConfiguration(Invalid):
-    msg_fmt = 'Configuration is invalid: %(reason)s'
+    msg_fmt = 'Invalid configuration: %(reason)s'
 
 
 # PCI configuration -------------------------------------------------------
 
 class PciConfigInvalidSpec(Invalid):
-    msg_fmt = 'Invalid [pci]device_spec config: %(reason)s'
+    msg_fmt = '[pci]device_spec is not valid: %(reason)s'
 
 
 class PciDeviceWrongAddressFormat(PciConfigInvalidSpec):
-    msg_fmt = 'The PCI address %(address)s has an incorrect format.'
+    msg_fmt = ('PCI address %(address)s is not valid; the form is '
+               '[domain:]bus:slot.function in hex, e.g. 0000:1b:00.0.')
 
 
 class PciDeviceInvalidDeviceName(PciConfigInvalidSpec):
@@ -59,7 +65,7 @@ class PciInvalidAlias(Invalid):
 
 
 class PciRequestAliasNotDefined(NotFound):
-    msg_fmt = 'PCI alias %(alias)s is not defined'
+    msg_fmt = 'PCI alias %(alias)s is not in [pci]alias'
     code = 400
 
 
@@ -75,12 +81,11 @@ class PciGroupConfigInvalid(Invalid):
 # PCI tracking and Placement ----------------------------------------------
 
 class PlacementPciException(NovaException):
-    msg_fmt = ('Failed to gather or report PCI resources to Placement: '
-               '%(error)s')
+    msg_fmt = 'PCI devices could not be reported to Placement: %(error)s'
 
 
 class PciDeviceRequestFailed(NovaException):
-    msg_fmt = 'PCI device request %(requests)s failed'
+    msg_fmt = 'PCI devices for %(requests)s could not be claimed'
 
 
 # Placement client ---------------------------------------------------------
@@ -98,10 +103,6 @@ class ResourceProviderUpdateConflict(Conflict):
     msg_fmt = ('Resource provider %(uuid)s changed concurrently '
                '(generation %(generation)s) and retries were exhausted: '
                '%(error)s')
-
-
-class PlacementReshapeConflict(Conflict):
-    msg_fmt = 'Placement refused the reshape of %(uuid)s: %(error)s'
 
 
 # Hypervisor ---------------------------------------------------------------
@@ -207,13 +208,9 @@ class FlavorExtraSpecInvalid(Invalid):
 
 # Compute API ----------------------------------------------------------------
 
-class Forbidden(NovaException):
-    msg_fmt = 'Forbidden: %(reason)s'
+class PolicyNotAuthorized(NovaException):
+    msg_fmt = 'Policy rule %(action)s does not allow this caller.'
     code = 403
-
-
-class PolicyNotAuthorized(Forbidden):
-    msg_fmt = 'Policy does not allow %(action)s to be performed.'
 
 
 class APIValidationError(Invalid):
@@ -232,8 +229,8 @@ class InvalidAPIVersionString(Invalid):
 
 
 class APIVersionNotSupported(NovaException):
-    msg_fmt = ('Version %(version)s is not supported by the API. Minimum '
-               'is %(min_version)s and maximum is %(max_version)s.')
+    msg_fmt = ('API version %(version)s is not served; this API serves '
+               '%(min_version)s to %(max_version)s.')
     code = 406
 
 
@@ -343,8 +340,8 @@ class BuildLeaseLost(NovaException):
 
 
 class RescheduledException(NovaException):
-    msg_fmt = ('Build of instance %(instance_uuid)s was re-scheduled: '
-               '%(reason)s')
+    msg_fmt = ('Instance %(instance_uuid)s was not built on this host and '
+               'may be tried on another: %(reason)s')
 
 
 class MigrationNotFound(NotFound):
@@ -361,7 +358,8 @@ class MigrationUpdateConflict(Conflict):
 
 
 class ComputeServiceUnavailable(NovaException):
-    msg_fmt = 'Compute service of %(host)s is unavailable at this time.'
+    msg_fmt = ('The compute service of %(host)s is down; retry once it '
+               'reports up again.')
     code = 409
 
 
@@ -369,6 +367,14 @@ class ComputeServiceInUse(Invalid):
     msg_fmt = ('Compute service of %(host)s is still up: %(reason)s; '
                'only instances of a host whose compute service is down '
                'can be evacuated.')
+
+
+class RPCVersionCapped(NovaException):
+    msg_fmt = ('%(method)s needs nova-%(service)s RPC API %(version)s, but '
+               '[upgrade_levels]%(service)s caps messages to '
+               'nova-%(service)s at %(cap)s; raise or unset the cap once '
+               'every nova-%(service)s serves %(version)s.')
+    code = 409
 
 
 class MigrationFailed(NovaException):

@@ -8,9 +8,20 @@ sets ``transport_url = rabbit://user:password@host:5672/``.
 
 Servers dispatch with oslo.messaging's threading executor (services use
 plain threads, never eventlet). Request contexts cross the wire as dicts
-(``RequestContext.to_dict`` / ``from_dict``); exceptions from
+(``RequestContext.to_dict`` / ``from_dict``), with their ``request_id``
+and ``global_request_id``; the receiving handler runs with the rebuilt
+context as its thread's current one, so its log lines, its own RPC calls
+(given that context) and its Placement requests carry the same ids.
+Exceptions from
 ``nova.exception`` raised by an endpoint are re-raised in the caller as the
 same class, so callers can ``except exception.NoValidHost``.
+
+Each service's RPC API is versioned (MAJOR.MINOR, history in its
+``rpcapi`` module). Its manager serves the API's current version (its
+``target``): oslo.messaging refuses a message of another major version or
+a newer minor one, answering UnsupportedVersion. A client sends each
+method at the version that introduced it, capped by
+``[upgrade_levels]<service>`` (see :class:`VersionedClient`).
 """
 
 import threading
@@ -20,6 +31,7 @@ import oslo_messaging
 from oslo_messaging import conffixture as messaging_conffixture
 
 from nova import context as nova_context
+from nova import exception
 
 DEFAULT_TRANSPORT_URL = 'fake:/'
 CONTROL_EXCHANGE = 'nova'
@@ -95,7 +107,10 @@ class RequestContextSerializer(oslo_messaging.Serializer):
         return ctxt.to_dict()
 
     def deserialize_context(self, ctxt: dict):
-        return nova_context.RequestContext.from_dict(ctxt)
+        context = nova_context.RequestContext.from_dict(ctxt)
+        # The executor deserializes in the thread that runs the handler.
+        context.update_store()
+        return context
 
 
 def get_server(topic: str, server: str,
@@ -115,16 +130,53 @@ def get_server(topic: str, server: str,
 
 def get_client(topic: str, server: str | None = None,
                timeout: float | None = None,
-               call_monitor_timeout: float | None = None
+               call_monitor_timeout: float | None = None,
+               version_cap: str | None = None
                ) -> oslo_messaging.RPCClient:
     """An RPC client for ``topic`` (optionally one ``server`` of it).
 
     ``timeout`` bounds a call (None: ``[DEFAULT]rpc_response_timeout``).
     ``call_monitor_timeout`` makes long calls fail early when the server
     stops sending heartbeats (a dead peer), on drivers that support them.
+    ``version_cap``: the newest message version it may send.
     """
     target = oslo_messaging.Target(topic=topic, server=server)
     return oslo_messaging.get_rpc_client(
         _transport(), target, timeout=timeout,
-        call_monitor_timeout=call_monitor_timeout,
+        call_monitor_timeout=call_monitor_timeout, version_cap=version_cap,
         serializer=RequestContextSerializer())
+
+
+def endpoint_target(version: str) -> oslo_messaging.Target:
+    """The ``target`` of a manager serving its RPC API at ``version``."""
+    return oslo_messaging.Target(version=version)
+
+
+class VersionedClient:
+    """The client of one service's versioned RPC API.
+
+    ``service`` (``compute``, ``conductor``, ``scheduler``) is the topic
+    and names the ``[upgrade_levels]`` option that caps the versions sent.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts, service: str) -> None:
+        self.service = service
+        self.version_cap: str | None = conf.upgrade_levels[service]
+        self._client = get_client(service, version_cap=self.version_cap)
+
+    def can_send_version(self, version: str) -> bool:
+        """Whether the cap allows messages of ``version``."""
+        return self._client.can_send_version(version)
+
+    def prepare(self, method: str, version: str, **kwargs):
+        """A call context sending ``method`` at ``version``; ``kwargs`` as
+        oslo.messaging's ``prepare`` (server, timeout, ...).
+
+        Raises RPCVersionCapped when the cap is below ``version``: the
+        services at the cap would refuse the message.
+        """
+        if not self.can_send_version(version):
+            raise exception.RPCVersionCapped(
+                service=self.service, method=method, version=version,
+                cap=self.version_cap)
+        return self._client.prepare(version=version, **kwargs)

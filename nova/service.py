@@ -2,7 +2,9 @@
 
 Services use plain threads. A periodic task runs in its own daemon thread
 and never overlaps itself; a failing run is logged and retried at the next
-interval, so one bad run does not stop a compute from reporting.
+interval, so one bad run does not stop a compute from reporting. Each run
+has a fresh admin context, with its own request id, as its thread's
+current context: its log lines and Placement requests carry that id.
 
 A service whose manager names its ``binary`` registers in the services
 table and reports that it is up every ``[DEFAULT]report_interval`` seconds
@@ -38,6 +40,7 @@ class PeriodicTask:
 
     def _run(self) -> None:
         while not self._stopped.wait(self._interval):
+            nova_context.get_admin_context().update_store()
             try:
                 self._func()
             except Exception:

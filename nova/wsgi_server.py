@@ -4,7 +4,7 @@ nova-api and the embedded Placement need an HTTP listener without pulling
 in eventlet or an external server. This wraps the standard library's
 ``wsgiref`` server with one daemon thread per connection, binds to a
 loopback port (0 picks a free one) and routes access logs and errors to
-python logging instead of stderr.
+the service log (oslo.log) instead of stderr.
 
 Each connection carries one request and is closed after the response
 (``Connection: close``). A response sent before the request body was
@@ -15,12 +15,13 @@ reads the response instead of a connection reset.
 """
 
 import io
-import logging
 import socket
 import socketserver
 import threading
 import time
 from wsgiref import simple_server
+
+from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class _ServerHandler(simple_server.ServerHandler):
 
 
 class _RequestHandler(simple_server.WSGIRequestHandler):
-    """Serves one request per connection, logging through python logging.
+    """Serves one request per connection, logging through oslo.log.
     """
 
     def handle(self) -> None:

@@ -12,6 +12,7 @@ Two strategies, chosen by ``[api]auth_strategy``:
   sets the X-User-Id / X-Project-Id / X-Roles headers this module reads.
 """
 
+from oslo_middleware import request_id as oslo_request_id
 import webob.dec
 
 from nova.api import faults
@@ -25,12 +26,19 @@ _NOAUTH_ADMIN_ROLES = [ADMIN_ROLE, 'member', 'reader']
 _NOAUTH_MEMBER_ROLES = ['member', 'reader']
 
 
-def _context(user_id: str, project_id: str, roles: list[str],
-             request_id: str | None = None) -> nova_context.RequestContext:
+def _context(req: webob.Request, user_id: str, project_id: str,
+             roles: list[str]) -> nova_context.RequestContext:
+    """The caller's context, with the request ids the RequestId middleware
+    put in the environment (see nova.api.wsgi_app).
+
+    It becomes the current context of the thread serving the request, so
+    log lines and Placement calls made for the request carry its ids.
+    """
     return nova_context.RequestContext(
         user_id=user_id, project_id=project_id, roles=roles,
-        is_admin=ADMIN_ROLE in roles, request_id=request_id,
-        overwrite=False)
+        is_admin=ADMIN_ROLE in roles,
+        request_id=req.environ.get(oslo_request_id.ENV_REQUEST_ID),
+        global_request_id=req.environ.get(oslo_request_id.GLOBAL_REQ_ID))
 
 
 class NoAuth(object):
@@ -51,7 +59,7 @@ class NoAuth(object):
                       or user_id)
         roles = list(_NOAUTH_ADMIN_ROLES if user_id == ADMIN_ROLE
                      else _NOAUTH_MEMBER_ROLES)
-        req.environ[CONTEXT_KEY] = _context(user_id, project_id, roles)
+        req.environ[CONTEXT_KEY] = _context(req, user_id, project_id, roles)
         return self.application
 
 
@@ -69,8 +77,8 @@ class KeystoneContext(object):
                  for r in req.headers.get('X-Roles', '').split(',')
                  if r.strip()]
         req.environ[CONTEXT_KEY] = _context(
-            req.headers.get('X-User-Id'), req.headers.get('X-Project-Id'),
-            roles, req.headers.get('X-Openstack-Request-Id'))
+            req, req.headers.get('X-User-Id'), req.headers.get('X-Project-Id'),
+            roles)
         return self.application
 
 

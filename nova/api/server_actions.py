@@ -17,7 +17,6 @@ value) -> (status, body)``; other server actions register there too.
 
 from nova.api import servers
 from nova.api import validation
-from nova.db import api as db
 from nova import exception
 from nova import policies
 
@@ -88,10 +87,8 @@ def _rebuild(req, instance: dict, value) -> tuple:
         raise exception.APIValidationError(
             field='rebuild/description',
             reason='description is allowed from microversion 2.19 on')
-    instance = req.compute_api.rebuild(req.context, instance['uuid'])
-    if 'name' in value:
-        instance = db.instance_update(req.context, instance['uuid'],
-                                      {'display_name': value['name']})
+    instance = req.compute_api.rebuild(req.context, instance['uuid'],
+                                       value.get('name'))
     return 202, {'server': servers.detail_view(req, instance)}
 
 

@@ -4,14 +4,21 @@
 documents at ``/`` and ``/v2.1`` and the v2.1 resources below it. Handlers
 are plain functions ``handler(req, **path_vars)`` returning
 ``(status, body)`` or ``(status, body, headers)``; everything around them
-(authentication, microversion negotiation, nova exception to HTTP error
-mapping, JSON encoding) lives here so handlers stay small.
+(request ids, authentication, microversion negotiation, nova exception
+to HTTP error mapping, JSON encoding) lives here so handlers stay small.
+
+Every response carries the request's own id, ``req-<uuid>``, in
+``x-openstack-request-id`` and ``x-compute-request-id``. A caller's valid
+``X-OpenStack-Request-ID: req-<uuid>`` becomes the request's global id,
+which travels with the context over RPC to the services and Placement;
+any other value is ignored.
 """
 
 import datetime
 import json
 
 from oslo_log import log as logging
+from oslo_middleware import request_id
 import routes
 import webob
 import webob.dec
@@ -39,6 +46,14 @@ VERSION_KEY = 'nova.api_version'
 # the limit keeps the parser and schema validation (both recursive) far
 # from Python's recursion limit.
 MAX_BODY_DEPTH = 32
+# The Compute API's own name for the response header of the request id.
+COMPUTE_REQUEST_ID_HEADER = 'x-compute-request-id'
+
+
+class _RequestId(request_id.RequestId):
+    """oslo.middleware's request ids, answered in both headers."""
+
+    compat_headers = [COMPUTE_REQUEST_ID_HEADER]
 
 
 def _too_deep(value: object, limit: int) -> bool:
@@ -212,9 +227,10 @@ class ComputeAPI(object):
             # Without Keystone there is no identity endpoint to discover.
             self.router.add('/identity/v3', GET=misc.identity_version)
         self.authenticated = auth.pipeline(self._dispatch, conf)
-        # Hostile-request checks run before anything decodes the request.
-        self._guarded = request_guard.RequestGuard(
-            self._serve, conf.api.max_request_body_size)
+        # Hostile-request checks run before anything decodes the request;
+        # even their refusals carry a request id.
+        self._guarded = _RequestId(request_guard.RequestGuard(
+            self._serve, conf.api.max_request_body_size))
 
     def _lookup(self, req: Request):
         """(handler or None, methods the path allows, path variables)."""
@@ -282,9 +298,6 @@ class ComputeAPI(object):
             LOG.exception('Unexpected error in %s %s', req.method, req.path)
             return faults.error_response(
                 500, 'Unexpected API error; see the nova-api log.')
-        if auth.CONTEXT_KEY in req.environ:
-            response.headers['X-Openstack-Request-Id'] = (
-                req.context.request_id)
         return response
 
 

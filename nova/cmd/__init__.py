@@ -12,18 +12,19 @@ with status 1 (see :func:`wait_for_signal`).
 """
 
 from collections.abc import Callable
-import logging
 import os
 import signal
 import sys
 import threading
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 import nova.conf
 from nova import exception
 from nova import rpc
 from nova import service
+from nova.conf import opts as conf_opts
 from nova.db import api as db
 from nova.pci import config as pci_config
 
@@ -41,20 +42,34 @@ def parse_args(argv: list[str] | None = None,
     """Load nova.conf and command-line options, set up logging and the DB.
 
     Configuration files default to oslo.config's search path
-    (/etc/nova/nova.conf etc.); ``--config-file`` adds more. Logs go to
-    stderr, or to ``log_file`` (relative to ``$state_path``).
+    (/etc/nova/nova.conf etc.); ``--config-file`` adds more. Logging is
+    oslo.log's, set up from ``[DEFAULT]`` (``debug``, ``log_file``, ...):
+    to stderr by default, or to ``log_file`` (relative to ``$state_path``)
+    when the caller names one and the configuration does not. Each line
+    carries the request ids of the context it was logged in.
     """
     rpc.set_defaults(conf)
+    _register_log_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project='nova')
-    if log_file is not None:
+    if log_file is not None and not conf.log_file:
         os.makedirs(conf.state_path, exist_ok=True)
-        log_file = os.path.join(conf.state_path, log_file)
-    logging.basicConfig(
-        level=logging.DEBUG if conf.debug else logging.INFO,
-        filename=log_file,
-        format='%(asctime)s %(levelname)s %(name)s %(message)s')
+        conf.set_default('log_file', os.path.join(conf.state_path, log_file))
+        conf.set_default('use_stderr', False)
+    logging.setup(conf, 'nova')
     db.configure(conf)
     return conf
+
+
+def _register_log_options(conf: cfg.ConfigOpts) -> None:
+    """oslo.log's options (``[DEFAULT]debug``, ``log_file``, ...), before
+    parsing as some are command-line options; once per ``conf``, which
+    may be parsed again (tests start several services in one process),
+    with nova's defaults (``nova.conf.opts.LOG_DEFAULTS``).
+    """
+    if 'debug' not in conf:
+        logging.register_options(conf)
+    for name, value in conf_opts.LOG_DEFAULTS.items():
+        conf.set_default(name, value)
 
 
 def run_service(binary: str, serve: Callable[[cfg.ConfigOpts], int],
@@ -124,7 +139,7 @@ def _stop_overdue(grace: float) -> None:
     """End a process whose graceful stop took longer than ``grace``."""
     LOG.error('Work in progress did not finish within %ss '
               '([DEFAULT]graceful_shutdown_timeout); exiting now', grace)
-    for handler in logging.getLogger().handlers:
+    for handler in logging.getLogger().logger.handlers:
         handler.flush()
     os._exit(1)
 
@@ -139,9 +154,8 @@ def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str) -> int:
     rpc.init(conf)
     manager = make_manager()
     svc = rpc_service(manager, topic, conf.host)
-    logging.getLogger(__name__).info('%s serving topic %s as %s',
-                                     type(manager).__name__, topic,
-                                     conf.host)
+    LOG.info('%s serving topic %s as %s', type(manager).__name__, topic,
+             conf.host)
     try:
         wait_for_signal(conf.graceful_shutdown_timeout)
     finally:

@@ -82,8 +82,8 @@ class API:
         self.pci_resource_classes = pci.resource_classes
         self.reportclient = reportclient or report.SchedulerReportClient(
             conf)
-        self.conductor_api = conductor_rpcapi.ConductorAPI()
-        self.compute_rpcapi = compute_rpcapi.ComputeAPI()
+        self.conductor_api = conductor_rpcapi.ConductorAPI(conf)
+        self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
 
     def _flavor(self, context, flavor_ref: str) -> dict:
         try:
@@ -378,7 +378,7 @@ class API:
                 continue
             try:
                 return db.instance_update(
-                    context, uuid, {'task_state': 'deleting'},
+                    context, uuid, {'task_state': task_states.DELETING},
                     expected={'task_state': instance['task_state'],
                               'vm_state': instance['vm_state']})
             except exception.InstanceUpdateConflict:
@@ -462,12 +462,18 @@ class API:
                                 [vm_states.STOPPED])
         self.compute_rpcapi.start_instance(context, instance['host'], uuid)
 
-    def rebuild(self, context, uuid: str) -> dict:
-        """Rebuild an ACTIVE or SHUTOFF server on its devices; return it.
+    def rebuild(self, context, uuid: str, name: str | None = None) -> dict:
+        """Rebuild an ACTIVE or SHUTOFF server on its devices, renamed to
+        ``name`` if given; return it.
+
+        The name is written with the task state, before the compute is
+        told: the guest it redefines carries the new name.
         """
         instance = self._accept(context, uuid, instance_actions.REBUILD,
                                 task_states.REBUILDING,
-                                [vm_states.ACTIVE, vm_states.STOPPED])
+                                [vm_states.ACTIVE, vm_states.STOPPED],
+                                values=None if name is None else
+                                {'display_name': name})
         self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
         return instance
 

@@ -29,9 +29,11 @@ from oslo_utils import timeutils
 from nova import context as nova_context
 from nova import exception
 from nova import manager
+from nova import rpc
 from nova.compute import audit
 from nova.compute import instance_actions
 from nova.compute import resource_tracker
+from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
@@ -53,6 +55,8 @@ class ComputeManager(manager.Manager):
 
     binary = BINARY
     topic = TOPIC
+    # The RPC API version served (history: nova.compute.rpcapi).
+    target = rpc.endpoint_target(compute_rpcapi.VERSION)
 
     def __init__(self, conf: cfg.ConfigOpts, driver,
                  reportclient: report.SchedulerReportClient | None = None,
@@ -291,7 +295,7 @@ class ComputeManager(manager.Manager):
         """Made on first use: a compute needs messaging only to hand an
         expired resize to a conductor."""
         if self._conductor_api is None:
-            self._conductor_api = conductor_rpcapi.ConductorAPI()
+            self._conductor_api = conductor_rpcapi.ConductorAPI(self.conf)
         return self._conductor_api
 
     def confirm_expired_resizes(self) -> list[str]:

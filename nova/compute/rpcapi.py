@@ -1,9 +1,25 @@
 """Client side of the nova-compute RPC API (topic ``compute``, server =
-the compute host name)."""
+the compute host name).
 
+API versions (the ComputeManager serves VERSION; each method is sent at
+the version that introduced it, see nova.rpc):
+
+* 1.0: build_and_run_instance, terminate_instance
+* 1.1: reboot_instance, stop_instance, start_instance, rebuild_instance,
+  shelve_instance, shelve_offload_instance, unshelve_instance
+* 1.2: prep_resize, resize_instance, finish_resize, confirm_resize,
+  revert_resize, finish_revert_resize
+"""
+
+from oslo_config import cfg
+
+import nova.conf
 from nova import rpc
 
 TOPIC = 'compute'
+VERSION = '1.2'
+_ACTIONS = '1.1'
+_MOVES = '1.2'
 # The services row of a compute (liveness) is under this binary name.
 BINARY = 'nova-compute'
 # A build may wait for devices to be bound, the guest to start and the
@@ -18,8 +34,9 @@ CALL_MONITOR_TIMEOUT = 60
 class ComputeAPI:
     """Calls the ComputeManager of one host."""
 
-    def __init__(self) -> None:
-        self.client = rpc.get_client(TOPIC)
+    def __init__(self, conf: cfg.ConfigOpts | None = None) -> None:
+        self.client = rpc.VersionedClient(
+            conf if conf is not None else nova.conf.CONF, TOPIC)
 
     def build_and_run_instance(self, context, host: str, instance_uuid: str,
                                mappings: dict) -> None:
@@ -31,15 +48,16 @@ class ComputeAPI:
         another host may be tried.
         """
         cctxt = self.client.prepare(
-            server=host, timeout=BUILD_TIMEOUT,
-            call_monitor_timeout=CALL_MONITOR_TIMEOUT)
+            'build_and_run_instance', '1.0', server=host,
+            timeout=BUILD_TIMEOUT, call_monitor_timeout=CALL_MONITOR_TIMEOUT)
         cctxt.call(context, 'build_and_run_instance',
                    instance_uuid=instance_uuid, mappings=mappings)
 
     def terminate_instance(self, context, host: str,
                            instance_uuid: str) -> None:
         """Destroy the instance on ``host``; returns when it is gone."""
-        cctxt = self.client.prepare(server=host)
+        cctxt = self.client.prepare('terminate_instance', '1.0',
+                                    server=host)
         cctxt.call(context, 'terminate_instance',
                    instance_uuid=instance_uuid)
 
@@ -47,7 +65,8 @@ class ComputeAPI:
     # nova-api set when it is done.
 
     def _cast(self, context, host: str, method: str, **kwargs) -> None:
-        self.client.prepare(server=host).cast(context, method, **kwargs)
+        self.client.prepare(method, _ACTIONS, server=host).cast(
+            context, method, **kwargs)
 
     def reboot_instance(self, context, host: str, instance_uuid: str,
                         hard: bool) -> None:
@@ -94,7 +113,7 @@ class ComputeAPI:
                    instance_uuid: str, **kwargs) -> None:
         """One step of a move on ``host``, waited for like a build."""
         cctxt = self.client.prepare(
-            server=host, timeout=BUILD_TIMEOUT,
+            method, _MOVES, server=host, timeout=BUILD_TIMEOUT,
             call_monitor_timeout=CALL_MONITOR_TIMEOUT)
         cctxt.call(context, method, instance_uuid=instance_uuid, **kwargs)
 

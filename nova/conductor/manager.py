@@ -65,10 +65,12 @@ from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
 from nova.conductor import migrate
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova import context as nova_context
 from nova.db import api as db
 from nova import manager
 from nova import exception
+from nova import rpc
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
 
@@ -90,6 +92,8 @@ class ConductorManager(manager.Manager):
 
     binary = BINARY
     topic = 'conductor'
+    # The RPC API version served (history: nova.conductor.rpcapi).
+    target = rpc.endpoint_target(conductor_rpcapi.VERSION)
 
     def __init__(self, conf: cfg.ConfigOpts,
                  reportclient: report.SchedulerReportClient | None = None
@@ -97,8 +101,8 @@ class ConductorManager(manager.Manager):
         super().__init__(conf)
         # Frees allocations of failed builds and moves them for migrations.
         self.reportclient = report.client_for(conf, reportclient)
-        self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
-        self.compute_api = compute_rpcapi.ComputeAPI()
+        self.scheduler_api = scheduler_rpcapi.SchedulerAPI(conf)
+        self.compute_api = compute_rpcapi.ComputeAPI(conf)
         # Unique per process: a restarted conductor does not inherit the
         # leases of its previous life, it re-drives them once expired.
         self.owner = '%s:%s' % (conf.host, uuidutils.generate_uuid())
@@ -225,6 +229,9 @@ class ConductorManager(manager.Manager):
         step returns a reason); a step whose lease another conductor
         holds (a late or replayed message, or a move taken over) is
         ignored."""
+        # A takeover runs in a thread of its own: its logs and Placement
+        # requests carry this context's ids too.
+        context.update_store()
         if not taken and not db.instance_move_lease_take(
                 context, instance_uuid, self.owner, self._stale_before()):
             LOG.info('Ignoring %s of instance %s: another conductor drives '
@@ -287,6 +294,7 @@ class ConductorManager(manager.Manager):
         """Run a build whose lease this conductor holds; the instance
         waits for a host in task state ``waiting``. Returns the fault
         message if the build failed."""
+        context.update_store()    # see _drive_move
         with self._driving(instance_uuid):
             if takeover:
                 # What the previous owner's scheduler may have claimed.

@@ -13,17 +13,17 @@ from nova.conf import compute
 from nova.conf import conductor
 from nova.conf import database
 from nova.conf import libvirt
-from nova.conf import logs
 from nova.conf import paths
 from nova.conf import pci
 from nova.conf import placement
 from nova.conf import scheduler
 from nova.conf import service
+from nova.conf import upgrade_levels
 
 CONF = cfg.CONF
 
 _MODULES = (paths, all_in_one, api, compute, conductor, database, libvirt,
-            logs, pci, placement, scheduler, service)
+            pci, placement, scheduler, service, upgrade_levels)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -338,7 +338,7 @@ class PciDeviceSpec:
         if isinstance(address, dict):
             return _RegexAddress(address)
         raise exception.PciDeviceWrongAddressFormat(message=(
-            'The PCI address %r has an incorrect format; use a glob string '
+            'PCI address %r is not valid; use a glob string '
             'such as "0000:1b:00.*" or a dict of regular expressions with '
             'keys domain, bus, slot and function.' % (address,)))
 

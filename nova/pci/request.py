@@ -17,11 +17,13 @@ from oslo_utils import strutils
 
 from nova import exception
 from nova.pci import devspec
+from nova.pci import numa as pci_numa
 from nova.pci import placement_names
 from nova.pci import utils
 
-NUMA_POLICIES = ('legacy', 'preferred', 'required', 'socket')
-DEFAULT_NUMA_POLICY = 'legacy'
+NUMA_POLICIES = (pci_numa.LEGACY, pci_numa.PREFERRED, pci_numa.REQUIRED,
+                 pci_numa.SOCKET)
+DEFAULT_NUMA_POLICY = pci_numa.LEGACY
 
 EXTRA_SPEC_ALIAS = 'pci_passthrough:alias'
 EXTRA_SPEC_NUMA_POLICY = 'hw:pci_numa_affinity_policy'

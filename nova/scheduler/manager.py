@@ -27,11 +27,13 @@ from nova.compute import task_states
 from nova.db import api as db
 from nova import manager
 from nova import exception
+from nova import rpc
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
+from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler import weights
 from nova.servicegroup import api as servicegroup
 
@@ -72,6 +74,8 @@ class SchedulerManager(manager.Manager):
 
     binary = BINARY
     topic = 'scheduler'
+    # The RPC API version served (history: nova.scheduler.rpcapi).
+    target = rpc.endpoint_target(scheduler_rpcapi.VERSION)
 
     def __init__(self, conf: cfg.ConfigOpts,
                  reportclient: report.SchedulerReportClient | None = None
@@ -230,7 +234,7 @@ class SchedulerManager(manager.Manager):
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
             if instance is None or instance['vm_state'] == 'error' or \
-                    instance['task_state'] == 'deleting' or (
+                    instance['task_state'] == task_states.DELETING or (
                         instance['vm_state'] == 'shelved_offloaded' and
                         instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',

@@ -1,15 +1,27 @@
-"""Client side of the nova-scheduler RPC API (topic ``scheduler``)."""
+"""Client side of the nova-scheduler RPC API (topic ``scheduler``).
 
+API versions (the SchedulerManager serves VERSION; each method is sent at
+the version that introduced it, see nova.rpc):
+
+* 1.0: select_destination
+* 1.1: select_destination_for_move
+"""
+
+from oslo_config import cfg
+
+import nova.conf
 from nova import rpc
 
 TOPIC = 'scheduler'
+VERSION = '1.1'
 
 
 class SchedulerAPI:
     """Asks any scheduler for a destination."""
 
-    def __init__(self) -> None:
-        self.client = rpc.get_client(TOPIC)
+    def __init__(self, conf: cfg.ConfigOpts | None = None) -> None:
+        self.client = rpc.VersionedClient(
+            conf if conf is not None else nova.conf.CONF, TOPIC)
 
     def select_destination(self, context, instance_uuid: str,
                            excluded_hosts: list[str],
@@ -21,10 +33,11 @@ class SchedulerAPI:
         raises NoValidHost, or BuildLeaseLost if the build is no longer
         ``build_owner``'s to schedule.
         """
-        return self.client.call(context, 'select_destination',
-                                instance_uuid=instance_uuid,
-                                excluded_hosts=list(excluded_hosts),
-                                build_owner=build_owner)
+        cctxt = self.client.prepare('select_destination', '1.0')
+        return cctxt.call(context, 'select_destination',
+                          instance_uuid=instance_uuid,
+                          excluded_hosts=list(excluded_hosts),
+                          build_owner=build_owner)
 
     def select_destination_for_move(self, context, instance_uuid: str,
                                     migration_uuid: str,
@@ -32,8 +45,9 @@ class SchedulerAPI:
                                     requested_host: str | None) -> dict:
         """Pick and claim a destination for the migration's new flavor
         (the instance is the consumer); raises NoValidHost."""
-        return self.client.call(context, 'select_destination_for_move',
-                                instance_uuid=instance_uuid,
-                                migration_uuid=migration_uuid,
-                                excluded_hosts=list(excluded_hosts),
-                                requested_host=requested_host)
+        cctxt = self.client.prepare('select_destination_for_move', '1.1')
+        return cctxt.call(context, 'select_destination_for_move',
+                          instance_uuid=instance_uuid,
+                          migration_uuid=migration_uuid,
+                          excluded_hosts=list(excluded_hosts),
+                          requested_host=requested_host)

@@ -12,6 +12,11 @@ tree once and re-read only providers whose generation moved);
 tree against that copy (reading Placement when there is none) and sends
 only the writes needed, so an unchanged tree costs no requests at all.
 Generation conflicts are retried per provider with a fresh generation.
+
+Every request carries the global request id of the thread's current
+context (the API request, RPC message or periodic task being served) as
+``X-OpenStack-Request-ID``, so Placement's log ties its work to the
+request that caused it.
 """
 
 import threading
@@ -21,6 +26,7 @@ from typing import Iterable
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
@@ -131,10 +137,12 @@ class SchedulerReportClient:
         and PlacementAPIError for any other status.
         """
         headers = {'OpenStack-API-Version': 'placement %s' % microversion}
+        context = oslo_context.get_current()
         try:
             resp = self._adapter.request(
                 path, method, json=json, params=params, headers=headers,
-                raise_exc=False)
+                raise_exc=False,
+                global_request_id=context.global_id if context else None)
         except (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
                 ks_exc.DiscoveryFailure, ks_exc.MissingAuthPlugin) as e:
             raise exception.PlacementAPIConnectFailure(

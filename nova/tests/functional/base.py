@@ -8,11 +8,9 @@ default), so tests see exactly what an operator would in Placement.
 import os
 
 import fixtures
-from oslo_config import cfg
 
 from nova import service
 from nova import test
-import nova.conf
 from nova.compute import manager as compute_manager
 from nova.scheduler.client import report
 from nova.tests.fixtures import database as db_fixture
@@ -29,10 +27,7 @@ class FunctionalTestCase(test.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf = cfg.ConfigOpts()
-        nova.conf.register_all(self.conf)
-        self.conf([], project='nova', default_config_files=[],
-                  default_config_dirs=[])
+        self.conf = test.make_conf()
         self.tmpdir = self.useFixture(fixtures.TempDir()).path
         self.conf.set_override('state_path', self.tmpdir)
         self.useFixture(db_fixture.Database())

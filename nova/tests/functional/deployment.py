@@ -19,7 +19,6 @@ used as context managers outside tests.
 """
 
 import argparse
-import logging
 import os
 import re
 import signal
@@ -29,6 +28,8 @@ import sys
 import time
 
 import fixtures
+from oslo_config import cfg
+from oslo_log import log as logging
 import requests
 
 from nova import cmd
@@ -384,9 +385,14 @@ def _serve_placement(argv: list[str]) -> int:
     parser.add_argument('--connection', required=True)
     parser.add_argument('--port', type=int, required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO,
-        format='%(asctime)s %(levelname)s %(name)s %(message)s')
+    # Logged as a nova service logs (oslo.log, to stderr): each request
+    # line carries the request ids Placement received.
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    conf([], project='placement', default_config_files=[],
+         default_config_dirs=[])
+    conf.set_default('use_stderr', True)
+    logging.setup(conf, 'placement')
     placement = embedded_placement.EmbeddedPlacement(
         connection=args.connection, port=args.port)
     placement.start()

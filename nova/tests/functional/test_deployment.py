@@ -22,8 +22,10 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 
 import fixtures
+import requests
 import testtools
 
 from nova import test
@@ -114,12 +116,34 @@ class DeploymentTestCase(test.TestCase):
 class TestDeployment(DeploymentTestCase):
 
     def test_boot_and_delete_across_processes(self):
-        server_id = self.client.create_servers(1, sizes=(2,))[0]
+        # The caller's request id, which every service's log and Placement
+        # (its request log) must show for this boot.
+        global_id = 'req-%s' % uuid.uuid4()
+        resp = requests.post(
+            self.deployment.api_url + '/servers',
+            headers={'X-Auth-Token': workload.TOKEN,
+                     'X-OpenStack-Request-ID': global_id},
+            json={'server': {'name': 'traced',
+                             'flavorRef': self.client.ensure_flavors()[2],
+                             'imageRef': 'none'}},
+            timeout=workload.REQUEST_TIMEOUT)
+        self.assertEqual(202, resp.status_code, resp.text)
+        server_id = resp.json()['server']['id']
         self.client.wait_settled()
         server = self.client.servers()[0]
         self.assertEqual((server_id, 'ACTIVE'),
                          (server['id'], server['status']), server)
         self.assertIn(server['OS-EXT-SRV-ATTR:host'], self.deployment.hosts)
+        logs = self.deployment.logs()
+        schedulers = '\n'.join(text for name, text in logs.items()
+                               if name.startswith('nova-scheduler-'))
+        for name, text in (
+                ('nova-conductor', logs['nova-conductor']),
+                ('nova-scheduler-*', schedulers),
+                ('compute', logs['nova-compute-%s' %
+                                 server['OS-EXT-SRV-ATTR:host']]),
+                ('placement', logs['placement'])):
+            self.assertIn(global_id, text, name)
         placement = invariants.placement_adapter(
             self.deployment.placement_url)
         allocations = placement.get('/allocations/%s' % server_id).json()[

@@ -67,7 +67,7 @@ class TestBadConfigAtStart(test.TestCase):
         config = self._config('spec', {'device_spec': [
             H200_SPEC, '{"vendorid": "10de", "product_id": "2335"}']})
         self.assertOneLine(self._start_all(SERVICES, config),
-                           'Invalid [pci]device_spec config',
+                           '[pci]device_spec is not valid',
                            '"vendorid": "10de"', "key 'vendorid'")
 
     def test_alias_whose_ids_would_be_ignored(self):
@@ -119,13 +119,14 @@ class TestBadConfigAtStart(test.TestCase):
                               debug=True)
         binary, code, stderr = self._start('nova-scheduler', config)
         self.assertEqual(1, code)
-        # The log (stderr by default) has the traceback at DEBUG; the
-        # console line is still the last one.
-        self.assertIn('DEBUG nova.cmd nova-scheduler stopped by a '
+        # The log (stderr by default, oslo.log's format: no request, so
+        # "[-]") has the traceback at DEBUG; the console line is still
+        # the last one.
+        self.assertIn('DEBUG nova.cmd [-] nova-scheduler stopped by a '
                       'configuration error', stderr)
         self.assertIn('Traceback', stderr)
         self.assertTrue(stderr.splitlines()[-1].startswith(
-            "nova-scheduler: Invalid [pci]device_spec config"))
+            "nova-scheduler: [pci]device_spec is not valid"))
 
     def test_nova_all_stops_whole_when_a_compute_cannot_start(self):
         # Only the host can tell that the group's addresses do not exist,
@@ -140,7 +141,7 @@ class TestBadConfigAtStart(test.TestCase):
         self.assertEqual(1, code, stderr)
         self.assertNotIn('Traceback', stderr)
         last = stderr.splitlines()[-1]
-        self.assertTrue(last.startswith('nova-all: Configuration is '
-                                        'invalid: compute '), last)
+        self.assertTrue(last.startswith('nova-all: Invalid configuration: '
+                                        'compute '), last)
         self.assertIn('0000:99:00.0, which is not a PCI device on this '
                       'host', last)

@@ -5,6 +5,7 @@ import threading
 import uuid
 
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 import oslo_messaging
 import testtools
 
@@ -12,20 +13,31 @@ from nova import test
 from nova import context as nova_context
 from nova import exception
 from nova import rpc
+from nova.compute import manager as compute_manager
+from nova.compute import rpcapi as compute_rpcapi
+from nova.conductor import manager as conductor_manager
+from nova.conductor import rpcapi as conductor_rpcapi
+from nova.scheduler import manager as scheduler_manager
+from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.tests.fixtures import rpc as rpc_fixture
 
 
 class Endpoint:
-    """Records who called it and from which thread."""
+    """Records who called it and from which thread; serves API 1.2."""
+
+    target = rpc.endpoint_target('1.2')
 
     def __init__(self):
         self.casts = []
         self.cast_done = threading.Event()
 
     def echo(self, context, value):
+        current = oslo_context.get_current()
         return {'value': value, 'user_id': context.user_id,
                 'project_id': context.project_id,
                 'request_id': context.request_id,
+                'global_request_id': context.global_request_id,
+                'current_request_id': current and current.request_id,
                 'context_class': type(context).__name__,
                 'thread': threading.get_ident()}
 
@@ -65,6 +77,36 @@ class RPCChecks:
         self.assertEqual('RequestContext', result['context_class'])
         self.assertNotEqual(threading.get_ident(), result['thread'])
 
+    def test_request_ids_reach_the_handler_as_its_current_context(self):
+        context = nova_context.RequestContext(
+            user_id='alice', project_id='proj',
+            global_request_id='req-%s' % uuid.uuid4())
+        result = rpc.get_client(self.topic, timeout=30).call(
+            context, 'echo', value=1)
+        self.assertEqual(context.global_request_id,
+                         result['global_request_id'])
+        self.assertEqual(context.request_id, result['request_id'])
+        # What logs and the Placement client of the handler see.
+        self.assertEqual(context.request_id, result['current_request_id'])
+
+    def test_server_accepts_older_minor_version(self):
+        cctxt = rpc.get_client(self.topic, timeout=30).prepare(version='1.0')
+        self.assertEqual(1, cctxt.call(self.context, 'echo',
+                                       value=1)['value'])
+
+    def test_server_refuses_newer_versions(self):
+        client = rpc.get_client(self.topic, timeout=30)
+        for version in ('2.0', '1.3'):
+            # The in-process driver hands back the server's exception;
+            # a broker, a RemoteError naming it.
+            error = self.assertRaises(
+                (oslo_messaging.UnsupportedVersion,
+                 oslo_messaging.RemoteError),
+                client.prepare(version=version).call, self.context, 'echo',
+                value=1)
+            self.assertIn('Endpoint does not support RPC version %s' %
+                          version, str(error))
+
     def test_call_to_named_server(self):
         client = rpc.get_client(self.topic, server='host1', timeout=30)
         self.assertEqual('x', client.call(self.context, 'echo',
@@ -81,7 +123,8 @@ class RPCChecks:
         error = self.assertRaises(
             exception.RescheduledException, client.call, self.context,
             'fail', instance_uuid='abc')
-        self.assertIn('Build of instance abc was re-scheduled: '
+        self.assertIn('Instance abc was not built on this host and may be '
+                      'tried on another: '
                       'disk on fire', str(error))
         self.assertEqual('disk on fire', error.kwargs['reason'])
 
@@ -101,6 +144,64 @@ class TestFakeTransport(RPCChecks, testtools.TestCase):
         transport = rpc.TRANSPORT
         rpc.init(cfg.ConfigOpts())
         self.assertIs(transport, rpc.TRANSPORT)
+
+
+class TestVersionCap(test.TestCase):
+    """[upgrade_levels]: a client refuses to send what a cap forbids."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = test.make_conf()
+        self.useFixture(rpc_fixture.RPCFixture(self.conf))
+        self.context = nova_context.RequestContext(user_id='u',
+                                                   project_id='p')
+
+    def test_no_cap_sends_every_version(self):
+        client = rpc.VersionedClient(self.conf, 'compute')
+        self.assertIsNone(client.version_cap)
+        self.assertTrue(client.can_send_version(compute_rpcapi.VERSION))
+        self.assertEqual('1.2', client.prepare('prep_resize', '1.2')
+                         .target.version)
+
+    def test_cap_allows_older_and_equal_versions(self):
+        self.conf.set_override('compute', '1.1', group='upgrade_levels')
+        client = rpc.VersionedClient(self.conf, 'compute')
+        self.assertTrue(client.can_send_version('1.0'))
+        self.assertTrue(client.can_send_version('1.1'))
+        self.assertFalse(client.can_send_version('1.2'))
+        self.assertEqual('1.1', client.prepare('reboot_instance', '1.1')
+                         .target.version)
+
+    def test_capped_method_is_refused_naming_method_and_versions(self):
+        self.conf.set_override('compute', '1.1', group='upgrade_levels')
+        api = compute_rpcapi.ComputeAPI(self.conf)
+        error = self.assertRaises(
+            exception.RPCVersionCapped, api.resize_instance, self.context,
+            'host1', 'instance-1', 'migration-1')
+        self.assertEqual(
+            'resize_instance needs nova-compute RPC API 1.2, but '
+            '[upgrade_levels]compute caps messages to nova-compute at 1.1; '
+            'raise or unset the cap once every nova-compute serves 1.2.',
+            str(error))
+
+    def test_cap_of_another_major_version_refuses_everything(self):
+        self.conf.set_override('scheduler', '2.0', group='upgrade_levels')
+        api = scheduler_rpcapi.SchedulerAPI(self.conf)
+        self.assertRaises(exception.RPCVersionCapped, api.select_destination,
+                          self.context, 'instance-1', [], 'conductor-1')
+
+    def test_cap_must_be_a_version(self):
+        error = self.assertRaises(ValueError, self.conf.set_override,
+                                  'conductor', 'newton',
+                                  group='upgrade_levels')
+        self.assertIn('newton', str(error))
+
+    def test_managers_serve_their_clients_versions(self):
+        for manager_class, rpcapi in (
+                (compute_manager.ComputeManager, compute_rpcapi),
+                (conductor_manager.ConductorManager, conductor_rpcapi),
+                (scheduler_manager.SchedulerManager, scheduler_rpcapi)):
+            self.assertEqual(rpcapi.VERSION, manager_class.target.version)
 
 
 class TestClientWithoutInit(test.TestCase):

@@ -30,10 +30,8 @@ libvirt.registerErrorHandler(_ignore_libvirt_error, None)
 class HostInfo:
     """CPU and memory totals of the hypervisor host."""
 
-    cpu_model: str
     vcpus: int
     memory_mb: int
-    cpu_mhz: int
     numa_nodes: int
     hypervisor_type: str
 
@@ -76,7 +74,7 @@ class Host:
         """Return CPU count, memory and NUMA node count of the host."""
         conn = self.get_connection()
         try:
-            model, memory_mb, cpus, mhz, nodes = conn.getInfo()[:5]
+            _model, memory_mb, cpus, _mhz, nodes = conn.getInfo()[:5]
             caps = conn.getCapabilities()
             hv_type = conn.getType()
         except libvirt.libvirtError as err:
@@ -84,8 +82,8 @@ class Host:
         # getInfo() says 1 node for unusual topologies; the capabilities
         # list the real cells when libvirt knows them.
         cells = ET.fromstring(caps).findall('host/topology/cells/cell')
-        return HostInfo(cpu_model=model, vcpus=cpus, memory_mb=memory_mb,
-                        cpu_mhz=mhz, numa_nodes=len(cells) or nodes,
+        return HostInfo(vcpus=cpus, memory_mb=memory_mb,
+                        numa_nodes=len(cells) or nodes,
                         hypervisor_type=hv_type)
 
     def get_numa_topology(self) -> hardware.HostNUMATopology:

@@ -4,9 +4,11 @@ import queue
 import threading
 
 from nova.compute import api as compute_api
+from nova.compute import rpcapi as compute_rpcapi
 from nova import context as nova_context
 from nova.db import api as db
 from nova import exception
+from nova import rpc
 from nova.pci import request as pci_request
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.functional import gpu_hosts
@@ -239,6 +241,10 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
 
 class RecordingCompute:
     """Compute endpoint double for the action casts: records each call."""
+
+    # Serves the compute API's (and, as the conductor double, the
+    # conductor API's) current version.
+    target = rpc.endpoint_target(compute_rpcapi.VERSION)
 
     def __init__(self):
         self.calls = queue.Queue()

@@ -58,10 +58,12 @@ class FakeComputeAPI(object):
     def start(self, context, uuid):
         self.calls.append(('start', uuid))
 
-    def rebuild(self, context, uuid):
+    def rebuild(self, context, uuid, name=None):
         self.calls.append(('rebuild', uuid))
-        return db.instance_update(context, uuid,
-                                  {'task_state': 'rebuilding'})
+        values = {'task_state': 'rebuilding'}
+        if name is not None:
+            values['display_name'] = name
+        return db.instance_update(context, uuid, values)
 
     def shelve(self, context, uuid):
         self.calls.append(('shelve', uuid))

@@ -3,6 +3,8 @@ hostile requests."""
 
 import io
 import json
+import re
+import uuid
 
 import webob
 
@@ -61,7 +63,7 @@ class TestMicroversions(fakes.APITestCase):
     def test_out_of_range_is_406(self):
         response = self.request('GET', '/v2.1/flavors', version='2.200')
         self.assertFault(response, 406, 'notAcceptable', '2.200',
-                         'Minimum is 2.1 and maximum is 2.96')
+                         'this API serves 2.1 to 2.96')
 
     def test_malformed_is_400(self):
         response = self.request('GET', '/v2.1/flavors', version='two')
@@ -278,3 +280,60 @@ def nested(depth):
     for _ in range(depth):
         value = {'k': value}
     return value
+
+
+class TestRequestIds(fakes.APITestCase):
+    """Every response names its request; a caller's id becomes global."""
+
+    REQUEST_ID = re.compile(
+        r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+
+    def _list_servers(self, headers=None):
+        """GET /servers; returns the response and the handler's context."""
+        seen = []
+        get_all = self.compute_api.get_all
+
+        def recording(context, detail):
+            seen.append(context)
+            return get_all(context, detail)
+
+        self.compute_api.get_all = recording
+        response = self.request('GET', '/v2.1/servers', headers=headers)
+        self.assertEqual(200, response.status_int, response.text)
+        self.assertEqual(1, len(seen))
+        return response, seen[0]
+
+    def test_each_response_carries_its_own_request_id(self):
+        first, context = self._list_servers()
+        second, _context = self._list_servers()
+        request_id = first.headers['x-openstack-request-id']
+        self.assertRegex(request_id, self.REQUEST_ID)
+        self.assertEqual(request_id, first.headers['x-compute-request-id'])
+        self.assertEqual(request_id, context.request_id)
+        self.assertIsNone(context.global_request_id)
+        self.assertNotEqual(request_id,
+                            second.headers['x-openstack-request-id'])
+
+    def test_refused_requests_carry_a_request_id(self):
+        response = self.request('GET', '/v2.1/flavors', token=None)
+        self.assertEqual(401, response.status_int)
+        self.assertRegex(response.headers['x-openstack-request-id'],
+                         self.REQUEST_ID)
+
+    def test_valid_incoming_id_becomes_the_global_request_id(self):
+        global_id = 'req-%s' % uuid.uuid4()
+        response, context = self._list_servers(
+            {'X-OpenStack-Request-ID': global_id})
+        self.assertEqual(global_id, context.global_request_id)
+        # The request still has an id of its own.
+        self.assertNotEqual(global_id, context.request_id)
+        self.assertEqual(context.request_id,
+                         response.headers['x-openstack-request-id'])
+
+    def test_invalid_incoming_ids_are_ignored(self):
+        for value in ('my-request', 'req-not-a-uuid',
+                      str(uuid.uuid4()), 'req-%s' % uuid.uuid4().hex):
+            _response, context = self._list_servers(
+                {'X-OpenStack-Request-ID': value})
+            self.assertIsNone(context.global_request_id, value)
+            self.assertNotEqual(value, context.request_id)

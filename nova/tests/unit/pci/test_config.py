@@ -103,5 +103,5 @@ class TestLoad(test.TestCase):
              default_config_dirs=[])
         err = self.assertRaises(exception.InvalidConfiguration,
                                 pci_config.load, conf)
-        self.assertEqual("Configuration is invalid: [pci]report_in_placement:"
+        self.assertEqual("Invalid configuration: [pci]report_in_placement:"
                          " Unexpected boolean value 'maybe'", err.message)

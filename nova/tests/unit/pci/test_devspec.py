@@ -385,7 +385,7 @@ class TestRemoteManaged(_SysfsMixin, _Base):
             {'devname': 'enp59s0f0', 'remote_managed': True},
             'remote_managed=true', "network interface 'enp59s0f0' does not "
             'exist')
-        self.assertIn('Invalid [pci]device_spec', str(err))
+        self.assertIn('[pci]device_spec is not valid', str(err))
         # Without remote_managed a missing devname only matches nothing.
         devspec.PciDeviceSpec({'devname': 'enp59s0f0',
                                'remote_managed': 'no'})
@@ -663,7 +663,7 @@ class TestWhitelist(_Base):
         err = self.assertRaises(exception.PciConfigInvalidSpec,
                                 devspec.Whitelist.from_config, ['1'])
         self.assertTrue(str(err).startswith(
-            'Invalid [pci]device_spec config: '))
+            '[pci]device_spec is not valid: '))
 
 
 class TestMisspeltKeys(_Base):
@@ -710,4 +710,4 @@ class TestMisspeltKeys(_Base):
             ['{"vendorid": "10de", "product_id": "2335"}'])
         self.assertIn('"vendorid": "10de"', err.message)
         self.assertTrue(err.message.startswith(
-            'Invalid [pci]device_spec config:'))
+            '[pci]device_spec is not valid:'))
