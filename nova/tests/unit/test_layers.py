@@ -1,0 +1,119 @@
+"""Data flows one way: no module imports from a layer above its own.
+
+The layers, lowest first: the shared base (configuration, database,
+context, RPC plumbing, PCI device model, virt hardware helpers); the virt
+drivers; the compute service and the scheduler, side by side; the
+conductor, which drives both; the REST API; the console commands. A
+service reaches a layer above, or its sibling, only through that layer's
+RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
+upstream's home for it), never by importing its code.
+"""
+
+import ast
+import pathlib
+
+import fixtures
+
+import nova
+from nova import test
+
+ROOT = pathlib.Path(nova.__file__).parent
+
+# What a service (compute, scheduler, conductor, API) may import from
+# another's package: RPC stubs, the Placement client, and the names of a
+# compute's states. The base layer imports none of them.
+SHARED = (
+    'nova.compute.rpcapi', 'nova.conductor.rpcapi', 'nova.scheduler.rpcapi',
+    'nova.scheduler.client', 'nova.compute.provider_tree',
+    'nova.compute.task_states', 'nova.compute.vm_states',
+)
+
+ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd')
+
+# (package, packages it must not import from). ``nova.compute.api`` is
+# the REST API's side of the compute service and counts as API layer.
+RULES = [
+    ('nova.pci', ('nova.compute', 'nova.scheduler', 'nova.virt')
+     + ABOVE_SERVICES),
+    ('nova.db', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
+     + ABOVE_SERVICES),
+    ('nova.conf', ('nova.compute', 'nova.scheduler', 'nova.virt')
+     + ABOVE_SERVICES),
+    ('nova.virt', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
+    ('nova.manager', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
+    ('nova.service', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
+    ('nova.rpc', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
+    ('nova.context', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
+    ('nova.compute', ('nova.scheduler',) + ABOVE_SERVICES),
+    ('nova.scheduler', ('nova.compute',) + ABOVE_SERVICES),
+    ('nova.conductor', ('nova.api', 'nova.cmd')),
+    ('nova.api', ('nova.cmd',)),
+]
+
+EXEMPT = ('nova.compute.api', 'nova.tests')
+
+SERVICES = ('nova.compute', 'nova.scheduler', 'nova.conductor', 'nova.api')
+
+
+def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix('').parts
+    if parts[-1] == '__init__':
+        parts = parts[:-1]
+    return '.'.join(parts)
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """Every nova module ``path`` imports, at any depth of its code."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.update('%s.%s' % (node.module, a.name)
+                         for a in node.names)
+    return {name for name in found if name.startswith('nova.')}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + '.')
+
+
+def violations(root: pathlib.Path = ROOT) -> list[str]:
+    """``importer -> imported`` for each import under ``root`` (the
+    ``nova`` package directory) that breaks a rule."""
+    found = []
+    for path in sorted(root.rglob('*.py')):
+        importer = _module_name(path, root)
+        if any(_within(importer, e) for e in EXEMPT):
+            continue
+        for package, forbidden in RULES:
+            if not _within(importer, package):
+                continue
+            is_service = any(_within(importer, s) for s in SERVICES)
+            for imported in sorted(_imports(path)):
+                if is_service and any(_within(imported, s) for s in SHARED):
+                    continue
+                if _within(imported, package):
+                    continue
+                if any(_within(imported, f) for f in forbidden):
+                    found.append('%s -> %s' % (importer, imported))
+    return found
+
+
+class TestLayers(test.TestCase):
+
+    def test_no_module_imports_from_a_layer_above(self):
+        self.assertEqual([], violations())
+
+    def test_the_check_sees_a_forbidden_import(self):
+        # The rule table must catch the edge issue 12 removed: compute
+        # code re-deriving scheduler request suffixes.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        (root / 'compute').mkdir(parents=True)
+        (root / 'compute' / 'probe.py').write_text(
+            'from nova.scheduler import request_builder\n'
+            'from nova.scheduler.client import report\n')
+        self.assertEqual(
+            ['nova.compute.probe -> nova.scheduler.request_builder'],
+            violations(root))
