@@ -27,6 +27,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova.pci import request as pci_request
+from nova.scheduler import fullness
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
@@ -228,7 +229,14 @@ class SchedulerManager(manager.Manager):
             raise
 
     def _allocation_candidates(self, request) -> dict:
-        """Placement's candidates for ``request``.
+        """Placement's candidates for ``request``, fullest hosts first
+        (``nova.scheduler.fullness``: band by band under the limit)."""
+        return fullness.allocation_candidates(
+            request, self.conf.scheduler.max_placement_results,
+            self._ask_placement, self.reportclient.get_trait_names)
+
+    def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
+        """One ``GET /allocation_candidates``.
 
         Placement refuses a query naming a trait it has never seen (400)
         instead of returning nothing. For the scheduler that is the same
@@ -237,9 +245,7 @@ class SchedulerManager(manager.Manager):
         group on one NUMA node. The refusal reasons then say which part.
         """
         try:
-            return self.reportclient.get_allocation_candidates(
-                request.to_query_params(
-                    self.conf.scheduler.max_placement_results))
+            return self.reportclient.get_allocation_candidates(params)
         except exception.PlacementAPIError as exc:
             detail = exc.kwargs.get('detail') or ''
             if exc.kwargs.get('status') != 400 or \

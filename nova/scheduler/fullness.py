@@ -1,0 +1,59 @@
+"""Ask Placement for the fullest hosts first, despite its candidate limit.
+
+Placement answers ``GET /allocation_candidates`` with at most ``limit``
+candidates, spread over the hosts it finds first. On a fleet with more
+candidates than that (a 1-GPU request on hundreds of GPU hosts), the
+fullest hosts may not be among them and packing (``nova.scheduler.
+weights``) only chooses among what came back. Computes publish how full
+they are as a band trait on their root provider (``nova.pci.fullness``);
+the scheduler asks for the fullest band that can hold the request first,
+with that trait required, and moves to emptier bands only when a band has
+no candidate. Hosts that publish no band (or a stale one) are still found
+by the last query, without any band, when every band came back empty.
+"""
+
+import collections
+from typing import Callable
+
+from nova.pci import fullness
+from nova.scheduler import request_builder
+
+
+def banded_resource(request: request_builder.ResourceRequest
+                    ) -> tuple[str, int] | None:
+    """The PCI resource class a request's bands are about and how many
+    units it asks; None when it asks no PCI device or several classes."""
+    units: dict[str, int] = collections.Counter()
+    for group in request.groups:
+        if group.requester_id in request.pci_suffixes:
+            for rc, amount in group.resources.items():
+                units[rc] += amount
+    if len(units) != 1:
+        return None
+    return units.popitem()
+
+
+def allocation_candidates(
+        request: request_builder.ResourceRequest, limit: int | None,
+        ask: Callable[[list[tuple[str, str]]], dict],
+        band_traits: Callable[[str], set[str]]) -> dict:
+    """Placement's candidates for ``request``, fullest band first.
+
+    ``ask`` sends one ``GET /allocation_candidates`` with the given query
+    parameters and returns the body; ``band_traits(prefix)`` lists the
+    traits Placement knows starting with ``prefix`` (the bands some host
+    has published). Returns the first answer with a candidate, else the
+    answer to the query without a band.
+    """
+    params = request.to_query_params(limit)
+    target = banded_resource(request)
+    if target is not None:
+        rc, count = target
+        known = band_traits(fullness.band_trait(rc))
+        for trait in fullness.eligible_bands(rc, count, known):
+            # The unsuffixed group lands on the root, which has the band;
+            # microversion 1.39 lets ``required`` repeat.
+            response = ask(params + [('required', trait)])
+            if response.get('allocation_requests'):
+                return response
+    return ask(params)
