@@ -86,15 +86,14 @@ class ResourceTracker:
                 devices, self.whitelist, self._group_path)
             self._update_placement(resources)
 
-    def reserve_used_once(self, devices: list[dict]) -> None:
-        """Report the reservation of just-claimed one-time-use devices now.
-
-        The periodic update would reserve them too, but an instance deleted
-        before it runs would free the device for a second use.
+    def report_claimed(self, devices: list[dict]) -> None:
+        """Report just-claimed devices to Placement now, not at the next
+        periodic update: the reservation of one-time-use devices (an
+        instance deleted before the update would free such a device for a
+        second use) and the host's free-device band (the scheduler asks
+        the fullest band first, see nova.pci.fullness).
         """
-        if not self.report_in_placement or not any(
-                spec is not None and spec.one_time_use for spec in
-                map(self.whitelist.device_assignable, devices)):
+        if not self.report_in_placement or not devices:
             return
         with self._lock:
             self._update_placement(self.driver.get_available_resource())
