@@ -69,6 +69,8 @@ FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0}
 ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
                        'max_unit': n, 'step_size': 1, 'allocation_ratio': 1.0}
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
+# Hosts replaying the warm-up of a prefilled fleet (--prefill).
+TEMPLATE_HOSTS = 16
 POLICIES = ('scheduler', 'bands', 'first', 'random', 'spread')
 PROJECT = USER = 'bench-fleet'
 
@@ -213,7 +215,8 @@ def order_candidates(policy: str, body: dict,
 
 # The fleet in Placement ------------------------------------------------------
 
-def build_fleet_at(state_path: str, hosts: int) -> None:
+def build_fleet_at(state_path: str, hosts: int,
+                   prefill: argparse.Namespace | None = None) -> None:
     """Worker: build the fleet in a fresh Placement database.
 
     One host goes through the translator and the report client, as its
@@ -221,14 +224,65 @@ def build_fleet_at(state_path: str, hosts: int) -> None:
     inventories and traits written straight into Placement's database
     (new UUIDs and names), which takes seconds where the HTTP API takes
     about 0.6 s per host. The trace then only uses Placement's API.
+
+    With ``prefill`` (the run's arguments), the fleet starts loaded
+    instead of empty: the first ``TEMPLATE_HOSTS`` hosts replay the
+    warm-up of a trace of their size with the band design (real
+    Placement, as in a run), and every other host is a copy of one of
+    them, allocations and band included.
     """
     placement, client = _embedded_client(state_path)
     try:
         build_fleet(client, 1)
+        templates = [host_name(1)]
+        if prefill is not None:
+            templates = [host_name(n) for n in range(1, TEMPLATE_HOSTS + 1)]
+            placement.stop()
+            copy_host(_database(state_path), templates[0], templates[1:])
+            placement, client = _embedded_client(state_path)
+            warm_up(client, prefill)
     finally:
         placement.stop()
-    copy_host(_database(state_path), host_name(1),
-              [host_name(n) for n in range(2, hosts + 1)])
+    copies = range(len(templates) + 1, hosts + 1)
+    for offset, template in enumerate(templates):
+        copy_host(_database(state_path), template,
+                  [host_name(n) for n in copies[offset::len(templates)]])
+
+
+def warm_up(client: report.SchedulerReportClient,
+            args: argparse.Namespace) -> None:
+    """Replay the arrivals before ``args.warmup`` of a trace for
+    ``TEMPLATE_HOSTS`` hosts with the band design; the instances running
+    at the end stay."""
+    gpus = TEMPLATE_HOSTS * GPUS_PER_HOST
+    # Enough arrivals to pass the warm-up (the mean size is at least 1).
+    trace = make_trace(gpus, int(args.warmup * args.load * gpus) + 100,
+                       args.load, args.seed)
+    run = FleetRun(client, 'bands', args.limit or None, args.seed)
+    running: list[tuple[float, str]] = []
+    for request in trace:
+        if request.arrival >= args.warmup:
+            return
+        while running and running[0][0] <= request.arrival:
+            run.release(heapq.heappop(running)[1])
+        consumer = run.place(request)
+        if consumer is not None:
+            heapq.heappush(running,
+                           (request.arrival + request.lifetime, consumer))
+
+
+def gpus_held(database: str) -> dict[str, int]:
+    """Root provider UUID -> PGPU allocated on its tree."""
+    db = sqlite3.connect(database)
+    try:
+        return dict(db.execute(
+            'SELECT root.uuid, SUM(a.used) FROM allocations a '
+            'JOIN resource_providers rp ON a.resource_provider_id = rp.id '
+            'JOIN resource_providers root ON rp.root_provider_id = root.id '
+            'JOIN resource_classes rc ON a.resource_class_id = rc.id '
+            "WHERE rc.name = 'PGPU' GROUP BY root.uuid").fetchall())
+    finally:
+        db.close()
 
 
 def host_name(number: int) -> str:
@@ -256,8 +310,9 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
 
 
 def copy_host(database: str, template: str, names: list[str]) -> None:
-    """Copy the provider tree of host ``template`` to hosts ``names``
-    in Placement's SQLite ``database``, in one transaction."""
+    """Copy the provider tree of host ``template``, with its
+    allocations, to hosts ``names`` in Placement's SQLite ``database``,
+    in one transaction."""
     db = sqlite3.connect(database)
     try:
         with db:
@@ -277,6 +332,15 @@ def copy_host(database: str, template: str, names: list[str]) -> None:
                 'SELECT resource_provider_id, trait_id FROM '
                 'resource_provider_traits WHERE resource_provider_id IN '
                 '(%s)' % marks, ids).fetchall()
+            allocations = db.execute(
+                'SELECT resource_provider_id, consumer_id, '
+                'resource_class_id, used FROM allocations WHERE '
+                'resource_provider_id IN (%s)' % marks, ids).fetchall()
+            consumers = db.execute(
+                'SELECT uuid, project_id, user_id, consumer_type_id FROM '
+                'consumers WHERE uuid IN (SELECT consumer_id FROM '
+                'allocations WHERE resource_provider_id IN (%s))' % marks,
+                ids).fetchall()
             next_id = db.execute(
                 'SELECT MAX(id) FROM resource_providers').fetchone()[0] + 1
             for name in names:
@@ -303,6 +367,21 @@ def copy_host(database: str, template: str, names: list[str]) -> None:
                     '(resource_provider_id, trait_id, created_at) '
                     'VALUES (?, ?, CURRENT_TIMESTAMP)',
                     [(new[rp], trait) for rp, trait in traits])
+                # The template's instances, as new consumers on the copy.
+                renamed = {row[0]: uuidutils.generate_uuid()
+                           for row in consumers}
+                db.executemany(
+                    'INSERT INTO consumers (uuid, project_id, user_id, '
+                    'consumer_type_id, generation, created_at) VALUES '
+                    '(?, ?, ?, ?, 1, CURRENT_TIMESTAMP)',
+                    [(renamed[row[0]],) + tuple(row[1:])
+                     for row in consumers])
+                db.executemany(
+                    'INSERT INTO allocations (resource_provider_id, '
+                    'consumer_id, resource_class_id, used, created_at) '
+                    'VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP)',
+                    [(new[rp], renamed[consumer], rc, used)
+                     for rp, consumer, rc, used in allocations])
     finally:
         db.close()
 
@@ -445,14 +524,18 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     try:
         started = time.perf_counter()
         run = FleetRun(client, policy, args.limit or None, args.seed)
+        for root, held in gpus_held(_database(state_path)).items():
+            run.held[root] = held
+            run.busy_hosts += 1
         accepted = replay(trace, run.place, run.release)
         print('%s: %.0f s' % (policy, time.perf_counter() - started),
               file=sys.stderr, flush=True)
     finally:
         placement.stop()
-    measured = [d for arrival, d in run.densities
-                if arrival >= args.warmup]
-    return (dict(summarize(trace, accepted, gpus, args.warmup),
+    # A prefilled fleet is measured from the first request on.
+    warmup = 0.0 if args.prefill else args.warmup
+    measured = [d for arrival, d in run.densities if arrival >= warmup]
+    return (dict(summarize(trace, accepted, gpus, warmup),
                  policy=policy, density=statistics.mean(measured)),
             run.latency)
 
@@ -504,6 +587,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--limit', type=int, default=1000,
                         help='limit of GET /allocation_candidates, as '
                              '[scheduler]max_placement_results; 0: none')
+    parser.add_argument('--prefill', action='store_true',
+                        help='start from a fleet loaded as after --warmup '
+                             '(copies of %d hosts that replayed it) and '
+                             'measure every request; the prefilled '
+                             'instances outlive the trace' % TEMPLATE_HOSTS)
     parser.add_argument('--policies', default=','.join(POLICIES),
                         help='host choices to replay, comma-separated')
     parser.add_argument('--jobs', type=int, default=2,
@@ -532,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     gpus = args.hosts * GPUS_PER_HOST
     trace = make_trace(gpus, args.requests, args.load, args.seed)
     limit_row = summarize(trace, no_topology(trace, gpus), gpus,
-                          args.warmup)
+                          0.0 if args.prefill else args.warmup)
     with tempfile.TemporaryDirectory(prefix='bench-fleet-',
                                      dir=args.state_dir) as tmp:
         fleet_path = os.path.join(tmp, 'fleet')
@@ -542,7 +630,8 @@ def main(argv: list[str] | None = None) -> int:
         # a copy of the same fleet.
         ctx = multiprocessing.get_context('spawn')
         with ctx.Pool(1) as pool:
-            pool.apply(build_fleet_at, (fleet_path, args.hosts))
+            pool.apply(build_fleet_at, (fleet_path, args.hosts,
+                                        args if args.prefill else None))
         print('built %d hosts in %.0f s' % (
             args.hosts, time.perf_counter() - started), file=sys.stderr,
             flush=True)
@@ -553,11 +642,15 @@ def main(argv: list[str] | None = None) -> int:
         with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
             results = pool.map(run_policy, jobs, chunksize=1)
     rows = [row for row, _latency in results]
-    rows.append(dict(limit_row, policy='no-topology limit'))
+    if not args.prefill:
+        # An empty pool is no limit for a loaded fleet.
+        rows.append(dict(limit_row, policy='no-topology limit'))
     print('%d H200 hosts (%d GPUs), %d requests, load %.2f, seed %d, '
-          'limit %s, warm-up %.1f lifetimes, Placement %s' % (
+          'limit %s, warm-up %.1f lifetimes%s, Placement %s' % (
               args.hosts, gpus, args.requests, args.load, args.seed,
               args.limit or 'none', args.warmup,
+              ' (prefilled from %d hosts)' % TEMPLATE_HOSTS
+              if args.prefill else '',
               metadata.version('openstack-placement')))
     print('requests measured per size: %s' % ', '.join(
         '%d: %d' % item for item in sorted(limit_row['asked'].items())))
