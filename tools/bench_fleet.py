@@ -346,44 +346,49 @@ def copy_host(database: str, template: str, names: list[str]) -> None:
             for name in names:
                 new = {old: next_id + i for i, old in enumerate(ids)}
                 next_id += len(ids)
-                db.executemany(
-                    'INSERT INTO resource_providers (id, uuid, name, '
-                    'generation, root_provider_id, parent_provider_id, '
-                    'created_at) VALUES (?, ?, ?, ?, ?, ?, '
-                    'CURRENT_TIMESTAMP)',
-                    [(new[rp], uuidutils.generate_uuid(),
-                      name + rp_name[len(template):], generation,
-                      new[root], new.get(parent))
-                     for rp, rp_name, generation, root, parent in providers])
-                db.executemany(
-                    'INSERT INTO inventories (resource_provider_id, '
-                    'resource_class_id, total, reserved, min_unit, '
-                    'max_unit, step_size, allocation_ratio, created_at) '
-                    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP)',
-                    [(new[row[0]],) + tuple(row[1:])
-                     for row in inventories])
-                db.executemany(
-                    'INSERT INTO resource_provider_traits '
-                    '(resource_provider_id, trait_id, created_at) '
-                    'VALUES (?, ?, CURRENT_TIMESTAMP)',
-                    [(new[rp], trait) for rp, trait in traits])
+                _insert(db, 'resource_providers',
+                        'id, uuid, name, generation, root_provider_id, '
+                        'parent_provider_id',
+                        [(new[rp], uuidutils.generate_uuid(),
+                          name + rp_name[len(template):], generation,
+                          new[root], new.get(parent))
+                         for rp, rp_name, generation, root, parent
+                         in providers])
+                _insert(db, 'inventories',
+                        'resource_provider_id, resource_class_id, total, '
+                        'reserved, min_unit, max_unit, step_size, '
+                        'allocation_ratio',
+                        [(new[row[0]],) + tuple(row[1:])
+                         for row in inventories])
+                _insert(db, 'resource_provider_traits',
+                        'resource_provider_id, trait_id',
+                        [(new[rp], trait) for rp, trait in traits])
                 # The template's instances, as new consumers on the copy.
                 renamed = {row[0]: uuidutils.generate_uuid()
                            for row in consumers}
-                db.executemany(
-                    'INSERT INTO consumers (uuid, project_id, user_id, '
-                    'consumer_type_id, generation, created_at) VALUES '
-                    '(?, ?, ?, ?, 1, CURRENT_TIMESTAMP)',
-                    [(renamed[row[0]],) + tuple(row[1:])
-                     for row in consumers])
-                db.executemany(
-                    'INSERT INTO allocations (resource_provider_id, '
-                    'consumer_id, resource_class_id, used, created_at) '
-                    'VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP)',
-                    [(new[rp], renamed[consumer], rc, used)
-                     for rp, consumer, rc, used in allocations])
+                _insert(db, 'consumers',
+                        'uuid, project_id, user_id, consumer_type_id, '
+                        'generation',
+                        [(renamed[row[0]],) + tuple(row[1:]) + (1,)
+                         for row in consumers])
+                _insert(db, 'allocations',
+                        'resource_provider_id, consumer_id, '
+                        'resource_class_id, used',
+                        [(new[rp], renamed[consumer], rc, used)
+                         for rp, consumer, rc, used in allocations])
     finally:
         db.close()
+
+
+def _insert(db: sqlite3.Connection, table: str, columns: str,
+            rows: list[tuple]) -> None:
+    """Insert ``rows`` (values of ``columns``) into ``table``, created
+    now."""
+    if rows:
+        db.executemany('INSERT INTO %s (%s, created_at) VALUES (%s, '
+                       'CURRENT_TIMESTAMP)' % (
+                           table, columns, ', '.join('?' * len(rows[0]))),
+                       rows)
 
 
 def resource_request(size: int) -> request_builder.ResourceRequest:
