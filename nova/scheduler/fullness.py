@@ -7,12 +7,14 @@ fullest hosts may not be among them and packing (``nova.scheduler.
 weights``) only chooses among what came back. Computes publish how full
 they are as a band trait on their root provider (``nova.pci.fullness``);
 the scheduler asks for the fullest band that can hold the request first,
-with that trait required, and moves to emptier bands only when a band has
-no candidate. Hosts that publish no band (or a stale one) are still found
-by the last query, without any band, when every band came back empty.
+with that trait required on the root (``root_required``), and moves to
+emptier bands only when a band has no candidate. Hosts that publish no
+band (or a stale one) are still found by the last query, without any
+band, when every band came back empty.
 """
 
 import collections
+import dataclasses
 from typing import Callable
 
 from nova.pci import fullness
@@ -45,15 +47,17 @@ def allocation_candidates(
     has published). Returns the first answer with a candidate, else the
     answer to the query without a band.
     """
-    params = request.to_query_params(limit)
     target = banded_resource(request)
     if target is not None:
         rc, count = target
         known = band_traits(fullness.band_trait(rc))
         for trait in fullness.eligible_bands(rc, count, known):
-            # The unsuffixed group lands on the root, which has the band;
-            # microversion 1.39 lets ``required`` repeat.
-            response = ask(params + [('required', trait)])
+            # As a root trait (``root_required``), Placement drops the
+            # other hosts before it looks at any request group, so a
+            # band query costs what its band holds, not the fleet.
+            banded = dataclasses.replace(
+                request, root_required=request.root_required | {trait})
+            response = ask(banded.to_query_params(limit))
             if response.get('allocation_requests'):
                 return response
-    return ask(params)
+    return ask(request.to_query_params(limit))

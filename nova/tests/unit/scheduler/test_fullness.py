@@ -31,7 +31,7 @@ class TestAllocationCandidates(test.TestCase):
 
         def ask(params):
             bands = [value for name, value in params
-                     if name == 'required' and value in BANDS]
+                     if name == 'root_required' and value in BANDS]
             band = bands[0] if bands else None
             asked.append(band)
             return {'allocation_requests': [answers[band]]
