@@ -416,6 +416,10 @@ class FleetRun:
         self.held: dict[str, int] = collections.Counter()
         self.consumers: dict[str, tuple[str, int]] = {}
         self.busy_hosts = 0
+        # Accepted requests, and those whose claim broke a wholly free
+        # group (a best-fit miss: the buddy rule had a better place).
+        self.claims = 0
+        self.breaking = 0
         # (arrival, density after the request was placed or refused)
         self.densities: list[tuple[float, float]] = []
 
@@ -443,12 +447,23 @@ class FleetRun:
         for candidate in ordered:
             if self.client.claim_resources(consumer, candidate, PROJECT,
                                            USER):
-                self._hold(consumer, _root(candidate, summaries),
-                           request.size)
+                root = _root(candidate, summaries)
+                self._hold(consumer, root, request.size)
+                self._count_breaking(candidate, root, summaries, rr)
                 claimed = consumer
                 break
         self.densities.append((request.arrival, self.density()))
         return claimed
+
+    def _count_breaking(self, candidate: dict, root: str, summaries: dict,
+                        rr: request_builder.ResourceRequest) -> None:
+        # pylint: disable=protected-access
+        tree = {uuid: summary for uuid, summary in summaries.items()
+                if summary['root_provider_uuid'] == root}
+        host = weights._HostView(root, tree, rr.pci_resource_classes)
+        largest, _count = host.damage(weights._pci_providers(candidate, rr))
+        self.claims += 1
+        self.breaking += int(largest > 0)
 
     def release(self, consumer: str) -> None:
         self.client.delete_allocation_for_instance(consumer)
@@ -541,7 +556,8 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     warmup = 0.0 if args.prefill else args.warmup
     measured = [d for arrival, d in run.densities if arrival >= warmup]
     return (dict(summarize(trace, accepted, gpus, warmup),
-                 policy=policy, density=statistics.mean(measured)),
+                 policy=policy, density=statistics.mean(measured),
+                 breaking=run.breaking / (run.claims or 1)),
             run.latency)
 
 
@@ -549,18 +565,19 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
 
 def format_results(rows: list[dict]) -> str:
     """One line per host choice: acceptance per size, overall,
-    utilization, mean packing density (``-`` where it does not apply)."""
+    utilization, mean packing density and the share of claims that broke
+    a wholly free group (``-`` where they do not apply)."""
     sizes = sorted(rows[0]['acceptance'])
     head = ('| host choice | ' + ' | '.join('accept %d' % s for s in sizes)
-            + ' | accept all | utilization | density |')
-    lines = [head, '|' + '---|' * (len(sizes) + 4)]
+            + ' | accept all | utilization | density | breaking |')
+    lines = [head, '|' + '---|' * (len(sizes) + 5)]
     for row in rows:
-        density = row.get('density')
+        extra = ['-' if row.get(key) is None else '%.3f' % row[key]
+                 for key in ('density', 'breaking')]
         lines.append('| %s | %s | %.3f | %.3f | %s |' % (
             row['policy'], ' | '.join('%.3f' % row['acceptance'][s]
                                       for s in sizes),
-            row['all'], row['utilization'],
-            '-' if density is None else '%.3f' % density))
+            row['all'], row['utilization'], ' | '.join(extra)))
     return '\n'.join(lines)
 
 
@@ -615,6 +632,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for name in ('hosts', 'requests', 'jobs'):
         if getattr(args, name) < 1:
             parser.error('--%s must be at least 1' % name)
+    if args.prefill and args.hosts < TEMPLATE_HOSTS:
+        parser.error('--prefill needs at least %d hosts, got %d' % (
+            TEMPLATE_HOSTS, args.hosts))
     if not 0 < args.load:
         parser.error('--load must be positive, got %s' % args.load)
     return args

@@ -166,9 +166,9 @@ class TestFormat(test.TestCase):
         row = {'acceptance': {1: 1.0, 8: 0.5}, 'all': 0.9,
                'utilization': 0.7}
         table = bench.format_results([dict(row, policy='bands',
-                                           density=0.95),
+                                           density=0.95, breaking=0.25),
                                       dict(row, policy='limit')])
-        self.assertIn('| bands | 1.000 | 0.500 | 0.900 | 0.700 | 0.950 |',
-                      table)
-        self.assertIn('| limit | 1.000 | 0.500 | 0.900 | 0.700 | - |',
+        self.assertIn('| bands | 1.000 | 0.500 | 0.900 | 0.700 | 0.950 | '
+                      '0.250 |', table)
+        self.assertIn('| limit | 1.000 | 0.500 | 0.900 | 0.700 | - | - |',
                       table)
