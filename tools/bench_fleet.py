@@ -10,8 +10,11 @@ instance's end deletes its allocations. Hosts are HGX H200 trees built by
 nova's translator (pairs 1+3, 2+4, 5+7, 6+8, quartets 1-4 and 5-8, the
 board of 8). Host choices, all on the same trace and fleet:
 
-* scheduler: ``nova.scheduler.weights.select_candidates`` (what
-  nova-scheduler claims first);
+* scheduler: ``nova.scheduler.weights.select_candidates`` on one query
+  with ``limit`` (nova-scheduler before free-GPU bands);
+* bands: the same choice on the fullest free-GPU band's candidates
+  (``nova.scheduler.fullness``, what nova-scheduler asks); the band each
+  host would publish is put on its root right after each claim and end;
 * first: Placement's first candidate;
 * random: a random candidate (seeded);
 * spread: emptiest host first (most free GPUs), Placement's order inside.
@@ -20,7 +23,9 @@ The no-topology limit replays the same trace against one pool of all the
 fleet's GPUs with no partition rule. Acceptance and utilization count the
 requests arriving after ``--warmup`` mean lifetimes (the fleet fills up
 first). Decision latency is the Placement query and the choice, timed
-separately. Example::
+separately. One host is reported through the translator and the
+report client, the others are copies of it in Placement's database;
+``--prefill`` starts from a loaded fleet (see build_fleet_at). Example::
 
     .venv/bin/python tools/bench_fleet.py --hosts 16 --requests 2000
 """
