@@ -38,14 +38,18 @@ def banded_resource(request: request_builder.ResourceRequest
 def allocation_candidates(
         request: request_builder.ResourceRequest, limit: int | None,
         ask: Callable[[list[tuple[str, str]]], dict],
-        band_traits: Callable[[str], set[str]]) -> dict:
+        band_traits: Callable[[str], set[str]],
+        usable: Callable[[dict], bool] = lambda response: bool(
+            response.get('allocation_requests'))) -> dict:
     """Placement's candidates for ``request``, fullest band first.
 
     ``ask`` sends one ``GET /allocation_candidates`` with the given query
     parameters and returns the body; ``band_traits(prefix)`` lists the
     traits Placement knows starting with ``prefix`` (the bands some host
-    has published). Returns the first answer with a candidate, else the
-    answer to the query without a band.
+    has published); ``usable(body)`` tells whether an answer has a
+    candidate the caller may use (e.g. not only on hosts already tried).
+    Returns the first usable band's answer, else the answer to the query
+    without a band.
     """
     target = banded_resource(request)
     if target is not None:
@@ -58,6 +62,6 @@ def allocation_candidates(
             banded = dataclasses.replace(
                 request, root_required=request.root_required | {trait})
             response = ask(banded.to_query_params(limit))
-            if response.get('allocation_requests'):
+            if usable(response):
                 return response
     return ask(request.to_query_params(limit))

@@ -132,7 +132,9 @@ class SchedulerManager(manager.Manager):
             flavor, pci_requests, pci_in_placement)
         wanted = describe_request(request, pci_requests, pci_in_placement)
 
-        response = self._allocation_candidates(request)
+        response = self._allocation_candidates(
+            request, lambda body: self._has_usable_candidate(
+                context, body, excluded, requested_host))
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
@@ -228,12 +230,21 @@ class SchedulerManager(manager.Manager):
                     instance_uuid)
             raise
 
-    def _allocation_candidates(self, request) -> dict:
+    def _allocation_candidates(self, request, usable) -> dict:
         """Placement's candidates for ``request``, fullest hosts first
-        (``nova.scheduler.fullness``: band by band under the limit)."""
+        (``nova.scheduler.fullness``: band by band under the limit, past
+        bands whose candidates are all on hosts ``usable`` refuses)."""
         return fullness.allocation_candidates(
             request, self.conf.scheduler.max_placement_results,
-            self._ask_placement, self.reportclient.get_trait_names)
+            self._ask_placement, self.reportclient.get_trait_names, usable)
+
+    def _has_usable_candidate(self, context, response: dict,
+                              excluded: set[str],
+                              requested_host: str | None) -> bool:
+        usable, _dropped = self._usable_hosts(
+            context, response, excluded, self.conf, requested_host)
+        return any(self._root(candidate, response) in usable
+                   for candidate in response.get('allocation_requests', []))
 
     def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
         """One ``GET /allocation_candidates``.
