@@ -66,3 +66,13 @@ class TestAllocationCandidates(test.TestCase):
         self.assertEqual([None], asked)
         self.assertEqual(('PGPU', 4),
                          fullness.banded_resource(gpu_request(4)))
+
+    def test_band_only_on_unusable_hosts_is_skipped(self):
+        ask, asked = self.ask_with({'CUSTOM_PCI_FREE_PGPU_1': 'tried',
+                                    'CUSTOM_PCI_FREE_PGPU_4': 'c4'})
+        body = fullness.allocation_candidates(
+            gpu_request(1), 1000, ask, lambda prefix: BANDS,
+            lambda body: body['allocation_requests'] != ['tried'])
+        self.assertEqual(['c4'], body['allocation_requests'])
+        self.assertEqual(['CUSTOM_PCI_FREE_PGPU_1', 'CUSTOM_PCI_FREE_PGPU_2',
+                          'CUSTOM_PCI_FREE_PGPU_4'], asked)
