@@ -10,8 +10,11 @@ instance's end deletes its allocations. Hosts are HGX H200 trees built by
 nova's translator (pairs 1+3, 2+4, 5+7, 6+8, quartets 1-4 and 5-8, the
 board of 8). Host choices, all on the same trace and fleet:
 
-* scheduler: ``nova.scheduler.weights.select_candidates`` (what
-  nova-scheduler claims first);
+* scheduler: ``nova.scheduler.weights.select_candidates`` on one query
+  with ``limit`` (nova-scheduler before free-GPU bands);
+* bands: the same choice on the fullest free-GPU band's candidates
+  (``nova.scheduler.fullness``, what nova-scheduler asks); the band each
+  host would publish is put on its root right after each claim and end;
 * first: Placement's first candidate;
 * random: a random candidate (seeded);
 * spread: emptiest host first (most free GPUs), Placement's order inside.
@@ -20,12 +23,15 @@ The no-topology limit replays the same trace against one pool of all the
 fleet's GPUs with no partition rule. Acceptance and utilization count the
 requests arriving after ``--warmup`` mean lifetimes (the fleet fills up
 first). Decision latency is the Placement query and the choice, timed
-separately. Example::
+separately. One host is reported through the translator and the
+report client, the others are copies of it in Placement's database;
+``--prefill`` starts from a loaded fleet (see build_fleet_at). Example::
 
     .venv/bin/python tools/bench_fleet.py --hosts 16 --requests 2000
 """
 
 import argparse
+import collections
 import dataclasses
 import heapq
 from importlib import metadata
@@ -34,6 +40,7 @@ import multiprocessing
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -49,9 +56,11 @@ from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import embedded_placement
 from nova.pci import devspec
+from nova.pci import placement_names
 from nova.pci import groups as pci_groups
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
+from nova.scheduler import fullness as scheduler_fullness
 from nova.scheduler import request_builder
 from nova.scheduler import weights
 from nova.virt.libvirt import fakehost
@@ -65,7 +74,9 @@ FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0}
 ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
                        'max_unit': n, 'step_size': 1, 'allocation_ratio': 1.0}
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
-POLICIES = ('scheduler', 'first', 'random', 'spread')
+# Hosts replaying the warm-up of a prefilled fleet (--prefill).
+TEMPLATE_HOSTS = 16
+POLICIES = ('scheduler', 'bands', 'first', 'random', 'spread')
 PROJECT = USER = 'bench-fleet'
 
 
@@ -191,7 +202,7 @@ def order_candidates(policy: str, body: dict,
     """The allocation requests of ``body`` in the order ``policy`` tries
     them."""
     candidates = body['allocation_requests']
-    if policy == 'scheduler':
+    if policy in ('scheduler', 'bands'):
         return [s.allocation_request
                 for s in weights.select_candidates(body, request)]
     if policy == 'first':
@@ -209,13 +220,78 @@ def order_candidates(policy: str, body: dict,
 
 # The fleet in Placement ------------------------------------------------------
 
-def build_fleet_at(state_path: str, hosts: int) -> None:
-    """Worker: build the fleet in a fresh Placement database."""
+def build_fleet_at(state_path: str, hosts: int,
+                   prefill: argparse.Namespace | None = None) -> None:
+    """Worker: build the fleet in a fresh Placement database.
+
+    One host goes through the translator and the report client, as its
+    compute would report it; the others are copies of its providers,
+    inventories and traits written straight into Placement's database
+    (new UUIDs and names), which takes seconds where the HTTP API takes
+    about 0.6 s per host. The trace then only uses Placement's API.
+
+    With ``prefill`` (the run's arguments), the fleet starts loaded
+    instead of empty: the first ``TEMPLATE_HOSTS`` hosts replay the
+    warm-up of a trace of their size with the band design (real
+    Placement, as in a run), and every other host is a copy of one of
+    them, allocations and band included.
+    """
     placement, client = _embedded_client(state_path)
     try:
-        build_fleet(client, hosts)
+        build_fleet(client, 1)
+        templates = [host_name(1)]
+        if prefill is not None:
+            templates = [host_name(n) for n in range(1, TEMPLATE_HOSTS + 1)]
+            placement.stop()
+            copy_host(_database(state_path), templates[0], templates[1:])
+            placement, client = _embedded_client(state_path)
+            warm_up(client, prefill)
     finally:
         placement.stop()
+    copies = range(len(templates) + 1, hosts + 1)
+    for offset, template in enumerate(templates):
+        copy_host(_database(state_path), template,
+                  [host_name(n) for n in copies[offset::len(templates)]])
+
+
+def warm_up(client: report.SchedulerReportClient,
+            args: argparse.Namespace) -> None:
+    """Replay the arrivals before ``args.warmup`` of a trace for
+    ``TEMPLATE_HOSTS`` hosts with the band design; the instances running
+    at the end stay."""
+    gpus = TEMPLATE_HOSTS * GPUS_PER_HOST
+    # Enough arrivals to pass the warm-up (the mean size is at least 1).
+    trace = make_trace(gpus, int(args.warmup * args.load * gpus) + 100,
+                       args.load, args.seed)
+    run = FleetRun(client, 'bands', args.limit or None, args.seed)
+    running: list[tuple[float, str]] = []
+    for request in trace:
+        if request.arrival >= args.warmup:
+            return
+        while running and running[0][0] <= request.arrival:
+            run.release(heapq.heappop(running)[1])
+        consumer = run.place(request)
+        if consumer is not None:
+            heapq.heappush(running,
+                           (request.arrival + request.lifetime, consumer))
+
+
+def gpus_held(database: str) -> dict[str, int]:
+    """Root provider UUID -> PGPU allocated on its tree."""
+    db = sqlite3.connect(database)
+    try:
+        return dict(db.execute(
+            'SELECT root.uuid, SUM(a.used) FROM allocations a '
+            'JOIN resource_providers rp ON a.resource_provider_id = rp.id '
+            'JOIN resource_providers root ON rp.root_provider_id = root.id '
+            'JOIN resource_classes rc ON a.resource_class_id = rc.id '
+            "WHERE rc.name = 'PGPU' GROUP BY root.uuid").fetchall())
+    finally:
+        db.close()
+
+
+def host_name(number: int) -> str:
+    return 'hgx-%d' % number
 
 
 def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
@@ -229,7 +305,7 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
                     request_id=None) for dev in fakehost.hgx_h200_devices()]
     specs = whitelist.classify(devices)
     for number in range(1, hosts + 1):
-        host = 'hgx-%d' % number
+        host = host_name(number)
         tree = ptree.ProviderTree()
         tree.add(host)
         tree.update_inventory(host, ROOT_INVENTORY)
@@ -237,6 +313,88 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
         translator.update_provider_tree_for_pci(
             tree, host, devices, specs, group_tree, [], dict)
         client.update_from_provider_tree(tree)
+
+
+def copy_host(database: str, template: str, names: list[str]) -> None:
+    """Copy the provider tree of host ``template``, with its
+    allocations, to hosts ``names`` in Placement's SQLite ``database``,
+    in one transaction."""
+    db = sqlite3.connect(database)
+    try:
+        with db:
+            providers = db.execute(
+                'SELECT id, name, generation, root_provider_id, '
+                'parent_provider_id FROM resource_providers '
+                'WHERE root_provider_id = (SELECT id FROM resource_providers '
+                'WHERE name = ?) ORDER BY id', (template,)).fetchall()
+            ids = [row[0] for row in providers]
+            marks = ','.join('?' * len(ids))
+            inventories = db.execute(
+                'SELECT resource_provider_id, resource_class_id, total, '
+                'reserved, min_unit, max_unit, step_size, allocation_ratio '
+                'FROM inventories WHERE resource_provider_id IN (%s)' %
+                marks, ids).fetchall()
+            traits = db.execute(
+                'SELECT resource_provider_id, trait_id FROM '
+                'resource_provider_traits WHERE resource_provider_id IN '
+                '(%s)' % marks, ids).fetchall()
+            allocations = db.execute(
+                'SELECT resource_provider_id, consumer_id, '
+                'resource_class_id, used FROM allocations WHERE '
+                'resource_provider_id IN (%s)' % marks, ids).fetchall()
+            consumers = db.execute(
+                'SELECT uuid, project_id, user_id, consumer_type_id FROM '
+                'consumers WHERE uuid IN (SELECT consumer_id FROM '
+                'allocations WHERE resource_provider_id IN (%s))' % marks,
+                ids).fetchall()
+            next_id = db.execute(
+                'SELECT MAX(id) FROM resource_providers').fetchone()[0] + 1
+            for name in names:
+                new = {old: next_id + i for i, old in enumerate(ids)}
+                next_id += len(ids)
+                _insert(db, 'resource_providers',
+                        'id, uuid, name, generation, root_provider_id, '
+                        'parent_provider_id',
+                        [(new[rp], uuidutils.generate_uuid(),
+                          name + rp_name[len(template):], generation,
+                          new[root], new.get(parent))
+                         for rp, rp_name, generation, root, parent
+                         in providers])
+                _insert(db, 'inventories',
+                        'resource_provider_id, resource_class_id, total, '
+                        'reserved, min_unit, max_unit, step_size, '
+                        'allocation_ratio',
+                        [(new[row[0]],) + tuple(row[1:])
+                         for row in inventories])
+                _insert(db, 'resource_provider_traits',
+                        'resource_provider_id, trait_id',
+                        [(new[rp], trait) for rp, trait in traits])
+                # The template's instances, as new consumers on the copy.
+                renamed = {row[0]: uuidutils.generate_uuid()
+                           for row in consumers}
+                _insert(db, 'consumers',
+                        'uuid, project_id, user_id, consumer_type_id, '
+                        'generation',
+                        [(renamed[row[0]],) + tuple(row[1:]) + (1,)
+                         for row in consumers])
+                _insert(db, 'allocations',
+                        'resource_provider_id, consumer_id, '
+                        'resource_class_id, used',
+                        [(new[rp], renamed[consumer], rc, used)
+                         for rp, consumer, rc, used in allocations])
+    finally:
+        db.close()
+
+
+def _insert(db: sqlite3.Connection, table: str, columns: str,
+            rows: list[tuple]) -> None:
+    """Insert ``rows`` (values of ``columns``) into ``table``, created
+    now."""
+    if rows:
+        db.executemany('INSERT INTO %s (%s, created_at) VALUES (%s, '
+                       'CURRENT_TIMESTAMP)' % (
+                           table, columns, ', '.join('?' * len(rows[0]))),
+                       rows)
 
 
 def resource_request(size: int) -> request_builder.ResourceRequest:
@@ -260,33 +418,112 @@ class FleetRun:
         self.rng = random.Random(seed)
         # size -> [(query seconds, choice seconds)]
         self.latency: dict[int, list[tuple[float, float]]] = {}
+        # root provider -> GPUs held; consumer -> (root, GPUs)
+        self.held: dict[str, int] = collections.Counter()
+        self.consumers: dict[str, tuple[str, int]] = {}
+        self.busy_hosts = 0
+        # Accepted requests, and those whose claim broke a wholly free
+        # group (a best-fit miss: the buddy rule had a better place).
+        self.claims = 0
+        self.breaking = 0
+        # (arrival, density after the request was placed or refused)
+        self.densities: list[tuple[float, float]] = []
+
+    def _candidates(self, rr: request_builder.ResourceRequest) -> dict:
+        if self.policy == 'bands':
+            return scheduler_fullness.allocation_candidates(
+                rr, self.limit, self.client.get_allocation_candidates,
+                self.client.get_trait_names)
+        return self.client.get_allocation_candidates(
+            rr.to_query_params(self.limit))
 
     def place(self, request: Request) -> str | None:
         """Schedule one request; its consumer UUID if claimed."""
         rr = resource_request(request.size)
         started = time.perf_counter()
-        body = self.client.get_allocation_candidates(
-            rr.to_query_params(self.limit))
+        body = self._candidates(rr)
         asked = time.perf_counter()
         ordered = order_candidates(self.policy, body, rr, self.rng)
         chosen = time.perf_counter()
         self.latency.setdefault(request.size, []).append(
             (asked - started, chosen - asked))
         consumer = uuidutils.generate_uuid()
+        summaries = body['provider_summaries']
+        claimed = None
         for candidate in ordered:
             if self.client.claim_resources(consumer, candidate, PROJECT,
                                            USER):
-                return consumer
-        return None
+                root = _root(candidate, summaries)
+                self._hold(consumer, root, request.size)
+                self._count_breaking(candidate, root, summaries, rr)
+                claimed = consumer
+                break
+        self.densities.append((request.arrival, self.density()))
+        return claimed
+
+    def _count_breaking(self, candidate: dict, root: str, summaries: dict,
+                        rr: request_builder.ResourceRequest) -> None:
+        # pylint: disable=protected-access
+        tree = {uuid: summary for uuid, summary in summaries.items()
+                if summary['root_provider_uuid'] == root}
+        host = weights._HostView(root, tree, rr.pci_resource_classes)
+        largest, _count = host.damage(weights._pci_providers(candidate, rr))
+        self.claims += 1
+        self.breaking += int(largest > 0)
 
     def release(self, consumer: str) -> None:
         self.client.delete_allocation_for_instance(consumer)
+        root, size = self.consumers.pop(consumer)
+        self._hold(None, root, -size)
+
+    def _hold(self, consumer: str | None, root: str, size: int) -> None:
+        """Count ``size`` more GPUs held on ``root``; with bands, publish
+        the host's new band as its compute would (see publish_band)."""
+        if consumer is not None:
+            self.consumers[consumer] = (root, size)
+        self.busy_hosts += int(self.held[root] + size > 0) - int(
+            self.held[root] > 0)
+        self.held[root] += size
+        if self.policy == 'bands':
+            publish_band(self.client, root,
+                         GPUS_PER_HOST - self.held[root])
+
+    def density(self) -> float:
+        """GPUs held over the GPUs of the hosts holding any: 1.0 when
+        instances are packed on as few hosts as possible."""
+        return sum(self.held.values()) / (
+            self.busy_hosts * GPUS_PER_HOST or 1)
 
 
-def _embedded_client(state_path: str):
+def publish_band(client: report.SchedulerReportClient, root: str,
+                 free: int) -> None:
+    """Put the free-GPU band trait of ``free`` PGPU on host ``root``.
+
+    A compute publishes it with its provider tree update (the translator,
+    from its PCI tracker); the benchmark runs no computes, so it sets the
+    same traits (``nova.pci.placement_names.band_traits``) at once after each
+    claim and end, as a compute updating right away would.
+    """
+    # pylint: disable=protected-access
+    path = '/resource_providers/%s/traits' % root
+    body = client._call('GET', path).json()
+    band = placement_names.band_traits({'PGPU': free})
+    client._ensure_custom_names('traits', band)
+    traits = {trait for trait in body['traits']
+              if not placement_names.is_band_trait(trait)}
+    client._call('PUT', path, json={
+        'traits': sorted(traits | band),
+        'resource_provider_generation':
+            body['resource_provider_generation']})
+
+
+def _embedded_client(state_path: str, max_candidates: int = -1):
     """An embedded Placement keeping its SQLite file in ``state_path``,
-    and a report client for it."""
+    and a report client for it; ``max_candidates`` is Placement's
+    ``[placement]max_allocation_candidates`` (-1: no bound)."""
     placement = embedded_placement.EmbeddedPlacement(state_path=state_path)
+    placement.conf.set_override('max_allocation_candidates', max_candidates,
+                                group='placement')
     placement.start()
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
@@ -313,29 +550,40 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     try:
         started = time.perf_counter()
         run = FleetRun(client, policy, args.limit or None, args.seed)
+        for root, held in gpus_held(_database(state_path)).items():
+            run.held[root] = held
+            run.busy_hosts += 1
         accepted = replay(trace, run.place, run.release)
         print('%s: %.0f s' % (policy, time.perf_counter() - started),
               file=sys.stderr, flush=True)
     finally:
         placement.stop()
-    return (dict(summarize(trace, accepted, gpus, args.warmup),
-                 policy=policy), run.latency)
+    # A prefilled fleet is measured from the first request on.
+    warmup = 0.0 if args.prefill else args.warmup
+    measured = [d for arrival, d in run.densities if arrival >= warmup]
+    return (dict(summarize(trace, accepted, gpus, warmup),
+                 policy=policy, density=statistics.mean(measured),
+                 breaking=run.breaking / (run.claims or 1)),
+            run.latency)
 
 
 # Output ---------------------------------------------------------------------
 
 def format_results(rows: list[dict]) -> str:
     """One line per host choice: acceptance per size, overall,
-    utilization."""
+    utilization, mean packing density and the share of claims that broke
+    a wholly free group (``-`` where they do not apply)."""
     sizes = sorted(rows[0]['acceptance'])
     head = ('| host choice | ' + ' | '.join('accept %d' % s for s in sizes)
-            + ' | accept all | utilization |')
-    lines = [head, '|' + '---|' * (len(sizes) + 3)]
+            + ' | accept all | utilization | density | breaking |')
+    lines = [head, '|' + '---|' * (len(sizes) + 5)]
     for row in rows:
-        lines.append('| %s | %s | %.3f | %.3f |' % (
+        extra = ['-' if row.get(key) is None else '%.3f' % row[key]
+                 for key in ('density', 'breaking')]
+        lines.append('| %s | %s | %.3f | %.3f | %s |' % (
             row['policy'], ' | '.join('%.3f' % row['acceptance'][s]
                                       for s in sizes),
-            row['all'], row['utilization']))
+            row['all'], row['utilization'], ' | '.join(extra)))
     return '\n'.join(lines)
 
 
@@ -367,6 +615,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--limit', type=int, default=1000,
                         help='limit of GET /allocation_candidates, as '
                              '[scheduler]max_placement_results; 0: none')
+    parser.add_argument('--prefill', action='store_true',
+                        help='start from a fleet loaded as after --warmup '
+                             '(copies of %d hosts that replayed it) and '
+                             'measure every request; the prefilled '
+                             'instances outlive the trace' % TEMPLATE_HOSTS)
     parser.add_argument('--policies', default=','.join(POLICIES),
                         help='host choices to replay, comma-separated')
     parser.add_argument('--jobs', type=int, default=2,
@@ -385,6 +638,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for name in ('hosts', 'requests', 'jobs'):
         if getattr(args, name) < 1:
             parser.error('--%s must be at least 1' % name)
+    if args.prefill and args.hosts < TEMPLATE_HOSTS:
+        parser.error('--prefill needs at least %d hosts, got %d' % (
+            TEMPLATE_HOSTS, args.hosts))
     if not 0 < args.load:
         parser.error('--load must be positive, got %s' % args.load)
     return args
@@ -395,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     gpus = args.hosts * GPUS_PER_HOST
     trace = make_trace(gpus, args.requests, args.load, args.seed)
     limit_row = summarize(trace, no_topology(trace, gpus), gpus,
-                          args.warmup)
+                          0.0 if args.prefill else args.warmup)
     with tempfile.TemporaryDirectory(prefix='bench-fleet-',
                                      dir=args.state_dir) as tmp:
         fleet_path = os.path.join(tmp, 'fleet')
@@ -405,7 +661,8 @@ def main(argv: list[str] | None = None) -> int:
         # a copy of the same fleet.
         ctx = multiprocessing.get_context('spawn')
         with ctx.Pool(1) as pool:
-            pool.apply(build_fleet_at, (fleet_path, args.hosts))
+            pool.apply(build_fleet_at, (fleet_path, args.hosts,
+                                        args if args.prefill else None))
         print('built %d hosts in %.0f s' % (
             args.hosts, time.perf_counter() - started), file=sys.stderr,
             flush=True)
@@ -416,11 +673,15 @@ def main(argv: list[str] | None = None) -> int:
         with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
             results = pool.map(run_policy, jobs, chunksize=1)
     rows = [row for row, _latency in results]
-    rows.append(dict(limit_row, policy='no-topology limit'))
+    if not args.prefill:
+        # An empty pool is no limit for a loaded fleet.
+        rows.append(dict(limit_row, policy='no-topology limit'))
     print('%d H200 hosts (%d GPUs), %d requests, load %.2f, seed %d, '
-          'limit %s, warm-up %.1f lifetimes, Placement %s' % (
+          'limit %s, warm-up %.1f lifetimes%s, Placement %s' % (
               args.hosts, gpus, args.requests, args.load, args.seed,
               args.limit or 'none', args.warmup,
+              ' (prefilled from %d hosts)' % TEMPLATE_HOSTS
+              if args.prefill else '',
               metadata.version('openstack-placement')))
     print('requests measured per size: %s' % ', '.join(
         '%d: %d' % item for item in sorted(limit_row['asked'].items())))

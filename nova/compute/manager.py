@@ -509,7 +509,7 @@ class ComputeManager(manager.Manager):
                                                        mappings):
             devices += self.rt.pci_tracker.claim(
                 instance_uuid, request_id, addresses)
-        self.rt.reserve_used_once(devices)
+        self.rt.report_claimed(devices)
         return devices
 
     def _cleanup(self, instance_uuid: str) -> None:

@@ -32,6 +32,7 @@ from nova import exception
 from nova.compute import provider_tree as ptree
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
+from nova.pci import manager as pci_manager
 from nova.pci import numa as pci_numa
 from nova.pci import placement_names as names
 from nova.virt import hardware
@@ -365,7 +366,29 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
 
     _check_multi_device_requests(devices, group_tree)
     _check_allocations_fit(view, tree, read_allocations)
-    return _apply(view, tree)
+    provider_of = _apply(view, tree)
+    _publish_free_bands(view, tree, by_address)
+    return provider_of
+
+
+def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
+                        devices: dict[str, dict]) -> None:
+    """Put the host's free-device band traits on its root provider.
+
+    Free units of a provider: its total less Placement's reservation less
+    its devices the PCI tracker does not have available (claimed or
+    allocated to an instance). Other root traits are left alone.
+    """
+    free: dict[str, int] = collections.Counter()
+    for wanted in view.wanted.values():
+        busy = sum(devices.get(address, {}).get('status') !=
+                   pci_manager.AVAILABLE for address in wanted.addresses)
+        for rc, record in tree.data(wanted.name).inventory.items():
+            free[rc] += max(record['total'] - record['reserved'] - busy, 0)
+    root = tree.data(view.nodename)
+    tree.update_traits(root.uuid, {
+        trait for trait in root.traits if not names.is_band_trait(trait)
+    } | names.band_traits(free))
 
 
 def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:

@@ -91,15 +91,14 @@ class ResourceTracker:
             self.specs = specs
             self._update_placement(resources)
 
-    def reserve_used_once(self, devices: list[dict]) -> None:
-        """Report the reservation of just-claimed one-time-use devices now.
-
-        The periodic update would reserve them too, but an instance deleted
-        before it runs would free the device for a second use.
+    def report_claimed(self, devices: list[dict]) -> None:
+        """Report just-claimed devices to Placement now, not at the next
+        periodic update: the reservation of one-time-use devices (an
+        instance deleted before the update would free such a device for a
+        second use) and the host's free-device band (the scheduler asks
+        the fullest band first, see nova.pci.placement_names).
         """
-        if not self.report_in_placement or not any(
-                self.specs[dev['address']].one_time_use
-                for dev in devices if dev['address'] in self.specs):
+        if not self.report_in_placement or not devices:
             return
         with self._lock:
             self._update_placement(self.driver.get_available_resource())

@@ -30,6 +30,7 @@ from nova import exception
 from nova import rpc
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
+from nova.scheduler import fullness
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
@@ -146,7 +147,9 @@ class SchedulerManager(manager.Manager):
             flavor, pci_requests, pci_in_placement)
         wanted = describe_request(request, pci_requests, pci_in_placement)
 
-        response = self._allocation_candidates(request)
+        response = self._allocation_candidates(
+            request, lambda body: self._has_usable_candidate(
+                context, body, excluded, requested_host))
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
@@ -243,8 +246,24 @@ class SchedulerManager(manager.Manager):
                     instance_uuid)
             raise
 
-    def _allocation_candidates(self, request) -> dict:
-        """Placement's candidates for ``request``.
+    def _allocation_candidates(self, request, usable) -> dict:
+        """Placement's candidates for ``request``, fullest hosts first
+        (``nova.scheduler.fullness``: band by band under the limit, past
+        bands whose candidates are all on hosts ``usable`` refuses)."""
+        return fullness.allocation_candidates(
+            request, self.conf.scheduler.max_placement_results,
+            self._ask_placement, self.reportclient.get_trait_names, usable)
+
+    def _has_usable_candidate(self, context, response: dict,
+                              excluded: set[str],
+                              requested_host: str | None) -> bool:
+        usable, _dropped = self._usable_hosts(
+            context, response, excluded, self.conf, requested_host)
+        return any(self._root(candidate, response) in usable
+                   for candidate in response.get('allocation_requests', []))
+
+    def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
+        """One ``GET /allocation_candidates``.
 
         Placement refuses a query naming a trait it has never seen (400)
         instead of returning nothing. For the scheduler that is the same
@@ -253,9 +272,7 @@ class SchedulerManager(manager.Manager):
         group on one NUMA node. The refusal reasons then say which part.
         """
         try:
-            return self.reportclient.get_allocation_candidates(
-                request.to_query_params(
-                    self.conf.scheduler.max_placement_results))
+            return self.reportclient.get_allocation_candidates(params)
         except exception.PlacementAPIError as exc:
             detail = exc.kwargs.get('detail') or ''
             if exc.kwargs.get('status') != 400 or \

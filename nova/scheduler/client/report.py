@@ -192,6 +192,12 @@ class SchedulerReportClient:
         resp = self._call('GET', '/resource_providers/%s/traits' % rp_uuid)
         return set(resp.json()['traits'])
 
+    def get_trait_names(self, prefix: str) -> set[str]:
+        """Traits Placement knows whose names start with ``prefix``."""
+        resp = self._call('GET', '/traits',
+                          params={'name': 'startswith:' + prefix})
+        return set(resp.json()['traits'])
+
     def get_usages(self, rp_uuid: str) -> dict[str, int]:
         """Resource class -> amount allocated from one provider."""
         resp = self._call('GET', '/resource_providers/%s/usages' % rp_uuid)

@@ -13,8 +13,10 @@ from nova.virt.libvirt import fakehost
 
 GPUS = base.GPUS
 MANAGED = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'}
-# The compute node: nova's, and each NUMA node has one socket.
-ROOT_TRAITS = {'OWNER_NOVA', 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY'}
+# The compute node: nova's, each NUMA node has one socket, and its 8 GPUs
+# are free (free-device band 8, see nova.pci.placement_names).
+ROOT_TRAITS = {'OWNER_NOVA', 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY',
+               'CUSTOM_PCI_FREE_PGPU_8'}
 # All devices of the group on one NUMA node and socket.
 LOCAL = {'CUSTOM_PCI_NUMA_LOCAL', 'CUSTOM_PCI_SOCKET_LOCAL'}
 
@@ -169,7 +171,12 @@ class TestReshape(base.FunctionalTestCase):
         self.enable_h200_groups()
         self.start_compute('cmp1')
         grouped = self.provider_view('cmp1')
-        self.assertEqual(h200_tree('cmp1'), as_tuples(grouped))
+        expected = h200_tree('cmp1')
+        # The held pair leaves 6 GPUs free: band 4.
+        parent, inventory, traits = expected['cmp1']
+        expected['cmp1'] = (parent, inventory, traits - {
+            'CUSTOM_PCI_FREE_PGPU_8'} | {'CUSTOM_PCI_FREE_PGPU_4'})
+        self.assertEqual(expected, as_tuples(grouped))
         for gpu in range(1, 9):
             self.assertEqual(flat[dev('cmp1', gpu)]['uuid'],
                              grouped[dev('cmp1', gpu)]['uuid'])

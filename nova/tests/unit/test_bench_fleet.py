@@ -1,6 +1,11 @@
-"""Pure parts of tools/bench_fleet.py: the trace, the replay, the limit."""
+"""Parts of tools/bench_fleet.py without Placement: the trace, the replay,
+the limit, the fleet copy, the output."""
 
+import os
 import random
+import sqlite3
+
+import fixtures
 
 from nova import test
 from nova.tests.unit import tool
@@ -84,3 +89,86 @@ class TestSummary(test.TestCase):
                                 None, random.Random(1))
         self.assertIn('fullest', str(err))
         self.assertIn('scheduler', str(err))
+
+
+class TestCopyHost(test.TestCase):
+    """The fleet copy in Placement's tables (only the columns it uses)."""
+
+    def setUp(self):
+        super().setUp()
+        self.path = os.path.join(self.useFixture(
+            fixtures.TempDir()).path, 'placement.sqlite')
+        db = sqlite3.connect(self.path)
+        with db:
+            db.executescript('''
+                CREATE TABLE resource_providers (id INTEGER PRIMARY KEY,
+                    uuid TEXT, name TEXT UNIQUE, generation INTEGER,
+                    root_provider_id INTEGER, parent_provider_id INTEGER,
+                    created_at TEXT);
+                CREATE TABLE inventories (resource_provider_id INTEGER,
+                    resource_class_id INTEGER, total INTEGER,
+                    reserved INTEGER, min_unit INTEGER, max_unit INTEGER,
+                    step_size INTEGER, allocation_ratio REAL,
+                    created_at TEXT);
+                CREATE TABLE resource_provider_traits (
+                    resource_provider_id INTEGER, trait_id INTEGER,
+                    created_at TEXT);
+                CREATE TABLE allocations (resource_provider_id INTEGER,
+                    consumer_id TEXT, resource_class_id INTEGER,
+                    used INTEGER, created_at TEXT);
+                CREATE TABLE consumers (uuid TEXT, project_id INTEGER,
+                    user_id INTEGER, consumer_type_id INTEGER,
+                    generation INTEGER, created_at TEXT);
+                CREATE TABLE resource_classes (id INTEGER, name TEXT);
+                INSERT INTO resource_classes VALUES (7, 'PGPU');
+                INSERT INTO resource_providers VALUES
+                    (1, 'r1', 'hgx-1', 3, 1, NULL, NULL),
+                    (2, 'g1', 'hgx-1_gpu', 5, 1, 1, NULL);
+                INSERT INTO inventories VALUES
+                    (2, 7, 1, 0, 1, 1, 1, 1.0, NULL);
+                INSERT INTO resource_provider_traits VALUES (1, 40, NULL);
+                INSERT INTO allocations VALUES (2, 'c1', 7, 1, NULL);
+                INSERT INTO consumers VALUES ('c1', 1, 1, 1, 1, NULL);
+            ''')
+        db.close()
+
+    def test_tree_and_allocations_copied_under_new_names(self):
+        bench.copy_host(self.path, 'hgx-1', ['hgx-2', 'hgx-3'])
+        db = sqlite3.connect(self.path)
+        self.addCleanup(db.close)
+        rows = db.execute(
+            'SELECT rp.name, root.name, parent.name FROM resource_providers '
+            'rp JOIN resource_providers root ON rp.root_provider_id = '
+            'root.id LEFT JOIN resource_providers parent ON '
+            'rp.parent_provider_id = parent.id').fetchall()
+        self.assertEqual(sorted([
+            ('hgx-%d' % n, 'hgx-%d' % n, None) for n in (1, 2, 3)] + [
+            ('hgx-%d_gpu' % n, 'hgx-%d' % n, 'hgx-%d' % n)
+            for n in (1, 2, 3)]), sorted(rows))
+        uuids = [row[0] for row in db.execute(
+            'SELECT uuid FROM resource_providers')]
+        self.assertEqual(len(uuids), len(set(uuids)))
+        self.assertEqual(3, db.execute(
+            'SELECT COUNT(*) FROM inventories').fetchone()[0])
+        self.assertEqual(3, db.execute(
+            'SELECT COUNT(*) FROM resource_provider_traits').fetchone()[0])
+        # One instance per host, each its own consumer.
+        self.assertEqual(3, db.execute(
+            'SELECT COUNT(DISTINCT uuid) FROM consumers').fetchone()[0])
+        held = bench.gpus_held(self.path)
+        self.assertEqual(3, len(held))
+        self.assertEqual({1}, set(held.values()))
+
+
+class TestFormat(test.TestCase):
+
+    def test_density_missing_for_the_limit_row(self):
+        row = {'acceptance': {1: 1.0, 8: 0.5}, 'all': 0.9,
+               'utilization': 0.7}
+        table = bench.format_results([dict(row, policy='bands',
+                                           density=0.95, breaking=0.25),
+                                      dict(row, policy='limit')])
+        self.assertIn('| bands | 1.000 | 0.500 | 0.900 | 0.700 | 0.950 | '
+                      '0.250 |', table)
+        self.assertIn('| limit | 1.000 | 0.500 | 0.900 | 0.700 | - | - |',
+                      table)

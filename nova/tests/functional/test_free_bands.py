@@ -1,0 +1,124 @@
+"""Free-device bands with real Placement: what computes publish and how
+the scheduler uses it under a small candidate limit (nova.pci.placement_names,
+nova.scheduler.fullness)."""
+
+from oslo_utils import uuidutils
+
+from nova.pci import placement_names
+from nova.tests.functional import base
+from nova.tests.functional import test_boot_gpu_groups as boot_test
+from nova.tests.functional import test_pci_placement_tree as tree_test
+
+GPUS = base.GPUS
+
+
+def bands_of(traits: set[str]) -> set[str]:
+    return {trait for trait in traits if placement_names.is_band_trait(trait)}
+
+
+class TestComputePublishesItsBand(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.compute = self.start_compute('cmp1')
+        self.root = self.provider_view('cmp1')['cmp1']['uuid']
+
+    def root_traits(self) -> set[str]:
+        return set(self.placement_get(
+            '/resource_providers/%s/traits' % self.root)['traits'])
+
+    def claim(self, gpus: list[int]) -> str:
+        consumer = uuidutils.generate_uuid()
+        devices = self.compute.rt.pci_tracker.claim(
+            consumer, 'req-1', [GPUS[gpu - 1] for gpu in gpus])
+        self.compute.rt.report_claimed(devices)
+        return consumer
+
+    def test_band_follows_claims_and_frees(self):
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_8'},
+                         bands_of(self.root_traits()))
+        # Claims are published at once: 7 free, 3, 1, none.
+        first = self.claim([1])
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_4'},
+                         bands_of(self.root_traits()))
+        quad = self.claim([5, 6, 7, 8])
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_2'},
+                         bands_of(self.root_traits()))
+        pair = self.claim([2, 4])
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_1'},
+                         bands_of(self.root_traits()))
+        last = self.claim([3])
+        self.assertEqual(set(), bands_of(self.root_traits()))
+        # Frees are published by the next resource update: 4 free.
+        self.compute.rt.pci_tracker.free_instance(quad)
+        self.compute.update_available_resource()
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_4'},
+                         bands_of(self.root_traits()))
+        for consumer in (first, pair, last):
+            self.compute.rt.pci_tracker.free_instance(consumer)
+        self.compute.update_available_resource()
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_8'},
+                         bands_of(self.root_traits()))
+
+    def test_other_root_traits_are_kept(self):
+        traits = self.placement_get('/resource_providers/%s/traits' %
+                                    self.root)
+        resp = self.placement.api.put('/traits/CUSTOM_RACK_7')
+        self.assertIn(resp.status_code, (201, 204), resp.text)
+        resp = self.placement.api.put(
+            '/resource_providers/%s/traits' % self.root,
+            json={'traits': traits['traits'] + ['CUSTOM_RACK_7'],
+                  'resource_provider_generation':
+                      traits['resource_provider_generation']})
+        self.assertEqual(200, resp.status_code, resp.text)
+        self.claim([1, 3])
+        self.assertIn('CUSTOM_RACK_7', self.root_traits())
+        self.assertIn('CUSTOM_PCI_FREE_PGPU_4', self.root_traits())
+
+
+class TestSchedulerAsksTheFullestBand(boot_test.BootTestBase):
+    """With ``max_placement_results=1`` Placement returns one candidate;
+    the band still brings the fullest host."""
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.flags('scheduler', max_placement_results=1)
+        self.start_services(hosts=('cmp1', 'cmp2', 'cmp3'))
+        self.flavors = self.gpu_flavors()
+
+    def fill_quad_b(self, host: str) -> None:
+        """GPUs 5-8 of ``host`` held in Placement and by its compute."""
+        view = self.provider_view(host)
+        consumer = uuidutils.generate_uuid()
+        allocations = {view[host]['uuid']: {'resources': {'VCPU': 4}}}
+        for gpu in (5, 6, 7, 8):
+            allocations[view[tree_test.dev(host, gpu)]['uuid']] = {
+                'resources': {'PGPU': 1}}
+        self.reportclient.put_allocations(consumer, allocations,
+                                          project_id='p', user_id='u')
+        compute = self.computes[host]
+        compute.rt.report_claimed(compute.rt.pci_tracker.claim(
+            consumer, 'req-1', GPUS[4:]))
+
+    def first_candidate_host(self, size: int) -> str:
+        """Host of Placement's only candidate for ``h200:<size>`` with
+        limit 1 and no band: what the scheduler would get without bands."""
+        names = {self.provider_view(host)[host]['uuid']: host
+                 for host in self.computes}
+        query = [('resources', 'MEMORY_MB:4096,VCPU:4'),
+                 ('resources1', 'PGPU:%d' % size), ('limit', '1')]
+        body = self.reportclient.get_allocation_candidates(query)
+        [candidate] = body['allocation_requests']
+        roots = {body['provider_summaries'][uuid]['root_provider_uuid']
+                 for uuid in candidate['allocations']}
+        return names[roots.pop()]
+
+    def test_small_requests_fill_the_fullest_host(self):
+        self.fill_quad_b('cmp3')
+        # Without the band, limit 1 would offer another host.
+        self.assertNotEqual('cmp3', self.first_candidate_host(1))
+        hosts = [self.boot(self.flavors[size], 'vm%d' % i)[
+            'OS-EXT-SRV-ATTR:host'] for i, size in enumerate((1, 2, 1))]
+        self.assertEqual(['cmp3'] * 3, hosts)
