@@ -180,11 +180,6 @@ def summarize(trace: list[Request], accepted: list[bool], gpus: int,
 
 # Host choices --------------------------------------------------------------
 
-def _root(candidate: dict, summaries: dict) -> str:
-    """Compute node of a candidate: the root of its unsuffixed group."""
-    return summaries[candidate['mappings'][''][0]]['root_provider_uuid']
-
-
 def _free_gpus(summaries: dict) -> dict[str, int]:
     """Root provider -> free PGPU on its tree."""
     free: dict[str, int] = {}
@@ -213,7 +208,7 @@ def order_candidates(policy: str, body: dict,
         summaries = body['provider_summaries']
         free = _free_gpus(summaries)
         return sorted(candidates,
-                      key=lambda c: -free[_root(c, summaries)])
+                      key=lambda c: -free[weights.host_root(c, summaries)])
     raise ValueError('host choice %r is not allowed; choose from %s' % (
         policy, ', '.join(POLICIES)))
 
@@ -309,7 +304,7 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
         tree = ptree.ProviderTree()
         tree.add(host)
         tree.update_inventory(host, ROOT_INVENTORY)
-        tree.update_traits(host, {'OWNER_NOVA'})
+        tree.update_traits(host, {placement_names.OWNER_NOVA_TRAIT})
         translator.update_provider_tree_for_pci(
             tree, host, devices, specs, group_tree, [], dict)
         client.update_from_provider_tree(tree)
@@ -453,7 +448,7 @@ class FleetRun:
         for candidate in ordered:
             if self.client.claim_resources(consumer, candidate, PROJECT,
                                            USER):
-                root = _root(candidate, summaries)
+                root = weights.host_root(candidate, summaries)
                 self._hold(consumer, root, request.size)
                 self._count_breaking(candidate, root, summaries, rr)
                 claimed = consumer
@@ -463,11 +458,11 @@ class FleetRun:
 
     def _count_breaking(self, candidate: dict, root: str, summaries: dict,
                         rr: request_builder.ResourceRequest) -> None:
-        # pylint: disable=protected-access
         tree = {uuid: summary for uuid, summary in summaries.items()
                 if summary['root_provider_uuid'] == root}
-        host = weights._HostView(root, tree, rr.pci_resource_classes)
-        largest, _count = host.damage(weights._pci_providers(candidate, rr))
+        host = weights.HostView(root, tree, rr.pci_resource_classes)
+        largest, _count = host.damage(
+            weights.taken_providers(rr.pci_providers(candidate)))
         self.claims += 1
         self.breaking += int(largest > 0)
 
@@ -504,7 +499,6 @@ def publish_band(client: report.SchedulerReportClient, root: str,
     same traits (``nova.pci.placement_names.band_traits``) at once after each
     claim and end, as a compute updating right away would.
     """
-    # pylint: disable=protected-access
     path = '/resource_providers/%s/traits' % root
     body = client._call('GET', path).json()
     band = placement_names.band_traits({'PGPU': free})

@@ -27,7 +27,7 @@ def banded_resource(request: request_builder.ResourceRequest
     units it asks; None when it asks no PCI device or several classes."""
     units: dict[str, int] = collections.Counter()
     for group in request.groups:
-        if group.requester_id in request.pci_suffixes:
+        if group.requester_id in request.pci_device_counts:
             for rc, amount in group.resources.items():
                 units[rc] += amount
     if len(units) != 1:

@@ -259,7 +259,8 @@ class SchedulerManager(manager.Manager):
                               requested_host: str | None) -> bool:
         usable, _dropped = self._usable_hosts(
             context, response, excluded, self.conf, requested_host)
-        return any(self._root(candidate, response) in usable
+        summaries = response.get('provider_summaries', {})
+        return any(weights.host_root(candidate, summaries) in usable
                    for candidate in response.get('allocation_requests', []))
 
     def _ask_placement(self, params: list[tuple[str, str]]) -> dict:

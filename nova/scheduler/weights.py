@@ -45,7 +45,7 @@ class Selection(typing.NamedTuple):
     pci_providers: dict[str, list[str]]
 
 
-class _HostView:
+class HostView:
     """Free devices and free groups of one host, from provider summaries."""
 
     def __init__(self, root: str, tree: dict, pci_rcs: set[str]):
@@ -104,6 +104,11 @@ def host_root(candidate: dict, summaries: dict) -> str:
     return roots[0] if mapped else min(roots)
 
 
+def taken_providers(chosen: dict[str, list[str]]) -> set[str]:
+    """The PCI providers a candidate takes, from ``pci_providers``."""
+    return {uuid for uuids in chosen.values() for uuid in uuids}
+
+
 def select_candidates(candidates_response: dict,
                       request: request_builder.ResourceRequest
                       ) -> list[Selection]:
@@ -114,7 +119,7 @@ def select_candidates(candidates_response: dict,
     """
     summaries = candidates_response.get('provider_summaries', {})
     pci_rcs = request.pci_resource_classes
-    hosts: dict[str, _HostView] = {}
+    hosts: dict[str, HostView] = {}
     # Summaries by host once, not once per host: a large fleet's response
     # has thousands of them.
     trees: dict[str, dict] = collections.defaultdict(dict)
@@ -125,10 +130,10 @@ def select_candidates(candidates_response: dict,
             candidates_response.get('allocation_requests', [])):
         root = host_root(candidate, summaries)
         if root not in hosts:
-            hosts[root] = _HostView(root, trees[root], pci_rcs)
+            hosts[root] = HostView(root, trees[root], pci_rcs)
         host = hosts[root]
         chosen = request.pci_providers(candidate)
-        taken = {uuid for uuids in chosen.values() for uuid in uuids}
+        taken = taken_providers(chosen)
         largest, count = host.damage(taken)
         key = (largest, host.free_pci, root, count, sorted(taken),
                position)

@@ -136,13 +136,21 @@ class ResourceTrackerTestCase(test.TestCase):
 
 class TestH200Contract(ResourceTrackerTestCase):
     """The hand-built H200 tree of the scheduler and request model tests
-    (nova.tests.fixtures.h200_placement) is what a compute reports."""
+    (nova.tests.fixtures.h200_placement) is what a compute reports.
+
+    The fixture is hardware only: a compute also publishes its free-device
+    band, which follows usage, so the check takes the band apart."""
 
     def test_fixture_equals_reported_tree(self):
         self.tracker().update_available_resource(self.context)
         expected = {p.name: (p.parent, p.inventory, p.traits)
                     for p in h200_placement.h200_providers(HOST)}
         reported = tree_view(self.client.sent[-1])
+        parent, inventory, traits = reported[HOST]
+        self.assertEqual({names.band_trait('PGPU', 8)},
+                         {t for t in traits if names.is_band_trait(t)})
+        reported[HOST] = (parent, inventory, {
+            t for t in traits if not names.is_band_trait(t)})
         self.assertEqual(sorted(expected), sorted(reported))
         for name in expected:
             self.assertEqual(expected[name], reported[name], name)
@@ -218,7 +226,8 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         self.driver.topology = hardware.HostNUMATopology(tuple(
             hardware.NUMACell(node, (node,), 1024, None) for node in (0, 1)))
         rt.update_available_resource(self.context)
-        self.assertEqual({names.OWNER_NOVA_TRAIT},
+        self.assertEqual({names.OWNER_NOVA_TRAIT,
+                          names.band_trait('PGPU', 8)},
                          self.client.sent[-1].roots()[0].traits)
 
     def test_generation_conflicts_are_retried(self):
@@ -303,14 +312,24 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         rt = self.tracker(make_conf({'device_spec': [json.dumps(spec)]}))
         rt.update_available_resource(self.context)
         devices = rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])
-        rt.reserve_used_once(devices)
+        rt.report_claimed(devices)
         self.assertEqual(2, len(self.client.sent))
         name = names.device_rp_name(HOST, GPUS[0])
         self.assertEqual(1, self.client.sent[-1].data(name).inventory[
             'PGPU']['reserved'])
 
-    def test_ordinary_device_claim_sends_nothing(self):
+    def test_ordinary_device_claim_reports_the_free_band(self):
         rt = self.tracker()
         rt.update_available_resource(self.context)
-        rt.reserve_used_once(rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]]))
+        rt.report_claimed(rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]]))
+        # The claim is sent at once: the host's free-device band drops.
+        self.assertEqual(2, len(self.client.sent))
+        root = self.client.sent[-1].data(HOST)
+        self.assertIn(names.band_trait('PGPU', 4),
+                      root.traits)
+
+    def test_no_claimed_device_sends_nothing(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.report_claimed([])
         self.assertEqual(1, len(self.client.sent))
