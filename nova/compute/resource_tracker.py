@@ -100,8 +100,21 @@ class ResourceTracker:
         """
         if not self.report_in_placement or not devices:
             return
+        used_once = any(self.specs[dev['address']].one_time_use
+                        for dev in devices if dev['address'] in self.specs)
         with self._lock:
-            self._update_placement(self.driver.get_available_resource())
+            try:
+                self._update_placement(self.driver.get_available_resource())
+            except (exception.PlacementAPIConnectFailure,
+                    exception.PlacementAPIError) as err:
+                # A one-time-use reservation must not wait; the band is a
+                # hint the next periodic update brings up to date, so an
+                # unreachable Placement does not fail the build for it.
+                if used_once:
+                    raise
+                LOG.warning('Free-device band of %s not updated after a '
+                            'claim (the periodic update will): %s',
+                            self.host, err)
 
     def _current_group_tree(self) -> pci_groups.GroupTree:
         """The declared groups, or FM's, checked against FM's partitions.

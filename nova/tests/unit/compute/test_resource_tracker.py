@@ -328,6 +328,30 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         self.assertIn(names.band_trait('PGPU', 4),
                       root.traits)
 
+    def test_unreachable_placement_does_not_fail_an_ordinary_claim(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        self.client.get_provider_tree = self.placement_down
+        # Only the band was to be sent: the claim stands, nothing was sent.
+        rt.report_claimed(rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]]))
+        self.assertEqual(1, len(self.client.sent))
+
+    def test_unreachable_placement_fails_a_one_time_use_claim(self):
+        spec = {'vendor_id': fakehost.H200_VENDOR_ID,
+                'product_id': fakehost.H200_PRODUCT_ID,
+                'resource_class': 'PGPU', 'one_time_use': True}
+        rt = self.tracker(make_conf({'device_spec': [json.dumps(spec)]}))
+        rt.update_available_resource(self.context)
+        self.client.get_provider_tree = self.placement_down
+        devices = rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])
+        self.assertRaises(exception.PlacementAPIConnectFailure,
+                          rt.report_claimed, devices)
+
+    @staticmethod
+    def placement_down(root_uuid: str) -> None:
+        raise exception.PlacementAPIConnectFailure(
+            url='http://placement', error='connection refused')
+
     def test_no_claimed_device_sends_nothing(self):
         rt = self.tracker()
         rt.update_available_resource(self.context)
