@@ -13,7 +13,6 @@ band (or a stale one) are still found by the last query, without any
 band, when every band came back empty.
 """
 
-import collections
 import dataclasses
 from typing import Callable
 
@@ -25,11 +24,7 @@ def banded_resource(request: request_builder.ResourceRequest
                     ) -> tuple[str, int] | None:
     """The PCI resource class a request's bands are about and how many
     units it asks; None when it asks no PCI device or several classes."""
-    units: dict[str, int] = collections.Counter()
-    for group in request.groups:
-        if group.requester_id in request.pci_device_counts:
-            for rc, amount in group.resources.items():
-                units[rc] += amount
+    units = request.pci_units
     if len(units) != 1:
         return None
     return units.popitem()

@@ -124,12 +124,19 @@ class ResourceRequest:
                                       self.pci_device_counts)
 
     @property
+    def pci_units(self) -> dict[str, int]:
+        """Units of each resource class the PCI groups request."""
+        units: dict[str, int] = {}
+        for group in self.groups:
+            if group.requester_id in self.pci_device_counts:
+                for rc, amount in group.resources.items():
+                    units[rc] = units.get(rc, 0) + amount
+        return units
+
+    @property
     def pci_resource_classes(self) -> set[str]:
         """Resource classes requested by the PCI groups."""
-        pci_ids = set(self.pci_device_counts)
-        return {rc for group in self.groups
-                if group.requester_id in pci_ids
-                for rc in group.resources}
+        return set(self.pci_units)
 
 
 def _invalid(key: str, value: object, reason: str) -> exception.NovaException:
