@@ -305,11 +305,15 @@ class TestRefusals(ResourceTrackerTestCase):
 
 class TestOneTimeUse(ResourceTrackerTestCase):
 
-    def test_claimed_device_is_reserved_at_once(self):
+    def one_time_use_tracker(self) -> resource_tracker.ResourceTracker:
+        """A tracker whose H200 GPUs are one-time-use devices."""
         spec = {'vendor_id': fakehost.H200_VENDOR_ID,
                 'product_id': fakehost.H200_PRODUCT_ID,
                 'resource_class': 'PGPU', 'one_time_use': True}
-        rt = self.tracker(make_conf({'device_spec': [json.dumps(spec)]}))
+        return self.tracker(make_conf({'device_spec': [json.dumps(spec)]}))
+
+    def test_claimed_device_is_reserved_at_once(self):
+        rt = self.one_time_use_tracker()
         rt.update_available_resource(self.context)
         devices = rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])
         rt.report_claimed(devices)
@@ -337,10 +341,7 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         self.assertEqual(1, len(self.client.sent))
 
     def test_unreachable_placement_fails_a_one_time_use_claim(self):
-        spec = {'vendor_id': fakehost.H200_VENDOR_ID,
-                'product_id': fakehost.H200_PRODUCT_ID,
-                'resource_class': 'PGPU', 'one_time_use': True}
-        rt = self.tracker(make_conf({'device_spec': [json.dumps(spec)]}))
+        rt = self.one_time_use_tracker()
         rt.update_available_resource(self.context)
         self.client.get_provider_tree = self.placement_down
         devices = rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])

@@ -67,20 +67,26 @@ class TestMigrationSqlite(test.TestCase):
         self.assertIn(('flavor_id', 'key'), uniques['flavor_extra_specs'])
         self.assertIn(('uuid',), uniques['instances'])
 
-    def test_build_lease_upgrade_keeps_instances(self):
+    def _engine_at(self, revision: str) -> sa.engine.Engine:
+        """An engine on a database at schema ``revision``: the backend's
+        (which the fixture migrated to head) taken down to it, or a new
+        SQLite file brought up to it."""
         path = self.useFixture(fixtures.TempDir()).path
         url = self._database().url if self.BACKEND else \
             'sqlite:///' + os.path.join(path, 'old.sqlite')
         engine = sa.create_engine(url)
         self.addCleanup(engine.dispose)
         with engine.begin() as connection:
+            config = migration._alembic_config(connection)
             if self.BACKEND:
-                # The fixture migrated to head: start again from 0001.
-                alembic_command.downgrade(
-                    migration._alembic_config(connection), '0001_initial')
+                alembic_command.downgrade(config, revision)
             else:
-                alembic_command.upgrade(
-                    migration._alembic_config(connection), '0001_initial')
+                alembic_command.upgrade(config, revision)
+        return engine
+
+    def test_build_lease_upgrade_keeps_instances(self):
+        engine = self._engine_at('0001_initial')
+        with engine.begin() as connection:
             connection.execute(sa.text(
                 "INSERT INTO instances (uuid, vm_state, task_state) "
                 "VALUES ('u1', 'building', 'scheduling')"))
@@ -92,17 +98,8 @@ class TestMigrationSqlite(test.TestCase):
         self.assertEqual(('u1', None, None), tuple(row))
 
     def test_services_upgrade_backfills_uuids(self):
-        path = self.useFixture(fixtures.TempDir()).path
-        url = self._database().url if self.BACKEND else \
-            'sqlite:///' + os.path.join(path, 'old.sqlite')
-        engine = sa.create_engine(url)
-        self.addCleanup(engine.dispose)
+        engine = self._engine_at('0004_migrations')
         with engine.begin() as connection:
-            config = migration._alembic_config(connection)
-            if self.BACKEND:
-                alembic_command.downgrade(config, '0004_migrations')
-            else:
-                alembic_command.upgrade(config, '0004_migrations')
             for host in ('hgx-1', 'hgx-2'):
                 connection.execute(sa.text(
                     "INSERT INTO services (host, %s, disabled, "
