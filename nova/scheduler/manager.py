@@ -147,20 +147,25 @@ class SchedulerManager(manager.Manager):
             flavor, pci_requests, pci_in_placement)
         wanted = describe_request(request, pci_requests, pci_in_placement)
 
+        # The compute nodes and services are read once per decision, not
+        # once per band query.
+        fleet = _compute_fleet(context)
+
+        def usable_hosts(body: dict) -> tuple[dict, list[str]]:
+            return self._usable_hosts(body, fleet, excluded, self.conf,
+                                      requested_host)
+
         response = self._allocation_candidates(
-            request, lambda body: self._has_usable_candidate(
-                context, body, excluded, requested_host))
+            request, lambda body: bool(
+                _on_hosts(body, usable_hosts(body)[0])))
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
                 wanted, refusal.explain(self.reportclient, request,
                                         pci_requests, pci_in_placement)))
 
-        usable, dropped = self._usable_hosts(
-            context, response, excluded, self.conf, requested_host)
-        summaries = response.get('provider_summaries', {})
-        kept = [candidate for candidate in candidates
-                if weights.host_root(candidate, summaries) in usable]
+        usable, dropped = usable_hosts(response)
+        kept = _on_hosts(response, usable)
         if not kept:
             raise exception.NoValidHost(reason=(
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
@@ -254,15 +259,6 @@ class SchedulerManager(manager.Manager):
             request, self.conf.scheduler.max_placement_results,
             self._ask_placement, self.reportclient.get_trait_names, usable)
 
-    def _has_usable_candidate(self, context, response: dict,
-                              excluded: set[str],
-                              requested_host: str | None) -> bool:
-        usable, _dropped = self._usable_hosts(
-            context, response, excluded, self.conf, requested_host)
-        summaries = response.get('provider_summaries', {})
-        return any(weights.host_root(candidate, summaries) in usable
-                   for candidate in response.get('allocation_requests', []))
-
     def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
         """One ``GET /allocation_candidates``.
 
@@ -283,8 +279,9 @@ class SchedulerManager(manager.Manager):
             return {'allocation_requests': [], 'provider_summaries': {}}
 
     @staticmethod
-    def _usable_hosts(context, response: dict, excluded: set[str],
-                      conf, requested_host: str | None = None
+    def _usable_hosts(response: dict, fleet: tuple[dict, dict],
+                      excluded: set[str], conf,
+                      requested_host: str | None = None
                       ) -> tuple[dict, list[str]]:
         """Compute nodes (by UUID) the candidates may land on.
 
@@ -293,11 +290,7 @@ class SchedulerManager(manager.Manager):
         down (no heartbeat for ``[DEFAULT]service_down_time``, or none
         registered), or a provider that is no nova compute node.
         """
-        nodes = {node['uuid']: node for node in db.compute_node_get_all(
-            context)}
-        services = {service['host']: service
-                    for service in db.service_get_all(context,
-                                                      COMPUTE_BINARY)}
+        nodes, services = fleet
         roots = sorted({summary['root_provider_uuid'] for summary in
                         response.get('provider_summaries', {}).values()})
         usable, dropped = {}, []
@@ -321,3 +314,19 @@ class SchedulerManager(manager.Manager):
             else:
                 usable[root] = node
         return usable, dropped
+
+
+def _compute_fleet(context) -> tuple[dict, dict]:
+    """Compute nodes by UUID and compute services by host, from the DB."""
+    nodes = {node['uuid']: node
+             for node in db.compute_node_get_all(context)}
+    services = {service['host']: service
+                for service in db.service_get_all(context, COMPUTE_BINARY)}
+    return nodes, services
+
+
+def _on_hosts(response: dict, usable: dict) -> list[dict]:
+    """The candidates of ``response`` that land on a host in ``usable``."""
+    summaries = response.get('provider_summaries', {})
+    return [candidate for candidate in response.get('allocation_requests', [])
+            if weights.host_root(candidate, summaries) in usable]
