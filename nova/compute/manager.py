@@ -145,7 +145,7 @@ class ComputeManager(manager.Manager):
             repairs.append('guest of instance %s destroyed: the instance is '
                            'deleted or not on this host' % uuid)
         for uuid in sorted(self._device_holders() - set(mine)):
-            freed = self.rt.pci_tracker.free_instance(uuid)
+            freed = self.rt.free_instance(uuid)
             repairs.append('PCI devices %s freed: instance %s is deleted or '
                            'not on this host' % (', '.join(freed), uuid))
         for repair in repairs:
@@ -225,7 +225,7 @@ class ComputeManager(manager.Manager):
                             self.host, uuid, migration['dest_compute'])
             if migration['status'] != 'done':
                 continue
-            freed = self.rt.pci_tracker.free_instance(uuid)
+            freed = self.rt.free_instance(uuid)
             self.reportclient.delete_allocation_for_instance(
                 migration['uuid'])
             db.migration_update(context, migration['uuid'],
@@ -517,7 +517,7 @@ class ComputeManager(manager.Manager):
         try:
             self.driver.destroy(instance_uuid)
         finally:
-            self.rt.pci_tracker.free_instance(instance_uuid)
+            self.rt.free_instance(instance_uuid)
 
     def _forget_lock(self, instance_uuid: str) -> None:
         with self._locks_guard:
@@ -807,7 +807,7 @@ class ComputeManager(manager.Manager):
             except Exception as exc:
                 LOG.warning('Preparing the move of instance %s to %s '
                             'failed: %s', instance_uuid, self.host, exc)
-                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
@@ -861,7 +861,7 @@ class ComputeManager(manager.Manager):
                             'failed: %s', instance_uuid, self.host,
                             migration_uuid, exc)
                 self.driver.destroy(instance_uuid)
-                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
@@ -891,7 +891,7 @@ class ComputeManager(manager.Manager):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             if migration['dest_compute'] != self.host:
                 self.driver.destroy(instance_uuid)
-            freed = self.rt.pci_tracker.free_instance(
+            freed = self.rt.free_instance(
                 instance_uuid, _request_ids(migration['old_pci_requests']))
             LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
                      'the source %s', instance_uuid,
@@ -905,7 +905,7 @@ class ComputeManager(manager.Manager):
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             self.driver.destroy(instance_uuid)
-            freed = self.rt.pci_tracker.free_instance(
+            freed = self.rt.free_instance(
                 instance_uuid, _request_ids(migration['new_pci_requests']))
             LOG.info('Instance %s: migration %s undone on the destination '
                      '%s; PCI devices %s freed', instance_uuid,
