@@ -160,7 +160,8 @@ class ComputeManager(manager.Manager):
         if alive, finds it no longer unshelving and stops)."""
         uuid = instance['uuid']
         self._cleanup(uuid)
-        compute_utils.free_allocation(self.reportclient, uuid)
+        compute_utils.free_allocation(context, self.reportclient, uuid,
+                                      self.host)
         self._finish(context, uuid, instance['task_state'], {
             'task_state': None, 'host': None, 'node': None,
             'fault_message': 'The unshelve was interrupted by a restart of '
@@ -259,8 +260,14 @@ class ComputeManager(manager.Manager):
         return True
 
     def update_available_resource(self) -> None:
-        """Periodic task: refresh and report this host's resources."""
-        self.rt.update_available_resource(nova_context.get_admin_context())
+        """Periodic task: free the allocations whose free is pending
+        (Placement did not answer a delete; ``compute_utils.
+        retry_pending_frees``), then refresh and report this host's
+        resources, so the band published counts the GPUs just freed."""
+        context = nova_context.get_admin_context()
+        compute_utils.retry_pending_frees(context, self.reportclient,
+                                          self.host)
+        self.rt.update_available_resource(context)
 
     def audit_allocations(self) -> None:
         """Periodic task: remove what no instance of this host owns.
@@ -562,15 +569,16 @@ class ComputeManager(manager.Manager):
         """Destroy the guest, free devices and allocation, delete it.
 
         Placement being unreachable does not stop the delete half-way: the
-        allocation is left to the allocation audit, which removes
-        allocations of deleted instances.
+        free is recorded as pending and retried by the periodic resource
+        update once Placement answers (the allocation audit is the safety
+        net).
         """
         with self._instance_lock(instance_uuid), instance_actions.step(
                 context, instance_uuid, 'compute_terminate_instance',
                 host=self.host):
             self._cleanup(instance_uuid)
             compute_utils.free_and_destroy(context, self.reportclient,
-                                           instance_uuid)
+                                           instance_uuid, self.host)
         self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
 
@@ -730,7 +738,9 @@ class ComputeManager(manager.Manager):
         # Freed before the record says so: a crash in between leaves the
         # task state, and the start-up repair finishes the offload.
         self._cleanup(instance['uuid'])
-        compute_utils.free_allocation(self.reportclient, instance['uuid'])
+        compute_utils.free_allocation(nova_context.get_admin_context(),
+                                      self.reportclient, instance['uuid'],
+                                      self.host)
         LOG.info('Instance %s offloaded from %s', instance['uuid'],
                  self.host)
         return {'vm_state': vm_states.SHELVED_OFFLOADED, 'host': None,

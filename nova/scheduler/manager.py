@@ -164,9 +164,12 @@ class SchedulerManager(manager.Manager):
         # candidate of a round was taken by concurrent claims, the next
         # answer shows what is still free (other hosts, other bands).
         for round_number in range(1, rounds + 1):
-            selections, usable = self._selections(
-                request, pci_requests, pci_in_placement, wanted, fleet,
-                excluded, requested_host)
+            try:
+                selections, usable = self._selections(
+                    request, pci_requests, pci_in_placement, wanted, fleet,
+                    excluded, requested_host)
+            except exception.NoValidHost as exc:
+                raise _with_leaks(context, exc.kwargs['reason']) from exc
             for selection in selections:
                 node = usable[selection.host]
                 if self.reportclient.claim_resources(
@@ -189,7 +192,7 @@ class SchedulerManager(manager.Manager):
                      'taken concurrently%s', round_number, rounds,
                      instance_uuid, '; asking Placement again'
                      if round_number < rounds else '')
-        raise exception.NoValidHost(reason=(
+        raise _with_leaks(context, (
             'Placement refused the claims on all %d candidate(s) for %s, '
             'found in %d queries ([scheduler]max_claim_rounds): taken '
             'concurrently by other instances' % (refused, wanted, rounds)))
@@ -361,3 +364,25 @@ def _on_hosts(response: dict, usable: dict) -> list[dict]:
     summaries = response.get('provider_summaries', {})
     return [candidate for candidate in response.get('allocation_requests', [])
             if weights.host_root(candidate, summaries) in usable]
+
+
+def _with_leaks(context, reason: str) -> exception.NoValidHost:
+    """NoValidHost for ``reason``, also naming the capacity deleted
+    servers still hold in Placement (frees pending since Placement did
+    not answer, see ``nova.compute.utils.free_allocation``): a refusal
+    then tells leaked capacity, freed shortly, from a race or a full
+    fleet."""
+    pending = db.pending_free_get_all(context)
+    if pending:
+        by_host: dict[str, list[str]] = {}
+        for row in pending:
+            by_host.setdefault(row['host'] or 'no host', []).append(
+                row['consumer_uuid'])
+        reason += (
+            '; leaked capacity: %d deleted or offloaded server(s) still '
+            'hold allocations in Placement, whose free failed while '
+            'Placement did not answer and is retried at their compute\'s '
+            'next resource update (%s)' % (len(pending), '; '.join(
+                '%s: %s' % (host, ', '.join(uuids))
+                for host, uuids in sorted(by_host.items()))))
+    return exception.NoValidHost(reason=reason)
