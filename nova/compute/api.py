@@ -354,7 +354,7 @@ class API:
         host = instance['host']
         if host and self._terminate_on_host(context, host, uuid):
             return
-        self._local_delete(context, uuid)
+        self._local_delete(context, uuid, host)
 
     def _mark_deleting(self, context, uuid: str) -> dict:
         """Set task state ``deleting`` unless a move step is in flight
@@ -403,10 +403,12 @@ class API:
             return False
         return True
 
-    def _local_delete(self, context, uuid: str) -> None:
-        """Free the allocation and delete the record, without a compute.
-        """
-        compute_utils.free_and_destroy(context, self.reportclient, uuid)
+    def _local_delete(self, context, uuid: str, host: str | None) -> None:
+        """Free the allocation and delete the record, without a compute
+        (a free Placement does not answer is left pending for ``host``'s
+        compute, see ``compute_utils.free_allocation``)."""
+        compute_utils.free_and_destroy(context, self.reportclient, uuid,
+                                       host)
         LOG.info('Instance %s deleted without a compute', uuid)
 
     # Server actions ---------------------------------------------------------

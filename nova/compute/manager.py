@@ -145,7 +145,7 @@ class ComputeManager(manager.Manager):
             repairs.append('guest of instance %s destroyed: the instance is '
                            'deleted or not on this host' % uuid)
         for uuid in sorted(self._device_holders() - set(mine)):
-            freed = self.rt.pci_tracker.free_instance(uuid)
+            freed = self.rt.free_instance(uuid)
             repairs.append('PCI devices %s freed: instance %s is deleted or '
                            'not on this host' % (', '.join(freed), uuid))
         for repair in repairs:
@@ -160,7 +160,8 @@ class ComputeManager(manager.Manager):
         if alive, finds it no longer unshelving and stops)."""
         uuid = instance['uuid']
         self._cleanup(uuid)
-        compute_utils.free_allocation(self.reportclient, uuid)
+        compute_utils.free_allocation(context, self.reportclient, uuid,
+                                      self.host)
         self._finish(context, uuid, instance['task_state'], {
             'task_state': None, 'host': None, 'node': None,
             'fault_message': 'The unshelve was interrupted by a restart of '
@@ -225,7 +226,7 @@ class ComputeManager(manager.Manager):
                             self.host, uuid, migration['dest_compute'])
             if migration['status'] != 'done':
                 continue
-            freed = self.rt.pci_tracker.free_instance(uuid)
+            freed = self.rt.free_instance(uuid)
             self.reportclient.delete_allocation_for_instance(
                 migration['uuid'])
             db.migration_update(context, migration['uuid'],
@@ -259,8 +260,14 @@ class ComputeManager(manager.Manager):
         return True
 
     def update_available_resource(self) -> None:
-        """Periodic task: refresh and report this host's resources."""
-        self.rt.update_available_resource(nova_context.get_admin_context())
+        """Periodic task: free the allocations whose free is pending
+        (Placement did not answer a delete; ``compute_utils.
+        retry_pending_frees``), then refresh and report this host's
+        resources, so the band published counts the GPUs just freed."""
+        context = nova_context.get_admin_context()
+        compute_utils.retry_pending_frees(context, self.reportclient,
+                                          self.host)
+        self.rt.update_available_resource(context)
 
     def audit_allocations(self) -> None:
         """Periodic task: remove what no instance of this host owns.
@@ -517,7 +524,7 @@ class ComputeManager(manager.Manager):
         try:
             self.driver.destroy(instance_uuid)
         finally:
-            self.rt.pci_tracker.free_instance(instance_uuid)
+            self.rt.free_instance(instance_uuid)
 
     def _forget_lock(self, instance_uuid: str) -> None:
         with self._locks_guard:
@@ -562,15 +569,16 @@ class ComputeManager(manager.Manager):
         """Destroy the guest, free devices and allocation, delete it.
 
         Placement being unreachable does not stop the delete half-way: the
-        allocation is left to the allocation audit, which removes
-        allocations of deleted instances.
+        free is recorded as pending and retried by the periodic resource
+        update once Placement answers (the allocation audit is the safety
+        net).
         """
         with self._instance_lock(instance_uuid), instance_actions.step(
                 context, instance_uuid, 'compute_terminate_instance',
                 host=self.host):
             self._cleanup(instance_uuid)
             compute_utils.free_and_destroy(context, self.reportclient,
-                                           instance_uuid)
+                                           instance_uuid, self.host)
         self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
 
@@ -730,7 +738,9 @@ class ComputeManager(manager.Manager):
         # Freed before the record says so: a crash in between leaves the
         # task state, and the start-up repair finishes the offload.
         self._cleanup(instance['uuid'])
-        compute_utils.free_allocation(self.reportclient, instance['uuid'])
+        compute_utils.free_allocation(nova_context.get_admin_context(),
+                                      self.reportclient, instance['uuid'],
+                                      self.host)
         LOG.info('Instance %s offloaded from %s', instance['uuid'],
                  self.host)
         return {'vm_state': vm_states.SHELVED_OFFLOADED, 'host': None,
@@ -807,7 +817,7 @@ class ComputeManager(manager.Manager):
             except Exception as exc:
                 LOG.warning('Preparing the move of instance %s to %s '
                             'failed: %s', instance_uuid, self.host, exc)
-                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
@@ -861,7 +871,7 @@ class ComputeManager(manager.Manager):
                             'failed: %s', instance_uuid, self.host,
                             migration_uuid, exc)
                 self.driver.destroy(instance_uuid)
-                self.rt.pci_tracker.free_instance(instance_uuid, new_ids)
+                self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
                     reason=getattr(exc, 'message', None) or str(exc))
@@ -891,7 +901,7 @@ class ComputeManager(manager.Manager):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             if migration['dest_compute'] != self.host:
                 self.driver.destroy(instance_uuid)
-            freed = self.rt.pci_tracker.free_instance(
+            freed = self.rt.free_instance(
                 instance_uuid, _request_ids(migration['old_pci_requests']))
             LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
                      'the source %s', instance_uuid,
@@ -905,7 +915,7 @@ class ComputeManager(manager.Manager):
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             self.driver.destroy(instance_uuid)
-            freed = self.rt.pci_tracker.free_instance(
+            freed = self.rt.free_instance(
                 instance_uuid, _request_ids(migration['new_pci_requests']))
             LOG.info('Instance %s: migration %s undone on the destination '
                      '%s; PCI devices %s freed', instance_uuid,

@@ -10,6 +10,7 @@ the compute at start with a message naming the bad value.
 
 import math
 import threading
+from typing import Iterable
 import uuid as uuidlib
 
 from oslo_config import cfg
@@ -102,19 +103,40 @@ class ResourceTracker:
             return
         used_once = any(self.specs[dev['address']].one_time_use
                         for dev in devices if dev['address'] in self.specs)
+        self._publish('a claim', must_reach=used_once)
+
+    def free_instance(self, instance_uuid: str,
+                      request_ids: Iterable[str] | None = None) -> list[str]:
+        """Free the instance's devices in the PCI tracker (see
+        ``PciDevTracker.free_instance``) and publish the host's new
+        free-device band at once, as after a claim: a host that was full
+        at its last claim would otherwise stay out of the band queries
+        until the next periodic update (never, with
+        ``update_resources_interval = 0``). Returns the freed addresses.
+        """
+        freed = self.pci_tracker.free_instance(instance_uuid, request_ids)
+        if self.report_in_placement and freed:
+            self._publish('a free', must_reach=False)
+        return freed
+
+    def _publish(self, after: str, must_reach: bool) -> None:
+        """Sync the node's provider tree with Placement after ``after``.
+
+        Best effort unless ``must_reach``: the band is a hint the next
+        periodic update brings up to date, so an unreachable Placement
+        does not fail the build or delete for it; a one-time-use
+        reservation must not wait and raises.
+        """
         with self._lock:
             try:
                 self._update_placement(self.driver.get_available_resource())
             except (exception.PlacementAPIConnectFailure,
                     exception.PlacementAPIError) as err:
-                # A one-time-use reservation must not wait; the band is a
-                # hint the next periodic update brings up to date, so an
-                # unreachable Placement does not fail the build for it.
-                if used_once:
+                if must_reach:
                     raise
-                LOG.warning('Free-device band of %s not updated after a '
-                            'claim (the periodic update will): %s',
-                            self.host, err)
+                LOG.warning('Free-device band of %s not updated after %s '
+                            '(the periodic update will): %s',
+                            self.host, after, err)
 
     def _current_group_tree(self) -> pci_groups.GroupTree:
         """The declared groups, or FM's, checked against FM's partitions.

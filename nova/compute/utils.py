@@ -9,28 +9,56 @@ from nova import exception
 LOG = logging.getLogger(__name__)
 
 
-def free_allocation(reportclient, instance_uuid: str) -> None:
+def free_allocation(context, reportclient, instance_uuid: str,
+                    host: str | None) -> None:
     """Free the instance's Placement allocation, for a delete or an
     offload.
 
     Placement being unreachable does not stop the caller half-way: the
-    allocation is left to the allocation audit (``nova.compute.audit``),
-    which removes allocations of deleted and offloaded instances.
+    free is recorded as pending (a DB row, so it survives restarts) and
+    the compute of ``host`` retries it at its next resource update once
+    Placement answers (see ``retry_pending_frees``); the allocation audit
+    (``nova.compute.audit``) stays the safety net.
     """
     try:
         reportclient.delete_allocation_for_instance(instance_uuid)
     except exception.NovaException as exc:
         LOG.warning('Could not delete the allocation of instance %s in '
-                    'Placement (%s); the allocation audit removes it later',
+                    'Placement (%s); freed when Placement answers again',
                     instance_uuid, exc)
+        db.pending_free_add(context, instance_uuid, host)
 
 
-def free_and_destroy(context, reportclient, instance_uuid: str) -> None:
+def retry_pending_frees(context, reportclient, host: str) -> list[str]:
+    """Delete the allocations whose free is pending on ``host`` (and
+    those recorded without a host); returns the consumers freed. Stops
+    at the first failure: Placement is still away, the next call tries
+    again."""
+    freed = []
+    for pending in db.pending_free_get_all(context, host,
+                                           with_unhosted=True):
+        consumer = pending['consumer_uuid']
+        try:
+            reportclient.delete_allocation_for_instance(consumer)
+        except exception.NovaException as exc:
+            LOG.info('Pending allocation frees on %s wait for Placement: '
+                     '%s', host, exc)
+            break
+        db.pending_free_delete(context, consumer)
+        freed.append(consumer)
+    if freed:
+        LOG.info('Freed the allocations of %s in Placement (pending since '
+                 'Placement did not answer)', ', '.join(freed))
+    return freed
+
+
+def free_and_destroy(context, reportclient, instance_uuid: str,
+                     host: str | None) -> None:
     """The last step of every delete: free the instance's Placement
-    allocation (see ``free_allocation``) and mark the instance deleted.
-    An instance already deleted is fine.
+    allocation (see ``free_allocation``; ``host`` is the instance's) and
+    mark the instance deleted. An instance already deleted is fine.
     """
-    free_allocation(reportclient, instance_uuid)
+    free_allocation(context, reportclient, instance_uuid, host)
     try:
         db.instance_destroy(context, instance_uuid)
     except exception.InstanceNotFound:

@@ -19,6 +19,18 @@ scheduler_opts = [
                min=1,
                help='Maximum number of hosts tried for one instance before '
                     'the build fails (the first try plus reschedules).'),
+    cfg.IntOpt('max_claim_rounds',
+               default=10,
+               min=1,
+               help='Maximum number of times the scheduler asks Placement '
+                    'for candidates for one scheduling request when every '
+                    'candidate of the previous answer was claimed '
+                    'concurrently by other instances (a claim conflict, '
+                    'not a host failure: reschedules are bounded by '
+                    'max_attempts). Each refused round means another '
+                    'request got a partition, so N requests racing for N '
+                    'or more free partitions all succeed when this is at '
+                    'least N.'),
 ]
 
 filter_scheduler_group = cfg.OptGroup(

@@ -849,3 +849,38 @@ def migration_get_orphaned(context, stale_before) -> list[dict]:
              .order_by(models.Migration.id))
     return [migration.to_dict()
             for migration in context.session.scalars(query)]
+
+
+# Pending allocation frees ---------------------------------------------------
+
+@context_manager.writer
+def pending_free_add(context, consumer_uuid: str,
+                     host: str | None) -> None:
+    """Record that ``consumer_uuid``'s Placement allocation must still be
+    deleted (by the compute of ``host``); recording it twice is fine."""
+    exists = context.session.scalars(sa.select(models.PendingFree).filter_by(
+        consumer_uuid=consumer_uuid)).first()
+    if exists is None:
+        context.session.add(models.PendingFree(consumer_uuid=consumer_uuid,
+                                               host=host))
+
+
+@context_manager.reader
+def pending_free_get_all(context, host: str | None = None,
+                         with_unhosted: bool = False) -> list[dict]:
+    """Pending frees, oldest first: all of them, or those of ``host``
+    (and, with ``with_unhosted``, those recorded without a host)."""
+    query = sa.select(models.PendingFree).order_by(models.PendingFree.id)
+    if host is not None:
+        hosts = models.PendingFree.host == host
+        if with_unhosted:
+            hosts = hosts | models.PendingFree.host.is_(None)
+        query = query.where(hosts)
+    return [row.to_dict() for row in context.session.scalars(query)]
+
+
+@context_manager.writer
+def pending_free_delete(context, consumer_uuid: str) -> None:
+    """Forget a pending free once its allocation is gone."""
+    context.session.execute(sa.delete(models.PendingFree).where(
+        models.PendingFree.consumer_uuid == consumer_uuid))

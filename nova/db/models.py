@@ -316,3 +316,24 @@ class Migration(Base):
         JSONEncoded)
     deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+
+
+class PendingFree(Base):
+    """A Placement allocation nova must still delete: its consumer (an
+    instance deleted or offloaded while Placement did not answer) holds
+    nothing any more. The compute of ``host`` (any compute when None)
+    deletes it when Placement answers again, and the row with it; the
+    scheduler names these as leaked capacity when it refuses a request.
+    """
+
+    __tablename__ = 'pending_frees'
+    __table_args__ = (
+        sa.UniqueConstraint('consumer_uuid',
+                            name='uniq_pending_frees0consumer_uuid'),
+        sa.Index('ix_pending_frees_host', 'host'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    consumer_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

@@ -175,6 +175,16 @@ def is_pci_provider(traits: Iterable[str]) -> bool:
                for trait in traits)
 
 
+def is_nova_owned_trait(trait: str) -> bool:
+    """True for the traits nova sets on its PCI providers and owns: every
+    ``CUSTOM_PCI_*`` trait (device groups and their member positions, NUMA
+    locality, free-device bands) and the ownership traits. Flavors may
+    not name them: a flavor's traits apply to the compute node provider,
+    where most of them never are, and nova rewrites them anyway.
+    """
+    return trait.startswith(PCI_CLASS_PREFIX) or trait in MANAGED_TRAITS
+
+
 def locality_traits(locality: pci_numa.Locality) -> set[str]:
     """Node and socket traits of a PCI provider at ``locality``."""
     traits = set()

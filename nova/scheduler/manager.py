@@ -7,7 +7,11 @@ requested size). The scheduler then drops hosts it must not use, orders
 the rest (``weights.select_candidates``: pack GPU hosts, buddy rule) and
 claims the first candidate Placement still accepts. Claiming here, not on
 the compute, means two concurrent boots can never be promised the same
-devices: the loser gets a 409 and takes the next candidate.
+devices: the loser gets a 409 and takes the next candidate. When every
+candidate of an answer was taken concurrently (an answer may hold one
+band's hosts only), Placement is asked again, fullest band first, up to
+``[scheduler]max_claim_rounds`` times: the new answer shows what is still
+free, so N concurrent requests onto N free partitions all get one.
 
 A claim is made for one build attempt: the conductor driving the build
 (its ``build_owner``) asks, and the scheduler claims only while the
@@ -138,7 +142,9 @@ class SchedulerManager(manager.Manager):
     def _schedule(self, context, instance: dict, flavor: dict,
                   pci_requests_primitive, excluded: set[str],
                   requested_host: str | None, after_claim) -> dict:
-        """Candidates for ``flavor``, usable hosts, weighing, claim."""
+        """Candidates for ``flavor``, usable hosts, weighing, claim;
+        Placement is asked again (up to ``[scheduler]max_claim_rounds``
+        times) while every candidate it offered is claimed concurrently."""
         instance_uuid = instance['uuid']
         pci_requests = pci_request.requests_from_primitive(
             pci_requests_primitive)
@@ -150,7 +156,55 @@ class SchedulerManager(manager.Manager):
         # The compute nodes and services are read once per decision, not
         # once per band query.
         fleet = _compute_fleet(context)
+        project_id = instance['project_id'] or context.project_id
+        user_id = instance['user_id'] or context.user_id
+        rounds = self.conf.scheduler.max_claim_rounds
+        refused = 0
+        # Each round asks Placement afresh, fullest band first: when every
+        # candidate of a round was taken by concurrent claims, the next
+        # answer shows what is still free (other hosts, other bands).
+        for round_number in range(1, rounds + 1):
+            try:
+                selections, usable = self._selections(
+                    request, pci_requests, pci_in_placement, wanted, fleet,
+                    excluded, requested_host)
+            except exception.NoValidHost as exc:
+                raise _with_leaks(context, exc.kwargs['reason']) from exc
+            for selection in selections:
+                node = usable[selection.host]
+                if self.reportclient.claim_resources(
+                        instance_uuid, selection.allocation_request,
+                        project_id, user_id):
+                    if after_claim is not None:
+                        after_claim()
+                    LOG.info('Instance %s scheduled to %s (%s)',
+                             instance_uuid, node['host'],
+                             node['hypervisor_hostname'])
+                    return {'host': node['host'],
+                            'nodename': node['hypervisor_hostname'],
+                            'allocation_request':
+                                selection.allocation_request,
+                            'mappings': selection.pci_providers}
+                LOG.info('Claim for instance %s on %s refused; trying the '
+                         'next candidate', instance_uuid, node['host'])
+            refused += len(selections)
+            LOG.info('Every candidate of query %d of %d for instance %s was '
+                     'taken concurrently%s', round_number, rounds,
+                     instance_uuid, '; asking Placement again'
+                     if round_number < rounds else '')
+        raise _with_leaks(context, (
+            'Placement refused the claims on all %d candidate(s) for %s, '
+            'found in %d queries ([scheduler]max_claim_rounds): taken '
+            'concurrently by other instances' % (refused, wanted, rounds)))
 
+    def _selections(self, request: request_builder.ResourceRequest,
+                    pci_requests: list, pci_in_placement: bool, wanted: str,
+                    fleet: tuple[dict, dict], excluded: set[str],
+                    requested_host: str | None
+                    ) -> tuple[list[weights.Selection], dict]:
+        """Placement's candidates for ``request`` on usable hosts, in the
+        order to claim them, and the usable compute nodes by root
+        provider UUID. NoValidHost saying why when there is none."""
         def usable_hosts(body: dict) -> tuple[dict, list[str]]:
             return self._usable_hosts(body, fleet, excluded, self.conf,
                                       requested_host)
@@ -182,27 +236,7 @@ class SchedulerManager(manager.Manager):
             weights.select_candidates(
                 dict(response, allocation_requests=kept), request),
             response, request, pci_requests)
-        project_id = instance['project_id'] or context.project_id
-        user_id = instance['user_id'] or context.user_id
-        for selection in selections:
-            node = usable[selection.host]
-            if self.reportclient.claim_resources(
-                    instance_uuid, selection.allocation_request,
-                    project_id, user_id):
-                if after_claim is not None:
-                    after_claim()
-                LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
-                         node['host'], node['hypervisor_hostname'])
-                return {'host': node['host'],
-                        'nodename': node['hypervisor_hostname'],
-                        'allocation_request': selection.allocation_request,
-                        'mappings': selection.pci_providers}
-            LOG.info('Claim for instance %s on %s refused; trying the next '
-                     'candidate', instance_uuid, node['host'])
-        raise exception.NoValidHost(reason=(
-            'Placement refused the claims on all %d candidate(s) for %s '
-            '(taken concurrently by other instances)' % (
-                len(selections), wanted)))
+        return selections, usable
 
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:
@@ -330,3 +364,25 @@ def _on_hosts(response: dict, usable: dict) -> list[dict]:
     summaries = response.get('provider_summaries', {})
     return [candidate for candidate in response.get('allocation_requests', [])
             if weights.host_root(candidate, summaries) in usable]
+
+
+def _with_leaks(context, reason: str) -> exception.NoValidHost:
+    """NoValidHost for ``reason``, also naming the capacity deleted
+    servers still hold in Placement (frees pending since Placement did
+    not answer, see ``nova.compute.utils.free_allocation``): a refusal
+    then tells leaked capacity, freed shortly, from a race or a full
+    fleet."""
+    pending = db.pending_free_get_all(context)
+    if pending:
+        by_host: dict[str, list[str]] = {}
+        for row in pending:
+            by_host.setdefault(row['host'] or 'no host', []).append(
+                row['consumer_uuid'])
+        reason += (
+            '; leaked capacity: %d deleted or offloaded server(s) still '
+            'hold allocations in Placement, whose free failed while '
+            'Placement did not answer and is retried at their compute\'s '
+            'next resource update (%s)' % (len(pending), '; '.join(
+                '%s: %s' % (host, ', '.join(uuids))
+                for host, uuids in sorted(by_host.items()))))
+    return exception.NoValidHost(reason=reason)

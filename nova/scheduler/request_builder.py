@@ -169,6 +169,20 @@ def _check_not_pci(key: str, value: object, rc: str,
                 names.PCI_CLASS_PREFIX)))
 
 
+def _check_not_nova_owned(key: str, value: object, trait: str) -> None:
+    # Group, locality and band traits sit on nova's PCI providers (or are
+    # rewritten by nova on the root), so as a flavor trait they either
+    # match no host or mean nothing; a device group is asked by alias.
+    if names.is_nova_owned_trait(trait):
+        raise _invalid(key, value, (
+            '%s is a trait nova sets on its PCI providers (every %s* trait, '
+            '%s); flavor traits apply to the compute node, not to device '
+            'groups or devices. To ask for a device group use '
+            'pci_passthrough:alias=<alias>:<count> with an alias that has '
+            'a group_type' % (trait, names.PCI_CLASS_PREFIX,
+                              ', '.join(sorted(names.MANAGED_TRAITS)))))
+
+
 def _ungranular(key: str, value: object, match: re.Match, kind: str,
                 use: str) -> str:
     """The name in a ``resources:<RC>`` / ``trait:<T>`` key (``match``
@@ -210,6 +224,7 @@ def _apply_extra_specs(group: RequestGroup, extra_specs: dict,
         if match:
             trait = _ungranular(key, value, match, 'trait', 'trait:<TRAIT>')
             _check_name(key, value, trait, 'trait', _STANDARD_TRAITS)
+            _check_not_nova_owned(key, value, trait)
             if value == 'required':
                 group.required_traits.add(trait)
                 group.forbidden_traits.discard(trait)

@@ -16,6 +16,7 @@ import requests
 
 from nova import cmd
 from nova import context as nova_context
+from nova import exception
 from nova.cmd import all as nova_all
 from nova.compute import manager as compute_manager
 from nova.db import api as db
@@ -380,6 +381,60 @@ class TestStaticGroups(BootTestBase):
         self.delete(servers[0]['id'])
         self.assert_nothing_held(servers[0]['id'])
         self.assertIn(self.gpus_of(self.boot(flavor, 'h4')), QUADS)
+
+
+class TestDeleteDuringPlacementOutage(BootTestBase):
+    """A delete whose allocation Placement does not free is freed at the
+    next resource update after Placement answers again."""
+
+    INTERVAL = 2
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.flags(update_resources_interval=self.INTERVAL)
+        self.start_services(hosts=('cmp1',))
+        self.flavors = self.gpu_flavors()
+        self.ctx = nova_context.get_admin_context()
+
+    def test_allocation_freed_when_placement_is_back(self):
+        gone = self.boot(self.flavors[8], 'gone')['id']
+        client = self.computes['cmp1'].reportclient
+        delete = client.delete_allocation_for_instance
+
+        def placement_away(consumer):
+            if consumer == gone:
+                raise exception.PlacementAPIConnectFailure(
+                    url='http://placement', error='connection refused')
+            return delete(consumer)
+        outage = fixtures.MockPatchObject(
+            client, 'delete_allocation_for_instance', placement_away)
+        outage.setUp()
+        try:
+            self.delete(gone)
+            self.assertNotEqual({}, self.placement_get(
+                '/allocations/%s' % gone)['allocations'])
+            self.assertEqual([(gone, 'cmp1')], [
+                (row['consumer_uuid'], row['host'])
+                for row in db.pending_free_get_all(self.ctx)])
+            # The board is held by a server that is gone: the refusal
+            # says so, rather than blaming a race.
+            refused = self.boot(self.flavors[8], 'refused', 'ERROR')
+            fault = refused['fault']['message']
+            self.assertIn('leaked capacity', fault)
+            self.assertIn('cmp1: %s' % gone, fault)
+        finally:
+            outage.cleanUp()
+        # Placement is back: the next resource update frees the board.
+        deadline = time.monotonic() + self.INTERVAL + 5
+        while self.placement_get('/allocations/%s' % gone)['allocations'] \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual({}, self.placement_get(
+            '/allocations/%s' % gone)['allocations'])
+        self.assertEqual([], db.pending_free_get_all(self.ctx))
+        self.assert_server_holds(self.boot(self.flavors[8], 'next'),
+                                 {BOARD})
 
 
 class TestDeleteDuringBuild(BootTestBase):

@@ -199,6 +199,32 @@ class TestDeploymentFaults(DeploymentTestCase):
         self.assertSettledAndSound()
         self.assertDeleteAllLeavesNothing()
 
+    def test_boot_burst_after_placement_outage_fills_every_pair(self):
+        # A quad taken: six pairs left on the two hosts. Placement goes
+        # away and comes back, then eight 2-GPU boots race through two
+        # schedulers: every free pair gets a server, only the two that
+        # cannot fit are refused, and for lack of a pair, not a race.
+        [quad] = self.client.create_servers(1, prefix='quad', sizes=(4,))
+        self.assertEqual(['ACTIVE'], [s['status'] for s in
+                                      self.client.wait_settled()])
+        self.deployment.kill('placement')
+        time.sleep(PLACEMENT_OUTAGE)
+        self.deployment.start('placement')
+        accepted = self.client.create_servers(8, prefix='pair', sizes=(2,))
+        self.assertEqual(8, len(accepted), self.client.statuses)
+        servers = {s['id']: s for s in self.client.wait_settled()}
+        statuses = sorted(servers[sid]['status'] for sid in accepted)
+        self.assertEqual(['ACTIVE'] * 6 + ['ERROR'] * 2, statuses,
+                         workload.describe(list(servers.values()),
+                                           self.client))
+        for sid in accepted:
+            if servers[sid]['status'] == 'ERROR':
+                fault = servers[sid]['fault']['message']
+                self.assertNotIn('taken concurrently', fault)
+                self.assertIn('No valid host', fault)
+        self.assertSettledAndSound()
+        self.assertDeleteAllLeavesNothing()
+
     def test_api_killed_mid_request(self):
         burst = self.burst_in_background(self.BURST)
         # The first server is recorded: the others' requests are in flight.

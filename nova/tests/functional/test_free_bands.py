@@ -132,3 +132,35 @@ class TestSchedulerAsksTheFullestBand(boot_test.BootTestBase):
         # That host is full now; the next request goes elsewhere.
         other = self.boot(self.flavors[1], 'vm3')['OS-EXT-SRV-ATTR:host']
         self.assertNotEqual(fullest, other)
+
+
+class TestDeletePublishesTheBand(boot_test.BootTestBase):
+    """A delete republishes its host's band at once: with
+    ``update_resources_interval = 0`` nothing else would."""
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.flags(update_resources_interval=0)
+        self.start_services(hosts=('cmp1', 'cmp2'))
+        self.flavors = self.gpu_flavors()
+
+    def test_pair_freed_on_a_full_host_is_used_before_a_free_quad(self):
+        # Packing fills one host (a quad and two pairs: no band left at
+        # its last claim), then a quad goes to the other host.
+        quad = self.boot(self.flavors[4], 'quad')
+        full = quad['OS-EXT-SRV-ATTR:host']
+        pairs = [self.boot(self.flavors[2], 'pair%d' % i) for i in (1, 2)]
+        self.assertEqual({full}, {s['OS-EXT-SRV-ATTR:host'] for s in pairs})
+        other = self.boot(self.flavors[4], 'other')['OS-EXT-SRV-ATTR:host']
+        self.assertNotEqual(full, other)
+        root = self.provider_view(full)[full]
+        self.assertEqual(set(), bands_of(root['traits']))
+
+        self.delete(pairs[0]['id'])
+        # The full host has exactly a free pair again, and says so.
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_2'},
+                         bands_of(self.provider_view(full)[full]['traits']))
+        # So a pair goes there, not into the other host's free quad.
+        server = self.boot(self.flavors[2], 'pair3')
+        self.assertEqual(full, server['OS-EXT-SRV-ATTR:host'])

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from nova import context as nova_context
+from nova.db import api as db
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
@@ -167,3 +169,36 @@ class TestOpenStackClient(boot.BootTestBase):
         self.assertEqual(('enabled', 'up', False, None), (
             service['Status'], service['State'], service['Forced Down'],
             service['Disabled Reason']))
+
+    def test_trait_nova_owns_on_pci_providers_is_refused(self):
+        group_trait = 'trait:CUSTOM_PCI_GROUP_NVLINK_2=required'
+        self.osc('flavor', 'create', '--vcpus', '8', '--ram', '8192',
+                 '--disk', '0', 'gpu.2x')
+        for prop in (group_trait, 'trait:CUSTOM_PCI_FREE_PGPU_4=required',
+                     'trait:COMPUTE_MANAGED_PCI_DEVICE=forbidden'):
+            bad = self.osc('flavor', 'set', '--property', prop, 'gpu.2x',
+                           expect_ok=False)
+            self.assertNotEqual(0, bad.returncode, prop)
+            self.assertIn(prop.split('=')[0][len('trait:'):], bad.stderr)
+            self.assertIn('pci_passthrough:alias=<alias>:<count>',
+                          bad.stderr)
+        self.assertEqual({}, self.osc_json('flavor', 'show', 'gpu.2x')[
+            'properties'])
+        bad = self.osc('flavor', 'create', '--vcpus', '8', '--ram', '8192',
+                       '--disk', '0', '--property', group_trait, 'gpu.bad',
+                       expect_ok=False)
+        self.assertIn('CUSTOM_PCI_GROUP_NVLINK_2', bad.stderr)
+        # A flavor that got the trait before this check: the boot is
+        # refused at once, for the same reason.
+        flavor = self.osc_json('flavor', 'show', 'gpu.2x')
+        db.flavor_extra_specs_update_or_create(
+            nova_context.get_admin_context(), flavor['id'],
+            {'trait:CUSTOM_PCI_GROUP_NVLINK_2': 'required'})
+        resp = self.session.post(
+            self.allinone.api_url + '/servers', json={'server': {
+                'name': 'vm1', 'flavorRef': flavor['id'],
+                'imageRef': 'none'}})
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertIn('CUSTOM_PCI_GROUP_NVLINK_2', resp.text)
+        self.assertIn('pci_passthrough:alias=<alias>:<count>', resp.text)
+        self.assertEqual([], self.api('GET', '/servers')['servers'])

@@ -352,6 +352,63 @@ class TestResize(MoveTestBase):
         self.assert_consistent()
 
 
+class TestRacingResizes(MoveTestBase):
+    """Two resizes to the whole board at once, with two free boards."""
+
+    hosts = ('cmp1', 'cmp2', 'cmp3')
+
+    def test_both_get_a_board_after_a_claim_conflict(self):
+        self.start()
+        servers = [self.boot(self.flavors[1], 'r%d' % i) for i in range(2)]
+        [source] = {s['OS-EXT-SRV-ATTR:host'] for s in servers}
+        free = sorted(set(self.hosts) - {source})
+        # One free host's band went missing (a free whose band could not
+        # be published): the fullest band offers the other host's board
+        # alone, and this one is found only by the query without a band.
+        root = self.provider_view(free[1])[free[1]]
+        traits = self.placement_get('/resource_providers/%s/traits' %
+                                    root['uuid'])
+        resp = self.placement.api.put(
+            '/resource_providers/%s/traits' % root['uuid'], json={
+                'traits': [t for t in traits['traits']
+                           if not t.startswith('CUSTOM_PCI_FREE_')],
+                'resource_provider_generation':
+                    traits['resource_provider_generation']})
+        self.assertEqual(200, resp.status_code, resp.text)
+        # Both schedulings hold their candidates before either claims.
+        scheduler = next(svc.manager for svc in self.allinone.services
+                         if svc.manager.binary == 'nova-scheduler')
+        claim = scheduler.reportclient.claim_resources
+        together = threading.Barrier(2, timeout=30)
+        first_claims = set()
+
+        def claim_together(consumer, *args, **kwargs):
+            if consumer not in first_claims:
+                first_claims.add(consumer)
+                together.wait()
+            return claim(consumer, *args, **kwargs)
+        self.useFixture(fixtures.MockPatchObject(
+            scheduler.reportclient, 'claim_resources', claim_together))
+
+        threads = [threading.Thread(target=self.action, args=(
+            s['id'], {'resize': {'flavorRef': self.flavors[8]}}))
+            for s in servers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        settled = [self.wait_settled(s['id'], 'VERIFY_RESIZE', 'ACTIVE')
+                   for s in servers]
+        self.assertEqual(['VERIFY_RESIZE'] * 2,
+                         [s['status'] for s in settled],
+                         [self.migrations(s['id']) for s in servers])
+        self.assertEqual(set(free),
+                         {s['OS-EXT-SRV-ATTR:host'] for s in settled})
+        for server in settled:
+            self.assert_server_holds(server, {BOARD})
+        self.assert_consistent()
+
+
 class TestResizeSameHost(MoveTestBase):
 
     hosts = ('cmp1',)

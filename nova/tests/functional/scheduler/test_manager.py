@@ -198,6 +198,42 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.assertIn(frozenset(theirs), gpu_hosts.PAIRS)
         self.assertEqual(set(), ours & theirs)
 
+    def test_asks_again_when_every_candidate_was_taken(self):
+        # One candidate per answer: the intruder takes the only board
+        # offered, and the next answer offers the other host's board.
+        self.conf.set_override('max_placement_results', 1, 'scheduler')
+        for host in ('cmp1', 'cmp2'):
+            self.hosts.add_host(host)
+        racing = _RacingReportClient(self.conf, self.hosts)
+        self.scheduler = manager.SchedulerManager(self.conf, racing)
+        instance = gpu_hosts.create_instance(self.context, 8)
+
+        selection = self._select(instance)
+
+        self.assertEqual(2, len(racing.claimed))
+        self.assertEqual(racing.claimed[1], selection['allocation_request'])
+        taken = self.hosts.allocations(racing.intruder)
+        self.assertEqual(set(), set(taken) & set(
+            self.hosts.allocations(instance['uuid'])))
+
+    def test_queries_are_bounded_by_max_claim_rounds(self):
+        self.conf.set_override('max_placement_results', 1, 'scheduler')
+        self.conf.set_override('max_claim_rounds', 1, 'scheduler')
+        for host in ('cmp1', 'cmp2'):
+            self.hosts.add_host(host)
+        racing = _RacingReportClient(self.conf, self.hosts)
+        self.scheduler = manager.SchedulerManager(self.conf, racing)
+        instance = gpu_hosts.create_instance(self.context, 8)
+
+        error = self.assertRaises(exception.NoValidHost, self._select,
+                                  instance)
+
+        self.assertIn('refused the claims on all 1 candidate(s)',
+                      error.message)
+        self.assertIn('found in 1 queries ([scheduler]max_claim_rounds)',
+                      error.message)
+        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
     def test_no_candidates_raises_no_valid_host_naming_the_request(self):
         self.hosts.add_host('cmp1')
         self.hosts.use('cmp1', [5])     # the board is no longer free

@@ -358,3 +358,28 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         rt.update_available_resource(self.context)
         rt.report_claimed([])
         self.assertEqual(1, len(self.client.sent))
+
+    def test_free_reports_the_free_band(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.pci_tracker.claim('vm1', 'req1', GPUS)
+        self.assertEqual(sorted(GPUS),
+                         sorted(rt.free_instance('vm1', ['req1'])))
+        # Sent at once: the whole board is free again.
+        self.assertEqual(2, len(self.client.sent))
+        self.assertIn(names.band_trait('PGPU', 8),
+                      self.client.sent[-1].data(HOST).traits)
+
+    def test_unreachable_placement_does_not_fail_a_free(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])
+        self.client.get_provider_tree = self.placement_down
+        self.assertEqual([GPUS[0]], rt.free_instance('vm1'))
+        self.assertEqual(1, len(self.client.sent))
+
+    def test_free_of_nothing_sends_nothing(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        self.assertEqual([], rt.free_instance('vm1'))
+        self.assertEqual(1, len(self.client.sent))

@@ -15,8 +15,8 @@ from nova.tests.fixtures import database as db_fixture
 
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
-          'instance_actions_events', 'migrations'}
-HEAD = '0005_services'
+          'instance_actions_events', 'migrations', 'pending_frees'}
+HEAD = '0006_pending_frees'
 
 
 class TestMigrationSqlite(test.TestCase):

@@ -75,6 +75,19 @@ class TestNames(test.TestCase):
         self.assertFalse(names.is_pci_provider(
             {names.OWNER_NOVA_TRAIT, names.SOCKET_AFFINITY_TRAIT}))
 
+    def test_nova_owned_traits(self):
+        owned = set(names.MANAGED_TRAITS) | {
+            names.group_type_trait('nvlink'),
+            names.group_size_trait('nvlink', 2),
+            names.group_member_trait('nvlink', 2, 1),
+            names.NUMA_LOCAL_TRAIT, names.SOCKET_LOCAL_TRAIT,
+            names.band_trait('PGPU', 4)} | names.locality_traits(L(1, 0))
+        for trait in owned:
+            self.assertTrue(names.is_nova_owned_trait(trait), trait)
+        for trait in ('CUSTOM_PCIE_GEN5', 'HW_CPU_X86_AVX2',
+                      names.SOCKET_AFFINITY_TRAIT):
+            self.assertFalse(names.is_nova_owned_trait(trait), trait)
+
     def test_locality_traits_round_trip(self):
         self.assertEqual({'CUSTOM_PCI_NUMA_NODE_1', 'CUSTOM_PCI_SOCKET_0'},
                          names.locality_traits(L(1, 0)))

@@ -91,6 +91,24 @@ class TestCheckExtraSpecs(test.TestCase):
             self.assertIn('pci_passthrough:alias=<alias>:<count>',
                           exc.message)
 
+    def test_traits_nova_owns_on_pci_providers_refused(self):
+        for trait in ('CUSTOM_PCI_GROUP_NVLINK_2', 'CUSTOM_PCI_GROUP_NVLINK',
+                      'CUSTOM_PCI_GROUP_NVLINK_2_M0', 'CUSTOM_PCI_NUMA_LOCAL',
+                      'CUSTOM_PCI_FREE_PGPU_4', 'COMPUTE_MANAGED_PCI_DEVICE',
+                      'OWNER_NOVA'):
+            for value in ('required', 'forbidden'):
+                exc = self.assertRaises(
+                    exception.FlavorExtraSpecInvalid,
+                    request_builder.check_extra_specs,
+                    {'trait:' + trait: value}, {'PGPU'})
+                self.assertIn("trait:%s='%s'" % (trait, value), exc.message)
+                self.assertIn('pci_passthrough:alias=<alias>:<count>',
+                              exc.message)
+        # Other traits, custom or standard, stay the operator's.
+        request_builder.check_extra_specs(
+            {'trait:CUSTOM_PCIE_GEN5': 'required',
+             'trait:COMPUTE_SOCKET_PCI_NUMA_AFFINITY': 'required'})
+
     def test_granular_pci_request_refused(self):
         exc = self.assertRaises(
             exception.FlavorExtraSpecInvalid,
