@@ -25,7 +25,7 @@ AUDIT_ALL_DELETED = 4
 AUDIT_BAD_INPUT = 127
 
 _PCI_COLUMNS = ('host', 'address', 'vendor_id', 'product_id', 'group_path',
-                'status', 'instance_uuid')
+                'status', 'instance_uuid', 'not_offered')
 
 
 def _print_table(columns: tuple[str, ...], rows: list[dict]) -> None:
@@ -59,7 +59,8 @@ def _nodes(context, host: str | None) -> list[dict] | None:
 
 
 def pci_list(host: str | None) -> int:
-    """List tracked PCI devices with their group path, status, instance."""
+    """List tracked PCI devices with their group path, status, instance
+    and why the compute does not offer a device, if it does not."""
     context = nova_context.get_admin_context()
     nodes = _nodes(context, host)
     if nodes is None:
@@ -67,7 +68,8 @@ def pci_list(host: str | None) -> int:
     rows = []
     for node in sorted(nodes, key=lambda n: n['host']):
         for dev in db.pci_device_get_all_by_node(context, node['id']):
-            rows.append({**dev, 'host': node['host']})
+            rows.append({**dev, 'host': node['host'],
+                         'not_offered': board.withheld_reason(dev)})
     _print_table(_PCI_COLUMNS, rows)
     return 0
 

@@ -287,7 +287,9 @@ class ComputeManager(manager.Manager):
     def repair_nvlink_partitions(self) -> None:
         """Periodic and at start: let the driver settle NVLink partitions;
         an instance whose partition it cannot make active again goes to
-        ERROR with the driver's reason as fault."""
+        ERROR with the driver's reason as fault. Then the host's offer is
+        brought up to date if it changed (see ResourceTracker.refresh_offer),
+        at this task's interval rather than update_resources_interval."""
         context = nova_context.get_admin_context()
         for instance_uuid, reason in sorted(
                 self.driver.repair_nvlink_partitions().items()):
@@ -296,6 +298,9 @@ class ComputeManager(manager.Manager):
                     'vm_state': 'error', 'fault_message': reason})
             except exception.InstanceNotFound:
                 pass
+        # Partitions activated or cleared behind nova's back, and
+        # quarantines lifted by the repair, change the offer now.
+        self.rt.refresh_offer(context)
 
     @property
     def conductor_api(self) -> conductor_rpcapi.ConductorAPI:
@@ -480,8 +485,16 @@ class ComputeManager(manager.Manager):
                          waiting: str) -> list[dict]:
         """Claim the allocated devices and start the guest; on failure
         undo both, hand the instance back and raise
-        RescheduledException."""
+        RescheduledException.
+
+        A failed NVLink partition activation updates the host's offer at
+        once (a partition quarantined, or found active behind nova's
+        back, is withheld); if that took the devices out of the offer,
+        the exception says ``same_host``: this host's other free groups
+        may still take the build.
+        """
         instance_uuid = instance['uuid']
+        devices: list[dict] = []
         try:
             devices = self._claim_devices(
                 instance_uuid, instance.get('pci_requests'), mappings)
@@ -502,11 +515,27 @@ class ComputeManager(manager.Manager):
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
             self._cleanup(instance_uuid)
+            same_host = isinstance(exc, exception.NVLinkPartitionFailed) \
+                and self._withheld_now(devices)
             self._hand_back(context, instance_uuid, instance['vm_state'])
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
-                reason=getattr(exc, 'message', None) or str(exc))
+                reason=getattr(exc, 'message', None) or str(exc),
+                same_host=same_host)
         return devices
+
+    def _withheld_now(self, devices: list[dict]) -> bool:
+        """Publish the host's offer now; whether it no longer offers
+        exactly ``devices`` (the reschedule then cannot pick them
+        again)."""
+        try:
+            self.rt.update_available_resource(
+                nova_context.get_admin_context())
+        except Exception as err:
+            LOG.warning('Could not update the resources of %s after a '
+                        'failed partition activation: %s', self.host, err)
+            return False
+        return not self.rt.offers([d['address'] for d in devices])
 
     def _claim_devices(self, instance_uuid: str, pci_requests: list | None,
                        mappings: dict) -> list[dict]:

@@ -44,10 +44,12 @@ def _keep_reserved(wanted: dict[str, dict],
                    current: dict[str, dict]) -> dict[str, dict]:
     """``wanted`` with each class's ``reserved`` raised to Placement's.
 
-    Nova reserves PCI inventory only for one-time-use devices; any other
-    ``reserved`` was set by an operator (e.g. to keep a device out of use)
-    and nova must not undo it. Nova never lowers a reservation either: a
-    used one-time-use device stays reserved until an operator clears it.
+    Nova reserves PCI inventory for one-time-use devices and withheld
+    ones; any other ``reserved`` was set by an operator (e.g. to keep a
+    device out of use) and nova must not undo it. Nova never lowers a
+    reservation either (a used one-time-use device stays reserved until
+    an operator clears it), except its own of a withheld device, which
+    the caller lifts by passing no ``current``.
     The value is capped at the total, which Placement requires.
     """
     result = {}
@@ -70,16 +72,22 @@ class _Wanted:
     traits: set[str]
     # Addresses of the devices behind this provider (empty for group RPs).
     addresses: list[str] = dataclasses.field(default_factory=list)
+    # Whether a reservation nova made to withhold the device may be
+    # lifted: it is no longer withheld, and not one-time-use (whose
+    # reservation only an operator clears).
+    lift_withheld: bool = False
 
 
 class PlacementView:
     """The providers that the PCI config and devices of one node want."""
 
     def __init__(self, nodename: str, tree: ptree.ProviderTree,
-                 topology: hardware.HostNUMATopology | None = None) -> None:
+                 topology: hardware.HostNUMATopology | None = None,
+                 withheld: pci_groups.Withheld | None = None) -> None:
         self.nodename = nodename
         self._current = tree
         self._topology = topology or hardware.HostNUMATopology()
+        self._withheld = withheld or pci_groups.Withheld()
         self.wanted: dict[str, _Wanted] = {}
 
     def locality(self, dev: dict) -> pci_numa.Locality:
@@ -152,13 +160,20 @@ class PlacementView:
             names.locality_traits(self.locality(dev))
         existing = self.wanted.get(name)
         if existing is None:
-            # A one-time-use device is reserved as soon as it is used.
-            reserved = int(spec.one_time_use and
-                           bool(dev.get('instance_uuid')))
+            # A one-time-use device is reserved as soon as it is used, a
+            # withheld one while it is withheld.
+            withheld = dev['address'] in self._withheld.devices
+            reserved = int(withheld or (spec.one_time_use and
+                                        bool(dev.get('instance_uuid'))))
+            if withheld:
+                traits.add(names.WITHHELD_TRAIT)
+            if dev['address'] in self._withheld.alone:
+                traits.add(names.GROUP_ONLY_TRAIT)
             self.wanted[name] = _Wanted(
                 name=name, parent=parent,
                 inventory=names.pci_inventory(resource_class, 1, reserved),
-                traits=traits, addresses=[dev['address']])
+                traits=traits, addresses=[dev['address']],
+                lift_withheld=not withheld and not spec.one_time_use)
             return
         # Several VFs of one PF share the PF's provider.
         if resource_class not in existing.inventory or \
@@ -290,8 +305,11 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree
         elif tree.data(tree.data(wanted.name).parent_uuid).name != \
                 wanted.parent:
             tree.reparent(wanted.name, wanted.parent)
+        current = tree.data(wanted.name)
+        lift = wanted.lift_withheld and \
+            names.WITHHELD_TRAIT in current.traits
         tree.update_inventory(wanted.name, _keep_reserved(
-            wanted.inventory, tree.data(wanted.name).inventory))
+            wanted.inventory, {} if lift else current.inventory))
         tree.update_traits(wanted.name, wanted.traits)
     stale = [p for p in tree.providers()
              if p.parent_uuid is not None and
@@ -313,7 +331,9 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
                                  static_groups: list,
                                  read_allocations: Callable[[], dict],
                                  topology: hardware.HostNUMATopology |
-                                 None = None) -> dict[str, str]:
+                                 None = None,
+                                 withheld: pci_groups.Withheld | None = None
+                                 ) -> dict[str, str]:
     """Make ``tree`` reflect the node's PCI devices and groups, and
     return the provider UUID of each device address behind a provider
     (a VF's is its PF's, a static group member's its group's).
@@ -326,11 +346,14 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
     tree, by consumer, and is called only if a provider would shrink;
     ``topology`` gives the socket of each NUMA node. Device providers
     carry their NUMA node and socket as traits, group providers whether
-    all their devices share one (see nova.pci.numa). Raises
+    all their devices share one (see nova.pci.numa). ``withheld`` devices
+    get their inventory reserved (and ``CUSTOM_PCI_WITHHELD``, so nova
+    lifts its reservation once they are offered again); devices withheld
+    alone get ``CUSTOM_PCI_GROUP_ONLY``. Raises
     PlacementPciException, leaving ``tree`` untouched, when the result
     could not hold an existing allocation.
     """
-    view = PlacementView(nodename, tree, topology)
+    view = PlacementView(nodename, tree, topology, withheld)
     view.add_groups(group_tree)
     by_address = {dev['address']: dev for dev in devices}
     view.add_group_localities(group_tree, by_address)

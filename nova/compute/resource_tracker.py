@@ -52,6 +52,8 @@ class ResourceTracker:
         self.whitelist = pci.whitelist
         self.declared_tree = pci.group_tree
         self.group_tree = self.declared_tree
+        # Devices not offered right now and why (Fabric Manager hosts).
+        self.withheld = pci_groups.Withheld()
         self.group_source = conf.pci.device_group_source
         self._group_warnings: set[str] = set()
         self._aliases = pci.aliases
@@ -74,7 +76,9 @@ class ResourceTracker:
             resources = self.driver.get_available_resource()
             devices = self.driver.get_pci_devices()
             self.numa_topology = self.driver.get_numa_topology()
-            self.group_tree = self._current_group_tree()
+            self.group_tree, withheld = self._current_offer()
+            self._log_withheld(withheld)
+            self.withheld = withheld
             specs = self.whitelist.classify(devices)
             self.group_tree.validate_devices(devices, specs)
             self.static_groups = pci_groups.static_groups(devices, specs)
@@ -88,7 +92,7 @@ class ResourceTracker:
                 self.pci_tracker = pci_manager.PciDevTracker(
                     context, self.compute_node['id'])
             self.pci_tracker.update_devices_from_hypervisor_resources(
-                devices, specs, self._group_path)
+                devices, specs, self._group_path, self.withheld.reason)
             self.specs = specs
             self._update_placement(resources)
 
@@ -138,11 +142,50 @@ class ResourceTracker:
                             '(the periodic update will): %s',
                             self.host, after, err)
 
-    def _current_group_tree(self) -> pci_groups.GroupTree:
-        """The declared groups, or FM's, checked against FM's partitions.
+    def refresh_offer(self, context) -> bool:
+        """Update the node now if what it offers changed since the last
+        update (a partition activated or deactivated behind nova's back,
+        quarantined or released, the module map): the NVLink repair calls
+        it, so this does not wait for ``update_resources_interval``.
+        Returns whether it updated.
+        """
+        with self._lock:
+            tree, withheld = self._current_offer()
+            changed = withheld != self.withheld or \
+                _shape(tree) != _shape(self.group_tree)
+        if changed:
+            LOG.info('Devices offered by %s changed; updating its '
+                     'resources now', self.nodename)
+            self.update_available_resource(context)
+        return changed
 
-        Without FM partitions (another mode) the declared tree is used as
-        it is. When FM cannot be asked, the tree of the last update stays.
+    def offers(self, addresses: list[str]) -> bool:
+        """Whether a request may get exactly the devices ``addresses``
+        as of the last update."""
+        return self.withheld.offers(addresses)
+
+    def _log_withheld(self, withheld: pci_groups.Withheld) -> None:
+        """Log each device that starts or stops being withheld, once."""
+        before = {a: self.withheld.reason(a) for a in
+                  set(self.withheld.devices) | set(self.withheld.alone)}
+        after = {a: withheld.reason(a) for a in
+                 set(withheld.devices) | set(withheld.alone)}
+        for address, reason in sorted(after.items()):
+            if before.get(address) != reason:
+                LOG.warning('PCI device %s of %s is not offered: %s',
+                            address, self.nodename, reason)
+        for address in sorted(set(before) - set(after)):
+            LOG.info('PCI device %s of %s is offered again (was: %s)',
+                     address, self.nodename, before[address])
+
+    def _current_offer(self) -> tuple[pci_groups.GroupTree,
+                                      pci_groups.Withheld]:
+        """The device groups and the withheld devices of this node.
+
+        The groups are the declared ones, or FM's, checked against FM's
+        partitions; without FM partitions (another mode) the declared
+        tree is used as it is and nothing is withheld. When FM cannot be
+        asked, both stay as they were at the last update.
         """
         try:
             fabric = self.driver.get_nvlink_partitions()
@@ -150,9 +193,9 @@ class ResourceTracker:
             LOG.warning('Cannot read NVLink partitions from Fabric '
                         'Manager, keeping the device groups as they were: '
                         '%s', err.message)
-            return self.group_tree
+            return self.group_tree, self.withheld
         if fabric is None:
-            return self.declared_tree
+            return self.declared_tree, pci_groups.Withheld()
         if self.group_source == 'fabric_manager':
             tree, warnings = pci_groups.tree_from_partitions(
                 fabric['partitions'], 'nvlink')
@@ -160,13 +203,11 @@ class ResourceTracker:
             tree, warnings = pci_groups.check_declared_against_partitions(
                 self.declared_tree, fabric['partitions'],
                 fabric['module_ids'], fabric['unmapped'])
-        tree, foreign_warnings = pci_groups.without_foreign(
-            tree, fabric['partitions'])
-        warnings += foreign_warnings
         for warning in sorted(set(warnings) - self._group_warnings):
             LOG.warning('%s', warning)
         self._group_warnings = set(warnings)
-        return tree
+        return tree, pci_groups.withheld_devices(
+            fabric['partitions'], fabric['module_ids'], fabric['unmapped'])
 
     def _group_path(self, address: str) -> str:
         return '/'.join(g.name for g in self.group_tree.enclosing(address))
@@ -225,7 +266,7 @@ class ResourceTracker:
                 tree, self.nodename, self.pci_tracker.pci_devs,
                 self.specs, self.group_tree, self.static_groups,
                 lambda: self.reportclient.get_allocations_for_tree(
-                    root_uuid), self.numa_topology)
+                    root_uuid), self.numa_topology, self.withheld)
         else:
             translator.ensure_reporting_not_disabled(tree)
         self.reportclient.update_from_provider_tree(tree)
@@ -269,3 +310,9 @@ class ResourceTracker:
             rp_uuid = rp_by_address.get(dev['address'])
             if dev.get('rp_uuid') != rp_uuid:
                 self.pci_tracker.set_rp_uuid(dev['address'], rp_uuid)
+
+
+def _shape(tree: pci_groups.GroupTree) -> list[tuple]:
+    """What of a group tree Placement sees: names, devices, members."""
+    return [(g.name, tuple(g.addresses), tuple(m.name for m in g.members))
+            for g in tree.groups()]

@@ -7,7 +7,9 @@ For up to ``[scheduler]max_attempts`` hosts: the scheduler picks a host
 and claims the allocation; the conductor records the host on the instance
 and asks that compute to build it. A compute that fails and has cleaned up
 its side raises RescheduledException; the conductor then frees the
-allocation, excludes the host and tries again. Any other failure ends the
+allocation, excludes the host (unless the compute says ``same_host``: it
+withheld the devices that failed, e.g. a quarantined NVLink partition,
+and may have others) and tries again. Any other failure ends the
 build: the allocation is freed and the instance goes to ERROR with a fault
 naming the reason, so a failed boot holds nothing.
 
@@ -334,7 +336,10 @@ class ConductorManager(manager.Manager):
                                 exc.kwargs.get('reason', exc.message))
                     failures.append('%s: %s' % (
                         host, exc.kwargs.get('reason', exc.message)))
-                    excluded.append(host)
+                    # A compute that took the failed devices out of its
+                    # offer may still have other free groups.
+                    if not exc.kwargs.get('same_host'):
+                        excluded.append(host)
                     # Lease checked first: a conductor that lost the
                     # build must not free the new owner's claim.
                     self._clear_host(context, instance_uuid, waiting)

@@ -11,10 +11,21 @@ of that size can get.
 import dataclasses
 
 from nova.db import api as db
+from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
 
 # Label of devices outside any group.
 UNGROUPED = '(no group)'
+
+
+def withheld_reason(dev: dict) -> str | None:
+    """Why the device's compute does not offer it (None if it does)."""
+    return (dev.get('extra_info') or {}).get('withheld')
+
+
+def _withheld_entirely(dev: dict) -> bool:
+    reason = withheld_reason(dev)
+    return bool(reason) and not reason.startswith(pci_groups.ALONE_PREFIX)
 
 
 @dataclasses.dataclass
@@ -48,9 +59,10 @@ class HostBoard:
         return root
 
     def holder(self, dev: dict) -> str:
-        """``free``, the instance's name, or the device status."""
+        """``free``, ``withheld``, the instance's name, or the device
+        status."""
         if dev['status'] == pci_manager.AVAILABLE:
-            return 'free'
+            return 'withheld' if _withheld_entirely(dev) else 'free'
         uuid = dev.get('instance_uuid')
         if uuid:
             return self.names.get(uuid) or uuid
@@ -66,18 +78,17 @@ class HostBoard:
 
     def free_partitions(self) -> dict[int, int]:
         """Group size -> number of groups of that size with every device
-        free; size 1 counts free devices."""
+        free; size 1 counts free devices offered alone."""
         counts = {1: 0}
         for dev in self.devices:
-            if dev['status'] == pci_manager.AVAILABLE:
+            if self.holder(dev) == 'free' and not withheld_reason(dev):
                 counts[1] += 1
 
         def visit(group: _Group) -> None:
             for child in group.children.values():
                 members = child.all_devices()
                 if child.name != UNGROUPED and len(members) > 1:
-                    free = all(d['status'] == pci_manager.AVAILABLE
-                               for d in members)
+                    free = all(self.holder(d) == 'free' for d in members)
                     counts[len(members)] = counts.get(len(members), 0) + \
                         int(free)
                 visit(child)
@@ -86,9 +97,9 @@ class HostBoard:
 
     def draw(self) -> str:
         """The host's group tree; a group of devices is one line
-        ``name [address holder | address holder]``."""
-        free = sum(1 for d in self.devices
-                   if d['status'] == pci_manager.AVAILABLE)
+        ``name [address holder | address holder]``; then why each device
+        not offered (alone) is not."""
+        free = sum(1 for d in self.devices if self.holder(d) == 'free')
         lines = ['%s: %d devices, %d free' % (self.host, len(self.devices),
                                               free)]
 
@@ -104,6 +115,10 @@ class HostBoard:
                     lines.append('%s%s' % (indent, child.name))
                 visit(child, depth + 1)
         visit(self._tree(), 1)
+        for dev in sorted(self.devices, key=lambda d: d['address']):
+            if withheld_reason(dev):
+                lines.append('  %s not offered: %s' % (
+                    dev['address'], withheld_reason(dev)))
         return '\n'.join(lines)
 
 

@@ -488,6 +488,9 @@ class HardwarePartition:
     addresses: tuple[str, ...] | None
     # Active, but not by nova: its devices are someone else's.
     foreign: bool = False
+    # Why nova keeps it out of use (its activation failed for a hardware
+    # reason), None if it does not.
+    quarantined: str | None = None
 
     def describe(self) -> str:
         return '%d (modules %s%s)' % (
@@ -621,24 +624,71 @@ def _without(tree: GroupTree, dropped: set[str]) -> GroupTree:
     return GroupTree.from_config(values)
 
 
-def without_foreign(tree: GroupTree, partitions: list[HardwarePartition]
-                    ) -> tuple[GroupTree, list[str]]:
-    """Leave out the groups that overlap a partition someone else made
-    active: nova cannot activate their partition until it is cleared.
-    Returns the tree and one warning per group left out."""
-    foreign = [p for p in partitions if p.foreign]
-    dropped: dict[str, HardwarePartition] = {}
-    for group in tree.groups():
-        for partition in foreign:
-            if set(group.addresses) & set(partition.addresses or ()):
-                dropped.setdefault(group.name, partition)
-    warnings = [
-        'device group %s (%s) is not offered while Fabric Manager '
-        'partition %s is active; nova did not activate it, deactivate it '
-        'to make the group schedulable again' % (
-            name, ', '.join(tree.get(name).addresses),
-            partition.describe())
-        for name, partition in sorted(dropped.items())]
-    if not dropped:
-        return tree, warnings
-    return _without(tree, set(dropped)), warnings
+# How Withheld.reason starts for a device withheld only alone.
+ALONE_PREFIX = 'not offered alone: '
+
+
+@dataclasses.dataclass(frozen=True)
+class Withheld:
+    """The devices of a host that nova does not offer right now, and why.
+
+    ``devices``: address -> reason; no request may get them (their
+    Placement inventory is reserved). ``alone``: address -> reason; they
+    may be given only as part of one of their groups, never as a single
+    device. Computed beside the group tree on every update, so a device
+    comes back as soon as the reason is gone.
+    """
+
+    devices: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    alone: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def reason(self, address: str) -> str | None:
+        """Why the device is not (fully) offered; None if it is."""
+        if address in self.devices:
+            return self.devices[address]
+        if address in self.alone:
+            return ALONE_PREFIX + self.alone[address]
+        return None
+
+    def offers(self, addresses: list[str]) -> bool:
+        """Whether a request may get exactly the devices ``addresses``."""
+        if any(a in self.devices for a in addresses):
+            return False
+        return not (len(addresses) == 1 and addresses[0] in self.alone)
+
+
+def withheld_devices(partitions: list[HardwarePartition],
+                     module_ids: Mapping[str, int],
+                     unmapped: Mapping[str, str]) -> Withheld:
+    """The devices nova cannot activate a partition for, from the
+    hardware's partitions and the module map (address -> module ID) and
+    the devices without one (``unmapped``: address -> why).
+
+    Withheld entirely: a device without a module ID (no partition of it
+    can be found), a device of a partition someone else activated (it is
+    in use), a device of a quarantined partition (its activation failed
+    for a hardware reason). Withheld alone: a device no single-device
+    partition holds, while its multi-device partitions can still be
+    activated.
+    """
+    devices: dict[str, str] = {}
+    for address, why in unmapped.items():
+        devices[address] = 'cannot be activated: it %s' % why
+    for partition in partitions:
+        if partition.foreign:
+            reason = ('in Fabric Manager partition %s, which is active but '
+                      'was not activated by nova; deactivate it to offer '
+                      'the device again' % partition.describe())
+        elif partition.quarantined:
+            reason = 'in quarantined Fabric Manager partition %s: %s' % (
+                partition.describe(), partition.quarantined)
+        else:
+            continue
+        for address in partition.addresses or ():
+            devices.setdefault(address, reason)
+    singles = {p.module_ids for p in partitions if len(p.module_ids) == 1}
+    alone = {address: 'no Fabric Manager partition of its own (module %d)'
+             % module for address, module in module_ids.items()
+             if frozenset({module}) not in singles and
+             address not in devices}
+    return Withheld(devices, alone)

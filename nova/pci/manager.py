@@ -80,7 +80,8 @@ class PciDevTracker:
     @staticmethod
     def _wanted_devices(devices: list[dict],
                         specs: Mapping[str, devspec.PciDeviceSpec],
-                        group_path: Callable[[str], str] | None
+                        group_path: Callable[[str], str] | None,
+                        withheld: Callable[[str], str | None] | None
                         ) -> dict[str, dict]:
         """Map address -> tracked fields of each assignable device."""
         wanted = {}
@@ -108,6 +109,10 @@ class PciDevTracker:
                                                      'false'),
                 },
             }
+            reason = withheld(address) if withheld else None
+            if reason:
+                # Why nova does not offer it (nova-manage pci list/board).
+                wanted[address]['extra_info']['withheld'] = reason
             if spec.remote_managed:
                 # What a remote backend identifies the card by.
                 wanted[address]['extra_info'].update(
@@ -118,7 +123,8 @@ class PciDevTracker:
     def update_devices_from_hypervisor_resources(
             self, devices: list[dict],
             specs: Mapping[str, devspec.PciDeviceSpec],
-            group_path: Callable[[str], str] | None = None) -> None:
+            group_path: Callable[[str], str] | None = None,
+            withheld: Callable[[str], str | None] | None = None) -> None:
         """Make the tracked devices match the hypervisor's ``devices``
         (contract device dicts) that have a spec in ``specs``
         (``Whitelist.classify``).
@@ -126,9 +132,11 @@ class PciDevTracker:
         New devices are created available, changed fields are updated,
         vanished free devices are deleted and vanished in-use devices are
         kept until freed (see the module docstring). ``group_path(address)``
-        gives the device's group path, e.g. ``quad-a/pair-a1``.
+        gives the device's group path, e.g. ``quad-a/pair-a1``;
+        ``withheld(address)`` why the device is not offered (None if it
+        is), kept in its ``extra_info``.
         """
-        wanted = self._wanted_devices(devices, specs, group_path)
+        wanted = self._wanted_devices(devices, specs, group_path, withheld)
         with self._lock:
             pending = self._sync(wanted)
             # Only once the transaction has committed.

@@ -45,6 +45,13 @@ OWNER_NOVA_TRAIT = 'OWNER_NOVA'
 MANAGED_PCI_TRAIT = os_traits.COMPUTE_MANAGED_PCI_DEVICE
 # On every provider nova owns for PCI (devices and static groups).
 MANAGED_TRAITS = frozenset({MANAGED_PCI_TRAIT, OWNER_NOVA_TRAIT})
+# A device nova withholds (nova.pci.groups.Withheld): its inventory is
+# reserved by nova, which lifts that reservation again once the device
+# can be used (other reservations nova never lowers).
+WITHHELD_TRAIT = 'CUSTOM_PCI_WITHHELD'
+# A device that can be used inside its groups but not alone (no partition
+# of its own): single-device requests of a group alias forbid it.
+GROUP_ONLY_TRAIT = 'CUSTOM_PCI_GROUP_ONLY'
 
 # Default and static-group classes of PCI devices start with this.
 PCI_CLASS_PREFIX = 'CUSTOM_PCI_'

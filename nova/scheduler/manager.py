@@ -289,6 +289,11 @@ class SchedulerManager(manager.Manager):
         """Placement's candidates for ``request``, fullest hosts first
         (``nova.scheduler.fullness``: band by band under the limit, past
         bands whose candidates are all on hosts ``usable`` refuses)."""
+        # A forbidden trait no provider has yet forbids nothing, but
+        # Placement refuses a query naming a trait it does not know.
+        self.reportclient.ensure_traits(
+            trait for group in request.groups
+            for trait in group.forbidden_traits)
         return fullness.allocation_candidates(
             request, self.conf.scheduler.max_placement_results,
             self._ask_placement, self.reportclient.get_trait_names, usable)

@@ -260,6 +260,10 @@ def _pci_groups(pci_req: pci_request.InstancePCIRequest
     rid = pci_req.request_id
     count = pci_req.count
     partition = bool(pci_req.group_type) and count >= 2
+    # One device of a group alias is a partition of one device: not a
+    # device that can only be used inside its groups.
+    forbidden = {names.GROUP_ONLY_TRAIT} if pci_req.group_type and \
+        count == 1 else set()
     groups = []
     for index in range(count):
         traits = set(pci_req.traits)
@@ -271,7 +275,7 @@ def _pci_groups(pci_req: pci_request.InstancePCIRequest
         groups.append(RequestGroup(
             suffix=names.device_suffix(rid, index),
             resources={pci_req.resource_class: 1},
-            required_traits=traits,
+            required_traits=traits, forbidden_traits=set(forbidden),
             requester_id=rid))
     if not partition:
         return groups, None

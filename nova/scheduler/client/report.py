@@ -442,6 +442,12 @@ class SchedulerReportClient:
             {'traits': sorted(traits)})
         current.update_traits(rp_uuid, result['traits'])
 
+    def ensure_traits(self, names: Iterable[str]) -> None:
+        """Create the CUSTOM_ traits among ``names`` that Placement may
+        not know yet (once per process and name)."""
+        with self._lock:
+            self._ensure_custom_names('traits', names)
+
     def _ensure_custom_names(self, kind: str, names: Iterable[str]) -> None:
         """Create the CUSTOM_ traits or resource classes Placement may not
         know yet (``kind`` is ``traits`` or ``resource_classes``)."""

@@ -39,7 +39,7 @@ class TestPciList(base.FunctionalTestCase):
         self.assertEqual(8, len(rows))
         first = [c.strip() for c in rows[0].strip('|').split('|')]
         self.assertEqual(['cmp1', base.GPUS[0], '10de', '2335',
-                          'board/quad-a/pair-a1', 'allocated', 'vm-1'],
+                          'board/quad-a/pair-a1', 'allocated', 'vm-1', '-'],
                          first)
         self.assertNotIn('cmp2', out)
         code, out, _ = self._run()

@@ -15,7 +15,15 @@ leaves a record that the start-up repair settles. Partitions nova may have
 left active (a deactivation or activation that failed, an instance gone
 while the compute was down) are recorded as orphans, which the repair
 deactivates. Any other active partition was activated behind nova's back:
-nova leaves it alone and offers no group that overlaps it.
+nova leaves it alone and offers none of its devices.
+
+A partition whose activation fails for a hardware reason (FM's
+NVLINK_ERROR: link training failed) is quarantined: recorded with the
+error in the same file, its devices not offered, until a re-probe by the
+periodic repair (activate, then deactivate at once, while no active
+partition overlaps it) succeeds. Errors that say nothing about the
+partition itself (timeouts, FM not running or still initializing, wrong
+mode, GENERIC_ERROR, IN_USE) never quarantine.
 """
 
 import json
@@ -25,6 +33,7 @@ import subprocess
 import threading
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from nova import exception
 from nova.pci import groups as pci_groups
@@ -32,6 +41,10 @@ from nova.pci import utils as pci_utils
 from nova.virt.libvirt import fabric_manager
 
 LOG = logging.getLogger(__name__)
+
+# FM errors that say the partition's hardware failed, not FM or the call:
+# only link training failure is documented as such (facts file 3.1).
+HARDWARE_ERRORS = (exception.FabricManagerNVLinkError,)
 
 NVIDIA_VENDOR_ID = '10de'
 _GPU_LINE = re.compile(r'^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:'
@@ -121,6 +134,8 @@ class NVLinkPartitions:
         self._records: dict[str, int] = {}
         # Partitions nova activated and may have left active.
         self._orphans: set[int] = set()
+        # Partition ID -> why it is quarantined (see the module doc).
+        self._quarantined: dict[int, str] = {}
         self._records_path: str | None = None
         self._lock = threading.Lock()
 
@@ -162,6 +177,8 @@ class NVLinkPartitions:
         self._records = {uuid: int(pid) for uuid, pid in
                          saved.get('held', {}).items()}
         self._orphans = {int(pid) for pid in saved.get('orphans', [])}
+        self._quarantined = {int(pid): why for pid, why in
+                             saved.get('quarantined', {}).items()}
 
     def _path(self, host: str, what: str) -> str:
         return os.path.join(self.state_dir, '%s-%s.json' % (host, what))
@@ -198,18 +215,26 @@ class NVLinkPartitions:
     def hardware_partitions(self) -> list[pci_groups.HardwarePartition]:
         """FM's partitions with the PCI addresses of their GPUs.
 
-        Partitions activated behind nova's back are marked ``foreign``.
+        Partitions activated behind nova's back are marked ``foreign``,
+        quarantined ones carry the reason.
         """
         partitions = self.partitions()
         foreign = {p.id for p in self.foreign(partitions)}
+        quarantined = self.quarantined()
         result = []
         for partition in partitions:
             addresses = self.addresses_of(partition)
             result.append(pci_groups.HardwarePartition(
                 partition.id, partition.module_ids,
                 tuple(addresses) if addresses is not None else None,
-                foreign=partition.id in foreign))
+                foreign=partition.id in foreign,
+                quarantined=quarantined.get(partition.id)))
         return result
+
+    def quarantined(self) -> dict[int, str]:
+        """Partition ID -> why nova keeps it out of use."""
+        with self._lock:
+            return dict(self._quarantined)
 
     def modules_of(self, addresses: list[str]) -> dict[str, int | None]:
         return {a: self.module_map.get(a) for a in addresses}
@@ -274,6 +299,8 @@ class NVLinkPartitions:
                     # FM may have activated it anyway (a timeout, FM dying
                     # mid-call): the repair checks.
                     self._orphans.add(partition.id)
+                if isinstance(err, HARDWARE_ERRORS):
+                    self._quarantine(partition, err)
                 self._save_records()
                 raise exception.NVLinkPartitionFailed(
                     partition=partition.describe(), uuid=instance_uuid,
@@ -281,6 +308,15 @@ class NVLinkPartitions:
             LOG.info('Activated NVLink partition %s for instance %s',
                      partition.describe(), instance_uuid)
             return partition.id
+
+    def _quarantine(self, partition: fabric_manager.Partition,
+                    err: exception.FabricManagerError) -> None:
+        self._quarantined[partition.id] = '%s (%s)' % (
+            err.message, timeutils.utcnow().isoformat(timespec='seconds'))
+        LOG.error('NVLink partition %s is quarantined: its activation '
+                  'failed for a hardware reason (%s). Its GPUs are not '
+                  'offered until the periodic repair re-probes it '
+                  'successfully', partition.describe(), err.message)
 
     def release(self, instance_uuid: str) -> None:
         """Deactivate the instance's partition once its guest is gone.
@@ -319,8 +355,10 @@ class NVLinkPartitions:
         return None
 
     def _save_records(self) -> None:
-        _write_json(self._records_path, {'held': self._records,
-                                         'orphans': sorted(self._orphans)})
+        _write_json(self._records_path, {
+            'held': self._records, 'orphans': sorted(self._orphans),
+            'quarantined': {str(pid): why for pid, why in
+                            sorted(self._quarantined.items())}})
 
     def foreign(self, partitions: list[fabric_manager.Partition]
                 ) -> list[fabric_manager.Partition]:
@@ -352,7 +390,8 @@ class NVLinkPartitions:
         Orphans (active partitions nova left without a holder) are
         deactivated, and after that held ones that are inactive are
         activated again; partitions activated behind nova's back are left
-        alone (``hardware_partitions`` marks them). A Fabric
+        alone (``hardware_partitions`` marks them). Quarantined partitions
+        are re-probed last. A Fabric
         Manager waiting in restart mode is given the recorded set
         (set-activated-list). Returns instance uuid -> why its partition
         could not be made active again.
@@ -401,7 +440,47 @@ class NVLinkPartitions:
                         error='the guest runs without it: %s' %
                         err.message).message
                     LOG.error('%s', failed[owner])
+            self._probe_quarantined(partitions)
             return failed
+
+    def _probe_quarantined(self, partitions: list[fabric_manager.Partition]
+                           ) -> None:
+        """Activate and at once deactivate each quarantined partition that
+        no active partition overlaps; one that passes is offered again.
+        Called with the lock held, so no build's activation interleaves.
+        """
+        busy: set[int] = set()
+        for partition in partitions:
+            if partition.active:
+                busy |= partition.module_ids
+        for partition in partitions:
+            if partition.id not in self._quarantined or \
+                    partition.module_ids & busy:
+                continue
+            try:
+                self.client.activate(partition.id)
+            except exception.FabricManagerError as err:
+                if not isinstance(err, HARDWARE_ERRORS):
+                    # FM is not answering properly: also a failed probe
+                    # would say nothing.
+                    LOG.info('Re-probe of quarantined NVLink partition %s '
+                             'not done: %s', partition.describe(),
+                             err.message)
+                continue
+            try:
+                self.client.deactivate(partition.id)
+            except exception.FabricManagerError as err:
+                # Left active without a holder: the next repair
+                # deactivates it.
+                self._orphans.add(partition.id)
+                LOG.error('Could not deactivate NVLink partition %s after '
+                          'its re-probe: %s', partition.describe(),
+                          err.message)
+            LOG.warning('NVLink partition %s passed its re-probe and is '
+                        'no longer quarantined (was: %s)',
+                        partition.describe(),
+                        self._quarantined.pop(partition.id))
+            self._save_records()
 
     def _replay(self, cause: exception.FabricManagerError) -> None:
         ids = sorted(set(self._records.values()))

@@ -44,12 +44,12 @@ class TranslatorTestBase(test.TestCase):
         self.root = self.tree.add(HOST, uuid='root')
 
     def translate(self, devices, group_config=(), statics=(),
-                  allocations=None, whitelist=None):
+                  allocations=None, whitelist=None, withheld=None):
         return translator.update_provider_tree_for_pci(
             self.tree, HOST, devices,
             (whitelist or self.whitelist).classify(devices),
             groups.GroupTree.from_config(list(group_config)), list(statics),
-            lambda: allocations or {})
+            lambda: allocations or {}, withheld=withheld)
 
     def parent_name(self, name):
         return self.tree.data(self.tree.data(name).parent_uuid).name
@@ -283,6 +283,35 @@ class TestUpstreamTags(TranslatorTestBase):
             1, translator._keep_reserved(
                 placement_names.pci_inventory('PGPU', 1),
                 {'PGPU': {'reserved': 5}})['PGPU']['reserved'])
+
+    def test_withheld_device_reserved_until_offered_again(self):
+        withheld = groups.Withheld({GPUS[0]: 'cannot be activated'})
+        self.translate(gpu_devices(), h200_groups(), withheld=withheld)
+        self.assertEqual((1, 0), (self.reserved(1), self.reserved(2)))
+        self.assertIn('CUSTOM_PCI_WITHHELD',
+                      self.tree.data(self.dev_name(1)).traits)
+        self.translate(gpu_devices(), h200_groups())
+        self.assertEqual(0, self.reserved(1))
+        self.assertNotIn('CUSTOM_PCI_WITHHELD',
+                         self.tree.data(self.dev_name(1)).traits)
+
+    def test_lifting_a_withheld_device_keeps_one_time_use_reserved(self):
+        whitelist = self.otu_whitelist(one_time_use=True)
+        used = gpu_devices(**{GPUS[0]: {'instance_uuid': 'vm1'}})
+        self.translate(used, whitelist=whitelist)
+        self.translate(gpu_devices(), whitelist=whitelist,
+                       withheld=groups.Withheld({GPUS[0]: 'foreign'}))
+        self.translate(gpu_devices(), whitelist=whitelist)
+        self.assertEqual(1, self.reserved(1))
+
+    def test_device_withheld_alone_keeps_inventory_gets_trait(self):
+        withheld = groups.Withheld(alone={GPUS[0]: 'no own partition'})
+        self.translate(gpu_devices(), h200_groups(), withheld=withheld)
+        self.assertEqual(0, self.reserved(1))
+        self.assertIn('CUSTOM_PCI_GROUP_ONLY',
+                      self.tree.data(self.dev_name(1)).traits)
+        self.assertNotIn('CUSTOM_PCI_GROUP_ONLY',
+                         self.tree.data(self.dev_name(2)).traits)
 
     def test_one_time_use_static_group_reserved_once_used(self):
         spec = json.dumps({'vendor_id': '10de', 'product_id': '2335',

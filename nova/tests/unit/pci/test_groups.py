@@ -631,17 +631,44 @@ class PartitionTreeTest(test.TestCase):
         self.assertEqual(3, len(warnings))
         self.assertIn('%s has no module ID' % gpu(1), warnings[0])
 
-    def test_groups_overlapping_a_foreign_partition_are_withheld(self):
-        tree = groups.GroupTree.from_config(H200_CONFIG)
+    def test_devices_of_foreign_and_quarantined_partitions_withheld(self):
         parts = [groups.HardwarePartition(
-            p.id, p.module_ids, p.addresses, foreign=p.id == 11)
+            p.id, p.module_ids, p.addresses, foreign=p.id == 11,
+            quarantined='NVLink training failed' if p.id == 3 else None)
             for p in fm_partitions()]
-        kept, warnings = groups.without_foreign(tree, parts)
-        self.assertEqual({'quad-a', 'pair-a1', 'pair-a2', 'pair-b2'},
-                         {g.name for g in kept.groups()})
-        self.assertEqual(['board', 'pair-b1', 'quad-b'],
-                         [w.split()[2] for w in warnings])
-        self.assertIn('partition 11 (modules 5', warnings[0])
-        same, none = groups.without_foreign(tree, fm_partitions())
-        self.assertIs(tree, same)
-        self.assertEqual([], none)
+        modules = {gpu(n): n for n in range(1, 9)}
+        withheld = groups.withheld_devices(parts, modules, {})
+        self.assertEqual({gpu(1), gpu(3), gpu(5)}, set(withheld.devices))
+        self.assertIn('partition 11 (modules 5', withheld.reason(gpu(5)))
+        self.assertIn('not activated by nova', withheld.reason(gpu(5)))
+        self.assertIn('quarantined Fabric Manager partition 3',
+                      withheld.reason(gpu(1)))
+        self.assertIn('NVLink training failed', withheld.reason(gpu(3)))
+        self.assertFalse(withheld.offers([gpu(1)]))
+        self.assertFalse(withheld.offers([gpu(1), gpu(2), gpu(3), gpu(4)]))
+        self.assertTrue(withheld.offers([gpu(2), gpu(4)]))
+        self.assertEqual({}, withheld.alone)
+        none = groups.withheld_devices(fm_partitions(), modules, {})
+        self.assertEqual(groups.Withheld(), none)
+
+    def test_unmapped_device_withheld_with_its_reason(self):
+        modules = {gpu(n): n for n in range(2, 9)}
+        withheld = groups.withheld_devices(
+            fm_partitions(unknown={1}), modules,
+            {gpu(1): 'has no module ID'})
+        self.assertEqual({gpu(1): 'cannot be activated: it has no module '
+                          'ID'}, dict(withheld.devices))
+        self.assertTrue(withheld.offers([gpu(2)]))
+
+    def test_device_without_own_partition_is_withheld_alone(self):
+        parts = [p for p in fm_partitions() if p.id != 7]   # module 1
+        modules = {gpu(n): n for n in range(1, 9)}
+        withheld = groups.withheld_devices(parts, modules, {})
+        self.assertEqual({}, withheld.devices)
+        self.assertEqual([gpu(1)], list(withheld.alone))
+        self.assertFalse(withheld.offers([gpu(1)]))
+        self.assertTrue(withheld.offers([gpu(1), gpu(3)]))
+        self.assertTrue(withheld.reason(gpu(1)).startswith(
+            groups.ALONE_PREFIX))
+        self.assertIn('no Fabric Manager partition of its own (module 1)',
+                      withheld.reason(gpu(1)))

@@ -147,10 +147,17 @@ class TestCheckExtraSpecs(test.TestCase):
 
 class TestPciGroups(test.TestCase):
 
-    def test_one_gpu_of_group_alias_is_plain(self):
+    def test_one_gpu_of_group_alias_is_one_group(self):
+        # A device that can be used only inside its groups (no partition
+        # of its own) is not a single GPU.
         self.assertEqual(
-            'group_policy=none&' + BASE +
-            '&resources%s-0=PGPU:1' % RID, _qs([_pci(1)]))
+            'group_policy=none&required%s-0=!CUSTOM_PCI_GROUP_ONLY&' % RID +
+            BASE + '&resources%s-0=PGPU:1' % RID, _qs([_pci(1)]))
+
+    def test_one_device_of_plain_alias_is_plain(self):
+        self.assertEqual(
+            'group_policy=none&' + BASE + '&resources%s-0=PGPU:1' % RID,
+            _qs([_pci(1, group_type=None)]))
 
     def test_pair(self):
         self.assertEqual(

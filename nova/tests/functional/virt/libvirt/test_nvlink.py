@@ -99,6 +99,40 @@ class PartitionsTest(test.TestCase):
         self.assertIn('fmReturn: -10', str(err))
         self.assertEqual({}, self.parts.holders())
 
+    def test_nvlink_error_quarantines_until_a_reprobe_passes(self):
+        self.fm.inject_fault('activate', fake_fm.NVLINK_ERROR, count=2,
+                             partition=5)
+        self.assertRaises(exception.NVLinkPartitionFailed,
+                          self.parts.activate, UUID1, gpus(5, 7))
+        [quarantined] = [p for p in self.parts.hardware_partitions()
+                         if p.quarantined]
+        self.assertEqual(5, quarantined.id)
+        self.assertIn('fmReturn: -10', quarantined.quarantined)
+        # Kept across a restart; a probe that fails keeps it.
+        again = self.make()
+        again.repair()
+        self.assertEqual([5], list(again.quarantined()))
+        # Not probed while an overlapping partition is active.
+        self.fm.call('activate', 2)
+        again.repair()
+        self.assertEqual([5], list(again.quarantined()))
+        self.fm.call('deactivate', 2)
+        again.repair()
+        self.assertEqual({}, again.quarantined())
+        self.assertEqual(set(), self.fm.active())
+        self.assertEqual(['activate', 5, 0], self.fm.calls()[-2])
+        self.assertEqual(['deactivate', 5, 0], self.fm.calls()[-1])
+
+    def test_transient_errors_do_not_quarantine(self):
+        for code in (fake_fm.TIMEOUT, fake_fm.GENERIC_ERROR):
+            self.fm.inject_fault('activate', code)
+            self.assertRaises(exception.NVLinkPartitionFailed,
+                              self.parts.activate, UUID1, gpus(5, 7))
+        self.fm.stop()
+        self.assertRaises(exception.FabricManagerConnectionInvalid,
+                          self.parts.activate, UUID1, gpus(5, 7))
+        self.assertEqual({}, self.parts.quarantined())
+
     def test_release_deactivates_and_forgets(self):
         self.parts.activate(UUID1, gpus(1, 3))
         self.parts.release(UUID1)
@@ -113,8 +147,8 @@ class PartitionsTest(test.TestCase):
         again = self.make()
         self.assertEqual({3: UUID1}, again.holders())
         with open(os.path.join(self.state_dir, 'cmp1-partitions.json')) as f:
-            self.assertEqual({'held': {UUID1: 3}, 'orphans': []},
-                             json.load(f))
+            self.assertEqual({'held': {UUID1: 3}, 'orphans': [],
+                              'quarantined': {}}, json.load(f))
 
     def test_repair_at_start(self):
         self.parts.activate(UUID1, gpus(1, 3))
