@@ -36,6 +36,7 @@ from nova.db import migration
 from nova.scheduler import manager as scheduler_manager
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
+from nova.virt.fake import fabric_manager as fake_fabric_manager
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import nvlink
@@ -99,7 +100,6 @@ class AllInOne:
             # A generated host gets its own fake Fabric Manager, whose
             # module IDs follow PCI order (so its partitions are the
             # documented groups); nova reaches it through its fmpm.
-            from nova.tests.fixtures import fake_fabric_manager
             fm = fake_fabric_manager.FakeFabricManager.create(
                 os.path.join(conf.state_path, 'fabric-manager', host),
                 {address: n + 1 for n, address in

@@ -21,6 +21,7 @@ from nova.cmd import manage
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import nvlink
@@ -29,7 +30,7 @@ GPUS = base.GPUS
 # The fake gives GPU n of the H200 host (PCI order) module ID n, so FM's
 # partitions are the groups of the documented nova.conf.
 H200_MAP = {address: n + 1 for n, address in enumerate(GPUS)}
-H100_MAP = fake_fm.H100_WP12736_MAP
+H100_MAP = fake.H100_WP12736_MAP
 
 
 def h100_devices():
@@ -76,7 +77,7 @@ class NVLinkTestBase(boot.BootTestBase):
         addresses = {d['address'] for d in compute.rt.pci_tracker.pci_devs
                      if d['instance_uuid'] == server['id']}
         modules = frozenset(self.module_map[a] for a in addresses)
-        for pid, members in fake_fm.H100_PARTITIONS.items():
+        for pid, members in fake.H100_PARTITIONS.items():
             if frozenset(members) == modules:
                 return pid
         self.fail('GPUs %s of %s are no FM partition' % (addresses,
@@ -117,7 +118,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         self.start_services()
         flavors = self.gpu_flavors()
         fm = self.fm_for('cmp1')
-        fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        fm.inject_fault('activate', fake.NVLINK_ERROR)
         server = self.boot(flavors[2], 'doomed', status='ERROR')
         message = server['fault']['message']
         self.assertIn('NVLink partition', message)
@@ -211,7 +212,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         pid = self.partition_of(server)
         fm = self.fms['cmp1']
         fm.call('deactivate', pid)
-        fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        fm.inject_fault('activate', fake.NVLINK_ERROR)
         self.computes['cmp1'].repair_nvlink_partitions()
         server = self.api('GET', '/servers/%s' % server['id'])['server']
         self.assertEqual('ERROR', server['status'])
@@ -318,7 +319,7 @@ class TestH100ModuleMap(NVLinkTestBase):
                                    {'0000:0f:00.0', '0000:10:00.0'},
                                    {'0000:41:00.0', '0000:44:00.0'})}
         self.assertEqual({frozenset(m) for p, m in
-                          fake_fm.H100_PARTITIONS.items() if p in
+                          fake.H100_PARTITIONS.items() if p in
                           (3, 4, 5, 6)}, by_modules)
         self.assert_active('cmp1', pairs)
         for pair in pairs:
@@ -348,9 +349,9 @@ class TestManagePartitions(NVLinkTestBase):
             if line.startswith('|') and line[2].isdigit())}
         self.assertEqual(list(range(15)), sorted(rows))
         addresses = ' '.join(sorted(
-            GPUS[m - 1] for m in fake_fm.H100_PARTITIONS[pid]))
+            GPUS[m - 1] for m in fake.H100_PARTITIONS[pid]))
         self.assertEqual([str(pid), ','.join(
-            map(str, fake_fm.H100_PARTITIONS[pid])), addresses, 'active',
+            map(str, fake.H100_PARTITIONS[pid])), addresses, 'active',
             server['id'], server['id'], '-'], rows[pid])
         self.assertEqual('ACTIVE in FM, no instance holds it in nova',
                          rows[stray][6])

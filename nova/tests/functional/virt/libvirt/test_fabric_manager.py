@@ -6,9 +6,10 @@ import subprocess
 from nova import exception
 from nova import test
 from nova.tests.fixtures import fabric_manager as fake_fm
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import fabric_manager
 
-MAP = fake_fm.H100_WP12736_MAP
+MAP = fake.H100_WP12736_MAP
 
 
 class FakeFmpmFaceTest(test.TestCase):
@@ -157,10 +158,10 @@ class ClientTest(test.TestCase):
         self.assertEqual(set(), self.fm.active())
 
     def test_injected_faults(self):
-        for code, error in ((fake_fm.NVLINK_ERROR,
+        for code, error in ((fake.NVLINK_ERROR,
                              exception.FabricManagerNVLinkError),
-                            (fake_fm.TIMEOUT, exception.FabricManagerTimeout),
-                            (fake_fm.GENERIC_ERROR,
+                            (fake.TIMEOUT, exception.FabricManagerTimeout),
+                            (fake.GENERIC_ERROR,
                              exception.FabricManagerError)):
             self.fm.inject_fault('activate', code)
             self.assertRaises(error, self.client.activate, 3)
@@ -169,7 +170,7 @@ class ClientTest(test.TestCase):
         self.assertEqual({3}, self.fm.active())
 
     def test_fm_stopping_after_a_fault(self):
-        self.fm.inject_fault('list', fake_fm.GENERIC_ERROR, stop_after=True)
+        self.fm.inject_fault('list', fake.GENERIC_ERROR, stop_after=True)
         self.assertRaises(exception.FabricManagerError,
                           self.client.list_partitions)
         self.assertRaises(exception.FabricManagerConnectionInvalid,

@@ -8,10 +8,11 @@ import fixtures
 from nova import exception
 from nova import test
 from nova.tests.fixtures import fabric_manager as fake_fm
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import fabric_manager
 from nova.virt.libvirt import nvlink
 
-MAP = fake_fm.H100_WP12736_MAP
+MAP = fake.H100_WP12736_MAP
 BY_MODULE = {module: address for address, module in MAP.items()}
 UUID1 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a01'
 UUID2 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a02'
@@ -92,7 +93,7 @@ class PartitionsTest(test.TestCase):
         self.assertIn('no instance', str(err))
 
     def test_activation_failure_names_partition_and_fm_error(self):
-        self.fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR)
         err = self.assertRaises(exception.NVLinkPartitionFailed,
                                 self.parts.activate, UUID1, gpus(5, 7))
         self.assertIn('NVLink partition 5 (modules 5,7)', str(err))
@@ -141,7 +142,7 @@ class PartitionsTest(test.TestCase):
 
     def test_uncertain_activation_is_checked_by_repair(self):
         # FM activated the partition but the answer never came back.
-        self.fm.inject_fault('activate', fake_fm.TIMEOUT)
+        self.fm.inject_fault('activate', fake.TIMEOUT)
         self.assertRaises(exception.NVLinkPartitionFailed,
                           self.parts.activate, UUID1, gpus(1, 3))
         self.fm.call('activate', 3)
@@ -150,7 +151,7 @@ class PartitionsTest(test.TestCase):
 
     def test_failed_release_is_retried_by_repair(self):
         self.parts.activate(UUID1, gpus(1, 3))
-        self.fm.inject_fault('deactivate', fake_fm.GENERIC_ERROR)
+        self.fm.inject_fault('deactivate', fake.GENERIC_ERROR)
         self.parts.release(UUID1)
         self.assertEqual({3}, self.fm.active())
         self.parts.repair()
