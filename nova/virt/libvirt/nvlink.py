@@ -36,15 +36,19 @@ LOG = logging.getLogger(__name__)
 NVIDIA_VENDOR_ID = '10de'
 _GPU_LINE = re.compile(r'^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:'
                        r'[0-9A-Fa-f]{2}\.[0-7])\s*$')
-_MODULE_LINE = re.compile(r'^\s+Module ID\s*:\s*(\S+)\s*$')
+# R525-era drivers print "Module ID : N" directly in a GPU block; 565 and
+# 570 print "Module Id : N" inside its "Platform Info" sub-block. Both are
+# accepted at any indentation.
+_MODULE_LINE = re.compile(r'^\s*Module I[Dd]\s*:\s*(\S+)\s*$')
 
 
 def parse_nvidia_smi(text: str) -> dict[str, int]:
     """Address -> module ID from ``nvidia-smi -q`` output.
 
-    Each "GPU 00000000:BB:DD.F" block may hold a "Module ID : N" line;
-    module ID 0 (NVML's "not a baseboard GPU") and "N/A" mean unknown and
-    are left out.
+    Each "GPU 00000000:BB:DD.F" block may hold a module ID line in any
+    layout NVIDIA has shipped (see _MODULE_LINE); the first one of a block
+    counts. Module ID 0 (NVML's "not a baseboard GPU") and "N/A" mean
+    unknown and are left out.
     """
     found: dict[str, int] = {}
     address = None

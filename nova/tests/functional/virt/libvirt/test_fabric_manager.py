@@ -3,6 +3,8 @@
 import json
 import subprocess
 
+import fixtures
+
 from nova import exception
 from nova import test
 from nova.tests.fixtures import fabric_manager as fake_fm
@@ -44,6 +46,39 @@ class FakeFmpmFaceTest(test.TestCase):
                           'nvlinkLineRateMBps': 26562,
                           'pciBusId': '00000000:00:00.0', 'physicalId': 1,
                           'uuid': ''}, single['gpuInfo'][0])
+
+    def test_nvidia_smi_prints_the_current_driver_layout(self):
+        # Drivers 565/570 (facts file 4.2): "Module Id" inside a
+        # "Platform Info" sub-block; the R525-era top-level "Module ID"
+        # line only on request.
+        address = sorted(MAP)[0]
+        header = 'GPU 00000000:%s' % address.split(':', 1)[1].upper()
+        for layout, expected in (
+                (None, ['    Platform Info',
+                        '        Module Id                         : %d'
+                        % MAP[address]]),
+                ('r525', ['    Module ID                             : %d'
+                          % MAP[address]])):
+            if layout:
+                self.fm.update(nvidia_smi_layout=layout)
+            proc = subprocess.run([self.fm.nvidia_smi_path, '-q'],
+                                  capture_output=True, text=True,
+                                  timeout=30)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            lines = proc.stdout.splitlines()
+            block = lines[lines.index(header):]
+            block = block[:block.index('')]
+            for line in expected:
+                self.assertIn(line, block)
+            self.assertEqual(1, sum('Module I' in line for line in block))
+
+    def test_unknown_nvidia_smi_layout_is_refused(self):
+        err = self.assertRaises(
+            ValueError, fake.FakeFabricManager.create,
+            self.useFixture(fixtures.TempDir()).path, MAP,
+            nvidia_smi_layout='r999')
+        self.assertIn("'r999'", str(err))
+        self.assertIn('current, r525', str(err))
 
     def test_statuses_and_stdout_lines(self):
         cases = [

@@ -47,6 +47,18 @@ class PartitionsTest(test.TestCase):
         self.assertEqual(MAP, again.module_map)
         self.assertEqual({}, again.unmapped)
 
+    def test_map_from_every_nvidia_smi_layout(self):
+        # The fake prints the current drivers' layout ("Module Id" in
+        # "Platform Info") unless asked for the R525-era one.
+        for layout in ('current', 'r525'):
+            self.fm.update(nvidia_smi_layout=layout)
+            self.state_dir += '-' + layout
+            parts = self.make()
+            self.assertEqual(MAP, parts.module_map, layout)
+            self.assertEqual({}, parts.unmapped, layout)
+            self.assertEqual(9, parts.activate(UUID1, gpus(3)))
+            parts.release(UUID1)
+
     def test_override_wins_and_duplicates_are_unplaceable(self):
         parts = self.make(override={BY_MODULE[5]: 7})
         self.assertEqual({BY_MODULE[5], BY_MODULE[7]}, set(parts.unmapped))

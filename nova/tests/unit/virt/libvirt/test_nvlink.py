@@ -15,7 +15,9 @@ from nova.virt.libvirt import nvlink
 
 class ParseTest(test.TestCase):
 
-    def test_nvidia_smi_blocks(self):
+    def test_r525_top_level_module_id_line(self):
+        # Drivers up to the R525/R550 era print "Module ID" directly in
+        # each GPU block.
         text = ('Attached GPUs : 3\n'
                 'GPU 00000000:0F:00.0\n'
                 '    Product Name                  : NVIDIA H100\n'
@@ -27,6 +29,42 @@ class ParseTest(test.TestCase):
                 'GPU 00000000:44:00.0\n'
                 '    Module ID                     : 0\n')
         self.assertEqual({'0000:0f:00.0': 5, '0001:b8:00.0': 2},
+                         nvlink.parse_nvidia_smi(text))
+
+    def test_565_570_platform_info_module_id(self):
+        # Drivers 565 and 570 print "Module Id" inside a "Platform Info"
+        # sub-block; the indentation of that block is not relied on.
+        text = ('Driver Version                            : 570.133.20\n'
+                'Attached GPUs                             : 4\n'
+                'GPU 00000000:18:00.0\n'
+                '    Product Name                          : NVIDIA H200\n'
+                '    Platform Info\n'
+                '        Chassis Serial Number             : N/A\n'
+                '        Slot Number                       : N/A\n'
+                '        Host ID                           : 1\n'
+                '        Peer Type                         : Switch\n'
+                '        Module Id                         : 2\n'
+                '        GPU Fabric GUID                   : 0x4a1b\n'
+                '    Fabric\n'
+                '        CliqueId                          : 1\n'
+                'GPU 00000000:3A:00.0\n'
+                '\tPlatform Info\n'
+                '\t\tModule Id\t: 1\n'
+                'GPU 00000000:9A:00.0\n'
+                '    Platform Info\n'
+                '      Module Id : N/A\n'
+                'GPU 00000000:AB:00.0\n'
+                '    Platform Info\n'
+                '        Module Id                         : 0\n')
+        self.assertEqual({'0000:18:00.0': 2, '0000:3a:00.0': 1},
+                         nvlink.parse_nvidia_smi(text))
+
+    def test_module_id_outside_a_gpu_block_is_ignored(self):
+        text = ('Module Id : 4\n'
+                'GPU 00000000:18:00.0\n'
+                '    Module ID : 3\n'
+                '    Module Id : 7\n')
+        self.assertEqual({'0000:18:00.0': 3},
                          nvlink.parse_nvidia_smi(text))
 
     def test_module_map_option(self):
