@@ -329,6 +329,50 @@ class TestH100ModuleMap(NVLinkTestBase):
         self.assertEqual({1, 2}, {self.partition_of(q) for q in quads})
 
 
+class TestAllInOneGeneratedHost(NVLinkTestBase):
+    """nova-all's generated hosts (no connection_uri) and their tools."""
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+
+    def test_configured_tools_are_used(self):
+        # An operator (or an independent fake) set both tool paths: the
+        # generated host gets them, not nova-all's own fake.
+        fm = self.fm_for('cmp1')
+        self.flags('libvirt', fmpm_path=fm.fmpm_path,
+                   nvidia_smi_path=fm.nvidia_smi_path)
+        self.start_allinone(['cmp1'])
+        nvlink_parts = self.computes['cmp1'].driver.nvlink
+        self.assertEqual(fm.fmpm_path, nvlink_parts.client.fmpm_path)
+        self.assertEqual(fm.nvidia_smi_path, nvlink_parts.nvidia_smi_path)
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        self.assert_active('cmp1', [server])
+        self.assertFalse(os.path.exists(
+            os.path.join(self.tmpdir, 'fabric-manager')))
+
+    def test_one_configured_path_is_honoured_too(self):
+        # A configured fmpm is never paired with nova-all's fake
+        # nvidia-smi: the other tool is the configured (default) one.
+        fm = self.fm_for('cmp1')
+        self.flags('libvirt', fmpm_path=fm.fmpm_path)
+        self.start_allinone(['cmp1'])
+        nvlink_parts = self.computes['cmp1'].driver.nvlink
+        self.assertEqual(fm.fmpm_path, nvlink_parts.client.fmpm_path)
+        self.assertEqual(self.conf.libvirt.nvidia_smi_path,
+                         nvlink_parts.nvidia_smi_path)
+
+    def test_unset_paths_give_the_generated_fake(self):
+        self.start_allinone(['cmp1'])
+        generated = os.path.join(self.tmpdir, 'fabric-manager', 'cmp1')
+        nvlink_parts = self.computes['cmp1'].driver.nvlink
+        self.assertEqual(os.path.join(generated, 'fmpm'),
+                         nvlink_parts.client.fmpm_path)
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        self.assertEqual([['activate', self.partition_of(server), 0]],
+                         fake.FakeFabricManager(generated).calls())
+
+
 class TestManagePartitions(NVLinkTestBase):
 
     def test_lists_fm_state_holders_and_differences(self):
