@@ -119,9 +119,11 @@ class AllInOne:
     def _compute_driver(self, host: str) -> libvirt_driver.LibvirtDriver:
         conf = self.compute_conf(host)
         uri = conf.libvirt.connection_uri
+        module_reader = nvlink.module_reader_from_config(conf)
         if uri:
             return libvirt_driver.LibvirtDriver(
-                uri, conf.instances_path, nvlink=nvlink.from_config(conf))
+                uri, conf.instances_path, nvlink=nvlink.from_config(conf),
+                module_reader=module_reader)
         path = os.path.join(conf.state_path, 'hosts', '%s.xml' % host)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         uri = fakehost.write_node_xml(path, fakehost.hgx_h200_node_xml())
@@ -132,18 +134,18 @@ class AllInOne:
                          'Manager tools %s and %s', host,
                          conf.libvirt.fmpm_path, conf.libvirt.nvidia_smi_path)
             else:
-                # A generated host gets its own fake Fabric Manager, whose
-                # module IDs follow PCI order (so its partitions are the
-                # documented groups); nova reaches it through its fmpm.
+                # A generated host gets its own fake Fabric Manager with
+                # the generated board's module map; nova reaches it
+                # through its fmpm and nvidia-smi.
                 fm = fake_fabric_manager.FakeFabricManager.create(
                     os.path.join(conf.state_path, 'fabric-manager', host),
-                    {address: n + 1 for n, address in
-                     enumerate(fakehost.H200_GPU_ADDRESSES)})
+                    fakehost.H200_MODULE_IDS)
                 fake_paths = {'fmpm_path': fm.fmpm_path,
                               'nvidia_smi_path': fm.nvidia_smi_path}
         return libvirt_driver.LibvirtDriver(
             uri, conf.instances_path,
-            nvlink=nvlink.from_config(conf, **fake_paths))
+            nvlink=nvlink.from_config(conf, **fake_paths),
+            module_reader=module_reader)
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))

@@ -52,6 +52,7 @@ class ResourceTracker:
         self.declared_tree = pci.group_tree
         self.group_tree = self.declared_tree
         self.group_source = conf.pci.device_group_source
+        self.nvlink_mode = conf.libvirt.nvlink_partitions
         self._group_warnings: set[str] = set()
         self._aliases = pci.aliases
         self._alias_warnings: set[str] = set()
@@ -130,6 +131,11 @@ class ResourceTracker:
                         '%s', err.message)
             return self.group_tree
         if fabric is None:
+            known = self.driver.get_known_nvlink_partitions()
+            if known is not None:
+                self._log_group_warnings(pci_groups.groups_off_partitions(
+                    self.declared_tree, known['partitions'],
+                    known['module_ids'], self.nvlink_mode))
             return self.declared_tree
         if self.group_source == 'fabric_manager':
             tree, warnings = pci_groups.tree_from_partitions(
@@ -140,11 +146,14 @@ class ResourceTracker:
                 fabric['module_ids'], fabric['unmapped'])
         tree, foreign_warnings = pci_groups.without_foreign(
             tree, fabric['partitions'])
-        warnings += foreign_warnings
+        self._log_group_warnings(warnings + foreign_warnings)
+        return tree
+
+    def _log_group_warnings(self, warnings: list[str]) -> None:
+        """Log the group warnings not logged at the previous update."""
         for warning in sorted(set(warnings) - self._group_warnings):
             LOG.warning('%s', warning)
         self._group_warnings = set(warnings)
-        return tree
 
     def _group_path(self, address: str) -> str:
         return '/'.join(g.name for g in self.group_tree.enclosing(address))

@@ -10,6 +10,7 @@ import fixtures
 
 from nova import exception
 from nova import test
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import nvlink
 
 
@@ -94,3 +95,44 @@ class ParseTest(test.TestCase):
         err = self.assertRaises(exception.InvalidConfiguration,
                                 nvlink.parse_module_map_option, missing)
         self.assertIn(missing, str(err))
+
+
+class HGXPartitionsTest(test.TestCase):
+
+    def test_table_is_the_fakes(self):
+        # The fake Fabric Manager stays free of nova imports, so it keeps
+        # its own copy of the table; both must stay the same.
+        self.assertEqual({pid: frozenset(modules) for pid, modules in
+                          fake.H100_PARTITIONS.items()},
+                         nvlink.HGX_PARTITIONS)
+
+    def test_addresses_where_every_module_is_known(self):
+        parts = {p.id: p for p in nvlink.hgx_partitions(
+            {'0000:5d:00.0': 3, '0000:3a:00.0': 1, '0000:18:00.0': 2})}
+        self.assertEqual(15, len(parts))
+        self.assertEqual(('0000:3a:00.0', '0000:5d:00.0'),
+                         parts[3].addresses)
+        self.assertIsNone(parts[4].addresses)
+        self.assertEqual(('0000:18:00.0',), parts[8].addresses)
+
+
+class ModuleMapReaderTest(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def test_saved_map_and_override_without_nvidia_smi(self):
+        state_dir = os.path.join(self.tmp, 'nvlink')
+        os.makedirs(state_dir)
+        with open(os.path.join(state_dir, 'cmp1-gpu-modules.json'),
+                  'w') as f:
+            f.write('{"0000:18:00.0": 2, "0000:3a:00.0": 1}')
+        reader = nvlink.ModuleMapReader(
+            os.path.join(self.tmp, 'no-nvidia-smi'),
+            {'0000:3a:00.0': 5, '0000:5d:00.0': 2}, state_dir)
+        # The override wins; a module ID two GPUs share is no answer; GPUs
+        # not asked about are left out.
+        self.assertEqual({'0000:3a:00.0': 5}, reader.read(
+            'cmp1', ['0000:18:00.0', '0000:3a:00.0', '0000:5d:00.0']))
+        self.assertEqual({}, reader.read('cmp2', ['0000:18:00.0']))
