@@ -17,6 +17,7 @@ from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import board as pci_board
 from nova.virt.libvirt import fakehost
+from nova.virt.libvirt import nvlink
 
 _SIZES = (1, 2, 4, 8)
 # (server name, GPUs) in boot order; the last one cannot fit anymore.
@@ -93,15 +94,10 @@ class _Client:
         raise RuntimeError('server %s not deleted' % server_id)
 
 
-def _gpu_number(address: str) -> int:
-    return fakehost.H200_GPU_ADDRESSES.index(address) + 1
-
-
-def _partitions() -> list[frozenset[int]]:
-    pairs = [frozenset(p) for p in fakehost.H200_NVLINK_PAIRS.values()]
-    quads = [frozenset({1, 2, 3, 4}), frozenset({5, 6, 7, 8})]
-    return ([frozenset({g}) for g in range(1, 9)] + pairs + quads +
-            [frozenset(range(1, 9))])
+def _module_ids(addresses) -> frozenset[int]:
+    """Module IDs of generated-board GPUs: the numbering of Fabric
+    Manager's partitions, which is not PCI order."""
+    return frozenset(fakehost.H200_MODULE_IDS[a] for a in addresses)
 
 
 def boards(hosts: list[str]) -> list[pci_board.HostBoard]:
@@ -112,10 +108,10 @@ def boards(hosts: list[str]) -> list[pci_board.HostBoard]:
     return pci_board.load(context, nodes)
 
 
-def fabric_state(driver, held: dict[str, set[int]], names: dict[str, str]
-                 ) -> tuple[str, bool]:
+def fabric_state(driver, held: dict[str, frozenset[int]],
+                 names: dict[str, str]) -> tuple[str, bool]:
     """FM's partitions of a host, and whether exactly the servers' ones
-    are active (each with the modules of its server's GPUs)."""
+    are active (``held``: server name -> module IDs of its GPUs)."""
     nvlink = driver.nvlink
     if nvlink is None:
         return '  (no Fabric Manager: [libvirt]nvlink_partitions = none)', \
@@ -158,7 +154,7 @@ def run(allinone) -> int:
         server['status'], server.get('OS-EXT-SRV-ATTR:host')))
 
     print('(service logs: %s/nova-all.log)' % allinone.conf.state_path)
-    valid = set(_partitions())
+    valid = set(nvlink.HGX_PARTITIONS.values())
     ok = True
     print()
     names = {i['uuid']: i['display_name'] for i in db.instance_get_all(
@@ -166,17 +162,17 @@ def run(allinone) -> int:
     host_boards = boards(allinone.compute_hosts)
     for host_board in host_boards:
         print(host_board.draw())
-        held = {name: {_gpu_number(address) for address in addresses}
+        held = {name: _module_ids(addresses)
                 for name, addresses in host_board.holders().items()}
         fabric, fabric_ok = fabric_state(
             allinone.computes[host_board.host].driver, held, names)
         print(fabric)
         ok &= fabric_ok
-        for name, gpus in sorted(held.items()):
-            good = frozenset(gpus) in valid
+        for name, modules in sorted(held.items()):
+            good = modules in valid
             ok &= good
-            print('    %-8s GPUs %-18s %s' % (
-                name, ','.join(map(str, sorted(gpus))),
+            print('    %-8s modules %-15s %s' % (
+                name, ','.join(map(str, sorted(modules))),
                 'valid NVLink partition' if good else 'INVALID'))
         print()
     print(pci_board.draw_fleet_summary(host_boards))

@@ -8,7 +8,11 @@ either ``--computes N`` computes sharing the configuration or one compute
 per ``--compute NAME=CONFIG_FILE``, each with its own ``[pci]`` and
 ``[libvirt]`` on top of the shared configuration. A compute uses
 ``[libvirt]connection_uri`` if set; otherwise it gets a generated NVIDIA
-HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver.
+HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver. With
+``[libvirt]nvlink_partitions = fabric_manager`` a generated host drives
+the Fabric Manager tools ``[libvirt]fmpm_path`` and ``nvidia_smi_path``
+when either is set, and otherwise a fake Fabric Manager of its own
+(``nova.virt.fake.fabric_manager``) with the board's module map.
 """
 
 import argparse
@@ -29,6 +33,7 @@ from nova.api import wsgi_app
 from nova.compute import api as compute_api
 from nova.compute import manager as compute_manager
 from nova.compute import rpcapi as compute_rpcapi
+from nova.conf import libvirt as libvirt_conf
 from nova.conf import per_compute
 from nova.conductor import manager as conductor_manager
 from nova.conductor import rpcapi as conductor_rpcapi
@@ -36,6 +41,7 @@ from nova.db import migration
 from nova.scheduler import manager as scheduler_manager
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
+from nova.virt.fake import fabric_manager as fake_fabric_manager
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import nvlink
@@ -54,6 +60,31 @@ def use_noauth_placement(conf: cfg.ConfigOpts, url: str) -> None:
     conf.set_override('auth_type', 'admin_token', group='placement')
     conf.set_override('endpoint', url, group='placement')
     conf.set_override('token', PLACEMENT_TOKEN, group='placement')
+
+
+# The tool paths whose setting gives a generated host the configured
+# Fabric Manager instead of nova-all's fake one.
+_FM_TOOL_OPTS = {opt.name: opt.default for opt in libvirt_conf.libvirt_opts
+                 if opt.name in ('fmpm_path', 'nvidia_smi_path')}
+_SET_BY_OPERATOR = (cfg.Locations.user, cfg.Locations.command_line,
+                    cfg.Locations.environment)
+
+
+def _fabric_manager_tools_configured(conf: cfg.ConfigOpts) -> bool:
+    """Whether [libvirt]fmpm_path or nvidia_smi_path is set: in a config
+    file, on the command line or the environment, or to a value other
+    than its default (an override, a compute file layered on top).
+
+    Either one counts: a real or independent fmpm must not be paired with
+    nova-all's fake nvidia-smi, or the reverse.
+    """
+    for name, default in _FM_TOOL_OPTS.items():
+        location = conf.get_location(name, 'libvirt')
+        if location is not None and location.location in _SET_BY_OPERATOR:
+            return True
+        if getattr(conf.libvirt, name) != default:
+            return True
+    return False
 
 
 class AllInOne:
@@ -88,27 +119,33 @@ class AllInOne:
     def _compute_driver(self, host: str) -> libvirt_driver.LibvirtDriver:
         conf = self.compute_conf(host)
         uri = conf.libvirt.connection_uri
+        module_reader = nvlink.module_reader_from_config(conf)
         if uri:
             return libvirt_driver.LibvirtDriver(
-                uri, conf.instances_path, nvlink=nvlink.from_config(conf))
+                uri, conf.instances_path, nvlink=nvlink.from_config(conf),
+                module_reader=module_reader)
         path = os.path.join(conf.state_path, 'hosts', '%s.xml' % host)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         uri = fakehost.write_node_xml(path, fakehost.hgx_h200_node_xml())
         fake_paths = {}
         if conf.libvirt.nvlink_partitions == 'fabric_manager':
-            # A generated host gets its own fake Fabric Manager, whose
-            # module IDs follow PCI order (so its partitions are the
-            # documented groups); nova reaches it through its fmpm.
-            from nova.tests.fixtures import fake_fabric_manager
-            fm = fake_fabric_manager.FakeFabricManager.create(
-                os.path.join(conf.state_path, 'fabric-manager', host),
-                {address: n + 1 for n, address in
-                 enumerate(fakehost.H200_GPU_ADDRESSES)})
-            fake_paths = {'fmpm_path': fm.fmpm_path,
-                          'nvidia_smi_path': fm.nvidia_smi_path}
+            if _fabric_manager_tools_configured(conf):
+                LOG.info('Generated host %s uses the configured Fabric '
+                         'Manager tools %s and %s', host,
+                         conf.libvirt.fmpm_path, conf.libvirt.nvidia_smi_path)
+            else:
+                # A generated host gets its own fake Fabric Manager with
+                # the generated board's module map; nova reaches it
+                # through its fmpm and nvidia-smi.
+                fm = fake_fabric_manager.FakeFabricManager.create(
+                    os.path.join(conf.state_path, 'fabric-manager', host),
+                    fakehost.H200_MODULE_IDS)
+                fake_paths = {'fmpm_path': fm.fmpm_path,
+                              'nvidia_smi_path': fm.nvidia_smi_path}
         return libvirt_driver.LibvirtDriver(
             uri, conf.instances_path,
-            nvlink=nvlink.from_config(conf, **fake_paths))
+            nvlink=nvlink.from_config(conf, **fake_paths),
+            module_reader=module_reader)
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))

@@ -55,6 +55,7 @@ class ResourceTracker:
         # Devices not offered right now and why (Fabric Manager hosts).
         self.withheld = pci_groups.Withheld()
         self.group_source = conf.pci.device_group_source
+        self.nvlink_mode = conf.libvirt.nvlink_partitions
         self._group_warnings: set[str] = set()
         self._aliases = pci.aliases
         self._alias_warnings: set[str] = set()
@@ -195,6 +196,11 @@ class ResourceTracker:
                         '%s', err.message)
             return self.group_tree, self.withheld
         if fabric is None:
+            known = self.driver.get_known_nvlink_partitions()
+            if known is not None:
+                self._log_group_warnings(pci_groups.groups_off_partitions(
+                    self.declared_tree, known['partitions'],
+                    known['module_ids'], self.nvlink_mode))
             return self.declared_tree, pci_groups.Withheld()
         if self.group_source == 'fabric_manager':
             tree, warnings = pci_groups.tree_from_partitions(
@@ -203,11 +209,15 @@ class ResourceTracker:
             tree, warnings = pci_groups.check_declared_against_partitions(
                 self.declared_tree, fabric['partitions'],
                 fabric['module_ids'], fabric['unmapped'])
+        self._log_group_warnings(warnings)
+        return tree, pci_groups.withheld_devices(
+            fabric['partitions'], fabric['module_ids'], fabric['unmapped'])
+
+    def _log_group_warnings(self, warnings: list[str]) -> None:
+        """Log the group warnings not logged at the previous update."""
         for warning in sorted(set(warnings) - self._group_warnings):
             LOG.warning('%s', warning)
         self._group_warnings = set(warnings)
-        return tree, pci_groups.withheld_devices(
-            fabric['partitions'], fabric['module_ids'], fabric['unmapped'])
 
     def _group_path(self, address: str) -> str:
         return '/'.join(g.name for g in self.group_tree.enclosing(address))

@@ -75,10 +75,13 @@ Each value is one JSON object:
 
 The groups form a tree whose sizes are derived from it (a pair is 2, a quad
 of two pairs is 4). A request for N devices of an alias with ``group_type``
-gets exactly the devices of one free group of size N. Example (HGX H200)::
+gets exactly the devices of one free group of size N. Example (HGX H200;
+the addresses are illustrative: NVLink partitions follow GPU module IDs,
+not PCI order, so take the groups from ``fmpm -l`` and ``nvidia-smi -q``
+or use ``device_group_source = fabric_manager``)::
 
   device_group = {"name": "pair-a1", "type": "nvlink",
-                  "addresses": ["0000:18:00.0", "0000:3a:00.0"]}
+                  "addresses": ["0000:3a:00.0", "0000:5d:00.0"]}
   device_group = {"name": "quad-a", "type": "nvlink",
                   "members": ["pair-a1", "pair-a2"]}
 

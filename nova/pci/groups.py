@@ -608,6 +608,42 @@ def check_declared_against_partitions(
     return _without(tree, dropped), warnings
 
 
+def groups_off_partitions(tree: GroupTree,
+                          partitions: list[HardwarePartition],
+                          module_ids: dict[str, int], mode: str
+                          ) -> list[str]:
+    """Warnings for declared nvlink groups that are no hardware partition.
+
+    For a compute that does not check its groups with Fabric Manager
+    (``mode`` is its [libvirt]nvlink_partitions): such a group still
+    hands out GPUs, but they are not joined by NVLink. Groups with a
+    device whose module ID (``module_ids``) is unknown are not judged.
+    """
+    known = {p.module_ids for p in partitions}
+    multi = '; '.join(p.describe() for p in sorted(
+        partitions, key=lambda p: (len(p.module_ids), p.id))
+        if len(p.module_ids) > 1)
+    warnings = []
+    for group in tree.groups():
+        if group.type != 'nvlink' or not all(
+                a in module_ids for a in group.addresses):
+            continue
+        modules = [module_ids[a] for a in group.addresses]
+        if frozenset(modules) in known:
+            continue
+        warnings.append(
+            'device group %s (%s, module IDs %s) is not an NVLink '
+            'partition of this board: with [libvirt]nvlink_partitions = '
+            '%s its GPUs are handed out together but are not joined by '
+            'NVLink. Partitions: %s. Derive the groups from fmpm -l and '
+            'the module IDs of nvidia-smi -q, or let the compute build '
+            'them ([libvirt]nvlink_partitions = fabric_manager with '
+            '[pci]device_group_source = fabric_manager)' % (
+                group.name, ', '.join(group.addresses),
+                ','.join(map(str, modules)), mode, multi))
+    return warnings
+
+
 def _without(tree: GroupTree, dropped: set[str]) -> GroupTree:
     """``tree`` less the ``dropped`` groups, which must include every
     group enclosing a dropped one; orphaned members become roots."""

@@ -101,6 +101,15 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
+    def get_known_nvlink_partitions(self) -> dict | None:
+        """NVLink partitions the GPUs' module IDs imply when nova does not
+        ask Fabric Manager (get_nvlink_partitions is None), for a check.
+
+        None, or ``partitions`` (HardwarePartition list) and
+        ``module_ids`` (address -> GPU module ID).
+        """
+        return None
+
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Settle NVLink partitions left by crashes and restarts.
 
@@ -121,5 +130,6 @@ def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
     from nova.virt.libvirt import driver as libvirt_driver
     from nova.virt.libvirt import nvlink
     uri = conf.libvirt.connection_uri or DEFAULT_LIBVIRT_URI
-    return libvirt_driver.LibvirtDriver(uri, conf.instances_path,
-                                        nvlink=nvlink.from_config(conf))
+    return libvirt_driver.LibvirtDriver(
+        uri, conf.instances_path, nvlink=nvlink.from_config(conf),
+        module_reader=nvlink.module_reader_from_config(conf))

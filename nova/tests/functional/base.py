@@ -22,6 +22,19 @@ H200_CONFIG = fakehost.h200_pci_config()
 GPUS = fakehost.H200_GPU_ADDRESSES
 
 
+def pair_of(gpu: int) -> tuple[int, int]:
+    """GPU numbers (1-based, PCI order) of the declared NVLink pair of the
+    generated board that holds GPU ``gpu``: its module map decides."""
+    return next(pair for pair in fakehost.H200_NVLINK_PAIRS.values()
+                if gpu in pair)
+
+
+def not_a_pair(gpu: int) -> tuple[int, int]:
+    """GPU ``gpu`` and the first GPU of its quad outside its pair."""
+    quad = range(1, 5) if gpu <= 4 else range(5, 9)
+    return gpu, next(n for n in quad if n not in pair_of(gpu))
+
+
 class FunctionalTestCase(test.TestCase):
     """Real Placement and database per test; computes started on demand."""
 

@@ -170,7 +170,7 @@ class TestDocumentedCommands(test.TestCase):
         self.assertNotIn('nvl-1', out)
         for trait in ('CUSTOM_PCI_GROUP_NVLINK_8_M2',
                       'CUSTOM_PCI_GROUP_NVLINK_4_M2',
-                      'CUSTOM_PCI_GROUP_NVLINK_2_M1'):
+                      'CUSTOM_PCI_GROUP_NVLINK_2_M0'):
             self.assertIn(trait, out)
         deadline = time.monotonic() + TIMEOUT
         while self.servers()[0]['status'] == 'BUILD' and (

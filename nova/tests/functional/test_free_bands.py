@@ -45,10 +45,11 @@ class TestComputePublishesItsBand(base.FunctionalTestCase):
         quad = self.claim([5, 6, 7, 8])
         self.assertEqual({'CUSTOM_PCI_FREE_PGPU_2'},
                          bands_of(self.root_traits()))
-        pair = self.claim([2, 4])
+        # The other pair of GPU 1's quad, then GPU 1's partner.
+        pair = self.claim(list(base.pair_of(base.not_a_pair(1)[1])))
         self.assertEqual({'CUSTOM_PCI_FREE_PGPU_1'},
                          bands_of(self.root_traits()))
-        last = self.claim([3])
+        last = self.claim([n for n in base.pair_of(1) if n != 1])
         self.assertEqual(set(), bands_of(self.root_traits()))
         # Frees are published by the next resource update: 4 free.
         self.compute.rt.pci_tracker.free_instance(quad)
@@ -72,7 +73,7 @@ class TestComputePublishesItsBand(base.FunctionalTestCase):
                   'resource_provider_generation':
                       traits['resource_provider_generation']})
         self.assertEqual(200, resp.status_code, resp.text)
-        self.claim([1, 3])
+        self.claim(list(base.pair_of(1)))
         self.assertIn('CUSTOM_RACK_7', self.root_traits())
         self.assertIn('CUSTOM_PCI_FREE_PGPU_4', self.root_traits())
 

@@ -16,6 +16,7 @@ from nova.scheduler import request_builder
 from nova.scheduler import weights
 from nova.tests.fixtures import h200_placement
 from nova.tests.fixtures import placement as placement_fixture
+from nova.tests.functional import base
 
 HOST = 'cmp1'
 GROUPS = h200_placement.GROUPS
@@ -80,7 +81,9 @@ class TestGroupCandidates(test.TestCase):
         # The buddy rule on real provider summaries: one GPU goes next to
         # the busy GPU 1, a pair into the already broken quad-a.
         gpu_of = {rp: gpu for gpu, rp in self.gpu_rps.items()}
-        for count, best in ((1, {3}), (2, {2, 4})):
+        partner = set(base.pair_of(1)) - {1}
+        other_pair = set(base.pair_of(base.not_a_pair(1)[1]))
+        for count, best in ((1, partner), (2, other_pair)):
             _sets, request, response = self._candidates(count)
             selections = weights.select_candidates(response, request)
             self.assertEqual(self.root, selections[0].host)

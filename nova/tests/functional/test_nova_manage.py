@@ -11,6 +11,7 @@ from nova.cmd import manage
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.functional import base
+from nova.virt.libvirt import fakehost
 
 
 def _capture(command, host):
@@ -31,15 +32,18 @@ class TestPciList(base.FunctionalTestCase):
         self.enable_h200_groups()
         compute = self.start_compute('cmp1')
         self.start_compute('cmp2')
-        compute.rt.pci_tracker.claim('vm-1', 'req-1',
-                                     [base.GPUS[0], base.GPUS[2]])
+        compute.rt.pci_tracker.claim('vm-1', 'req-1', [
+            base.GPUS[n - 1] for n in base.pair_of(1)])
         code, out, _ = self._run('cmp1')
         self.assertEqual(0, code)
         rows = [line for line in out.splitlines() if 'cmp1' in line]
         self.assertEqual(8, len(rows))
         first = [c.strip() for c in rows[0].strip('|').split('|')]
+        [pair_name] = [name for name, gpus in
+                       fakehost.H200_NVLINK_PAIRS.items() if 1 in gpus]
         self.assertEqual(['cmp1', base.GPUS[0], '10de', '2335',
-                          'board/quad-a/pair-a1', 'allocated', 'vm-1', '-'],
+                          'board/quad-a/' + pair_name, 'allocated', 'vm-1',
+                          '-'],
                          first)
         self.assertNotIn('cmp2', out)
         code, out, _ = self._run()
@@ -65,10 +69,14 @@ class TestPciBoard(base.FunctionalTestCase):
         self.enable_h200_groups()
         cmp1 = self.start_compute('cmp1')
         self.start_compute('cmp2')
-        # GPU 1 alone, and the pair {2, 4}: quad-a is broken, quad-b whole.
-        cmp1.rt.pci_tracker.claim('vm-1', 'req-1', [base.GPUS[0]])
-        cmp1.rt.pci_tracker.claim('vm-2', 'req-2',
-                                  [base.GPUS[1], base.GPUS[3]])
+        # GPU 1 alone, and the other pair of its quad: quad-a is broken,
+        # quad-b whole.
+        self.holders = {base.GPUS[0]: 'vm-1'}
+        self.holders.update({base.GPUS[n - 1]: 'vm-2' for n in
+                             base.pair_of(base.not_a_pair(1)[1])})
+        for vm in ('vm-1', 'vm-2'):
+            cmp1.rt.pci_tracker.claim(vm, 'req-' + vm, [
+                a for a, holder in self.holders.items() if holder == vm])
 
     def test_board_and_fleet_summary(self):
         code, out, _ = self._run()
@@ -78,12 +86,15 @@ class TestPciBoard(base.FunctionalTestCase):
         lines = out.splitlines()
         cmp1 = lines.index('cmp1: 8 devices, 5 free')
         self.assertEqual(['  board', '    quad-a'], lines[cmp1 + 1:cmp1 + 3])
-        self.assertEqual(
-            '      pair-a1 [%s vm-1     | %s free    ]' % (
-                base.GPUS[0], base.GPUS[2]),
-            lines[cmp1 + 3])
-        self.assertIn('pair-a2 [%s vm-2     | %s vm-2    ]' % (
-            base.GPUS[1], base.GPUS[3]), lines[cmp1 + 4])
+        # Pairs are drawn in address order.
+        for offset, name in enumerate(sorted(
+                ('pair-a1', 'pair-a2'),
+                key=fakehost.H200_NVLINK_PAIRS.get)):
+            first, second = (base.GPUS[n - 1] for n in
+                             fakehost.H200_NVLINK_PAIRS[name])
+            self.assertEqual('      %s [%s %-8s | %s %-8s]' % (
+                name, first, self.holders.get(first, 'free'), second,
+                self.holders.get(second, 'free')), lines[cmp1 + 3 + offset])
         summary = lines[lines.index('  size  free  hosts') + 1:]
         self.assertEqual(['  1     13    cmp1 5, cmp2 8',
                           '  2     6     cmp1 2, cmp2 4',

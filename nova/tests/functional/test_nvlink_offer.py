@@ -11,9 +11,9 @@ import time
 from unittest import mock
 
 from nova.cmd import manage
-from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.tests.functional import test_nvlink_partitions as nvlink_tests
+from nova.virt.fake import fabric_manager as fake
 
 GPUS = nvlink_tests.GPUS
 
@@ -82,7 +82,7 @@ class TestUnplaceableGPU(OfferTestBase):
     def test_gpu_without_own_partition_is_offered_only_in_groups(self):
         fm = self.fm_for('cmp1')
         table = {str(pid): list(modules) for pid, modules in
-                 fake_fm.H100_PARTITIONS.items() if pid != 7}
+                 fake.H100_PARTITIONS.items() if pid != 7}
         fm.update(partitions=table)         # module 1 has no single
         self.start_services()
         flavors = self.gpu_flavors()
@@ -112,15 +112,15 @@ class TestQuarantine(OfferTestBase):
         first = self.boot(flavors[2], 'first')
         bad = self.partition_of(first)
         self.delete(first['id'])
-        fm.inject_fault('activate', fake_fm.NVLINK_ERROR, count=100,
+        fm.inject_fault('activate', fake.NVLINK_ERROR, count=100,
                         partition=bad)
         pairs = [self.boot(flavors[2], 'p%d' % i) for i in range(3)]
         self.assertEqual({3, 4, 5, 6} - {bad},
                          {self.partition_of(p) for p in pairs})
         # Tried once, then kept out of the offer.
         failed = [c for c in fm.calls() if c[2] != 0]
-        self.assertEqual([['activate', bad, fake_fm.NVLINK_ERROR]], failed)
-        members = [GPUS[m - 1] for m in fake_fm.H100_PARTITIONS[bad]]
+        self.assertEqual([['activate', bad, fake.NVLINK_ERROR]], failed)
+        members = [GPUS[m - 1] for m in fake.H100_PARTITIONS[bad]]
         self.assertEqual({1}, {self.reserved()[a] for a in members})
         self.assertIn('quarantined', self.manage_output(manage.pci_list))
         self.boot(flavors[2], 'no-pair-left', status='ERROR')
@@ -139,7 +139,7 @@ class TestQuarantine(OfferTestBase):
     def test_transient_fm_error_does_not_quarantine(self):
         self.start_services()
         fm = self.fms['cmp1']
-        fm.inject_fault('activate', fake_fm.GENERIC_ERROR)
+        fm.inject_fault('activate', fake.GENERIC_ERROR)
         self.boot(self.gpu_flavors()[2], 'doomed', status='ERROR')
         self.assertEqual({0}, set(self.reserved().values()))
         self.assertNotIn('quarantined', self.manage_output(manage.pci_list))

@@ -7,6 +7,7 @@ Manager per host that the compute reaches only through the ``fmpm`` and
 """
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -21,15 +22,18 @@ from nova.cmd import manage
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt import driver as virt_driver
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import nvlink
 
 GPUS = base.GPUS
-# The fake gives GPU n of the H200 host (PCI order) module ID n, so FM's
-# partitions are the groups of the documented nova.conf.
-H200_MAP = {address: n + 1 for n, address in enumerate(GPUS)}
-H100_MAP = fake_fm.H100_WP12736_MAP
+# The generated H200 board's module map (not PCI order); the generated
+# nova.conf declares its partitions.
+H200_MAP = fakehost.H200_MODULE_IDS
+BY_MODULE = {module: address for address, module in H200_MAP.items()}
+H100_MAP = fake.H100_WP12736_MAP
 
 
 def h100_devices():
@@ -76,7 +80,7 @@ class NVLinkTestBase(boot.BootTestBase):
         addresses = {d['address'] for d in compute.rt.pci_tracker.pci_devs
                      if d['instance_uuid'] == server['id']}
         modules = frozenset(self.module_map[a] for a in addresses)
-        for pid, members in fake_fm.H100_PARTITIONS.items():
+        for pid, members in fake.H100_PARTITIONS.items():
             if frozenset(members) == modules:
                 return pid
         self.fail('GPUs %s of %s are no FM partition' % (addresses,
@@ -119,7 +123,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         fm = self.fm_for('cmp1')
         # An error that says nothing about the partition (an NVLink
         # error quarantines it instead: test_nvlink_offer).
-        fm.inject_fault('activate', fake_fm.GENERIC_ERROR)
+        fm.inject_fault('activate', fake.GENERIC_ERROR)
         server = self.boot(flavors[2], 'doomed', status='ERROR')
         message = server['fault']['message']
         self.assertIn('NVLink partition', message)
@@ -212,7 +216,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         pid = self.partition_of(server)
         fm = self.fms['cmp1']
         fm.call('deactivate', pid)
-        fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        fm.inject_fault('activate', fake.NVLINK_ERROR)
         self.computes['cmp1'].repair_nvlink_partitions()
         server = self.api('GET', '/servers/%s' % server['id'])['server']
         self.assertEqual('ERROR', server['status'])
@@ -245,14 +249,17 @@ class TestGroupsAgainstFabricManager(NVLinkTestBase):
 
     def test_declared_group_fm_does_not_have_is_refused(self):
         self.enable_h200_groups()
+        # Modules 1 and 2 are no partition.
+        wrong = sorted((BY_MODULE[1], BY_MODULE[2]))
         bad = ['{"name": "wrong", "type": "nvlink", "addresses": '
-               '["%s", "%s"]}' % (GPUS[0], GPUS[1])]
+               '["%s", "%s"]}' % tuple(wrong)]
         self.flags('pci', device_group=bad)
         err = self.assertRaises(exception.PciGroupConfigInvalid,
                                 self.start_compute, 'cmp1',
                                 driver=self.make_driver('cmp1'))
         message = str(err)
-        for part in ('group wrong', GPUS[0], GPUS[1], 'module IDs 1,2',
+        for part in ('group wrong', wrong[0], wrong[1], 'module IDs %s' %
+                     ','.join(str(H200_MAP[a]) for a in wrong),
                      '3 (modules 1,3', '0 (modules 1,2,3,4,5,6,7,8'):
             self.assertIn(part, message)
 
@@ -291,8 +298,11 @@ class TestGroupsAgainstFabricManager(NVLinkTestBase):
         compute = self.start_compute('cmp1',
                                      driver=self.make_driver('cmp1'))
         names = {g.name for g in compute.rt.group_tree.groups()}
-        # GPU 1 is in pair-a1, quad-a and the board.
-        self.assertEqual({'pair-a2', 'quad-b', 'pair-b1', 'pair-b2'}, names)
+        # GPU 1 is in one pair of quad-a, in quad-a and in the board.
+        [its_pair] = [name for name, gpus in
+                      fakehost.H200_NVLINK_PAIRS.items() if 1 in gpus]
+        self.assertEqual(set(fakehost.H200_NVLINK_PAIRS) - {its_pair} |
+                         {'quad-b'}, names)
         self.assertEqual({GPUS[0]: 'has no module ID'},
                          compute.driver.nvlink.unmapped)
 
@@ -321,7 +331,7 @@ class TestH100ModuleMap(NVLinkTestBase):
                                    {'0000:0f:00.0', '0000:10:00.0'},
                                    {'0000:41:00.0', '0000:44:00.0'})}
         self.assertEqual({frozenset(m) for p, m in
-                          fake_fm.H100_PARTITIONS.items() if p in
+                          fake.H100_PARTITIONS.items() if p in
                           (3, 4, 5, 6)}, by_modules)
         self.assert_active('cmp1', pairs)
         for pair in pairs:
@@ -329,6 +339,146 @@ class TestH100ModuleMap(NVLinkTestBase):
         quads = [self.boot(flavors[4], 'q%d' % i) for i in range(2)]
         self.assert_active('cmp1', quads)
         self.assertEqual({1, 2}, {self.partition_of(q) for q in quads})
+
+
+class TestAllInOneGeneratedHost(NVLinkTestBase):
+    """nova-all's generated hosts (no connection_uri) and their tools."""
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+
+    def test_configured_tools_are_used(self):
+        # An operator (or an independent fake) set both tool paths: the
+        # generated host gets them, not nova-all's own fake.
+        fm = self.fm_for('cmp1')
+        self.flags('libvirt', fmpm_path=fm.fmpm_path,
+                   nvidia_smi_path=fm.nvidia_smi_path)
+        self.start_allinone(['cmp1'])
+        nvlink_parts = self.computes['cmp1'].driver.nvlink
+        self.assertEqual(fm.fmpm_path, nvlink_parts.client.fmpm_path)
+        self.assertEqual(fm.nvidia_smi_path, nvlink_parts.nvidia_smi_path)
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        self.assert_active('cmp1', [server])
+        self.assertFalse(os.path.exists(
+            os.path.join(self.tmpdir, 'fabric-manager')))
+
+    def test_one_configured_path_is_honoured_too(self):
+        # A configured fmpm is never paired with nova-all's fake
+        # nvidia-smi: the other tool is the configured (default) one.
+        fm = self.fm_for('cmp1')
+        self.flags('libvirt', fmpm_path=fm.fmpm_path)
+        self.start_allinone(['cmp1'])
+        nvlink_parts = self.computes['cmp1'].driver.nvlink
+        self.assertEqual(fm.fmpm_path, nvlink_parts.client.fmpm_path)
+        self.assertEqual(self.conf.libvirt.nvidia_smi_path,
+                         nvlink_parts.nvidia_smi_path)
+
+    def test_unset_paths_give_the_generated_fake(self):
+        self.start_allinone(['cmp1'])
+        generated = os.path.join(self.tmpdir, 'fabric-manager', 'cmp1')
+        nvlink_parts = self.computes['cmp1'].driver.nvlink
+        self.assertEqual(os.path.join(generated, 'fmpm'),
+                         nvlink_parts.client.fmpm_path)
+        server = self.boot(self.gpu_flavors()[2], 'pair')
+        self.assertEqual([['activate', self.partition_of(server), 0]],
+                         fake.FakeFabricManager(generated).calls())
+
+
+class TestDeclaredGroupsAgainstModuleMap(boot.BootTestBase):
+    """Without nova driving Fabric Manager, declared nvlink groups are
+    checked against the board's fixed partitions by the module map the
+    compute can read, and a mismatch is warned about at start."""
+
+    # The example of the old docs: pairs in PCI order ({1,3} by position),
+    # which on the generated board are no NVLink partition.
+    PCI_ORDER_PAIRS = {'pair-a1': (GPUS[0], GPUS[2]),
+                       'pair-a2': (GPUS[1], GPUS[3]),
+                       'pair-b1': (GPUS[4], GPUS[6]),
+                       'pair-b2': (GPUS[5], GPUS[7])}
+
+    def declare(self, pairs):
+        self.enable_h200_groups()
+        groups = ['{"name": "%s", "type": "nvlink", "addresses": '
+                  '["%s", "%s"]}' % (name, first, second)
+                  for name, (first, second) in pairs.items()]
+        self.flags('pci', device_group=groups + [
+            g for g in base.H200_CONFIG['device_group'] if 'members' in g])
+
+    def start(self):
+        """A compute with the driver nova-compute loads from config."""
+        self.flags('libvirt', connection_uri=self.node_uri('cmp1'))
+        return self.start_compute('cmp1',
+                                  driver=virt_driver.load_driver(self.conf))
+
+    def warnings(self):
+        return [line for line in self.logger.output.splitlines()
+                if 'is not an NVLink partition' in line]
+
+    def test_pci_order_pairs_warned_with_operator_map(self):
+        self.flags('libvirt', nvlink_partitions='none', gpu_module_map=(
+            json.dumps(fakehost.H200_MODULE_IDS)))
+        self.declare(self.PCI_ORDER_PAIRS)
+        self.start()
+        warnings = self.warnings()
+        # Each pair is wrong; its quad and the board are right.
+        self.assertEqual(4, len(warnings), warnings)
+        [pair_a1] = [w for w in warnings if 'group pair-a1 ' in w]
+        modules = [fakehost.H200_MODULE_IDS[a] for a in
+                   self.PCI_ORDER_PAIRS['pair-a1']]
+        for part in ('%s, %s' % self.PCI_ORDER_PAIRS['pair-a1'],
+                     'module IDs %d,%d' % tuple(modules),
+                     '3 (modules 1,3: %s, %s); ' % tuple(
+                         sorted((BY_MODULE[1], BY_MODULE[3]))),
+                     '4 (modules 2,4: %s, %s); ' % tuple(
+                         sorted((BY_MODULE[2], BY_MODULE[4]))),
+                     '5 (modules 5,7', '6 (modules 6,8',
+                     '1 (modules 1,2,3,4', '2 (modules 5,6,7,8',
+                     '0 (modules 1,2,3,4,5,6,7,8',
+                     'nvlink_partitions = none'):
+            self.assertIn(part, pair_a1)
+
+    def test_nova_all_generated_host_warns(self):
+        self.flags('libvirt', nvlink_partitions='none', gpu_module_map=(
+            json.dumps(fakehost.H200_MODULE_IDS)))
+        self.declare(self.PCI_ORDER_PAIRS)
+        self.start_allinone(['cmp1'])
+        self.assertEqual(4, len(self.warnings()))
+
+    def test_nvidia_smi_map_in_hook_mode(self):
+        fm = self.useFixture(fake_fm.FabricManagerFixture(
+            fakehost.H200_MODULE_IDS)).fm
+        self.flags('libvirt', nvlink_partitions='libvirt_hook',
+                   nvidia_smi_path=fm.nvidia_smi_path)
+        self.declare(self.PCI_ORDER_PAIRS)
+        self.start()
+        self.assertEqual(4, len(self.warnings()))
+
+    def test_saved_map_is_read(self):
+        # A map an earlier fabric_manager-mode compute saved.
+        os.makedirs(os.path.join(self.tmpdir, 'nvlink'))
+        with open(os.path.join(self.tmpdir, 'nvlink',
+                               'cmp1-gpu-modules.json'), 'w') as out:
+            json.dump(fakehost.H200_MODULE_IDS, out)
+        self.flags('libvirt', nvlink_partitions='none')
+        self.declare(self.PCI_ORDER_PAIRS)
+        self.start()
+        self.assertEqual(4, len(self.warnings()))
+
+    def test_generated_groups_match_the_generated_board(self):
+        self.flags('libvirt', nvlink_partitions='none', gpu_module_map=(
+            json.dumps(fakehost.H200_MODULE_IDS)))
+        self.enable_h200_groups()
+        compute = self.start()
+        self.assertEqual([], self.warnings())
+        self.assertEqual(7, len(compute.rt.group_tree.groups()))
+
+    def test_no_module_map_no_warning(self):
+        self.flags('libvirt', nvlink_partitions='none',
+                   nvidia_smi_path=os.path.join(self.tmpdir, 'absent'))
+        self.declare(self.PCI_ORDER_PAIRS)
+        self.start()
+        self.assertEqual([], self.warnings())
 
 
 class TestManagePartitions(NVLinkTestBase):
@@ -351,9 +501,9 @@ class TestManagePartitions(NVLinkTestBase):
             if line.startswith('|') and line[2].isdigit())}
         self.assertEqual(list(range(15)), sorted(rows))
         addresses = ' '.join(sorted(
-            GPUS[m - 1] for m in fake_fm.H100_PARTITIONS[pid]))
+            BY_MODULE[m] for m in fake.H100_PARTITIONS[pid]))
         self.assertEqual([str(pid), ','.join(
-            map(str, fake_fm.H100_PARTITIONS[pid])), addresses, 'active',
+            map(str, fake.H100_PARTITIONS[pid])), addresses, 'active',
             server['id'], server['id'], '-'], rows[pid])
         self.assertEqual('ACTIVE in FM, no instance holds it in nova',
                          rows[stray][6])

@@ -163,10 +163,11 @@ class TestReshape(base.FunctionalTestCase):
         self.enable_h200_groups(groups=False)
         compute = self.start_compute('cmp1')
         flat = self.provider_view('cmp1')
-        pair = [flat[dev('cmp1', 1)]['uuid'], flat[dev('cmp1', 3)]['uuid']]
+        gpus = base.pair_of(1)
+        pair = [flat[dev('cmp1', gpu)]['uuid'] for gpu in gpus]
         consumer = '11111111-2222-3333-4444-555555555555'
         self._allocate(consumer, pair)
-        self._hold(compute, consumer, [1, 3])
+        self._hold(compute, consumer, list(gpus))
 
         self.enable_h200_groups()
         self.start_compute('cmp1')
@@ -201,10 +202,11 @@ class TestReshape(base.FunctionalTestCase):
         compute = self.start_compute('cmp1')
         flat = self.provider_view('cmp1')
         consumer = '22222222-2222-3333-4444-555555555555'
-        # GPUs 1 and 2 are not an NVLink pair.
-        self._allocate(consumer, [flat[dev('cmp1', 1)]['uuid'],
-                                  flat[dev('cmp1', 2)]['uuid']])
-        self._hold(compute, consumer, [1, 2])
+        # Two GPUs that are not an NVLink pair.
+        gpus = base.not_a_pair(1)
+        self._allocate(consumer, [flat[dev('cmp1', gpu)]['uuid']
+                                  for gpu in gpus])
+        self._hold(compute, consumer, list(gpus))
         self.enable_h200_groups()
         err = self.assertRaises(exception.PlacementPciException,
                                 self.start_compute, 'cmp1')

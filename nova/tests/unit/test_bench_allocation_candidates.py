@@ -7,6 +7,9 @@ from nova.virt.libvirt import fakehost
 
 bench = tool.load('bench_allocation_candidates')
 GPU = fakehost.H200_GPU_ADDRESSES
+# A declared pair and two GPUs of different pairs, by the board's map.
+PAIR = [GPU[n - 1] for n in fakehost.H200_NVLINK_PAIRS['pair-a1']]
+SPLIT = [PAIR[0]] + [GPU[fakehost.H200_NVLINK_PAIRS['pair-a2'][0] - 1]]
 
 
 def _tree() -> pci_groups.GroupTree:
@@ -20,23 +23,23 @@ class TestValidity(test.TestCase):
         self.assertEqual(8, len(bench.valid_device_sets(_tree(), 1, GPU)))
         pairs = bench.valid_device_sets(_tree(), 2, GPU)
         self.assertEqual(4, len(pairs))
-        self.assertIn(frozenset([GPU[0], GPU[2]]), pairs)
-        self.assertNotIn(frozenset([GPU[0], GPU[1]]), pairs)
+        self.assertIn(frozenset(PAIR), pairs)
+        self.assertNotIn(frozenset(SPLIT), pairs)
         self.assertEqual({frozenset(GPU)},
                          bench.valid_device_sets(_tree(), 8, GPU))
 
     def test_is_valid(self):
         pairs = bench.valid_device_sets(_tree(), 2, GPU)
         self.assertTrue(bench.is_valid(
-            [('h1', GPU[0]), ('h1', GPU[2])], 2, pairs))
+            [('h1', PAIR[0]), ('h1', PAIR[1])], 2, pairs))
         # Not a declared pair, two hosts, one device twice, wrong count.
         self.assertFalse(bench.is_valid(
-            [('h1', GPU[0]), ('h1', GPU[1])], 2, pairs))
+            [('h1', SPLIT[0]), ('h1', SPLIT[1])], 2, pairs))
         self.assertFalse(bench.is_valid(
-            [('h1', GPU[0]), ('h2', GPU[2])], 2, pairs))
+            [('h1', PAIR[0]), ('h2', PAIR[1])], 2, pairs))
         self.assertFalse(bench.is_valid(
-            [('h1', GPU[0]), ('h1', GPU[0])], 2, pairs))
-        self.assertFalse(bench.is_valid([('h1', GPU[0])], 2, pairs))
+            [('h1', PAIR[0]), ('h1', PAIR[0])], 2, pairs))
+        self.assertFalse(bench.is_valid([('h1', PAIR[0])], 2, pairs))
 
     def test_candidate_devices_skips_root(self):
         index = {'rp-a': ('h1', GPU[0]), 'rp-b': ('h1', GPU[2])}

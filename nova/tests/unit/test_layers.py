@@ -1,5 +1,9 @@
 """Data flows one way: no module imports from a layer above its own.
 
+Test code sits above every layer: no module outside ``nova.tests`` may
+import ``nova.tests`` (fakes that production code ships, such as nova-all's
+fake Fabric Manager, live in ``nova.virt.fake``).
+
 The layers, lowest first: the shared base (configuration, database,
 context, RPC plumbing, PCI device model, virt hardware helpers); the virt
 drivers; the compute service and the scheduler, side by side; the
@@ -50,7 +54,10 @@ RULES = [
     ('nova.api', ('nova.cmd',)),
 ]
 
-EXEMPT = ('nova.compute.api', 'nova.tests')
+# Test code, which no production module may import.
+TESTS = 'nova.tests'
+
+EXEMPT = ('nova.compute.api',)
 
 SERVICES = ('nova.compute', 'nova.scheduler', 'nova.conductor', 'nova.api')
 
@@ -84,13 +91,19 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
     found = []
     for path in sorted(root.rglob('*.py')):
         importer = _module_name(path, root)
+        if _within(importer, TESTS):
+            continue
+        imports = _imports(path)
+        found += ['%s -> %s' % (importer, imported)
+                  for imported in sorted(imports)
+                  if _within(imported, TESTS)]
         if any(_within(importer, e) for e in EXEMPT):
             continue
         for package, forbidden in RULES:
             if not _within(importer, package):
                 continue
             is_service = any(_within(importer, s) for s in SERVICES)
-            for imported in sorted(_imports(path)):
+            for imported in sorted(imports):
                 if is_service and any(_within(imported, s) for s in SHARED):
                     continue
                 if _within(imported, package):
@@ -116,4 +129,23 @@ class TestLayers(test.TestCase):
             'from nova.scheduler.client import report\n')
         self.assertEqual(
             ['nova.compute.probe -> nova.scheduler.request_builder'],
+            violations(root))
+
+    def test_the_check_sees_production_code_importing_tests(self):
+        # The edge issue 25 removed: nova-all importing the fake Fabric
+        # Manager from the test fixtures. Tests may import each other.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('cmd', 'compute', 'tests/fixtures'):
+            (root / package).mkdir(parents=True)
+        (root / 'cmd' / 'probe.py').write_text(
+            'def driver():\n'
+            '    from nova.tests.fixtures import fake_fabric_manager\n')
+        (root / 'compute' / 'api.py').write_text(
+            'import nova.tests.fixtures.database\n')
+        (root / 'tests' / 'fixtures' / 'probe.py').write_text(
+            'from nova.tests.fixtures import database\n')
+        self.assertEqual(
+            ['nova.cmd.probe -> nova.tests.fixtures.fake_fabric_manager',
+             'nova.compute.api -> nova.tests.fixtures.database'],
             violations(root))

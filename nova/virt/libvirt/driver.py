@@ -44,15 +44,21 @@ class LibvirtDriver(driver.ComputeDriver):
     it is the local disk reported as ``local_gb``. None means the host has
     no local instance storage (``local_gb`` 0). ``nvlink`` is set when this
     driver makes NVLink partitions live itself
-    (``[libvirt]nvlink_partitions = fabric_manager``).
+    (``[libvirt]nvlink_partitions = fabric_manager``); otherwise
+    ``module_reader``, if given, reads the GPU module IDs at start so
+    declared groups can be checked against the board's partitions.
     """
 
     def __init__(self, uri: str, instances_path: str | None = None,
-                 nvlink: nvlink_partitions.NVLinkPartitions | None = None
-                 ) -> None:
+                 nvlink: nvlink_partitions.NVLinkPartitions | None = None,
+                 module_reader: nvlink_partitions.ModuleMapReader | None
+                 = None) -> None:
         self.host = libvirt_host.Host(uri)
         self.instances_path = instances_path
         self.nvlink = nvlink
+        self.module_reader = module_reader
+        # GPU module IDs module_reader found at start (address -> ID).
+        self._module_ids: dict[str, int] = {}
         self._hostname: str | None = None
         # Serializes the exists-check and define of spawn, so two spawns of
         # one uuid cannot both pass the check and redefine each other.
@@ -77,11 +83,15 @@ class LibvirtDriver(driver.ComputeDriver):
                     'instances_path %s cannot be created: %s' % (
                         self.instances_path, err))) from err
         self.host.get_connection()
+        if self.nvlink is None and self.module_reader is None:
+            return
+        gpus = [dev['address'] for dev in self.get_pci_devices()
+                if _is_nvidia_gpu(dev)]
         if self.nvlink is not None:
-            self.nvlink.start(host, [
-                dev['address'] for dev in self.get_pci_devices()
-                if _is_nvidia_gpu(dev)])
+            self.nvlink.start(host, gpus)
             self.nvlink.forget_missing(set(self.list_instance_uuids()))
+        else:
+            self._module_ids = self.module_reader.read(host, gpus)
 
     def get_nvlink_partitions(self) -> dict | None:
         """FM's partitions and the GPU module map, None without FM mode.
@@ -91,6 +101,15 @@ class LibvirtDriver(driver.ComputeDriver):
         return {'partitions': self.nvlink.hardware_partitions(),
                 'module_ids': dict(self.nvlink.module_map),
                 'unmapped': dict(self.nvlink.unmapped)}
+
+    def get_known_nvlink_partitions(self) -> dict | None:
+        """Without FM mode: the HGX board's fixed partitions by the module
+        IDs read at start; None when no GPU module ID is known."""
+        if self.nvlink is not None or not self._module_ids:
+            return None
+        return {'partitions': nvlink_partitions.hgx_partitions(
+                    self._module_ids),
+                'module_ids': dict(self._module_ids)}
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""

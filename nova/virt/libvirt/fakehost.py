@@ -281,10 +281,33 @@ def write_node_xml(path: str, xml: str) -> str:
     return 'test://' + path
 
 
-# NVLink partitions of the HGX H200 board, by 1-based GPU number: the
-# groups an operator declares in [pci]device_group for this host.
-H200_NVLINK_PAIRS = {'pair-a1': (1, 3), 'pair-a2': (2, 4),
-                     'pair-b1': (5, 7), 'pair-b2': (6, 8)}
+# Module ID of each GPU of the HGX H200 board (what nvidia-smi -q shows and
+# Fabric Manager numbers its partitions by). Module order is not PCI order:
+# this is the map of a real HGX H100 with exactly these bus addresses, so
+# its NVLink pairs are {3a,5d}, {18,2a}, {ba,db} and {9a,ab}.
+H200_MODULE_IDS = {
+    '0000:3a:00.0': 1, '0000:18:00.0': 2, '0000:5d:00.0': 3,
+    '0000:2a:00.0': 4, '0000:ba:00.0': 5, '0000:9a:00.0': 6,
+    '0000:db:00.0': 7, '0000:ab:00.0': 8,
+}
+
+# The board's NVLink pairs by module ID (Fabric Manager's partitions 3-6),
+# named as the generated configs declare them.
+H200_NVLINK_PAIR_MODULES = {'pair-a1': (1, 3), 'pair-a2': (2, 4),
+                            'pair-b1': (5, 7), 'pair-b2': (6, 8)}
+
+
+def _h200_gpu_number(module: int) -> int:
+    """1-based PCI-order number of the HGX H200 GPU with ``module``."""
+    by_module = {m: a for a, m in H200_MODULE_IDS.items()}
+    return H200_GPU_ADDRESSES.index(by_module[module]) + 1
+
+
+# The same pairs by 1-based GPU number (PCI order): the groups an operator
+# declares in [pci]device_group for this host, each a real partition.
+H200_NVLINK_PAIRS = {
+    name: tuple(sorted(_h200_gpu_number(m) for m in modules))
+    for name, modules in H200_NVLINK_PAIR_MODULES.items()}
 H200_NVLINK_QUADS = {'quad-a': ('pair-a1', 'pair-a2'),
                      'quad-b': ('pair-b1', 'pair-b2')}
 H200_NVLINK_BOARD = {'board': ('quad-a', 'quad-b')}

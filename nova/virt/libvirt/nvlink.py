@@ -47,17 +47,30 @@ LOG = logging.getLogger(__name__)
 HARDWARE_ERRORS = (exception.FabricManagerNVLinkError,)
 
 NVIDIA_VENDOR_ID = '10de'
+
+# Fabric Manager's fixed NVLink partitions of HGX H100/H200 (H800, H20)
+# boards by GPU module ID (facts file 4.1): the board, two quartets, four
+# pairs, then each GPU alone as partition 6 + module.
+HGX_PARTITIONS = {0: frozenset(range(1, 9)), 1: frozenset({1, 2, 3, 4}),
+                  2: frozenset({5, 6, 7, 8}), 3: frozenset({1, 3}),
+                  4: frozenset({2, 4}), 5: frozenset({5, 7}),
+                  6: frozenset({6, 8})}
+HGX_PARTITIONS.update({6 + m: frozenset({m}) for m in range(1, 9)})
 _GPU_LINE = re.compile(r'^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:'
                        r'[0-9A-Fa-f]{2}\.[0-7])\s*$')
-_MODULE_LINE = re.compile(r'^\s+Module ID\s*:\s*(\S+)\s*$')
+# R525-era drivers print "Module ID : N" directly in a GPU block; 565 and
+# 570 print "Module Id : N" inside its "Platform Info" sub-block. Both are
+# accepted at any indentation.
+_MODULE_LINE = re.compile(r'^\s*Module I[Dd]\s*:\s*(\S+)\s*$')
 
 
 def parse_nvidia_smi(text: str) -> dict[str, int]:
     """Address -> module ID from ``nvidia-smi -q`` output.
 
-    Each "GPU 00000000:BB:DD.F" block may hold a "Module ID : N" line;
-    module ID 0 (NVML's "not a baseboard GPU") and "N/A" mean unknown and
-    are left out.
+    Each "GPU 00000000:BB:DD.F" block may hold a module ID line in any
+    layout NVIDIA has shipped (see _MODULE_LINE); the first one of a block
+    counts. Module ID 0 (NVML's "not a baseboard GPU") and "N/A" mean
+    unknown and are left out.
     """
     found: dict[str, int] = {}
     address = None
@@ -74,6 +87,24 @@ def parse_nvidia_smi(text: str) -> dict[str, int]:
                 found[address] = int(module.group(1))
             address = None
     return found
+
+
+def read_nvidia_smi(path: str) -> dict[str, int]:
+    """Address -> module ID from running ``path -q``; {} (with a warning)
+    when it cannot run or fails."""
+    try:
+        proc = subprocess.run([path, '-q'], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        LOG.warning('Cannot run %s -q: %s; using the saved GPU module '
+                    'map', path, err)
+        return {}
+    if proc.returncode != 0:
+        LOG.warning('%s -q exited with status %d: %s; using the saved '
+                    'GPU module map', path, proc.returncode,
+                    proc.stderr.strip())
+        return {}
+    return parse_nvidia_smi(proc.stdout)
 
 
 def _read_module_map_file(path: str) -> str:
@@ -153,7 +184,7 @@ class NVLinkPartitions:
         saved = _read_json(map_path)
         # What nvidia-smi sees now wins over what it saw earlier; GPUs on
         # vfio-pci are not listed and keep their saved module ID.
-        learned = {**saved, **self._read_nvidia_smi()}
+        learned = {**saved, **read_nvidia_smi(self.nvidia_smi_path)}
         if learned != saved:
             _write_json(map_path, learned)
         self.load(host, gpu_addresses)
@@ -181,23 +212,7 @@ class NVLinkPartitions:
                              saved.get('quarantined', {}).items()}
 
     def _path(self, host: str, what: str) -> str:
-        return os.path.join(self.state_dir, '%s-%s.json' % (host, what))
-
-    def _read_nvidia_smi(self) -> dict[str, int]:
-        try:
-            proc = subprocess.run([self.nvidia_smi_path, '-q'],
-                                  capture_output=True, text=True,
-                                  timeout=60, check=False)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            LOG.warning('Cannot run %s -q: %s; using the saved GPU module '
-                        'map', self.nvidia_smi_path, err)
-            return {}
-        if proc.returncode != 0:
-            LOG.warning('%s -q exited with status %d: %s; using the saved '
-                        'GPU module map', self.nvidia_smi_path,
-                        proc.returncode, proc.stderr.strip())
-            return {}
-        return parse_nvidia_smi(proc.stdout)
+        return _state_file(self.state_dir, host, what)
 
     # Partitions by address --------------------------------------------------
 
@@ -512,6 +527,62 @@ def from_config(conf, fmpm_path: str | None = None,
     return NVLinkPartitions(client, nvidia_smi_path or opts.nvidia_smi_path,
                             parse_module_map_option(opts.gpu_module_map),
                             os.path.join(conf.state_path, 'nvlink'))
+
+
+class ModuleMapReader:
+    """GPU module IDs of a host whose partitions nova does not drive.
+
+    With ``[libvirt]nvlink_partitions`` ``none`` or ``libvirt_hook`` nova
+    activates nothing, but a declared nvlink group that is no partition
+    still hands out GPUs without NVLink between them; the module IDs the
+    host offers let the compute warn about that. They come from what a
+    fabric_manager-mode compute saved, ``nvidia-smi -q`` when it is
+    installed, and ``[libvirt]gpu_module_map`` on top.
+    """
+
+    def __init__(self, nvidia_smi_path: str, module_override: dict[str, int],
+                 state_dir: str) -> None:
+        self.nvidia_smi_path = nvidia_smi_path
+        self.module_override = dict(module_override)
+        self.state_dir = state_dir
+
+    def read(self, host: str, gpu_addresses: list[str]) -> dict[str, int]:
+        """Address -> module ID of those of ``gpu_addresses`` with a
+        known, unshared one (nothing is saved: this is only a check)."""
+        saved = _read_json(_state_file(self.state_dir, host,
+                                       'gpu-modules'))
+        # No nvidia-smi is normal on a host without NVIDIA's driver.
+        seen = read_nvidia_smi(self.nvidia_smi_path) if os.access(
+            self.nvidia_smi_path, os.X_OK) else {}
+        mapped, _unmapped = _check_map(
+            {**saved, **seen, **self.module_override}, gpu_addresses)
+        return mapped
+
+
+def hgx_partitions(module_ids: dict[str, int]
+                   ) -> list[pci_groups.HardwarePartition]:
+    """The fixed HGX partitions, with the addresses of their GPUs where
+    ``module_ids`` (address -> module ID) knows them all."""
+    by_module = {m: a for a, m in module_ids.items()}
+    return [pci_groups.HardwarePartition(
+        pid, modules, tuple(sorted(by_module[m] for m in modules))
+        if modules <= set(by_module) else None)
+        for pid, modules in sorted(HGX_PARTITIONS.items())]
+
+
+def module_reader_from_config(conf) -> ModuleMapReader | None:
+    """The module map reader for the modes in which nova does not drive
+    Fabric Manager (from_config's NVLinkPartitions reads it there)."""
+    opts = conf.libvirt
+    if opts.nvlink_partitions == 'fabric_manager':
+        return None
+    return ModuleMapReader(opts.nvidia_smi_path,
+                           parse_module_map_option(opts.gpu_module_map),
+                           os.path.join(conf.state_path, 'nvlink'))
+
+
+def _state_file(state_dir: str, host: str, what: str) -> str:
+    return os.path.join(state_dir, '%s-%s.json' % (host, what))
 
 
 def _check_map(module_map: dict[str, int], gpu_addresses: list[str]

@@ -23,6 +23,12 @@ def h200_groups() -> list[str]:
     return H200_CONFIG['device_group']
 
 
+def pair_of(gpu: int) -> tuple[str, tuple[int, int]]:
+    """Name and GPU numbers of the declared pair holding GPU ``gpu``."""
+    return next((name, gpus) for name, gpus in
+                fakehost.H200_NVLINK_PAIRS.items() if gpu in gpus)
+
+
 def gpu_devices(**overrides) -> list[dict]:
     devices = []
     for address in GPUS:
@@ -106,11 +112,13 @@ class TestGroupedTree(TranslatorTestBase):
                           'CUSTOM_PCI_GROUP_NVLINK_4'},
                          self.tree.data('cmp1_quad-a').traits)
         self.assertEqual({}, self.tree.data('cmp1_pair-a1').inventory)
-        # GPU3 is the second device of pair-a1, the third of quad-a and of
-        # the board (addresses sorted).
-        self.assertEqual('cmp1_pair-a1', self.parent_name(self.dev_name(3)))
+        # GPU3 is the third device of quad-a and of the board, and its
+        # place in its pair follows from the board's module map (addresses
+        # sorted).
+        name, gpus = pair_of(3)
+        self.assertEqual('cmp1_' + name, self.parent_name(self.dev_name(3)))
         self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
-                          'CUSTOM_PCI_GROUP_NVLINK_2_M1',
+                          'CUSTOM_PCI_GROUP_NVLINK_2_M%d' % gpus.index(3),
                           'CUSTOM_PCI_GROUP_NVLINK_4_M2',
                           'CUSTOM_PCI_GROUP_NVLINK_8_M2'},
                          self.tree.data(self.dev_name(3)).traits)
@@ -126,7 +134,8 @@ class TestGroupedTree(TranslatorTestBase):
             'request_id': 'r1'}}), h200_groups(), allocations=allocations)
         for name, uuid in uuids.items():
             self.assertEqual(uuid, self.tree.data(name).uuid)
-        self.assertEqual('cmp1_pair-a1', self.parent_name(self.dev_name(1)))
+        self.assertEqual('cmp1_' + pair_of(1)[0],
+                         self.parent_name(self.dev_name(1)))
 
     def test_grouped_to_flat_removes_group_providers(self):
         self.translate(gpu_devices(), h200_groups())
@@ -140,7 +149,9 @@ class TestGroupedTree(TranslatorTestBase):
         snapshot = [(p.name, p.parent_uuid) for p in self.tree.providers()]
         held = {'status': 'allocated', 'instance_uuid': 'vm1',
                 'request_id': 'r1'}
-        devices = gpu_devices(**{GPUS[0]: held, GPUS[1]: held})
+        # GPU 1 and a GPU of another pair.
+        other = next(n for n in range(2, 9) if n not in pair_of(1)[1])
+        devices = gpu_devices(**{GPUS[0]: held, GPUS[other - 1]: held})
         err = self.assertRaises(exception.PlacementPciException,
                                 self.translate, devices, h200_groups())
         self.assertIn('vm1', str(err))
@@ -152,9 +163,11 @@ class TestGroupedTree(TranslatorTestBase):
         self.translate(gpu_devices())
         held = {'status': 'allocated', 'instance_uuid': 'vm1',
                 'request_id': 'r1'}
-        self.translate(gpu_devices(**{GPUS[0]: held, GPUS[2]: held}),
+        name, (first, second) = pair_of(1)
+        self.translate(gpu_devices(**{GPUS[first - 1]: held,
+                                      GPUS[second - 1]: held}),
                        h200_groups())
-        self.assertEqual('cmp1_pair-a1', self.parent_name(self.dev_name(1)))
+        self.assertEqual('cmp1_' + name, self.parent_name(self.dev_name(1)))
 
 
 class TestAllocationsAndStaticGroups(TranslatorTestBase):
@@ -343,15 +356,18 @@ class TestUpstreamTags(TranslatorTestBase):
 
 class TestNumaLocality(TranslatorTestBase):
     """Sub-NUMA clustering: nodes 0 and 1 on socket 0, nodes 2 and 3 on
-    socket 1; GPU n sits on node (n - 1) // 2."""
+    socket 1; GPUs 1-4 alternate between nodes 0 and 1, GPUs 5-8 between
+    nodes 2 and 3, so pair-a1 (GPUs 3 and 4 by the board's module map)
+    spans the two nodes of socket 0."""
 
     TOPOLOGY = hardware.HostNUMATopology(tuple(
         hardware.NUMACell(node, (node,), 1024, node // 2)
         for node in range(4)))
 
     def test_device_and_group_traits(self):
-        devices = gpu_devices(**{address: {'numa_node': index // 2}
-                                 for index, address in enumerate(GPUS)})
+        devices = gpu_devices(**{
+            address: {'numa_node': 2 * (index // 4) + index % 2}
+            for index, address in enumerate(GPUS)})
         translator.update_provider_tree_for_pci(
             self.tree, HOST, devices, self.whitelist.classify(devices),
             groups.GroupTree.from_config(h200_groups()), [], dict,
@@ -364,7 +380,7 @@ class TestNumaLocality(TranslatorTestBase):
                               'CUSTOM_PCI_SOCKET_1'},
                              traits(GPUS[7].upper()))
         local = {'CUSTOM_PCI_NUMA_LOCAL', 'CUSTOM_PCI_SOCKET_LOCAL'}
-        # pair-a1 = GPUs 1, 3: nodes 0 and 1, one socket.
+        # pair-a1: nodes 0 and 1, one socket.
         self.assertEqual({'CUSTOM_PCI_SOCKET_LOCAL'},
                          traits('pair-a1') & local)
         self.assertEqual(set(), traits('board') & local)

@@ -54,6 +54,9 @@ class FakeDriver:
     def get_nvlink_partitions(self) -> None:
         return None
 
+    def get_known_nvlink_partitions(self) -> None:
+        return None
+
 
 class FakeReportClient:
     """Placement as the resource tracker sees it: the last tree sent, the

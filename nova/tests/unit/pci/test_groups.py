@@ -672,3 +672,25 @@ class PartitionTreeTest(test.TestCase):
             groups.ALONE_PREFIX))
         self.assertIn('no Fabric Manager partition of its own (module 1)',
                       withheld.reason(gpu(1)))
+
+    def test_groups_off_partitions_are_warned_about(self):
+        tree = groups.GroupTree.from_config([
+            group('good', addresses=[gpu(1), gpu(3)]),
+            group('odd', addresses=[gpu(5), gpu(6)]),
+            group('unknown', addresses=[gpu(2), gpu(4)]),
+            group('switch', type='pcie-switch', addresses=[gpu(7), gpu(8)]),
+        ])
+        modules = {gpu(n): n for n in (1, 3, 5, 6, 7, 8)}
+        warnings = groups.groups_off_partitions(
+            tree, fm_partitions(unknown={2, 4}), modules, 'libvirt_hook')
+        # The pair is a partition, GPU 2/4 have no module ID, and a
+        # pcie-switch group is no NVLink claim.
+        self.assertEqual(1, len(warnings), warnings)
+        for part in ('device group odd (%s, %s, module IDs 5,6)' % (
+                     gpu(5), gpu(6)), 'nvlink_partitions = libvirt_hook',
+                     '5 (modules 5,7: %s, %s); 6 (modules 6,8' % (
+                         gpu(5), gpu(7)),
+                     '0 (modules 1,2,3,4,5,6,7,8', 'fmpm -l'):
+            self.assertIn(part, warnings[0])
+        self.assertLess(warnings[0].index('3 (modules 1,3'),
+                        warnings[0].index('1 (modules 1,2,3,4'))

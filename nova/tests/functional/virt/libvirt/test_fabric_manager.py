@@ -3,12 +3,15 @@
 import json
 import subprocess
 
+import fixtures
+
 from nova import exception
 from nova import test
 from nova.tests.fixtures import fabric_manager as fake_fm
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import fabric_manager
 
-MAP = fake_fm.H100_WP12736_MAP
+MAP = fake.H100_WP12736_MAP
 
 
 class FakeFmpmFaceTest(test.TestCase):
@@ -43,6 +46,39 @@ class FakeFmpmFaceTest(test.TestCase):
                           'nvlinkLineRateMBps': 26562,
                           'pciBusId': '00000000:00:00.0', 'physicalId': 1,
                           'uuid': ''}, single['gpuInfo'][0])
+
+    def test_nvidia_smi_prints_the_current_driver_layout(self):
+        # Drivers 565/570 (facts file 4.2): "Module Id" inside a
+        # "Platform Info" sub-block; the R525-era top-level "Module ID"
+        # line only on request.
+        address = sorted(MAP)[0]
+        header = 'GPU 00000000:%s' % address.split(':', 1)[1].upper()
+        for layout, expected in (
+                (None, ['    Platform Info',
+                        '        Module Id                         : %d'
+                        % MAP[address]]),
+                ('r525', ['    Module ID                             : %d'
+                          % MAP[address]])):
+            if layout:
+                self.fm.update(nvidia_smi_layout=layout)
+            proc = subprocess.run([self.fm.nvidia_smi_path, '-q'],
+                                  capture_output=True, text=True,
+                                  timeout=30)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            lines = proc.stdout.splitlines()
+            block = lines[lines.index(header):]
+            block = block[:block.index('')]
+            for line in expected:
+                self.assertIn(line, block)
+            self.assertEqual(1, sum('Module I' in line for line in block))
+
+    def test_unknown_nvidia_smi_layout_is_refused(self):
+        err = self.assertRaises(
+            ValueError, fake.FakeFabricManager.create,
+            self.useFixture(fixtures.TempDir()).path, MAP,
+            nvidia_smi_layout='r999')
+        self.assertIn("'r999'", str(err))
+        self.assertIn('current, r525', str(err))
 
     def test_statuses_and_stdout_lines(self):
         cases = [
@@ -157,10 +193,10 @@ class ClientTest(test.TestCase):
         self.assertEqual(set(), self.fm.active())
 
     def test_injected_faults(self):
-        for code, error in ((fake_fm.NVLINK_ERROR,
+        for code, error in ((fake.NVLINK_ERROR,
                              exception.FabricManagerNVLinkError),
-                            (fake_fm.TIMEOUT, exception.FabricManagerTimeout),
-                            (fake_fm.GENERIC_ERROR,
+                            (fake.TIMEOUT, exception.FabricManagerTimeout),
+                            (fake.GENERIC_ERROR,
                              exception.FabricManagerError)):
             self.fm.inject_fault('activate', code)
             self.assertRaises(error, self.client.activate, 3)
@@ -169,7 +205,7 @@ class ClientTest(test.TestCase):
         self.assertEqual({3}, self.fm.active())
 
     def test_fm_stopping_after_a_fault(self):
-        self.fm.inject_fault('list', fake_fm.GENERIC_ERROR, stop_after=True)
+        self.fm.inject_fault('list', fake.GENERIC_ERROR, stop_after=True)
         self.assertRaises(exception.FabricManagerError,
                           self.client.list_partitions)
         self.assertRaises(exception.FabricManagerConnectionInvalid,

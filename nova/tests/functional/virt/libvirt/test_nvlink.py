@@ -8,10 +8,11 @@ import fixtures
 from nova import exception
 from nova import test
 from nova.tests.fixtures import fabric_manager as fake_fm
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import fabric_manager
 from nova.virt.libvirt import nvlink
 
-MAP = fake_fm.H100_WP12736_MAP
+MAP = fake.H100_WP12736_MAP
 BY_MODULE = {module: address for address, module in MAP.items()}
 UUID1 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a01'
 UUID2 = '0b0e8a6c-3f7e-4b8e-9a51-6f1c2d3e4a02'
@@ -45,6 +46,18 @@ class PartitionsTest(test.TestCase):
         again = self.make()
         self.assertEqual(MAP, again.module_map)
         self.assertEqual({}, again.unmapped)
+
+    def test_map_from_every_nvidia_smi_layout(self):
+        # The fake prints the current drivers' layout ("Module Id" in
+        # "Platform Info") unless asked for the R525-era one.
+        for layout in ('current', 'r525'):
+            self.fm.update(nvidia_smi_layout=layout)
+            self.state_dir += '-' + layout
+            parts = self.make()
+            self.assertEqual(MAP, parts.module_map, layout)
+            self.assertEqual({}, parts.unmapped, layout)
+            self.assertEqual(9, parts.activate(UUID1, gpus(3)))
+            parts.release(UUID1)
 
     def test_override_wins_and_duplicates_are_unplaceable(self):
         parts = self.make(override={BY_MODULE[5]: 7})
@@ -92,7 +105,7 @@ class PartitionsTest(test.TestCase):
         self.assertIn('no instance', str(err))
 
     def test_activation_failure_names_partition_and_fm_error(self):
-        self.fm.inject_fault('activate', fake_fm.NVLINK_ERROR)
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR)
         err = self.assertRaises(exception.NVLinkPartitionFailed,
                                 self.parts.activate, UUID1, gpus(5, 7))
         self.assertIn('NVLink partition 5 (modules 5,7)', str(err))
@@ -100,7 +113,7 @@ class PartitionsTest(test.TestCase):
         self.assertEqual({}, self.parts.holders())
 
     def test_nvlink_error_quarantines_until_a_reprobe_passes(self):
-        self.fm.inject_fault('activate', fake_fm.NVLINK_ERROR, count=2,
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR, count=2,
                              partition=5)
         self.assertRaises(exception.NVLinkPartitionFailed,
                           self.parts.activate, UUID1, gpus(5, 7))
@@ -124,7 +137,7 @@ class PartitionsTest(test.TestCase):
         self.assertEqual(['deactivate', 5, 0], self.fm.calls()[-1])
 
     def test_transient_errors_do_not_quarantine(self):
-        for code in (fake_fm.TIMEOUT, fake_fm.GENERIC_ERROR):
+        for code in (fake.TIMEOUT, fake.GENERIC_ERROR):
             self.fm.inject_fault('activate', code)
             self.assertRaises(exception.NVLinkPartitionFailed,
                               self.parts.activate, UUID1, gpus(5, 7))
@@ -175,7 +188,7 @@ class PartitionsTest(test.TestCase):
 
     def test_uncertain_activation_is_checked_by_repair(self):
         # FM activated the partition but the answer never came back.
-        self.fm.inject_fault('activate', fake_fm.TIMEOUT)
+        self.fm.inject_fault('activate', fake.TIMEOUT)
         self.assertRaises(exception.NVLinkPartitionFailed,
                           self.parts.activate, UUID1, gpus(1, 3))
         self.fm.call('activate', 3)
@@ -184,7 +197,7 @@ class PartitionsTest(test.TestCase):
 
     def test_failed_release_is_retried_by_repair(self):
         self.parts.activate(UUID1, gpus(1, 3))
-        self.fm.inject_fault('deactivate', fake_fm.GENERIC_ERROR)
+        self.fm.inject_fault('deactivate', fake.GENERIC_ERROR)
         self.parts.release(UUID1)
         self.assertEqual({3}, self.fm.active())
         self.parts.repair()

@@ -10,12 +10,15 @@ import fixtures
 
 from nova import exception
 from nova import test
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import nvlink
 
 
 class ParseTest(test.TestCase):
 
-    def test_nvidia_smi_blocks(self):
+    def test_r525_top_level_module_id_line(self):
+        # Drivers up to the R525/R550 era print "Module ID" directly in
+        # each GPU block.
         text = ('Attached GPUs : 3\n'
                 'GPU 00000000:0F:00.0\n'
                 '    Product Name                  : NVIDIA H100\n'
@@ -27,6 +30,42 @@ class ParseTest(test.TestCase):
                 'GPU 00000000:44:00.0\n'
                 '    Module ID                     : 0\n')
         self.assertEqual({'0000:0f:00.0': 5, '0001:b8:00.0': 2},
+                         nvlink.parse_nvidia_smi(text))
+
+    def test_565_570_platform_info_module_id(self):
+        # Drivers 565 and 570 print "Module Id" inside a "Platform Info"
+        # sub-block; the indentation of that block is not relied on.
+        text = ('Driver Version                            : 570.133.20\n'
+                'Attached GPUs                             : 4\n'
+                'GPU 00000000:18:00.0\n'
+                '    Product Name                          : NVIDIA H200\n'
+                '    Platform Info\n'
+                '        Chassis Serial Number             : N/A\n'
+                '        Slot Number                       : N/A\n'
+                '        Host ID                           : 1\n'
+                '        Peer Type                         : Switch\n'
+                '        Module Id                         : 2\n'
+                '        GPU Fabric GUID                   : 0x4a1b\n'
+                '    Fabric\n'
+                '        CliqueId                          : 1\n'
+                'GPU 00000000:3A:00.0\n'
+                '\tPlatform Info\n'
+                '\t\tModule Id\t: 1\n'
+                'GPU 00000000:9A:00.0\n'
+                '    Platform Info\n'
+                '      Module Id : N/A\n'
+                'GPU 00000000:AB:00.0\n'
+                '    Platform Info\n'
+                '        Module Id                         : 0\n')
+        self.assertEqual({'0000:18:00.0': 2, '0000:3a:00.0': 1},
+                         nvlink.parse_nvidia_smi(text))
+
+    def test_module_id_outside_a_gpu_block_is_ignored(self):
+        text = ('Module Id : 4\n'
+                'GPU 00000000:18:00.0\n'
+                '    Module ID : 3\n'
+                '    Module Id : 7\n')
+        self.assertEqual({'0000:18:00.0': 3},
                          nvlink.parse_nvidia_smi(text))
 
     def test_module_map_option(self):
@@ -56,3 +95,44 @@ class ParseTest(test.TestCase):
         err = self.assertRaises(exception.InvalidConfiguration,
                                 nvlink.parse_module_map_option, missing)
         self.assertIn(missing, str(err))
+
+
+class HGXPartitionsTest(test.TestCase):
+
+    def test_table_is_the_fakes(self):
+        # The fake Fabric Manager stays free of nova imports, so it keeps
+        # its own copy of the table; both must stay the same.
+        self.assertEqual({pid: frozenset(modules) for pid, modules in
+                          fake.H100_PARTITIONS.items()},
+                         nvlink.HGX_PARTITIONS)
+
+    def test_addresses_where_every_module_is_known(self):
+        parts = {p.id: p for p in nvlink.hgx_partitions(
+            {'0000:5d:00.0': 3, '0000:3a:00.0': 1, '0000:18:00.0': 2})}
+        self.assertEqual(15, len(parts))
+        self.assertEqual(('0000:3a:00.0', '0000:5d:00.0'),
+                         parts[3].addresses)
+        self.assertIsNone(parts[4].addresses)
+        self.assertEqual(('0000:18:00.0',), parts[8].addresses)
+
+
+class ModuleMapReaderTest(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def test_saved_map_and_override_without_nvidia_smi(self):
+        state_dir = os.path.join(self.tmp, 'nvlink')
+        os.makedirs(state_dir)
+        with open(os.path.join(state_dir, 'cmp1-gpu-modules.json'),
+                  'w') as f:
+            f.write('{"0000:18:00.0": 2, "0000:3a:00.0": 1}')
+        reader = nvlink.ModuleMapReader(
+            os.path.join(self.tmp, 'no-nvidia-smi'),
+            {'0000:3a:00.0': 5, '0000:5d:00.0': 2}, state_dir)
+        # The override wins; a module ID two GPUs share is no answer; GPUs
+        # not asked about are left out.
+        self.assertEqual({'0000:3a:00.0': 5}, reader.read(
+            'cmp1', ['0000:18:00.0', '0000:3a:00.0', '0000:5d:00.0']))
+        self.assertEqual({}, reader.read('cmp2', ['0000:18:00.0']))
