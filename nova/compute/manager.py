@@ -1023,10 +1023,15 @@ class ComputeManager(manager.Manager):
                 {'task_state': task_states.RESIZE_FINISH})
             new_ids = _request_ids(migration['new_pci_requests'])
             flavor = migration['new_flavor']
+            # A SHUTOFF server stays powered off on the destination, as
+            # upstream (its partition stays active, as a stopped one's).
+            stopped = instance['vm_state'] == vm_states.STOPPED
             try:
                 devices = self._spawn_claimed(
                     instance_uuid, instance['display_name'], flavor,
                     migration['new_pci_requests'])
+                if stopped:
+                    self.driver.power_off(instance_uuid)
             except Exception as exc:
                 LOG.warning('Starting instance %s on %s for migration %s '
                             'failed: %s', instance_uuid, self.host,
@@ -1047,9 +1052,12 @@ class ComputeManager(manager.Manager):
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
                 'host': self.host, 'node': self.rt.nodename,
-                'vm_state': (vm_states.ACTIVE if evacuation
-                             else vm_states.RESIZED),
-                'task_state': None, 'power_state': 1})
+                'vm_state': (vm_states.RESIZED if not evacuation else
+                             vm_states.STOPPED if stopped
+                             else vm_states.ACTIVE),
+                'task_state': None,
+                'power_state': virt_driver.SHUTDOWN if stopped
+                else virt_driver.RUNNING})
             LOG.info('Instance %s runs on %s with PCI devices %s after its '
                      '%s', instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none',
@@ -1085,15 +1093,23 @@ class ComputeManager(manager.Manager):
     def finish_revert_resize(self, context, instance_uuid: str,
                              migration_uuid: str) -> None:
         """Source: start the guest again with the old flavor on the
-        devices it kept here; the server is ACTIVE on its old host."""
+        devices it kept here; the server is ACTIVE on its old host, or
+        SHUTOFF (guest powered off) if it was moved while SHUTOFF."""
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             instance = db.instance_get_by_uuid(context, instance_uuid)
             flavor = migration['old_flavor']
+            # Stopped before the move: still SHUTOFF while it is rolled
+            # back, or powered off on the destination in VERIFY_RESIZE.
+            stopped = instance['vm_state'] == vm_states.STOPPED or (
+                instance['vm_state'] == vm_states.RESIZED and
+                instance['power_state'] == virt_driver.SHUTDOWN)
             self.driver.destroy(instance_uuid)
             devices = self._spawn_claimed(
                 instance_uuid, instance['display_name'], flavor,
                 migration['old_pci_requests'])
+            if stopped:
+                self.driver.power_off(instance_uuid)
             # A revert is over once the guest runs here again (a rolled
             # back move has its final status already).
             if migration['status'] == 'reverting':
@@ -1103,8 +1119,8 @@ class ComputeManager(manager.Manager):
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['old_pci_requests'],
                 'host': self.host, 'node': migration['source_node'],
-                'vm_state': 'active', 'task_state': None,
-                'power_state': 1})
+                'task_state': None,
+                **(_STOPPED if stopped else _RUNNING)})
             LOG.info('Instance %s runs on %s again with PCI devices %s',
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')
