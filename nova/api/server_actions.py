@@ -196,7 +196,9 @@ def _evacuate(req, instance: dict, body) -> tuple:
         raise exception.APIValidationError(
             field='evacuate', reason='expected an object, got %r' % (body,))
     validation.validate(body, _evacuate_schema(req.api_version))
-    req.compute_api.evacuate(req.context, instance, body.get('host'))
+    # From 2.95 an evacuated server is left stopped, as upstream.
+    req.compute_api.evacuate(req.context, instance, body.get('host'),
+                             stopped=req.api_version.at_least('2.95'))
     if req.api_version.at_least('2.14'):
         return 200, None
     # This deployment sets no guest password; upstream returns the one

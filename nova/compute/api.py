@@ -26,6 +26,7 @@ from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
 from nova.servicegroup import api as servicegroup
+from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
 
@@ -66,6 +67,11 @@ def _hand_over(task_state: str | None) -> dict:
     ``[conductor]build_lease_timeout`` is recovered by a conductor."""
     return {'task_state': task_state, 'build_owner': None,
             'build_heartbeat': timeutils.utcnow()}
+
+
+# What a server stopped by its evacuation (2.95 on) is recorded as.
+_STOPPED = {'vm_state': vm_states.STOPPED,
+            'power_state': virt_driver.SHUTDOWN}
 
 
 class API:
@@ -156,25 +162,29 @@ class API:
 
     def _start_move(self, context, instance: dict, migration_type: str,
                     new_flavor: dict, new_pci_requests: list,
-                    requested_host: str | None) -> dict:
-        """Mark the server as moving, record the migration, hand it to a
-        conductor; return the migration.
+                    requested_host: str | None,
+                    values: dict | None = None) -> dict:
+        """Mark the server as moving (plus ``values``), record the
+        migration, hand it to a conductor; return the migration.
 
-        Only an ACTIVE server with no task in progress moves; the check and
-        the change are one compare-and-swap, so of two concurrent moves
-        (or a move and a delete) exactly one starts.
+        Only an ACTIVE or SHUTOFF server with no task in progress moves,
+        as upstream (a SHUTOFF one stays powered off through the move);
+        the check and the change are one compare-and-swap, so of two
+        concurrent moves (or a move and a delete) exactly one starts.
         """
         uuid = instance['uuid']
         action, task_state, status = _MOVE_STEPS[migration_type]
         try:
-            db.instance_update(context, uuid, _hand_over(task_state),
-                               expected={'vm_state': 'active',
-                                         'task_state': None})
+            db.instance_update(
+                context, uuid, dict(values or {}, **_hand_over(task_state)),
+                expected={'vm_state': [vm_states.ACTIVE, vm_states.STOPPED],
+                          'task_state': None})
         except exception.InstanceUpdateConflict as exc:
             raise exception.InstanceInvalidState(
                 action=action, instance_uuid=uuid,
                 attr=exc.kwargs['field'], state=exc.kwargs['actual'],
-                allowed='vm_state active with no task in progress')
+                allowed='vm_state active or stopped with no task in '
+                        'progress')
         instance_actions.start(context, uuid, action)
         old_flavor = instance['flavor'] or {}
         migration = db.migration_create(context, {
@@ -248,10 +258,14 @@ class API:
                                 instance['flavor'] or {},
                                 instance['pci_requests'] or [], host)
 
-    def evacuate(self, context, instance: dict,
-                 host: str | None = None) -> dict:
+    def evacuate(self, context, instance: dict, host: str | None = None,
+                 stopped: bool = False) -> dict:
         """Rebuild the server on another host (``host`` if given) because
-        its compute is down; the migration.
+        its compute is down; the migration. ``stopped`` (microversion
+        2.95 on, as upstream) leaves it SHUTOFF there whatever its state;
+        otherwise it keeps its state (ACTIVE or SHUTOFF). The server is
+        recorded stopped at once: its host is down, so its guest does
+        not run, and a failed evacuation leaves it SHUTOFF where it was.
 
         400 (ComputeServiceInUse) while the source compute is up: an
         evacuation must never run a second guest of the server. The
@@ -275,9 +289,10 @@ class API:
                     'evacuated from' % (host,))
             if not servicegroup.is_up(target, self.conf):
                 raise exception.ComputeServiceUnavailable(host=host)
-        return self._start_move(context, instance, 'evacuation',
-                                instance['flavor'] or {},
-                                instance['pci_requests'] or [], host)
+        return self._start_move(
+            context, instance, 'evacuation', instance['flavor'] or {},
+            instance['pci_requests'] or [], host,
+            values=dict(_STOPPED) if stopped else None)
 
     @staticmethod
     def _compute_service(context, host: str | None) -> dict | None:

@@ -128,6 +128,12 @@ class ComputeManager(manager.Manager):
                     not building:
                 repairs.append(self._resume_action(context, instance))
                 instance = db.instance_get_by_uuid(context, uuid)
+            elif instance['task_state'] is None and \
+                    instance['vm_state'] in _POWER_SYNCED:
+                repair = self._power_at_start(context, instance)
+                if repair is not None:
+                    repairs.append(repair)
+                    instance = db.instance_get_by_uuid(context, uuid)
             mine[uuid] = instance
         # An instance moving to or from this host owns what it holds here
         # until its move is over.
@@ -199,6 +205,153 @@ class ComputeManager(manager.Manager):
                      dict(values, task_state=None))
         return ('%s of instance %s, cut short by the restart, finished: '
                 'now %s' % (task_state, uuid, values['vm_state']))
+
+    def _power_at_start(self, context, instance: dict) -> str | None:
+        """Match a settled ACTIVE or SHUTOFF server to its guest at start
+        (the hypervisor may have lost it: a host reboot, libvirt's test
+        driver at every restart, an operator's ``virsh undefine``); what
+        was done, for the log, or None if they agree.
+
+        A lost guest is defined again on the devices the server holds. A
+        SHUTOFF server stays off. An ACTIVE one is started again with
+        ``[DEFAULT]resume_guests_state_on_host_boot``, and otherwise
+        becomes SHUTOFF (see ``_stopped_by_compute``), as upstream's
+        power state sync stops it.
+        """
+        uuid = instance['uuid']
+        state = self.driver.get_power_state(uuid)
+        if instance['vm_state'] == vm_states.STOPPED:
+            if state == virt_driver.SHUTDOWN:
+                return None
+            try:
+                if not self._define_lost_guest(instance, power_on=False):
+                    self.driver.power_off(uuid)
+            except Exception as exc:
+                # Left as it is: a start defines the guest again.
+                return ('guest of SHUTOFF instance %s could not be '
+                        'defined again (%s); a start tries again' % (
+                            uuid, getattr(exc, 'message', None) or exc))
+            self._finish_settled(context, instance,
+                                 {'power_state': virt_driver.SHUTDOWN})
+            return ('guest of SHUTOFF instance %s %s, powered off' % (
+                uuid, 'defined again' if state == virt_driver.NOSTATE
+                else 'was running; it is'))
+        if state == virt_driver.RUNNING:
+            return None
+        lost = ('was lost by the hypervisor' if state == virt_driver.NOSTATE
+                else 'was not running')
+        if self.conf.resume_guests_state_on_host_boot:
+            try:
+                self._power_on(instance)
+            except Exception as exc:
+                reason = ('The guest of this server %s when nova-compute '
+                          'started on %s and could not be started again '
+                          '(resume_guests_state_on_host_boot): %s. Start '
+                          'the server again.' % (
+                              lost, self.host,
+                              getattr(exc, 'message', None) or exc))
+                self._stopped_by_compute(
+                    context, instance, 'compute_init_host', reason,
+                    self.driver.get_power_state(uuid))
+                return 'instance %s: %s' % (uuid, reason)
+            self._finish_settled(context, instance, _RUNNING)
+            return ('guest of ACTIVE instance %s %s; started again '
+                    '(resume_guests_state_on_host_boot)' % (uuid, lost))
+        reason = ('The guest of this server %s when nova-compute started on '
+                  '%s. It is defined again, powered off, on the devices the '
+                  'server holds, and the server is SHUTOFF because '
+                  '[DEFAULT]resume_guests_state_on_host_boot is False. '
+                  'Start the server again.' % (lost, self.host))
+        try:
+            self._define_lost_guest(instance, power_on=False)
+        except Exception as exc:
+            reason += (' Defining the guest failed (%s); the start defines '
+                       'it.' % (getattr(exc, 'message', None) or exc))
+        self._stopped_by_compute(context, instance, 'compute_init_host',
+                                 reason, self.driver.get_power_state(uuid))
+        return 'instance %s: %s' % (uuid, reason)
+
+    def sync_power_states(self) -> None:
+        """Periodic task (``[DEFAULT]sync_power_state_interval``), as
+        upstream's power state sync: an ACTIVE server whose guest is not
+        running becomes SHUTOFF (with a ``stop`` action saying why), a
+        SHUTOFF server whose guest runs has it powered off, and the power
+        state shown follows the guest. Servers with a task in progress
+        are skipped; each runs under its instance lock, so an action
+        accepted meanwhile is never undercut."""
+        context = nova_context.get_admin_context()
+        for found in db.instance_get_all(context, {
+                'host': self.host, 'vm_state': list(_POWER_SYNCED),
+                'task_state': [None]}):
+            uuid = found['uuid']
+            with self._instance_lock(uuid):
+                try:
+                    instance = db.instance_get_by_uuid(context, uuid)
+                except exception.InstanceNotFound:
+                    continue
+                if instance['task_state'] is not None or \
+                        instance['host'] != self.host or \
+                        instance['vm_state'] not in _POWER_SYNCED:
+                    continue
+                try:
+                    self._sync_power_state(context, instance)
+                except Exception:
+                    LOG.exception('Power state sync of instance %s on %s '
+                                  'failed', uuid, self.host)
+
+    def _sync_power_state(self, context, instance: dict) -> None:
+        uuid = instance['uuid']
+        state = self.driver.get_power_state(uuid)
+        if instance['vm_state'] == vm_states.ACTIVE and \
+                state != virt_driver.RUNNING:
+            self._stopped_by_compute(
+                context, instance, 'compute_sync_power_state',
+                'The guest of this server was found %s on %s by the '
+                'periodic power state sync; the server is SHUTOFF and keeps '
+                'its devices. Start it again.' % (
+                    'gone from the hypervisor' if state == virt_driver.NOSTATE
+                    else 'shut down', self.host), state)
+        elif instance['vm_state'] == vm_states.STOPPED and \
+                state == virt_driver.RUNNING:
+            self.driver.power_off(uuid)
+            self._stopped_by_compute(
+                context, instance, 'compute_sync_power_state',
+                'The guest of this SHUTOFF server was found running on %s '
+                'by the periodic power state sync; it was powered off.' %
+                self.host)
+        elif instance['power_state'] != state:
+            self._finish_settled(context, instance, {'power_state': state})
+
+    def _finish_settled(self, context, instance: dict, values: dict) -> bool:
+        """Store ``values`` unless an action or delete started since
+        ``instance`` was read (its task state is set then)."""
+        try:
+            db.instance_update(context, instance['uuid'], values, expected={
+                'task_state': [None], 'vm_state': instance['vm_state']})
+        except (exception.InstanceUpdateConflict,
+                exception.InstanceNotFound):
+            return False
+        return True
+
+    def _stopped_by_compute(self, context, instance: dict, event: str,
+                            reason: str,
+                            power_state: int = virt_driver.SHUTDOWN) -> None:
+        """The compute, not a user, stopped the server: it is SHUTOFF
+        (devices, allocation and partition kept, as a stopped server's)
+        and its owner sees a ``stop`` action whose ``event`` failed with
+        ``reason``, as upstream records the stop of its power state
+        sync."""
+        uuid = instance['uuid']
+        if not self._finish_settled(context, instance, dict(
+                _STOPPED, power_state=power_state)):
+            return
+        LOG.warning('Instance %s stopped on %s: %s', uuid, self.host, reason)
+        # Its own request id: a new action, not one of the caller's.
+        own = nova_context.get_admin_context()
+        instance_actions.start(own, uuid, instance_actions.STOP)
+        with instance_actions.step(own, uuid, event,
+                                   host=self.host) as step:
+            step.fail(reason)
 
     def _destroy_evacuated_instances(self, context) -> None:
         """Clean up what instances evacuated away from this host while it
@@ -359,6 +512,8 @@ class ComputeManager(manager.Manager):
                  self.conf.update_resources_interval),
                 ('audit_allocations', self.audit_allocations,
                  self.conf.allocation_audit_interval),
+                ('sync_power_states', self.sync_power_states,
+                 self.conf.sync_power_state_interval),
                 ('repair_nvlink_partitions', self.repair_nvlink_partitions,
                  self.conf.libvirt.nvlink_repair_interval),
                 ('offload_shelved_instances', self.offload_shelved_instances,
@@ -691,11 +846,26 @@ class ComputeManager(manager.Manager):
         """Power cycle the guest; one that is gone is defined again on
         the devices the instance holds (as upstream, a hard reboot
         recreates the guest from nova's records)."""
-        if self.driver.get_power_state(instance['uuid']) == \
-                virt_driver.NOSTATE:
-            self._rebuild(dict(instance, vm_state=vm_states.ACTIVE))
-        else:
+        if not self._define_lost_guest(instance, power_on=True):
             self.driver.reboot(instance['uuid'], hard=True)
+
+    def _power_on(self, instance: dict) -> None:
+        """Start the guest; one that is gone is defined again first."""
+        if not self._define_lost_guest(instance, power_on=True):
+            self.driver.power_on(instance['uuid'])
+
+    def _define_lost_guest(self, instance: dict, power_on: bool) -> bool:
+        """If the hypervisor has no guest of the instance, define it again
+        on the devices the instance holds (with its partition), started
+        if ``power_on``; False if the guest exists."""
+        if self.driver.get_power_state(instance['uuid']) != \
+                virt_driver.NOSTATE:
+            return False
+        LOG.warning('Instance %s has no guest on %s; defining it again on '
+                    'the devices it holds', instance['uuid'], self.host)
+        self._rebuild(dict(instance, vm_state=vm_states.ACTIVE if power_on
+                           else vm_states.STOPPED))
+        return True
 
     def stop_instance(self, context, instance_uuid: str) -> None:
         """Power the guest off; it keeps devices, partition, allocation."""
@@ -706,9 +876,10 @@ class ComputeManager(manager.Manager):
                   'compute_stop_instance', work)
 
     def start_instance(self, context, instance_uuid: str) -> None:
-        """Power a stopped guest on with the devices it has."""
+        """Power a stopped guest on with the devices it has (a guest the
+        hypervisor lost is defined again on them)."""
         def work(instance):
-            self.driver.power_on(instance_uuid)
+            self._power_on(instance)
             return _RUNNING
         self._act(context, instance_uuid, task_states.POWERING_ON,
                   'compute_start_instance', work)
@@ -779,7 +950,7 @@ class ComputeManager(manager.Manager):
         """Power a SHELVED (not offloaded) server on where it is; an
         offloaded one is scheduled again by the conductor instead."""
         def work(instance):
-            self.driver.power_on(instance_uuid)
+            self._power_on(instance)
             return _RUNNING
         self._act(context, instance_uuid, task_states.UNSHELVING,
                   'compute_unshelve_instance', work)
@@ -891,10 +1062,15 @@ class ComputeManager(manager.Manager):
                 {'task_state': task_states.RESIZE_FINISH})
             new_ids = _request_ids(migration['new_pci_requests'])
             flavor = migration['new_flavor']
+            # A SHUTOFF server stays powered off on the destination, as
+            # upstream (its partition stays active, as a stopped one's).
+            stopped = instance['vm_state'] == vm_states.STOPPED
             try:
                 devices = self._spawn_claimed(
                     instance_uuid, instance['display_name'], flavor,
                     migration['new_pci_requests'])
+                if stopped:
+                    self.driver.power_off(instance_uuid)
             except Exception as exc:
                 LOG.warning('Starting instance %s on %s for migration %s '
                             'failed: %s', instance_uuid, self.host,
@@ -915,9 +1091,12 @@ class ComputeManager(manager.Manager):
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
                 'host': self.host, 'node': self.rt.nodename,
-                'vm_state': (vm_states.ACTIVE if evacuation
-                             else vm_states.RESIZED),
-                'task_state': None, 'power_state': 1})
+                'vm_state': (vm_states.RESIZED if not evacuation else
+                             vm_states.STOPPED if stopped
+                             else vm_states.ACTIVE),
+                'task_state': None,
+                'power_state': virt_driver.SHUTDOWN if stopped
+                else virt_driver.RUNNING})
             LOG.info('Instance %s runs on %s with PCI devices %s after its '
                      '%s', instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none',
@@ -953,15 +1132,23 @@ class ComputeManager(manager.Manager):
     def finish_revert_resize(self, context, instance_uuid: str,
                              migration_uuid: str) -> None:
         """Source: start the guest again with the old flavor on the
-        devices it kept here; the server is ACTIVE on its old host."""
+        devices it kept here; the server is ACTIVE on its old host, or
+        SHUTOFF (guest powered off) if it was moved while SHUTOFF."""
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             instance = db.instance_get_by_uuid(context, instance_uuid)
             flavor = migration['old_flavor']
+            # Stopped before the move: still SHUTOFF while it is rolled
+            # back, or powered off on the destination in VERIFY_RESIZE.
+            stopped = instance['vm_state'] == vm_states.STOPPED or (
+                instance['vm_state'] == vm_states.RESIZED and
+                instance['power_state'] == virt_driver.SHUTDOWN)
             self.driver.destroy(instance_uuid)
             devices = self._spawn_claimed(
                 instance_uuid, instance['display_name'], flavor,
                 migration['old_pci_requests'])
+            if stopped:
+                self.driver.power_off(instance_uuid)
             # A revert is over once the guest runs here again (a rolled
             # back move has its final status already).
             if migration['status'] == 'reverting':
@@ -971,8 +1158,8 @@ class ComputeManager(manager.Manager):
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['old_pci_requests'],
                 'host': self.host, 'node': migration['source_node'],
-                'vm_state': 'active', 'task_state': None,
-                'power_state': 1})
+                'task_state': None,
+                **(_STOPPED if stopped else _RUNNING)})
             LOG.info('Instance %s runs on %s again with PCI devices %s',
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')
@@ -985,6 +1172,9 @@ _RESUMED_AT_START = (task_states.REBOOTING, task_states.REBOOTING_HARD,
                      task_states.REBUILDING, task_states.SHELVING,
                      task_states.SHELVING_OFFLOADING,
                      task_states.UNSHELVING)
+
+# vm_states whose power state the compute keeps matched to the guest's.
+_POWER_SYNCED = (vm_states.ACTIVE, vm_states.STOPPED)
 
 # What a finished action stores.
 _RUNNING = {'vm_state': vm_states.ACTIVE,

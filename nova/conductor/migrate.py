@@ -30,12 +30,15 @@ An evacuation (migration status ``accepted`` -> ``done``) takes the same
 path without the source step, since the source compute is down: the
 migration holds the source allocation until that compute starts again
 and cleans up (``ComputeManager._destroy_evacuated_instances``, status
-``completed``); the server is ACTIVE on the destination at once.
+``completed``); the server is ACTIVE on the destination at once (SHUTOFF
+if it was, or if evacuated at microversion 2.95 or later). A SHUTOFF
+server stays powered off through any move, confirm and revert.
 
 Any failure before the server runs on the destination rolls back: what
 the destination claimed is freed, the source allocation goes back to the
 instance and, if the guest was stopped already, the source starts it
-again; the server is ACTIVE on its old devices and the migration
+again (powered off if it was SHUTOFF); the server is in its state
+before the move on its old devices and the migration
 ``error``.
 """
 
@@ -49,6 +52,7 @@ from nova.db import api as db
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.servicegroup import api as servicegroup
+from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
 
@@ -269,8 +273,12 @@ class MoveTasks:
             return self._step_failed(context, instance_uuid, migration_uuid,
                                      'Confirming', exc)
         db.migration_update(context, migration_uuid, {'status': 'confirmed'})
-        db.instance_update(context, instance_uuid,
-                           {'vm_state': 'active', 'task_state': None})
+        # A server moved while SHUTOFF waits powered off: it stays SHUTOFF
+        # (as upstream, by the power state of the destination's guest).
+        instance = db.instance_get_by_uuid(context, instance_uuid)
+        db.instance_update(context, instance_uuid, {
+            'vm_state': 'stopped' if instance['power_state'] ==
+            virt_driver.SHUTDOWN else 'active', 'task_state': None})
         LOG.info('Instance %s: migration %s confirmed', instance_uuid,
                  migration_uuid)
         return None

@@ -43,6 +43,32 @@ compute_opts = [
                     'never touched. ``nova-manage placement audit`` runs '
                     'the same checks on demand. 0 disables the periodic '
                     'run; guests and devices are still cleaned at start.'),
+    cfg.BoolOpt('resume_guests_state_on_host_boot',
+                default=False,
+                help='What nova-compute does at start with an ACTIVE '
+                     'server whose guest is not running (the hypervisor '
+                     'lost it at a host reboot or restart, or it was shut '
+                     'down meanwhile). True starts the guest again, '
+                     'defined anew on the devices the server holds if it '
+                     'is gone. False (the default, as upstream) leaves it '
+                     'off: the server becomes SHUTOFF, keeping its devices, '
+                     'allocation and NVLink partition, with a ``stop`` '
+                     'instance action saying why; its owner starts it. A '
+                     'lost guest of a SHUTOFF server is defined again, '
+                     'powered off, either way.'),
+    cfg.IntOpt('sync_power_state_interval',
+               default=600,
+               min=-1,
+               help='Seconds between runs of the periodic task that '
+                    'matches the servers of a compute to their guests, as '
+                    'upstream\'s power state sync: an ACTIVE server whose '
+                    'guest is not running (shut down, or gone from the '
+                    'hypervisor) becomes SHUTOFF, with a ``stop`` instance '
+                    'action saying why, and a SHUTOFF server whose guest '
+                    'runs has it powered off. Servers with an action in '
+                    'progress are left alone. -1 disables the task, as '
+                    'upstream; 0 disables it too (upstream runs it at its '
+                    'default periodic rate).'),
     cfg.StrOpt('instances_path',
                default=paths.state_path_def('instances'),
                help='Where the compute keeps instance files. The size of '

@@ -67,7 +67,8 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def power_off(self, instance_uuid: str) -> None:
-        """Stop the guest; it keeps its definition and devices."""
+        """Stop the guest; it keeps its definition and devices. A guest
+        that is gone is off already: not an error."""
 
     @abc.abstractmethod
     def power_on(self, instance_uuid: str) -> None:

@@ -188,12 +188,14 @@ def _request_ids(pci_requests: list | None) -> set[str]:
 def _settled_moves(instances: dict, migrations: dict) -> dict[str, dict]:
     """Instance UUID -> its move that holds both ends at rest: the finished
     resize or cold migration of a VERIFY_RESIZE server, or the evacuation
-    of an ACTIVE server whose source compute has not cleaned up yet."""
+    of an ACTIVE or SHUTOFF server whose source compute has not cleaned
+    up yet."""
     moves = {}
     for move in migrations.values():
         state = _state(instances, move['instance_uuid'])
         if (move['status'], state) in (('finished', 'resized'),
-                                       ('done', 'active')):
+                                       ('done', 'active'),
+                                       ('done', 'stopped')):
             moves[move['instance_uuid']] = move
     return moves
 

@@ -144,11 +144,14 @@ class BootTestBase(base.FunctionalTestCase):
                          if d['instance_uuid'] == server['id'])
 
     def domain_gpus(self, server):
-        """GPU numbers in the libvirt domain's hostdevs."""
+        """GPU numbers in the libvirt domain's hostdevs; the domain runs
+        as the server's power state says (a stopped server's does not).
+        """
         host = self.computes[server['OS-EXT-SRV-ATTR:host']].driver.host
         domain = host.lookup_domain(server['id'])
         self.assertIsNotNone(domain, 'no libvirt domain for %s' % server)
-        self.assertTrue(domain.isActive())
+        self.assertEqual(server['OS-EXT-STS:power_state'] == 1,
+                         bool(domain.isActive()), server)
         return frozenset(
             GPUS.index(h['address']) + 1 for h in
             libvirt_config.parse_guest_hostdevs(domain.XMLDesc()))

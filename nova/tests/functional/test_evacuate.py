@@ -143,3 +143,89 @@ class TestMovesWithFabricManager(test_nvlink_partitions.NVLinkTestBase,
         self.assertEqual({}, self.computes[second].driver.nvlink.holders())
         self.assert_active(first, [evacuated])
         self.assert_consistent()
+
+
+class TestMovesOfStoppedServers(test_resize.MoveTestBase):
+    """SHUTOFF servers move as upstream lets them: they stay powered off
+    on the destination, confirm and revert leave them SHUTOFF, and an
+    evacuation from microversion 2.95 leaves any server stopped."""
+
+    def stop(self, server_id):
+        self.action(server_id, {'os-stop': None})
+        return self.wait_settled(server_id, 'SHUTOFF')
+
+    def assert_sound(self):
+        """The invariants (the dead source still has its guest)."""
+        violations = test_resize.invariants.check(
+            self.allinone.api_url, 'admin', self.placement.api, self.ctx,
+            settled=True)
+        self.assertEqual([], violations)
+
+    def power_state(self, host, server_id):
+        return self.computes[host].driver.get_power_state(server_id)
+
+    def test_resize_of_a_stopped_server_then_confirm(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'off')
+        self.stop(server['id'])
+        resized = self.resize(server['id'], self.flavors[4])
+        dest = resized['OS-EXT-SRV-ATTR:host']
+        self.assertEqual(4, resized['OS-EXT-STS:power_state'])
+        self.assertEqual(4, self.power_state(dest, server['id']))
+        self.assert_server_holds(resized, QUADS)
+        self.assert_consistent()
+        self.action(server['id'], {'confirmResize': None})
+        confirmed = self.wait_settled(server['id'], 'SHUTOFF')
+        self.assertEqual(dest, confirmed['OS-EXT-SRV-ATTR:host'])
+        self.assert_server_holds(confirmed, QUADS)
+        self.assert_consistent()
+        self.action(server['id'], {'os-start': None})
+        self.assert_server_holds(
+            self.wait_settled(server['id'], 'ACTIVE'), QUADS)
+
+    def test_migrate_of_a_stopped_server_then_revert(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'off')
+        source = server['OS-EXT-SRV-ATTR:host']
+        pair = self.gpus_of(server)
+        self.stop(server['id'])
+        self.action(server['id'], {'migrate': None})
+        migrated = self.wait_settled(server['id'], 'VERIFY_RESIZE')
+        self.assertNotEqual(source, migrated['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(4, migrated['OS-EXT-STS:power_state'])
+        self.action(server['id'], {'revertResize': None})
+        reverted = self.wait_settled(server['id'], 'SHUTOFF')
+        self.assertEqual(source, reverted['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(pair, self.assert_server_holds(reverted, PAIRS))
+        self.assertEqual(4, self.power_state(source, server['id']))
+        self.assert_consistent()
+
+    def test_stopped_server_on_a_dead_host_is_evacuated(self):
+        self.start()
+        server = self.boot(self.flavors[4], 'rescued')
+        source = server['OS-EXT-SRV-ATTR:host']
+        self.stop(server['id'])
+        self.stop_compute(source)
+        self.evacuate(server['id'])
+        moved = self.wait_settled(server['id'], 'SHUTOFF')
+        self.assertNotEqual(source, moved['OS-EXT-SRV-ATTR:host'])
+        self.assert_server_holds(moved, QUADS)
+        self.assertEqual(4, self.power_state(
+            moved['OS-EXT-SRV-ATTR:host'], server['id']))
+        self.assert_sound()
+
+    def test_evacuated_server_is_stopped_from_2_95(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'running')
+        source = server['OS-EXT-SRV-ATTR:host']
+        self.stop_compute(source)
+        self.evacuate(server['id'], version='2.95')
+        moved = self.wait_settled(server['id'], 'SHUTOFF')
+        target = moved['OS-EXT-SRV-ATTR:host']
+        self.assertNotEqual(source, target)
+        self.assertEqual(4, self.power_state(target, server['id']))
+        self.assert_server_holds(moved, PAIRS)
+        self.assert_sound()
+        self.action(server['id'], {'os-start': None})
+        self.assert_server_holds(
+            self.wait_settled(server['id'], 'ACTIVE'), PAIRS)

@@ -16,6 +16,8 @@ from unittest import mock
 
 import fixtures
 
+from nova import context as nova_context
+from nova.db import api as db
 from nova import exception
 from nova import test
 from nova.cmd import manage
@@ -179,9 +181,14 @@ class TestPartitionLifecycle(NVLinkTestBase):
         # hypervisor (libvirt) keeps its guests across the restart.
         compute.driver.nvlink = self.nvlink_partitions('cmp1')
         compute.init_host()
-        self.assertEqual({self.partition_of(keep)}, fm.active())
-        self.assertEqual({self.partition_of(keep): keep['id']},
-                         compute.driver.nvlink.holders())
+        # gone's guest is defined again, powered off (the server is
+        # SHUTOFF), and holds its partition as any stopped guest does.
+        self.assertEqual('stopped', db.instance_get_by_uuid(
+            nova_context.get_admin_context(), gone['id'])['vm_state'])
+        expected = {self.partition_of(keep): keep['id'],
+                    self.partition_of(gone): gone['id']}
+        self.assertEqual(set(expected), fm.active())
+        self.assertEqual(expected, compute.driver.nvlink.holders())
 
     def test_periodic_repair_replays_fm_restart(self):
         self.start_services()

@@ -21,6 +21,7 @@ from nova.compute import vm_states
 from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.db import api as db
+from nova.tests.fixtures import libvirt_faults
 from nova.tests.functional import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.tests.functional import test_nvlink_partitions
@@ -246,30 +247,80 @@ class TestPowerActions(ServerActionsBase):
             self.actions(server['id'])['instanceActions']])
         self.assert_consistent()
 
-    def test_failed_action_is_recorded_and_clears_the_task(self):
-        self.start_services()
-        server = self.boot(self.gpu_flavors()[2], 'vm')
-        gpus = self.gpus_of(server)
-        # The guest vanished behind nova's back: the stop cannot work.
+    def vanish(self, server) -> None:
+        """The guest vanishes behind nova's back (``virsh undefine``)."""
         domain = self.computes['cmp1'].driver.host.lookup_domain(
             server['id'])
         domain.destroy()
         domain.undefine()
+
+    def test_stop_and_start_of_a_vanished_guest(self):
+        self.start_services()
+        server = self.boot(self.gpu_flavors()[2], 'vm')
+        gpus = self.gpus_of(server)
+        self.vanish(server)
+        # A guest that is gone is off: the stop is done.
         self.act(server['id'], {'os-stop': None})
+        self.wait_status(server['id'], 'SHUTOFF')
+        action = self.last_action(server['id'])
+        self.assertEqual(('stop', None), (action['action'],
+                                          action['message']))
+        self.assertEqual(gpus, self.gpus_of(server))
+        self.assert_consistent()
+        # The start defines it again on the devices it holds.
+        self.act(server['id'], {'os-start': None})
+        self.assertEqual(gpus, self.assert_server_holds(
+            self.wait_status(server['id'], 'ACTIVE'), PAIRS))
+        self.assertIsNotNone(self.computes['cmp1'].driver.host.lookup_domain(
+            server['id']))
+        # So does a hard reboot.
+        self.vanish(server)
+        self.act(server['id'], {'reboot': {'type': 'HARD'}})
+        self.assertEqual(gpus, self.assert_server_holds(
+            self.wait_status(server['id'], 'ACTIVE'), PAIRS))
+        self.assert_consistent()
+
+    def test_failed_action_is_recorded_and_clears_the_task(self):
+        self.start_services()
+        server = self.boot(self.gpu_flavors()[2], 'vm')
+        self.act(server['id'], {'os-stop': None})
+        self.wait_status(server['id'], 'SHUTOFF')
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.computes['cmp1'].driver.host, 'create',
+            message='device busy'))
+        self.act(server['id'], {'os-start': None})
         deadline = time.monotonic() + TIMEOUT
         while db.instance_get_by_uuid(self.ctx, server['id'])[
                 'task_state'] is not None:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
+        self.assertEqual('SHUTOFF', self.api(
+            'GET', '/servers/%s' % server['id'])['server']['status'])
         action = self.last_action(server['id'])
-        self.assertEqual('stop', action['action'])
+        self.assertEqual('start', action['action'])
         self.assertEqual('Error', action['message'])
         [event] = action['events']
-        self.assertEqual(('compute_stop_instance', 'Error'),
+        self.assertEqual(('compute_start_instance', 'Error'),
                          (event['event'], event['result']))
-        self.assertIn('no domain', event['traceback'])
-        # Hard reboot recreates the guest on the devices it holds.
-        self.act(server['id'], {'reboot': {'type': 'HARD'}})
+        self.assertIn('device busy', event['traceback'])
+        self.assert_consistent()
+
+    def test_periodic_sync_stops_a_server_whose_guest_vanished(self):
+        self.start_services()
+        server = self.boot(self.gpu_flavors()[2], 'vm')
+        gpus = self.gpus_of(server)
+        self.vanish(server)
+        self.computes['cmp1'].sync_power_states()
+        stopped = self.wait_status(server['id'], 'SHUTOFF')
+        self.assertEqual(0, stopped['OS-EXT-STS:power_state'])
+        action = self.last_action(server['id'])
+        self.assertEqual('stop', action['action'])
+        [event] = action['events']
+        self.assertEqual(('compute_sync_power_state', 'Error'),
+                         (event['event'], event['result']))
+        self.assertIn('gone from the hypervisor', event['traceback'])
+        self.assertEqual(gpus, self.gpus_of(server))
+        self.act(server['id'], {'os-start': None})
         self.assertEqual(gpus, self.assert_server_holds(
             self.wait_status(server['id'], 'ACTIVE'), PAIRS))
         self.assert_consistent()

@@ -233,7 +233,12 @@ class LibvirtDriver(driver.ComputeDriver):
                  instance_uuid)
 
     def power_off(self, instance_uuid: str) -> None:
-        """Stop the guest at once; it stays defined with its devices."""
+        """Stop the guest at once; it stays defined with its devices. A
+        guest the hypervisor no longer has is off already: done."""
+        if self.host.lookup_domain(_canonical_uuid(instance_uuid)) is None:
+            LOG.warning('Power off of instance %s: the hypervisor has no '
+                        'domain of it; it is off already', instance_uuid)
+            return
         self._power('power off', instance_uuid,
                     lambda dom: dom.destroy() if dom.isActive() else None)
 
@@ -266,12 +271,17 @@ class LibvirtDriver(driver.ComputeDriver):
                 power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
         """Redefine the guest from scratch with the same devices (and NUMA
         confinement), and start it if ``power_on``. The partition stays
-        the instance's throughout; a missing domain (a rebuild cut short)
-        is defined."""
+        the instance's throughout, and is made active if it is not (a
+        guest defined again after the hypervisor lost it, started or
+        not, holds its partition as any defined guest does); a missing
+        domain (a rebuild cut short, a host restart) is defined."""
         instance_uuid = _canonical_uuid(instance_uuid)
         xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
                               pci_devices, numa_nodes)
         conn = self.host.get_connection()
+        if self.nvlink is not None:
+            self.nvlink.activate(instance_uuid, [
+                dev['address'] for dev in pci_devices])
         try:
             with self._define_lock:
                 old = self.host.lookup_domain(instance_uuid)

@@ -284,8 +284,10 @@ class NVLinkPartitions:
         """Make the partition of exactly the GPUs among ``addresses`` live.
 
         "Already active" is success only if the records give that
-        partition to this instance. Returns the partition ID, None when
-        the guest gets no GPU.
+        partition to this instance, or nova left it active with no
+        holder (an orphan not yet deactivated, e.g. of a guest lost at a
+        restart), which the instance then holds. Returns the partition
+        ID, None when the guest gets no GPU.
         Raises NVLinkPartitionFailed naming the partition and FM's error.
         """
         addresses = sorted(set(addresses) & self.gpu_addresses)
@@ -296,6 +298,17 @@ class NVLinkPartitions:
             held_by = self._holder(partition.id)
             if partition.active:
                 if held_by == instance_uuid:
+                    return partition.id
+                if held_by is None and partition.id in self._orphans:
+                    # Left active by nova (e.g. its guest was lost at a
+                    # restart) and not yet deactivated by the repair: the
+                    # instance that holds these GPUs takes it over.
+                    self._records[instance_uuid] = partition.id
+                    self._orphans.discard(partition.id)
+                    self._save_records()
+                    LOG.info('NVLink partition %s, left active, is held '
+                             'by instance %s again',
+                             partition.describe(), instance_uuid)
                     return partition.id
                 raise exception.NVLinkPartitionFailed(
                     partition=partition.describe(), uuid=instance_uuid,

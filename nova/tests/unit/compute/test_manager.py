@@ -9,6 +9,7 @@ its calls.
 import datetime
 import uuid as uuidlib
 
+import fixtures
 from oslo_config import cfg
 import oslo_messaging
 from oslo_utils import timeutils
@@ -76,9 +77,10 @@ class FakeDriver(virt_driver.ComputeDriver):
         self.guests.pop(instance_uuid, None)
 
     def power_off(self, instance_uuid):
+        # As the interface says: a guest that is gone is off already.
         self.calls.append(('power_off', instance_uuid))
-        self._existing(instance_uuid)
-        self.guests[instance_uuid] = virt_driver.SHUTDOWN
+        if instance_uuid in self.guests:
+            self.guests[instance_uuid] = virt_driver.SHUTDOWN
 
     def power_on(self, instance_uuid):
         self.calls.append(('power_on', instance_uuid))
@@ -428,18 +430,48 @@ class TestLifecycle(ComputeManagerTestCase):
         self.assertIsNone(self.get(self.instance)['task_state'])
 
     def test_failed_action_records_the_fault_and_clears_the_task(self):
-        del self.driver.guests[self.uuid]
+        self.driver.guests[self.uuid] = virt_driver.SHUTDOWN
         self.accept(task_states.POWERING_ON)
+        self.useFixture(fixtures.MockPatchObject(
+            self.driver, 'power_on',
+            side_effect=exception.NovaException('device busy')))
 
         self.assertRaises(exception.NovaException,
                           self.compute.start_instance, self.context,
                           self.uuid)
 
         stored = self.get(self.instance)
-        self.assertEqual((vm_states.ACTIVE, None, virt_driver.NOSTATE),
+        self.assertEqual((vm_states.ACTIVE, None, virt_driver.SHUTDOWN),
                          (stored['vm_state'], stored['task_state'],
                           stored['power_state']))
-        self.assertIn('no guest', stored['fault_message'])
+        self.assertIn('device busy', stored['fault_message'])
+
+    def test_stop_of_a_lost_guest_is_done(self):
+        del self.driver.guests[self.uuid]
+        self.accept(task_states.POWERING_OFF)
+
+        self.compute.stop_instance(self.context, self.uuid)
+
+        stored = self.get(self.instance)
+        self.assertEqual((vm_states.STOPPED, None),
+                         (stored['vm_state'], stored['task_state']))
+        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
+
+    def test_start_of_a_lost_guest_defines_it_again(self):
+        del self.driver.guests[self.uuid]
+        db.instance_update(self.context, self.uuid, {
+            'vm_state': vm_states.STOPPED,
+            'task_state': task_states.POWERING_ON})
+
+        self.compute.start_instance(self.context, self.uuid)
+
+        self.assertIn(('rebuild', self.uuid), self.driver.calls)
+        self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
+        stored = self.get(self.instance)
+        self.assertEqual((vm_states.ACTIVE, None, virt_driver.RUNNING),
+                         (stored['vm_state'], stored['task_state'],
+                          stored['power_state']))
+        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
 
     def test_action_not_accepted_is_ignored(self):
         self.compute.stop_instance(self.context, self.uuid)
@@ -473,3 +505,110 @@ class TestLifecycle(ComputeManagerTestCase):
                          self.conductor.confirmed)
         self.assertEqual('confirming', db.migration_get_by_uuid(
             self.context, migration['uuid'])['status'])
+
+
+class TestPowerState(ComputeManagerTestCase):
+    """Servers matched to their guests at start and periodically."""
+
+    def setUp(self):
+        super().setUp()
+        self.instance = self.create_instance()
+        self.build(self.instance)
+        self.uuid = self.instance['uuid']
+
+    def stop_action(self) -> tuple:
+        """(event, result, traceback) of the server's newest action, which
+        must be a stop."""
+        [action] = [a for a in db.actions_get(self.context, self.uuid)
+                    if a['action'] == instance_actions.STOP]
+        [event] = db.action_events_get(self.context, action['id'])
+        return event['event'], event['result'], event['traceback']
+
+    def assert_state(self, vm_state: str, power_state: int) -> None:
+        stored = self.get(self.instance)
+        self.assertEqual((vm_state, None, power_state),
+                         (stored['vm_state'], stored['task_state'],
+                          stored['power_state']))
+        self.assertEqual(power_state, self.driver.guests[self.uuid])
+        # Whatever happened, the server keeps its device.
+        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
+
+    def test_lost_guest_of_active_server_is_stopped_at_start(self):
+        del self.driver.guests[self.uuid]
+
+        self.compute = self.make_compute()
+
+        self.assertIn(('rebuild', self.uuid), self.driver.calls)
+        self.assert_state(vm_states.STOPPED, virt_driver.SHUTDOWN)
+        event, result, why = self.stop_action()
+        self.assertEqual(('compute_init_host', 'Error'), (event, result))
+        self.assertIn('resume_guests_state_on_host_boot is False', why)
+
+    def test_lost_guest_of_active_server_resumed_when_asked(self):
+        self.conf.set_override('resume_guests_state_on_host_boot', True)
+        del self.driver.guests[self.uuid]
+
+        self.compute = self.make_compute()
+
+        self.assert_state(vm_states.ACTIVE, virt_driver.RUNNING)
+        self.assertEqual([], db.actions_get(self.context, self.uuid))
+
+    def test_shut_down_guest_of_active_server_resumed_when_asked(self):
+        self.conf.set_override('resume_guests_state_on_host_boot', True)
+        self.driver.guests[self.uuid] = virt_driver.SHUTDOWN
+
+        self.compute = self.make_compute()
+
+        self.assertIn(('power_on', self.uuid), self.driver.calls)
+        self.assert_state(vm_states.ACTIVE, virt_driver.RUNNING)
+
+    def test_lost_guest_of_shutoff_server_defined_powered_off(self):
+        db.instance_update(self.context, self.uuid, {
+            'vm_state': vm_states.STOPPED,
+            'power_state': virt_driver.SHUTDOWN})
+        del self.driver.guests[self.uuid]
+
+        self.compute = self.make_compute()
+
+        self.assert_state(vm_states.STOPPED, virt_driver.SHUTDOWN)
+        self.assertIn('defined again, powered off', self.logger.output)
+
+    def test_sync_stops_active_server_whose_guest_is_gone(self):
+        del self.driver.guests[self.uuid]
+
+        self.compute.sync_power_states()
+
+        stored = self.get(self.instance)
+        self.assertEqual((vm_states.STOPPED, virt_driver.NOSTATE),
+                         (stored['vm_state'], stored['power_state']))
+        event, result, why = self.stop_action()
+        self.assertEqual(('compute_sync_power_state', 'Error'),
+                         (event, result))
+        self.assertIn('gone from the hypervisor', why)
+        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
+
+    def test_sync_powers_off_guest_of_shutoff_server(self):
+        db.instance_update(self.context, self.uuid,
+                           {'vm_state': vm_states.STOPPED})
+
+        self.compute.sync_power_states()
+
+        self.assert_state(vm_states.STOPPED, virt_driver.SHUTDOWN)
+        self.assertIn('found running', self.stop_action()[2])
+
+    def test_sync_leaves_servers_with_a_task_alone(self):
+        self.driver.guests[self.uuid] = virt_driver.SHUTDOWN
+        db.instance_update(self.context, self.uuid,
+                           {'task_state': task_states.POWERING_ON})
+
+        self.compute.sync_power_states()
+
+        stored = self.get(self.instance)
+        self.assertEqual((vm_states.ACTIVE, task_states.POWERING_ON),
+                         (stored['vm_state'], stored['task_state']))
+        self.assertEqual([], db.actions_get(self.context, self.uuid))
+
+    def test_sync_is_a_periodic_task_with_its_interval(self):
+        self.conf.set_override('sync_power_state_interval', 42)
+        self.assertIn(('sync_power_states', self.compute.sync_power_states,
+                       42), self.compute.periodic_tasks())
