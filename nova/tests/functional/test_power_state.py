@@ -18,10 +18,10 @@ import testtools
 
 from nova import context as nova_context
 from nova import test
-from nova.tests.fixtures import fake_fabric_manager as fake_fm
 from nova.tests.functional import deployment
 from nova.tests.functional import invariants
 from nova.tests.functional import workload
+from nova.virt.fake import fabric_manager as fake
 from nova.virt.libvirt import fakehost
 
 SETTLE = 120
@@ -42,7 +42,7 @@ class PowerStateAfterRestartBase(test.TestCase):
         self.useFixture(self.nova_all)
         self.client = workload.ComputeClient(self.nova_all.api_url)
         self.flavors = self.client.ensure_flavors()
-        self.fm = fake_fm.FakeFabricManager(os.path.join(
+        self.fm = fake.FakeFabricManager(os.path.join(
             self.nova_all.workdir, 'fabric-manager', 'hgx-1'))
 
     def _attach_log(self, exc_info) -> None:
@@ -99,9 +99,9 @@ class PowerStateAfterRestartBase(test.TestCase):
         context = nova_context.get_admin_context()
         rows = [row for row in invariants._device_rows(context)
                 if row['instance_uuid'] == server_id]
-        modules = frozenset(fakehost.H200_GPU_ADDRESSES.index(
-            row['address']) + 1 for row in rows)
-        for pid, members in fake_fm.H100_PARTITIONS.items():
+        modules = frozenset(fakehost.H200_MODULE_IDS[row['address']]
+                            for row in rows)
+        for pid, members in fake.H100_PARTITIONS.items():
             if frozenset(members) == modules:
                 return pid
         self.fail('server %s holds no partition: %s' % (server_id, rows))
