@@ -16,6 +16,7 @@ from nova.tests.functional import test_nvlink_partitions as nvlink_tests
 from nova.virt.fake import fabric_manager as fake
 
 GPUS = nvlink_tests.GPUS
+BY_MODULE = nvlink_tests.BY_MODULE
 
 
 class OfferTestBase(nvlink_tests.NVLinkTestBase):
@@ -56,6 +57,8 @@ class TestUnplaceableGPU(OfferTestBase):
     def test_gpu_without_module_id_is_reserved_not_booted_on(self):
         fm = self.fm_for('cmp1')
         fm.bind(GPUS[0], 'vfio-pci')        # nvidia-smi cannot see it
+        # Its single-GPU partition (the singles are 6 + module ID).
+        own = 6 + nvlink_tests.H200_MAP[GPUS[0]]
         self.start_services()
         self.assertEqual(1, self.reserved()[GPUS[0]])
         self.assertEqual({0}, set(v for a, v in self.reserved().items()
@@ -69,7 +72,8 @@ class TestUnplaceableGPU(OfferTestBase):
         servers = [self.boot(single, 's%d' % i) for i in range(7)]
         self.assertNotIn(GPUS[0], {a for s in servers
                                    for a in self.addresses(s)})
-        self.assertEqual(set(range(8, 15)), self.fms['cmp1'].active())
+        self.assertEqual(set(range(7, 15)) - {own},
+                         self.fms['cmp1'].active())
         # Nothing was tried on the unplaceable GPU.
         self.assertEqual([], [c for c in fm.calls() if c[2] != 0])
         self.boot(single, 'none-left', status='ERROR')
@@ -77,7 +81,7 @@ class TestUnplaceableGPU(OfferTestBase):
         fm.bind(GPUS[0], 'nvidia')
         self.computes['cmp1'].init_host()
         self.assertEqual(0, self.reserved()[GPUS[0]])
-        self.assertEqual(7, self.partition_of(self.boot(single, 'last')))
+        self.assertEqual(own, self.partition_of(self.boot(single, 'last')))
 
     def test_gpu_without_own_partition_is_offered_only_in_groups(self):
         fm = self.fm_for('cmp1')
@@ -89,8 +93,8 @@ class TestUnplaceableGPU(OfferTestBase):
         self.assertIn('no Fabric Manager partition of its own',
                       self.manage_output(manage.pci_list))
         servers = [self.boot(flavors[1], 's%d' % i) for i in range(7)]
-        self.assertNotIn(GPUS[0], {a for s in servers
-                                   for a in self.addresses(s)})
+        self.assertNotIn(BY_MODULE[1], {a for s in servers
+                                        for a in self.addresses(s)})
         self.boot(flavors[1], 'none-left', status='ERROR')
         for server in servers:
             self.delete(server['id'])
@@ -120,7 +124,7 @@ class TestQuarantine(OfferTestBase):
         # Tried once, then kept out of the offer.
         failed = [c for c in fm.calls() if c[2] != 0]
         self.assertEqual([['activate', bad, fake.NVLINK_ERROR]], failed)
-        members = [GPUS[m - 1] for m in fake.H100_PARTITIONS[bad]]
+        members = [BY_MODULE[m] for m in fake.H100_PARTITIONS[bad]]
         self.assertEqual({1}, {self.reserved()[a] for a in members})
         self.assertIn('quarantined', self.manage_output(manage.pci_list))
         self.boot(flavors[2], 'no-pair-left', status='ERROR')
@@ -153,7 +157,7 @@ class TestForeignPartitionFromRepair(OfferTestBase):
         self.start_services()
         flavors = self.gpu_flavors()
         fm = self.fms['cmp1']
-        pair_a2 = [GPUS[1], GPUS[3]]        # partition 4 (modules 2, 4)
+        pair_a2 = [BY_MODULE[2], BY_MODULE[4]]      # partition 4
         fm.call('activate', 4)              # not by nova
         self.wait_until(lambda: {self.reserved()[a] for a in pair_a2} ==
                         {1}, 'the foreign partition is withheld')

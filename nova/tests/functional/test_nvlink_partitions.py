@@ -242,7 +242,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         # pair-a2's GPUs are someone else's: reserved, so neither they
         # nor the groups holding them (quad-a, board) can be allocated.
         self.assertEqual(7, len(compute.rt.group_tree.groups()))
-        self.assertEqual({GPUS[1], GPUS[3]},
+        self.assertEqual({BY_MODULE[2], BY_MODULE[4]},
                          set(compute.rt.withheld.devices))
         self.assertEqual(2, self.partition_of(self.boot(flavors[4], 'q1')))
         self.boot(flavors[4], 'no-more-quads', status='ERROR')

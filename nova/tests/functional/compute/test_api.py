@@ -230,10 +230,14 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
 
         self.assertRaises(exception.InstanceNotFound, self.api.get,
                           self.context, instance['uuid'])
-        self.assertIn('the allocation audit removes it later',
+        self.assertIn('freed when Placement answers again',
                       self.logger.output)
+        # Recorded for the compute of cmp1 to free when Placement is back.
+        self.assertEqual([(instance['uuid'], 'cmp1')], [
+            (row['consumer_uuid'], row['host'])
+            for row in db.pending_free_get_all(self.context)])
         self.placement.start_server()
-        # Left for the audit.
+        # Still there until that compute's next update (or the audit).
         self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
                          self.hosts.allocations(instance['uuid'])[
                              self.hosts.roots['cmp1']])
