@@ -39,6 +39,11 @@ class TestGroupCandidates(test.TestCase):
             group_type='nvlink', resource_class='PGPU', traits=set())
         request = request_builder.build_resource_request(
             FLAVOR, [pci], True)
+        # As the scheduler does: Placement refuses to forbid a trait it
+        # does not know (single-GPU requests forbid the group-only one).
+        for group in request.groups:
+            for trait in group.forbidden_traits:
+                self.builder.call('put', '/traits/%s' % trait)
         response = self.builder.call('get', '/allocation_candidates?%s' % (
             request.to_querystring(1000)))
         gpu_of = {rp: gpu for gpu, rp in self.gpu_rps.items()}
