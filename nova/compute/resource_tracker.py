@@ -136,7 +136,11 @@ class ResourceTracker:
             try:
                 self._update_placement(self.driver.get_available_resource())
             except (exception.PlacementAPIConnectFailure,
-                    exception.PlacementAPIError) as err:
+                    exception.PlacementAPIError,
+                    exception.PlacementPciException) as err:
+                # PlacementPciException: a [pci] change Placement cannot
+                # take yet (an allocation on a device it removes); the
+                # periodic update reports it until the device is freed.
                 if must_reach:
                     raise
                 LOG.warning('Free-device band of %s not updated after %s '

@@ -381,6 +381,18 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         self.assertEqual([GPUS[0]], rt.free_instance('vm1'))
         self.assertEqual(1, len(self.client.sent))
 
+    def test_tree_placement_cannot_take_does_not_fail_a_free(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]])
+
+        def refused(root_uuid):
+            raise exception.PlacementPciException(
+                error='an allocation on a device the new config removes')
+        self.client.get_provider_tree = refused
+        self.assertEqual([GPUS[0]], rt.free_instance('vm1'))
+        self.assertEqual(1, len(self.client.sent))
+
     def test_free_of_nothing_sends_nothing(self):
         rt = self.tracker()
         rt.update_available_resource(self.context)
