@@ -9,6 +9,7 @@ import abc
 
 from oslo_config import cfg
 
+from nova.pci import partitions as pci_partitions
 from nova.virt import hardware
 
 # Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
@@ -93,21 +94,18 @@ class ComputeDriver(abc.ABC):
     def list_instance_uuids(self) -> list[str]:
         """Return the uuids of the guests nova created on the hypervisor."""
 
-    def get_nvlink_partitions(self) -> dict | None:
-        """The NVLink partitions the hardware defines, if the driver knows.
-
-        None, or ``partitions`` (nova.pci.groups.HardwarePartition list),
-        ``module_ids`` (address -> GPU module ID) and ``unmapped``
-        (address -> why its module ID is unknown).
+    def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
+        """The NVLink partitions Fabric Manager defines, with the GPU
+        module map and the GPUs without a module ID; None when nova does
+        not activate partitions on this host.
         """
         return None
 
-    def get_known_nvlink_partitions(self) -> dict | None:
+    def get_known_nvlink_partitions(
+            self) -> pci_partitions.FabricPartitions | None:
         """NVLink partitions the GPUs' module IDs imply when nova does not
-        ask Fabric Manager (get_nvlink_partitions is None), for a check.
-
-        None, or ``partitions`` (HardwarePartition list) and
-        ``module_ids`` (address -> GPU module ID).
+        ask Fabric Manager (get_nvlink_partitions is None), for a check;
+        None when no module ID is known. ``unmapped`` stays empty.
         """
         return None
 

@@ -14,6 +14,7 @@ import libvirt
 from oslo_log import log as logging
 
 from nova import exception
+from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import hardware
 from nova.virt.libvirt import config
@@ -93,23 +94,24 @@ class LibvirtDriver(driver.ComputeDriver):
         else:
             self._module_ids = self.module_reader.read(host, gpus)
 
-    def get_nvlink_partitions(self) -> dict | None:
+    def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """FM's partitions and the GPU module map, None without FM mode.
         """
         if self.nvlink is None:
             return None
-        return {'partitions': self.nvlink.hardware_partitions(),
-                'module_ids': dict(self.nvlink.module_map),
-                'unmapped': dict(self.nvlink.unmapped)}
+        return pci_partitions.FabricPartitions(
+            tuple(self.nvlink.hardware_partitions()),
+            dict(self.nvlink.module_map), dict(self.nvlink.unmapped))
 
-    def get_known_nvlink_partitions(self) -> dict | None:
+    def get_known_nvlink_partitions(
+            self) -> pci_partitions.FabricPartitions | None:
         """Without FM mode: the HGX board's fixed partitions by the module
         IDs read at start; None when no GPU module ID is known."""
         if self.nvlink is not None or not self._module_ids:
             return None
-        return {'partitions': nvlink_partitions.hgx_partitions(
-                    self._module_ids),
-                'module_ids': dict(self._module_ids)}
+        return pci_partitions.FabricPartitions(
+            tuple(nvlink_partitions.hgx_partitions(self._module_ids)),
+            dict(self._module_ids))
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""
