@@ -7,8 +7,6 @@ driver) is a deployment choice.
 
 import abc
 
-from oslo_config import cfg
-
 from nova.pci import partitions as pci_partitions
 from nova.virt import hardware
 
@@ -16,9 +14,6 @@ from nova.virt import hardware
 NOSTATE = 0
 RUNNING = 1
 SHUTDOWN = 4
-
-# Used when [libvirt]connection_uri is empty.
-DEFAULT_LIBVIRT_URI = 'qemu:///system'
 
 
 class ComputeDriver(abc.ABC):
@@ -117,18 +112,3 @@ class ComputeDriver(abc.ABC):
         activate partitions themselves do anything.
         """
         return {}
-
-
-def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
-    """Return the compute driver configured in ``conf``.
-
-    Only libvirt exists; its URI is ``[libvirt]connection_uri`` and its
-    local disk the filesystem of ``[DEFAULT]instances_path``.
-    """
-    # Imported here so nova.virt.driver does not need libvirt-python.
-    from nova.virt.libvirt import driver as libvirt_driver
-    from nova.virt.libvirt import nvlink
-    uri = conf.libvirt.connection_uri or DEFAULT_LIBVIRT_URI
-    return libvirt_driver.LibvirtDriver(
-        uri, conf.instances_path, nvlink=nvlink.from_config(conf),
-        module_reader=nvlink.module_reader_from_config(conf))

@@ -11,6 +11,7 @@ import threading
 import uuid as uuidlib
 
 import libvirt
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
@@ -22,6 +23,9 @@ from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import nvlink as nvlink_partitions
 
 LOG = logging.getLogger(__name__)
+
+# Used when [libvirt]connection_uri is empty.
+DEFAULT_URI = 'qemu:///system'
 
 
 def _canonical_uuid(instance_uuid: str) -> str:
@@ -64,6 +68,29 @@ class LibvirtDriver(driver.ComputeDriver):
         # Serializes the exists-check and define of spawn, so two spawns of
         # one uuid cannot both pass the check and redefine each other.
         self._define_lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, conf: cfg.ConfigOpts, uri: str | None = None,
+                    fmpm_path: str | None = None,
+                    nvidia_smi_path: str | None = None) -> 'LibvirtDriver':
+        """The driver a compute running with ``conf`` uses: the one place
+        every service (nova-compute, nova-all) builds it.
+
+        It connects to ``uri``, else ``[libvirt]connection_uri``, else
+        the local system hypervisor; its local disk is the filesystem of
+        ``[DEFAULT]instances_path``; ``[libvirt]nvlink_partitions`` picks
+        the NVLink partition handling. The Fabric Manager tool paths,
+        when given, replace ``[libvirt]fmpm_path`` and
+        ``nvidia_smi_path`` (nova-all's generated hosts with their own
+        fake Fabric Manager).
+        """
+        return cls(uri or conf.libvirt.connection_uri or DEFAULT_URI,
+                   conf.instances_path,
+                   nvlink=nvlink_partitions.from_config(
+                       conf, fmpm_path=fmpm_path,
+                       nvidia_smi_path=nvidia_smi_path),
+                   module_reader=nvlink_partitions.module_reader_from_config(
+                       conf))
 
     @property
     def uri(self) -> str:
