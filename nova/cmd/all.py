@@ -42,8 +42,8 @@ from nova.scheduler import manager as scheduler_manager
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
 from nova.virt.fake import fabric_manager as fake_fabric_manager
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
 
 LOG = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.fake import fabric_manager as fake
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import nvlink
 
 GPUS = base.GPUS

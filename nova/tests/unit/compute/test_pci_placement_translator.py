@@ -12,7 +12,7 @@ from nova.pci import groups
 from nova.pci import partitions
 from nova.pci import placement_names
 from nova.virt import hardware
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 HOST = 'cmp1'
 GPUS = fakehost.H200_GPU_ADDRESSES  # GPU1..GPU8
