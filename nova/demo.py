@@ -16,7 +16,7 @@ import requests
 from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import board as pci_board
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import nvlink
 
 _SIZES = (1, 2, 4, 8)

@@ -38,7 +38,7 @@ from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 MODELS = ('flat', 'nested', 'member')
 FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0, 'extra_specs': {}}

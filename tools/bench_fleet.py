@@ -63,7 +63,7 @@ from nova.scheduler.client import report
 from nova.scheduler import fullness as scheduler_fullness
 from nova.scheduler import request_builder
 from nova.scheduler import weights
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 # Requested GPUs -> share of requests.
 MIX = {1: 0.4, 2: 0.3, 4: 0.2, 8: 0.1}

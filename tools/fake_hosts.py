@@ -17,7 +17,7 @@ import os
 import sys
 
 from nova import exception
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 
 def write_fleet(directory: str, hosts: dict[str, str]) -> list[str]:

@@ -42,9 +42,8 @@ from nova.scheduler import manager as scheduler_manager
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
 from nova.virt.fake import fabric_manager as fake_fabric_manager
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
-from nova.virt.libvirt import nvlink
 
 LOG = logging.getLogger(__name__)
 
@@ -117,17 +116,16 @@ class AllInOne:
         return self.compute_confs.get(host, self.conf)
 
     def _compute_driver(self, host: str) -> libvirt_driver.LibvirtDriver:
+        """The driver of ``host``: ``[libvirt]connection_uri`` if set,
+        else a generated HGX H200 host (with its own fake Fabric Manager
+        unless the tools are configured, see the module docstring)."""
         conf = self.compute_conf(host)
-        uri = conf.libvirt.connection_uri
-        module_reader = nvlink.module_reader_from_config(conf)
-        if uri:
-            return libvirt_driver.LibvirtDriver(
-                uri, conf.instances_path, nvlink=nvlink.from_config(conf),
-                module_reader=module_reader)
+        if conf.libvirt.connection_uri:
+            return libvirt_driver.LibvirtDriver.from_config(conf)
         path = os.path.join(conf.state_path, 'hosts', '%s.xml' % host)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         uri = fakehost.write_node_xml(path, fakehost.hgx_h200_node_xml())
-        fake_paths = {}
+        fake_paths: dict[str, str] = {}
         if conf.libvirt.nvlink_partitions == 'fabric_manager':
             if _fabric_manager_tools_configured(conf):
                 LOG.info('Generated host %s uses the configured Fabric '
@@ -142,10 +140,8 @@ class AllInOne:
                     fakehost.H200_MODULE_IDS)
                 fake_paths = {'fmpm_path': fm.fmpm_path,
                               'nvidia_smi_path': fm.nvidia_smi_path}
-        return libvirt_driver.LibvirtDriver(
-            uri, conf.instances_path,
-            nvlink=nvlink.from_config(conf, **fake_paths),
-            module_reader=module_reader)
+        return libvirt_driver.LibvirtDriver.from_config(conf, uri=uri,
+                                                        **fake_paths)
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))

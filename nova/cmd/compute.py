@@ -5,7 +5,7 @@ import sys
 from nova import cmd
 from nova.compute import manager as compute_manager
 from nova.compute import rpcapi
-from nova.virt import driver as virt_driver
+from nova.virt.libvirt import driver as libvirt_driver
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +16,8 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(conf) -> int:
     return cmd.run_rpc_service(
         conf, lambda: compute_manager.ComputeManager(
-            conf, virt_driver.load_driver(conf)), rpcapi.TOPIC)
+            conf, libvirt_driver.LibvirtDriver.from_config(conf)),
+        rpcapi.TOPIC)
 
 
 if __name__ == '__main__':

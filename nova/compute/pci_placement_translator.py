@@ -34,6 +34,7 @@ from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
 from nova.pci import numa as pci_numa
+from nova.pci import partitions as pci_partitions
 from nova.pci import placement_names as names
 from nova.virt import hardware
 
@@ -83,11 +84,11 @@ class PlacementView:
 
     def __init__(self, nodename: str, tree: ptree.ProviderTree,
                  topology: hardware.HostNUMATopology | None = None,
-                 withheld: pci_groups.Withheld | None = None) -> None:
+                 withheld: pci_partitions.Withheld | None = None) -> None:
         self.nodename = nodename
         self._current = tree
         self._topology = topology or hardware.HostNUMATopology()
-        self._withheld = withheld or pci_groups.Withheld()
+        self._withheld = withheld or pci_partitions.Withheld()
         self.wanted: dict[str, _Wanted] = {}
 
     def locality(self, dev: dict) -> pci_numa.Locality:
@@ -332,8 +333,8 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
                                  read_allocations: Callable[[], dict],
                                  topology: hardware.HostNUMATopology |
                                  None = None,
-                                 withheld: pci_groups.Withheld | None = None
-                                 ) -> dict[str, str]:
+                                 withheld: pci_partitions.Withheld |
+                                 None = None) -> dict[str, str]:
     """Make ``tree`` reflect the node's PCI devices and groups, and
     return the provider UUID of each device address behind a provider
     (a VF's is its PF's, a static group member's its group's).

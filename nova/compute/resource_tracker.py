@@ -24,6 +24,7 @@ from nova.pci import config as pci_config
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
+from nova.pci import partitions as pci_partitions
 from nova.pci import placement_names as names
 from nova.virt import hardware
 
@@ -53,7 +54,7 @@ class ResourceTracker:
         self.declared_tree = pci.group_tree
         self.group_tree = self.declared_tree
         # Devices not offered right now and why (Fabric Manager hosts).
-        self.withheld = pci_groups.Withheld()
+        self.withheld = pci_partitions.Withheld()
         self.group_source = conf.pci.device_group_source
         self.nvlink_mode = conf.libvirt.nvlink_partitions
         self._group_warnings: set[str] = set()
@@ -83,7 +84,7 @@ class ResourceTracker:
             specs = self.whitelist.classify(devices)
             self.group_tree.validate_devices(devices, specs)
             self.static_groups = pci_groups.static_groups(devices, specs)
-            warnings = set(pci_groups.check_aliases(
+            warnings = set(pci_config.check_aliases(
                 self._aliases, self.group_tree, self.static_groups))
             for warning in sorted(warnings - self._alias_warnings):
                 LOG.warning('%s', warning)
@@ -169,7 +170,7 @@ class ResourceTracker:
         as of the last update."""
         return self.withheld.offers(addresses)
 
-    def _log_withheld(self, withheld: pci_groups.Withheld) -> None:
+    def _log_withheld(self, withheld: pci_partitions.Withheld) -> None:
         """Log each device that starts or stops being withheld, once."""
         before = {a: self.withheld.reason(a) for a in
                   set(self.withheld.devices) | set(self.withheld.alone)}
@@ -184,12 +185,9 @@ class ResourceTracker:
                      address, self.nodename, before[address])
 
     def _current_offer(self) -> tuple[pci_groups.GroupTree,
-                                      pci_groups.Withheld]:
-        """The device groups and the withheld devices of this node.
-
-        The groups are the declared ones, or FM's, checked against FM's
-        partitions; without FM partitions (another mode) the declared
-        tree is used as it is and nothing is withheld. When FM cannot be
+                                      pci_partitions.Withheld]:
+        """The device groups and the withheld devices of this node (see
+        ``partitions.effective_offer``). When Fabric Manager cannot be
         asked, both stay as they were at the last update.
         """
         try:
@@ -199,23 +197,13 @@ class ResourceTracker:
                         'Manager, keeping the device groups as they were: '
                         '%s', err.message)
             return self.group_tree, self.withheld
-        if fabric is None:
-            known = self.driver.get_known_nvlink_partitions()
-            if known is not None:
-                self._log_group_warnings(pci_groups.groups_off_partitions(
-                    self.declared_tree, known['partitions'],
-                    known['module_ids'], self.nvlink_mode))
-            return self.declared_tree, pci_groups.Withheld()
-        if self.group_source == 'fabric_manager':
-            tree, warnings = pci_groups.tree_from_partitions(
-                fabric['partitions'], 'nvlink')
-        else:
-            tree, warnings = pci_groups.check_declared_against_partitions(
-                self.declared_tree, fabric['partitions'],
-                fabric['module_ids'], fabric['unmapped'])
-        self._log_group_warnings(warnings)
-        return tree, pci_groups.withheld_devices(
-            fabric['partitions'], fabric['module_ids'], fabric['unmapped'])
+        known = self.driver.get_known_nvlink_partitions() \
+            if fabric is None else None
+        offer = pci_partitions.effective_offer(
+            self.declared_tree, self.group_source, fabric, known=known,
+            mode=self.nvlink_mode)
+        self._log_group_warnings(offer.warnings)
+        return offer.tree, offer.withheld
 
     def _log_group_warnings(self, warnings: list[str]) -> None:
         """Log the group warnings not logged at the previous update."""

@@ -11,8 +11,8 @@ of that size can get.
 import dataclasses
 
 from nova.db import api as db
-from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
+from nova.pci import partitions as pci_partitions
 
 # Label of devices outside any group.
 UNGROUPED = '(no group)'
@@ -25,7 +25,7 @@ def withheld_reason(dev: dict) -> str | None:
 
 def _withheld_entirely(dev: dict) -> bool:
     reason = withheld_reason(dev)
-    return bool(reason) and not reason.startswith(pci_groups.ALONE_PREFIX)
+    return bool(reason) and not reason.startswith(pci_partitions.ALONE_PREFIX)
 
 
 @dataclasses.dataclass

@@ -89,6 +89,29 @@ def _check_group_source(conf: cfg.ConfigOpts, group_tree: groups.GroupTree,
             'scheduled through Placement, so enable report_in_placement'))
 
 
+def check_aliases(aliases: dict[str, request.PciAlias],
+                  tree: groups.GroupTree,
+                  statics: list[groups.StaticGroup]) -> list[str]:
+    """Warn about aliases whose ``group_type`` no group of this host has
+    (``tree``: its device groups, ``statics``: its static groups).
+
+    Aliases are shared by every host while groups are per host, so this is
+    a warning for the compute log, not an error.
+    """
+    declared = ({g.type for g in tree.groups()} |
+                {s.type for s in statics})
+    warnings = []
+    for name in sorted(aliases):
+        group_type = aliases[name].group_type
+        if group_type and group_type not in declared:
+            warnings.append(
+                'PCI alias %s requests group_type %s, but no device group '
+                'of that type is declared on this host; declared group '
+                'types: %s' % (name, group_type,
+                               ', '.join(sorted(declared)) or 'none'))
+    return warnings
+
+
 def load(conf: cfg.ConfigOpts, for_compute: bool = False) -> PciConfig:
     """Parse ``conf.pci``; raise an Invalid subclass naming the bad value.
 

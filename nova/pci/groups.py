@@ -11,7 +11,9 @@ Two forms are supported:
   always assigned whole.
 
 This module parses and validates both forms. It knows nothing about
-Placement beyond the trait names from nova.pci.placement_names.
+Placement beyond the trait names from nova.pci.placement_names. Trees made
+from the hardware's own partitions, and which tree a host offers, are
+nova.pci.partitions'.
 """
 
 from collections.abc import Mapping
@@ -22,7 +24,6 @@ import re
 from nova import exception
 from nova.pci import devspec
 from nova.pci import placement_names
-from nova.pci import request
 from nova.pci import utils
 
 # Keys of one [pci]device_group value.
@@ -87,15 +88,23 @@ class DeviceGroup:
                 placement_names.group_size_trait(self.type, self.size)}
 
 
-@dataclasses.dataclass
-class _Declaration:
-    """One parsed config value before the members are linked."""
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """One group as declared, before its members are linked: its devices
+    (normalized addresses) or the names of its member groups.
 
-    group: DeviceGroup
-    member_names: list[str]
+    ``[pci]device_group`` values parse into these, and the Fabric Manager
+    partitions (nova.pci.partitions) are turned into them directly, so
+    both kinds of tree pass the same structural checks.
+    """
+
+    name: str
+    type: str
+    addresses: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()
 
 
-def _parse_value(value: str) -> _Declaration:
+def _parse_value(value: str) -> Declaration:
     """Parse and check one ``[pci]device_group`` value on its own."""
     try:
         data = json.loads(value)
@@ -156,13 +165,12 @@ def _parse_value(value: str) -> _Declaration:
                 raise _invalid('group %s lists device %s twice' % (
                     name, address))
             addresses.append(address)
-        return _Declaration(DeviceGroup(name, group_type,
-                                        own_addresses=addresses), [])
+        return Declaration(name, group_type, addresses=tuple(addresses))
 
     for index, item in enumerate(items):
         if item in items[:index]:
             raise _invalid('group %s lists member %s twice' % (name, item))
-    return _Declaration(DeviceGroup(name, group_type), list(items))
+    return Declaration(name, group_type, members=tuple(items))
 
 
 def _find_cycle(start: str, parent_of: dict[str, str],
@@ -229,62 +237,73 @@ class GroupTree:
         against the host. Declaration order does not matter.
         Raises PciGroupConfigInvalid naming the offending group or value.
         """
-        declarations: dict[str, _Declaration] = {}
-        for value in values:
-            decl = _parse_value(value)
-            if decl.group.name in declarations:
-                raise _invalid('group name %s is declared twice' %
-                               decl.group.name)
-            declarations[decl.group.name] = decl
-        order = {name: i for i, name in enumerate(declarations)}
+        return cls.from_declarations([_parse_value(v) for v in values])
+
+    @classmethod
+    def from_declarations(cls, declarations: list[Declaration]
+                          ) -> 'GroupTree':
+        """Link ``declarations`` into a tree and check its structure: one
+        declaration per name, a device in one group per level, known
+        members of the same type, one parent per group, no cycle, members
+        of equal size. Declaration order does not matter, except that a
+        cycle is named from the group declared first.
+        Raises PciGroupConfigInvalid naming the offending group.
+        """
+        by_name: dict[str, Declaration] = {}
+        for decl in declarations:
+            if decl.name in by_name:
+                raise _invalid('group name %s is declared twice' % decl.name)
+            by_name[decl.name] = decl
+        order = {name: i for i, name in enumerate(by_name)}
 
         owner: dict[str, str] = {}
-        for decl in declarations.values():
-            for address in decl.group.own_addresses:
+        for decl in by_name.values():
+            for address in decl.addresses:
                 if address in owner:
                     raise _invalid(
                         'device %s is listed by both group %s and group %s; '
                         'a device belongs to one group per level, enclose '
                         'groups with "members" instead' % (
-                            address, owner[address], decl.group.name))
-                owner[address] = decl.group.name
+                            address, owner[address], decl.name))
+                owner[address] = decl.name
 
+        # Fresh groups, so linking never changes another tree's groups.
+        groups = {name: DeviceGroup(name, decl.type,
+                                    own_addresses=list(decl.addresses))
+                  for name, decl in by_name.items()}
         parent_of: dict[str, str] = {}
-        for decl in declarations.values():
-            group = decl.group
-            for member_name in decl.member_names:
-                member = declarations.get(member_name)
+        for decl in by_name.values():
+            for member_name in decl.members:
+                member = by_name.get(member_name)
                 if member is None:
                     raise _invalid(
                         'group %s has unknown member %s; declared groups: '
-                        '%s' % (group.name, member_name,
-                                ', '.join(declarations)))
-                if member.group.type != group.type:
+                        '%s' % (decl.name, member_name, ', '.join(by_name)))
+                if member.type != decl.type:
                     raise _invalid(
                         'group %s of type %s has member %s of type %s; '
                         'members must have the type of their group' % (
-                            group.name, group.type, member_name,
-                            member.group.type))
+                            decl.name, decl.type, member_name, member.type))
                 if member_name in parent_of:
                     raise _invalid(
                         'group %s is a member of both group %s and group '
                         '%s; a group can have only one parent' % (
                             member_name, parent_of[member_name],
-                            group.name))
-                parent_of[member_name] = group.name
-                group.members.append(member.group)
+                            decl.name))
+                parent_of[member_name] = decl.name
+                groups[decl.name].members.append(groups[member_name])
 
         # Every group has at most one parent, so a group that no root
         # reaches lies on, or hangs below, a cycle.
-        roots = [d.group for d in declarations.values()
-                 if d.group.name not in parent_of]
+        roots = [group for name, group in groups.items()
+                 if name not in parent_of]
         reached: set[str] = set()
         stack = list(roots)
         while stack:
             group = stack.pop()
             reached.add(group.name)
             stack.extend(group.members)
-        for name in declarations:
+        for name in by_name:
             if name not in reached:
                 cycle = _find_cycle(name, parent_of, order)
                 raise _invalid('groups form a cycle: %s; a group cannot '
@@ -293,6 +312,13 @@ class GroupTree:
         for root in roots:
             _check_sizes(root)
         return cls(roots)
+
+    def declarations(self) -> list[Declaration]:
+        """The declarations this tree is built from, parents first: the
+        input of ``from_declarations`` for a changed copy of the tree."""
+        return [Declaration(g.name, g.type, tuple(g.own_addresses),
+                            tuple(m.name for m in g.members))
+                for g in self.groups()]
 
     def groups(self) -> list[DeviceGroup]:
         """Every group, parents before their members (pre-order)."""
@@ -452,279 +478,3 @@ def static_groups(devices: list[dict],
                                 ', '.join(group.addresses) or 'none')))
         group.addresses.sort()
     return [found[name] for name in sorted(found)]
-
-
-def check_aliases(aliases: dict[str, request.PciAlias], tree: GroupTree,
-                  statics: list[StaticGroup]) -> list[str]:
-    """Warn about aliases whose ``group_type`` no group here declares.
-
-    Aliases are shared by every host while groups are per host, so this is
-    a warning for the compute log, not an error.
-    """
-    declared = ({g.type for g in tree.groups()} |
-                {s.type for s in statics})
-    warnings = []
-    for name in sorted(aliases):
-        group_type = aliases[name].group_type
-        if group_type and group_type not in declared:
-            warnings.append(
-                'PCI alias %s requests group_type %s, but no device group '
-                'of that type is declared on this host; declared group '
-                'types: %s' % (name, group_type,
-                               ', '.join(sorted(declared)) or 'none'))
-    return warnings
-
-
-# Groups from the hardware's own partitions ---------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class HardwarePartition:
-    """A device partition the hardware defines (an NVLink FM partition).
-    """
-
-    id: int
-    module_ids: frozenset[int]
-    # PCI addresses of its devices, sorted; None if one is not known.
-    addresses: tuple[str, ...] | None
-    # Active, but not by nova: its devices are someone else's.
-    foreign: bool = False
-    # Why nova keeps it out of use (its activation failed for a hardware
-    # reason), None if it does not.
-    quarantined: str | None = None
-
-    def describe(self) -> str:
-        return '%d (modules %s%s)' % (
-            self.id, ','.join(str(m) for m in sorted(self.module_ids)),
-            ': ' + ', '.join(self.addresses) if self.addresses else '')
-
-
-def partition_group_name(partition: HardwarePartition) -> str:
-    return 'partition-%d' % partition.id
-
-
-def tree_from_partitions(partitions: list[HardwarePartition],
-                         group_type: str) -> tuple[GroupTree, list[str]]:
-    """Build the group tree from hardware partitions, by containment.
-
-    Every multi-device partition whose addresses are known becomes a
-    group; its members are the largest partitions strictly inside it (a
-    quad holds two pairs, the board two quads). A partition only partly
-    covered by smaller ones, or overlapping another without containing
-    it, cannot be a tree node and is left out. Returns the tree and a
-    warning per partition left out.
-    """
-    usable = sorted((p for p in partitions
-                     if p.addresses and len(p.addresses) > 1),
-                    key=lambda p: (len(p.addresses), p.id))
-    warnings = []
-    kept: list[HardwarePartition] = []
-    for partition in usable:
-        devices = set(partition.addresses)
-        inside = [k for k in kept if set(k.addresses) < devices]
-        crossing = [k for k in kept if set(k.addresses) & devices and
-                    not set(k.addresses) < devices]
-        if crossing:
-            warnings.append('partition %s overlaps partition %s without '
-                            'containing it; it is not a group' % (
-                                partition.describe(),
-                                crossing[0].describe()))
-            continue
-        kept.append(partition)
-    values = []
-    for partition in kept:
-        devices = set(partition.addresses)
-        inside = [k for k in kept if set(k.addresses) < devices]
-        # Direct members: those inside no other partition inside this one.
-        members = [k for k in inside if not any(
-            set(k.addresses) < set(o.addresses) for o in inside)]
-        covered = set().union(*(set(m.addresses) for m in members))
-        group = {'name': partition_group_name(partition), 'type': group_type}
-        if not members:
-            group['addresses'] = list(partition.addresses)
-        elif covered == devices:
-            group['members'] = [partition_group_name(m) for m in members]
-        else:
-            warnings.append('partition %s is only partly made of smaller '
-                            'partitions; it is not a group' %
-                            partition.describe())
-            continue
-        values.append(json.dumps(group))
-    # A dropped partition's parent would name an unknown member: drop up.
-    names = {json.loads(v)['name'] for v in values}
-    while True:
-        bad = {json.loads(v)['name'] for v in values if any(
-            m not in names for m in json.loads(v).get('members', []))}
-        if not bad:
-            break
-        values = [v for v in values if json.loads(v)['name'] not in bad]
-        names -= bad
-    return GroupTree.from_config(values), warnings
-
-
-def check_declared_against_partitions(
-        tree: GroupTree, partitions: list[HardwarePartition],
-        module_ids: dict[str, int], unmapped: dict[str, str]
-) -> tuple[GroupTree, list[str]]:
-    """Check declared groups against the hardware's partitions.
-
-    A multi-device group must be exactly one partition; otherwise
-    PciGroupConfigInvalid names the group, its addresses, their module
-    IDs and the partitions that exist. A group with a device whose module
-    ID is unknown (``unmapped``: address -> reason) cannot be checked or
-    activated: it and the groups enclosing it are left out, with a
-    warning, and its devices stay usable one by one.
-    Returns the tree to use and the warnings.
-    """
-    dropped: set[str] = set()
-    warnings: list[str] = []
-    by_modules = {p.module_ids: p for p in partitions}
-    for group in tree.groups():
-        unknown = [a for a in group.addresses if a in unmapped or
-                   a not in module_ids]
-        if unknown:
-            dropped.add(group.name)
-            continue
-        wanted = frozenset(module_ids[a] for a in group.addresses)
-        if wanted not in by_modules:
-            raise _invalid(
-                'group %s (%s, module IDs %s) is not a Fabric Manager '
-                'partition; partitions: %s' % (
-                    group.name, ', '.join(group.addresses),
-                    ','.join(str(module_ids[a]) for a in group.addresses),
-                    '; '.join(p.describe() for p in partitions
-                              if len(p.module_ids) > 1) or 'none'))
-    if not dropped:
-        return tree, warnings
-    # Every group enclosing an unknown device is dropped; the others,
-    # siblings included, stay.
-    for name in sorted(dropped):
-        group = tree.get(name)
-        warnings.append(
-            'device group %s (%s) is not offered: %s' % (
-                name, ', '.join(group.addresses), '; '.join(
-                    '%s %s' % (a, unmapped.get(a, 'has no module ID'))
-                    for a in group.addresses
-                    if a in unmapped or a not in module_ids)))
-    return _without(tree, dropped), warnings
-
-
-def groups_off_partitions(tree: GroupTree,
-                          partitions: list[HardwarePartition],
-                          module_ids: dict[str, int], mode: str
-                          ) -> list[str]:
-    """Warnings for declared nvlink groups that are no hardware partition.
-
-    For a compute that does not check its groups with Fabric Manager
-    (``mode`` is its [libvirt]nvlink_partitions): such a group still
-    hands out GPUs, but they are not joined by NVLink. Groups with a
-    device whose module ID (``module_ids``) is unknown are not judged.
-    """
-    known = {p.module_ids for p in partitions}
-    multi = '; '.join(p.describe() for p in sorted(
-        partitions, key=lambda p: (len(p.module_ids), p.id))
-        if len(p.module_ids) > 1)
-    warnings = []
-    for group in tree.groups():
-        if group.type != 'nvlink' or not all(
-                a in module_ids for a in group.addresses):
-            continue
-        modules = [module_ids[a] for a in group.addresses]
-        if frozenset(modules) in known:
-            continue
-        warnings.append(
-            'device group %s (%s, module IDs %s) is not an NVLink '
-            'partition of this board: with [libvirt]nvlink_partitions = '
-            '%s its GPUs are handed out together but are not joined by '
-            'NVLink. Partitions: %s. Derive the groups from fmpm -l and '
-            'the module IDs of nvidia-smi -q, or let the compute build '
-            'them ([libvirt]nvlink_partitions = fabric_manager with '
-            '[pci]device_group_source = fabric_manager)' % (
-                group.name, ', '.join(group.addresses),
-                ','.join(map(str, modules)), mode, multi))
-    return warnings
-
-
-def _without(tree: GroupTree, dropped: set[str]) -> GroupTree:
-    """``tree`` less the ``dropped`` groups, which must include every
-    group enclosing a dropped one; orphaned members become roots."""
-    values = []
-    for group in tree.groups():
-        if group.name in dropped:
-            continue
-        value = {'name': group.name, 'type': group.type}
-        if group.members:
-            value['members'] = [m.name for m in group.members]
-        else:
-            value['addresses'] = list(group.own_addresses)
-        values.append(json.dumps(value))
-    return GroupTree.from_config(values)
-
-
-# How Withheld.reason starts for a device withheld only alone.
-ALONE_PREFIX = 'not offered alone: '
-
-
-@dataclasses.dataclass(frozen=True)
-class Withheld:
-    """The devices of a host that nova does not offer right now, and why.
-
-    ``devices``: address -> reason; no request may get them (their
-    Placement inventory is reserved). ``alone``: address -> reason; they
-    may be given only as part of one of their groups, never as a single
-    device. Computed beside the group tree on every update, so a device
-    comes back as soon as the reason is gone.
-    """
-
-    devices: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    alone: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def reason(self, address: str) -> str | None:
-        """Why the device is not (fully) offered; None if it is."""
-        if address in self.devices:
-            return self.devices[address]
-        if address in self.alone:
-            return ALONE_PREFIX + self.alone[address]
-        return None
-
-    def offers(self, addresses: list[str]) -> bool:
-        """Whether a request may get exactly the devices ``addresses``."""
-        if any(a in self.devices for a in addresses):
-            return False
-        return not (len(addresses) == 1 and addresses[0] in self.alone)
-
-
-def withheld_devices(partitions: list[HardwarePartition],
-                     module_ids: Mapping[str, int],
-                     unmapped: Mapping[str, str]) -> Withheld:
-    """The devices nova cannot activate a partition for, from the
-    hardware's partitions and the module map (address -> module ID) and
-    the devices without one (``unmapped``: address -> why).
-
-    Withheld entirely: a device without a module ID (no partition of it
-    can be found), a device of a partition someone else activated (it is
-    in use), a device of a quarantined partition (its activation failed
-    for a hardware reason). Withheld alone: a device no single-device
-    partition holds, while its multi-device partitions can still be
-    activated.
-    """
-    devices: dict[str, str] = {}
-    for address, why in unmapped.items():
-        devices[address] = 'cannot be activated: it %s' % why
-    for partition in partitions:
-        if partition.foreign:
-            reason = ('in Fabric Manager partition %s, which is active but '
-                      'was not activated by nova; deactivate it to offer '
-                      'the device again' % partition.describe())
-        elif partition.quarantined:
-            reason = 'in quarantined Fabric Manager partition %s: %s' % (
-                partition.describe(), partition.quarantined)
-        else:
-            continue
-        for address in partition.addresses or ():
-            devices.setdefault(address, reason)
-    singles = {p.module_ids for p in partitions if len(p.module_ids) == 1}
-    alone = {address: 'no Fabric Manager partition of its own (module %d)'
-             % module for address, module in module_ids.items()
-             if frozenset({module}) not in singles and
-             address not in devices}
-    return Withheld(devices, alone)

@@ -45,7 +45,7 @@ OWNER_NOVA_TRAIT = 'OWNER_NOVA'
 MANAGED_PCI_TRAIT = os_traits.COMPUTE_MANAGED_PCI_DEVICE
 # On every provider nova owns for PCI (devices and static groups).
 MANAGED_TRAITS = frozenset({MANAGED_PCI_TRAIT, OWNER_NOVA_TRAIT})
-# A device nova withholds (nova.pci.groups.Withheld): its inventory is
+# A device nova withholds (nova.pci.partitions.Withheld): its inventory is
 # reserved by nova, which lifts that reservation again once the device
 # can be used (other reservations nova never lowers).
 WITHHELD_TRAIT = 'CUSTOM_PCI_WITHHELD'

@@ -7,17 +7,13 @@ driver) is a deployment choice.
 
 import abc
 
-from oslo_config import cfg
-
+from nova.pci import partitions as pci_partitions
 from nova.virt import hardware
 
 # Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
 NOSTATE = 0
 RUNNING = 1
 SHUTDOWN = 4
-
-# Used when [libvirt]connection_uri is empty.
-DEFAULT_LIBVIRT_URI = 'qemu:///system'
 
 
 class ComputeDriver(abc.ABC):
@@ -93,21 +89,18 @@ class ComputeDriver(abc.ABC):
     def list_instance_uuids(self) -> list[str]:
         """Return the uuids of the guests nova created on the hypervisor."""
 
-    def get_nvlink_partitions(self) -> dict | None:
-        """The NVLink partitions the hardware defines, if the driver knows.
-
-        None, or ``partitions`` (nova.pci.groups.HardwarePartition list),
-        ``module_ids`` (address -> GPU module ID) and ``unmapped``
-        (address -> why its module ID is unknown).
+    def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
+        """The NVLink partitions Fabric Manager defines, with the GPU
+        module map and the GPUs without a module ID; None when nova does
+        not activate partitions on this host.
         """
         return None
 
-    def get_known_nvlink_partitions(self) -> dict | None:
+    def get_known_nvlink_partitions(
+            self) -> pci_partitions.FabricPartitions | None:
         """NVLink partitions the GPUs' module IDs imply when nova does not
-        ask Fabric Manager (get_nvlink_partitions is None), for a check.
-
-        None, or ``partitions`` (HardwarePartition list) and
-        ``module_ids`` (address -> GPU module ID).
+        ask Fabric Manager (get_nvlink_partitions is None), for a check;
+        None when no module ID is known. ``unmapped`` stays empty.
         """
         return None
 
@@ -119,18 +112,3 @@ class ComputeDriver(abc.ABC):
         activate partitions themselves do anything.
         """
         return {}
-
-
-def load_driver(conf: cfg.ConfigOpts) -> ComputeDriver:
-    """Return the compute driver configured in ``conf``.
-
-    Only libvirt exists; its URI is ``[libvirt]connection_uri`` and its
-    local disk the filesystem of ``[DEFAULT]instances_path``.
-    """
-    # Imported here so nova.virt.driver does not need libvirt-python.
-    from nova.virt.libvirt import driver as libvirt_driver
-    from nova.virt.libvirt import nvlink
-    uri = conf.libvirt.connection_uri or DEFAULT_LIBVIRT_URI
-    return libvirt_driver.LibvirtDriver(
-        uri, conf.instances_path, nvlink=nvlink.from_config(conf),
-        module_reader=nvlink.module_reader_from_config(conf))

@@ -15,8 +15,8 @@ from nova.compute import manager as compute_manager
 from nova.scheduler.client import report
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import placement as placement_fixture
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
 
 H200_CONFIG = fakehost.h200_pci_config()
 GPUS = fakehost.H200_GPU_ADDRESSES

@@ -37,7 +37,7 @@ from nova import embedded_placement
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import process as process_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 LOG = logging.getLogger(__name__)
 

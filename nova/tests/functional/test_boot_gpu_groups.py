@@ -23,9 +23,9 @@ from nova.db import api as db
 from nova.tests.fixtures import libvirt_faults
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.functional import base
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
 
 GPUS = base.GPUS
 PAIRS = {frozenset(p) for p in fakehost.H200_NVLINK_PAIRS.values()}

@@ -19,7 +19,7 @@ from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.functional import test_boot_gpu_groups as boot
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 PAIRS = boot.PAIRS
 GPUS = boot.GPUS

@@ -34,7 +34,7 @@ from nova.tests.fixtures import rabbit as rabbit_fixture
 from nova.tests.functional import deployment
 from nova.tests.functional import invariants
 from nova.tests.functional import workload
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 # Placement stays down this long in the outage test (the soak: 30 s).
 PLACEMENT_OUTAGE = 10

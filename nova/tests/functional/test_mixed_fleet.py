@@ -10,8 +10,8 @@ import os
 
 from nova.conf import per_compute
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config
-from nova.virt.libvirt import fakehost
 
 KINDS = {'hgx-a': 'hgx-h200', 'hgx-b': 'hgx-h200',
          'nvl-a': 'h200-nvl', 'nvl-b': 'h200-nvl'}

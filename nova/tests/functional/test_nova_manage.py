@@ -11,7 +11,7 @@ from nova.cmd import manage
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.functional import base
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 
 def _capture(command, host):

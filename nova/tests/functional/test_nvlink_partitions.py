@@ -24,10 +24,9 @@ from nova.cmd import manage
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
-from nova.virt import driver as virt_driver
 from nova.virt.fake import fabric_manager as fake
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import nvlink
 
 GPUS = base.GPUS
@@ -415,8 +414,8 @@ class TestDeclaredGroupsAgainstModuleMap(boot.BootTestBase):
     def start(self):
         """A compute with the driver nova-compute loads from config."""
         self.flags('libvirt', connection_uri=self.node_uri('cmp1'))
-        return self.start_compute('cmp1',
-                                  driver=virt_driver.load_driver(self.conf))
+        return self.start_compute(
+            'cmp1', driver=libvirt_driver.LibvirtDriver.from_config(self.conf))
 
     def warnings(self):
         return [line for line in self.logger.output.splitlines()

@@ -10,8 +10,8 @@ import threading
 import time
 
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config
-from nova.virt.libvirt import fakehost
 
 GPUS = boot.GPUS
 NODE_CPUS = {0: '0-111', 1: '112-223'}

@@ -13,7 +13,7 @@ from nova import exception
 from nova.pci import devspec
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 GPUS = base.GPUS
 NIC = fakehost.NIC_ADDRESS

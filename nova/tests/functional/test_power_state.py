@@ -22,7 +22,7 @@ from nova.tests.functional import deployment
 from nova.tests.functional import invariants
 from nova.tests.functional import workload
 from nova.virt.fake import fabric_manager as fake
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 SETTLE = 120
 

@@ -20,7 +20,7 @@ from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.tests.functional import invariants
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 SIZES = (1, 2, 4, 8)
 TOKEN = 'admin'

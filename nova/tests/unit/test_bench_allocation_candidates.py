@@ -3,7 +3,7 @@
 from nova.pci import groups as pci_groups
 from nova import test
 from nova.tests.unit import tool
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 bench = tool.load('bench_allocation_candidates')
 GPU = fakehost.H200_GPU_ADDRESSES

@@ -1,8 +1,11 @@
 """Data flows one way: no module imports from a layer above its own.
 
 Test code sits above every layer: no module outside ``nova.tests`` may
-import ``nova.tests`` (fakes that production code ships, such as nova-all's
-fake Fabric Manager, live in ``nova.virt.fake``).
+import ``nova.tests``. The fakes production code ships (the generated GPU
+hosts, nova-all's fake Fabric Manager) live in ``nova.virt.fake``, which
+only nova-all, the demo and the tests may import (tools outside ``nova``
+may too): a service never runs on a fake. And no module imports, even
+from inside a function, a module that imports it back.
 
 The layers, lowest first: the shared base (configuration, database,
 context, RPC plumbing, PCI device model, virt hardware helpers); the virt
@@ -57,6 +60,10 @@ RULES = [
 # Test code, which no production module may import.
 TESTS = 'nova.tests'
 
+# The demo and test fakes, and the only modules that may import them.
+FAKES = 'nova.virt.fake'
+FAKE_IMPORTERS = ('nova.cmd.all', 'nova.demo', TESTS, FAKES)
+
 EXEMPT = ('nova.compute.api',)
 
 SERVICES = ('nova.compute', 'nova.scheduler', 'nova.conductor', 'nova.api')
@@ -97,6 +104,10 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
         found += ['%s -> %s' % (importer, imported)
                   for imported in sorted(imports)
                   if _within(imported, TESTS)]
+        if not any(_within(importer, f) for f in FAKE_IMPORTERS):
+            found += ['%s -> %s' % (importer, imported)
+                      for imported in sorted(imports)
+                      if _within(imported, FAKES)]
         if any(_within(importer, e) for e in EXEMPT):
             continue
         for package, forbidden in RULES:
@@ -111,6 +122,60 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
                 if any(_within(imported, f) for f in forbidden):
                     found.append('%s -> %s' % (importer, imported))
     return found
+
+
+def _import_graph(root: pathlib.Path) -> dict[str, set[str]]:
+    """Module -> the nova modules it imports (``from m import name``
+    counts as importing ``m`` when ``name`` is not a module)."""
+    paths = {_module_name(path, root): path
+             for path in sorted(root.rglob('*.py'))}
+    graph = {}
+    for importer, path in paths.items():
+        graph[importer] = set()
+        for imported in _imports(path):
+            while imported and imported not in paths:
+                imported = imported.rpartition('.')[0]
+            if imported and imported != importer:
+                graph[importer].add(imported)
+    return graph
+
+
+def circles(root: pathlib.Path = ROOT) -> list[list[str]]:
+    """The import circles under ``root``: each a sorted list of modules
+    that all reach each other by imports (a strongly connected component
+    of more than one module, Tarjan's algorithm)."""
+    graph = _import_graph(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
 
 
 class TestLayers(test.TestCase):
@@ -149,3 +214,51 @@ class TestLayers(test.TestCase):
             ['nova.cmd.probe -> nova.tests.fixtures.fake_fabric_manager',
              'nova.compute.api -> nova.tests.fixtures.database'],
             violations(root))
+
+    def test_only_the_demo_nova_all_and_tests_import_the_fakes(self):
+        # A service importing a fake would run on it; nova-all, the demo
+        # and the tests (and the fakes among themselves) may.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('cmd', 'virt/libvirt', 'virt/fake', 'tests'):
+            (root / package).mkdir(parents=True)
+        (root / 'cmd' / 'compute.py').write_text(
+            'def driver():\n'
+            '    from nova.virt.fake import host\n')
+        (root / 'virt' / 'libvirt' / 'driver.py').write_text(
+            'import nova.virt.fake.fabric_manager\n')
+        (root / 'cmd' / 'all.py').write_text(
+            'from nova.virt.fake import fabric_manager\n')
+        (root / 'demo.py').write_text('from nova.virt.fake import host\n')
+        (root / 'virt' / 'fake' / 'probe.py').write_text(
+            'from nova.virt.fake import host\n')
+        (root / 'tests' / 'probe.py').write_text(
+            'from nova.virt.fake import host\n')
+        self.assertEqual(
+            ['nova.cmd.compute -> nova.virt.fake.host',
+             'nova.virt.libvirt.driver -> nova.virt.fake.fabric_manager'],
+            violations(root))
+
+    def test_no_import_circle(self):
+        self.assertEqual([], circles())
+
+    def test_the_check_sees_an_import_circle(self):
+        # The circle issue 19 removed: the base driver module building the
+        # libvirt driver (inside a function) that subclasses it.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        (root / 'virt' / 'libvirt').mkdir(parents=True)
+        (root / 'virt' / '__init__.py').write_text('')
+        (root / 'virt' / 'hardware.py').write_text('')
+        (root / 'virt' / 'driver.py').write_text(
+            'from nova.virt import hardware\n'
+            'def load_driver():\n'
+            '    from nova.virt.libvirt import driver\n')
+        (root / 'virt' / 'libvirt' / 'driver.py').write_text(
+            'from nova.virt import driver\n'
+            'from nova.virt.driver import load_driver\n')
+        (root / 'virt' / 'libvirt' / 'nvlink.py').write_text(
+            'from nova.virt.libvirt import driver\n')
+        self.assertEqual(
+            [['nova.virt.driver', 'nova.virt.libvirt.driver']],
+            circles(root))

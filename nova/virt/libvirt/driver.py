@@ -11,9 +11,11 @@ import threading
 import uuid as uuidlib
 
 import libvirt
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
+from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import hardware
 from nova.virt.libvirt import config
@@ -21,6 +23,9 @@ from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import nvlink as nvlink_partitions
 
 LOG = logging.getLogger(__name__)
+
+# Used when [libvirt]connection_uri is empty.
+DEFAULT_URI = 'qemu:///system'
 
 
 def _canonical_uuid(instance_uuid: str) -> str:
@@ -64,6 +69,29 @@ class LibvirtDriver(driver.ComputeDriver):
         # one uuid cannot both pass the check and redefine each other.
         self._define_lock = threading.Lock()
 
+    @classmethod
+    def from_config(cls, conf: cfg.ConfigOpts, uri: str | None = None,
+                    fmpm_path: str | None = None,
+                    nvidia_smi_path: str | None = None) -> 'LibvirtDriver':
+        """The driver a compute running with ``conf`` uses: the one place
+        every service (nova-compute, nova-all) builds it.
+
+        It connects to ``uri``, else ``[libvirt]connection_uri``, else
+        the local system hypervisor; its local disk is the filesystem of
+        ``[DEFAULT]instances_path``; ``[libvirt]nvlink_partitions`` picks
+        the NVLink partition handling. The Fabric Manager tool paths,
+        when given, replace ``[libvirt]fmpm_path`` and
+        ``nvidia_smi_path`` (nova-all's generated hosts with their own
+        fake Fabric Manager).
+        """
+        return cls(uri or conf.libvirt.connection_uri or DEFAULT_URI,
+                   conf.instances_path,
+                   nvlink=nvlink_partitions.from_config(
+                       conf, fmpm_path=fmpm_path,
+                       nvidia_smi_path=nvidia_smi_path),
+                   module_reader=nvlink_partitions.module_reader_from_config(
+                       conf))
+
     @property
     def uri(self) -> str:
         return self.host.uri
@@ -93,23 +121,24 @@ class LibvirtDriver(driver.ComputeDriver):
         else:
             self._module_ids = self.module_reader.read(host, gpus)
 
-    def get_nvlink_partitions(self) -> dict | None:
+    def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """FM's partitions and the GPU module map, None without FM mode.
         """
         if self.nvlink is None:
             return None
-        return {'partitions': self.nvlink.hardware_partitions(),
-                'module_ids': dict(self.nvlink.module_map),
-                'unmapped': dict(self.nvlink.unmapped)}
+        return pci_partitions.FabricPartitions(
+            tuple(self.nvlink.hardware_partitions()),
+            dict(self.nvlink.module_map), dict(self.nvlink.unmapped))
 
-    def get_known_nvlink_partitions(self) -> dict | None:
+    def get_known_nvlink_partitions(
+            self) -> pci_partitions.FabricPartitions | None:
         """Without FM mode: the HGX board's fixed partitions by the module
         IDs read at start; None when no GPU module ID is known."""
         if self.nvlink is not None or not self._module_ids:
             return None
-        return {'partitions': nvlink_partitions.hgx_partitions(
-                    self._module_ids),
-                'module_ids': dict(self._module_ids)}
+        return pci_partitions.FabricPartitions(
+            tuple(nvlink_partitions.hgx_partitions(self._module_ids)),
+            dict(self._module_ids))
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""

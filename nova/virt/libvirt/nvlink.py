@@ -36,7 +36,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova import exception
-from nova.pci import groups as pci_groups
+from nova.pci import partitions as pci_partitions
 from nova.pci import utils as pci_utils
 from nova.virt.libvirt import fabric_manager
 
@@ -227,7 +227,7 @@ class NVLinkPartitions:
             return None
         return sorted(by_module[m] for m in partition.module_ids)
 
-    def hardware_partitions(self) -> list[pci_groups.HardwarePartition]:
+    def hardware_partitions(self) -> list[pci_partitions.HardwarePartition]:
         """FM's partitions with the PCI addresses of their GPUs.
 
         Partitions activated behind nova's back are marked ``foreign``,
@@ -239,7 +239,7 @@ class NVLinkPartitions:
         result = []
         for partition in partitions:
             addresses = self.addresses_of(partition)
-            result.append(pci_groups.HardwarePartition(
+            result.append(pci_partitions.HardwarePartition(
                 partition.id, partition.module_ids,
                 tuple(addresses) if addresses is not None else None,
                 foreign=partition.id in foreign,
@@ -573,11 +573,11 @@ class ModuleMapReader:
 
 
 def hgx_partitions(module_ids: dict[str, int]
-                   ) -> list[pci_groups.HardwarePartition]:
+                   ) -> list[pci_partitions.HardwarePartition]:
     """The fixed HGX partitions, with the addresses of their GPUs where
     ``module_ids`` (address -> module ID) knows them all."""
     by_module = {m: a for a, m in module_ids.items()}
-    return [pci_groups.HardwarePartition(
+    return [pci_partitions.HardwarePartition(
         pid, modules, tuple(sorted(by_module[m] for m in modules))
         if modules <= set(by_module) else None)
         for pid, modules in sorted(HGX_PARTITIONS.items())]

@@ -9,9 +9,10 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree
 from nova.pci import devspec
 from nova.pci import groups
+from nova.pci import partitions
 from nova.pci import placement_names
 from nova.virt import hardware
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 HOST = 'cmp1'
 GPUS = fakehost.H200_GPU_ADDRESSES  # GPU1..GPU8
@@ -298,7 +299,7 @@ class TestUpstreamTags(TranslatorTestBase):
                 {'PGPU': {'reserved': 5}})['PGPU']['reserved'])
 
     def test_withheld_device_reserved_until_offered_again(self):
-        withheld = groups.Withheld({GPUS[0]: 'cannot be activated'})
+        withheld = partitions.Withheld({GPUS[0]: 'cannot be activated'})
         self.translate(gpu_devices(), h200_groups(), withheld=withheld)
         self.assertEqual((1, 0), (self.reserved(1), self.reserved(2)))
         self.assertIn('CUSTOM_PCI_WITHHELD',
@@ -313,12 +314,12 @@ class TestUpstreamTags(TranslatorTestBase):
         used = gpu_devices(**{GPUS[0]: {'instance_uuid': 'vm1'}})
         self.translate(used, whitelist=whitelist)
         self.translate(gpu_devices(), whitelist=whitelist,
-                       withheld=groups.Withheld({GPUS[0]: 'foreign'}))
+                       withheld=partitions.Withheld({GPUS[0]: 'foreign'}))
         self.translate(gpu_devices(), whitelist=whitelist)
         self.assertEqual(1, self.reserved(1))
 
     def test_device_withheld_alone_keeps_inventory_gets_trait(self):
-        withheld = groups.Withheld(alone={GPUS[0]: 'no own partition'})
+        withheld = partitions.Withheld(alone={GPUS[0]: 'no own partition'})
         self.translate(gpu_devices(), h200_groups(), withheld=withheld)
         self.assertEqual(0, self.reserved(1))
         self.assertIn('CUSTOM_PCI_GROUP_ONLY',

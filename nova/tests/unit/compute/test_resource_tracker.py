@@ -23,7 +23,7 @@ from nova import test
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import h200_placement
 from nova.virt import hardware
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 HOST = 'cmp1'
 GPUS = fakehost.H200_GPU_ADDRESSES

@@ -1,5 +1,7 @@
 """Tests for loading the [pci] option group as a whole."""
 
+import json
+
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
@@ -8,6 +10,9 @@ import nova.conf
 from nova import exception
 from nova import test
 from nova.pci import config as pci_config
+from nova.pci import groups
+from nova.pci import request
+from nova.tests.unit.pci import test_groups
 
 SPEC = '{"vendor_id": "10de", "product_id": "2335", "resource_class": "PGPU"}'
 GROUP = ('{"name": "p1", "type": "nvlink", "addresses": '
@@ -105,3 +110,45 @@ class TestLoad(test.TestCase):
                                 pci_config.load, conf)
         self.assertEqual("Invalid configuration: [pci]report_in_placement:"
                          " Unexpected boolean value 'maybe'", err.message)
+
+
+def aliases(*values):
+    return request.get_alias_from_config(
+        [json.dumps(v) for v in values], pci_in_placement=True)
+
+
+class TestCheckAliases(test.TestCase):
+
+    def test_warnings(self):
+        tree = groups.GroupTree.from_config(test_groups.H200_CONFIG)
+        statics = [groups.StaticGroup('island', 'pcie-switch',
+                                      [test_groups.NVME, '0000:c2:00.0'],
+                                      'CUSTOM_PCI_GROUP_PCIE_SWITCH')]
+        configured = aliases(
+            {'name': 'h200', 'resource_class': 'PGPU',
+             'group_type': 'nvlink'},
+            {'name': 'nic', 'resource_class': 'CUSTOM_NIC'},
+            {'name': 'sw', 'resource_class': 'CUSTOM_PCI_GROUP_PCIE_SWITCH',
+             'group_type': 'pcie-switch'},
+            {'name': 'x', 'resource_class': 'CUSTOM_MI300',
+             'group_type': 'xgmi'})
+        self.assertEqual(
+            ['PCI alias x requests group_type xgmi, but no device group of '
+             'that type is declared on this host; declared group types: '
+             'nvlink, pcie-switch'],
+            pci_config.check_aliases(configured, tree, statics))
+
+    def test_no_groups(self):
+        warnings = pci_config.check_aliases(
+            aliases({'name': 'h200', 'resource_class': 'PGPU',
+                     'group_type': 'nvlink'}),
+            groups.GroupTree.from_config([]), [])
+        self.assertEqual(1, len(warnings))
+        self.assertIn('alias h200', warnings[0])
+        self.assertIn('declared group types: none', warnings[0])
+
+    def test_all_declared(self):
+        tree = groups.GroupTree.from_config(test_groups.H200_CONFIG)
+        self.assertEqual([], pci_config.check_aliases(
+            aliases({'name': 'h200', 'resource_class': 'PGPU',
+                     'group_type': 'nvlink'}), tree, []))

@@ -1,5 +1,5 @@
 """Tests for PCI device groups: the device_group tree, its checks against
-the host's devices, static spec groups and the alias check."""
+the host's devices and static spec groups."""
 
 import json
 
@@ -8,7 +8,6 @@ from nova import test
 from nova import exception
 from nova.pci import devspec
 from nova.pci import groups
-from nova.pci import request
 
 # HGX H200: GPU n (1..8) at these addresses, already in address order.
 GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
@@ -199,6 +198,31 @@ class TestH200Tree(test.TestCase):
         self.assertEqual({3}, tree.sizes('pcie-switch'))
         self.assertEqual({'CUSTOM_PCI_GROUP_PCIE_SWITCH_3_M1'},
                          tree.member_traits(gpu(6)))
+
+    def test_declarations_rebuild_an_independent_copy(self):
+        tree = groups.GroupTree.from_config(H200_CONFIG)
+        declared = tree.declarations()
+        self.assertEqual(groups.Declaration(
+            'pair-a1', 'nvlink', addresses=(gpu(1), gpu(3))), declared[2])
+        self.assertEqual(groups.Declaration(
+            'board', 'nvlink', members=('quad-a', 'quad-b')), declared[0])
+        copy = groups.GroupTree.from_declarations(declared[1:])
+        self.assertEqual(['quad-a', 'quad-b'], [g.name for g in copy.roots])
+        self.assertIsNot(tree.get('quad-a'), copy.get('quad-a'))
+        # Linking the copy left the original's groups as they were.
+        self.assertEqual(['quad-a', 'quad-b'],
+                         [m.name for m in tree.get('board').members])
+        self.assertEqual(2, len(tree.get('quad-a').members))
+
+    def test_declarations_pass_the_structure_checks(self):
+        e = self.assertRaises(
+            exception.PciGroupConfigInvalid,
+            groups.GroupTree.from_declarations, [
+                groups.Declaration('a', 'nvlink', members=('b', 'c')),
+                groups.Declaration('b', 'nvlink', addresses=(gpu(1),)),
+                groups.Declaration('c', 'nvlink', members=('a', 'b'))])
+        self.assertIn('group b is a member of both group a and group c',
+                      str(e))
 
 
 class TestRejectedConfig(test.TestCase):
@@ -508,189 +532,3 @@ class TestStaticGroups(test.TestCase):
                       {'address': gpu(2), **static}),
             'static group g', '%s of type type-VF' % gpu(2),
             devices=devices)
-
-
-def aliases(*values):
-    return request.get_alias_from_config(
-        [json.dumps(v) for v in values], pci_in_placement=True)
-
-
-class TestCheckAliases(test.TestCase):
-
-    def test_warnings(self):
-        tree = groups.GroupTree.from_config(H200_CONFIG)
-        statics = [groups.StaticGroup('island', 'pcie-switch',
-                                      [NVME, '0000:c2:00.0'],
-                                      'CUSTOM_PCI_GROUP_PCIE_SWITCH')]
-        configured = aliases(
-            {'name': 'h200', 'resource_class': 'PGPU',
-             'group_type': 'nvlink'},
-            {'name': 'nic', 'resource_class': 'CUSTOM_NIC'},
-            {'name': 'sw', 'resource_class': 'CUSTOM_PCI_GROUP_PCIE_SWITCH',
-             'group_type': 'pcie-switch'},
-            {'name': 'x', 'resource_class': 'CUSTOM_MI300',
-             'group_type': 'xgmi'})
-        self.assertEqual(
-            ['PCI alias x requests group_type xgmi, but no device group of '
-             'that type is declared on this host; declared group types: '
-             'nvlink, pcie-switch'],
-            groups.check_aliases(configured, tree, statics))
-
-    def test_no_groups(self):
-        warnings = groups.check_aliases(
-            aliases({'name': 'h200', 'resource_class': 'PGPU',
-                     'group_type': 'nvlink'}),
-            groups.GroupTree.from_config([]), [])
-        self.assertEqual(1, len(warnings))
-        self.assertIn('alias h200', warnings[0])
-        self.assertIn('declared group types: none', warnings[0])
-
-    def test_all_declared(self):
-        tree = groups.GroupTree.from_config(H200_CONFIG)
-        self.assertEqual([], groups.check_aliases(
-            aliases({'name': 'h200', 'resource_class': 'PGPU',
-                     'group_type': 'nvlink'}), tree, []))
-
-
-# FM's HGX H100/H200 partitions (ID: module IDs); GPU n has module n.
-FM_TABLE = {0: range(1, 9), 1: (1, 2, 3, 4), 2: (5, 6, 7, 8), 3: (1, 3),
-            4: (2, 4), 5: (5, 7), 6: (6, 8)}
-FM_TABLE.update({6 + n: (n,) for n in range(1, 9)})
-
-
-def fm_partitions(unknown=()):
-    return [groups.HardwarePartition(
-        pid, frozenset(modules),
-        None if set(modules) & set(unknown) else
-        tuple(sorted(gpu(m) for m in modules)))
-        for pid, modules in FM_TABLE.items()]
-
-
-class PartitionTreeTest(test.TestCase):
-
-    def shape(self, tree):
-        return {(frozenset(g.addresses),
-                 frozenset(frozenset(m.addresses) for m in g.members))
-                for g in tree.groups()}
-
-    def test_containment_gives_the_declared_tree(self):
-        tree, warnings = groups.tree_from_partitions(fm_partitions(),
-                                                     'nvlink')
-        self.assertEqual([], warnings)
-        self.assertEqual(self.shape(groups.GroupTree.from_config(
-            H200_CONFIG)), self.shape(tree))
-        self.assertEqual(['partition-0'], [r.name for r in tree.roots])
-        self.assertEqual(['partition-3', 'partition-4'],
-                         [m.name for m in tree.get('partition-1').members])
-
-    def test_unknown_module_drops_its_partitions_upwards(self):
-        tree, _ = groups.tree_from_partitions(fm_partitions(unknown={1}),
-                                              'nvlink')
-        self.assertEqual(['partition-2', 'partition-4'],
-                         sorted(r.name for r in tree.roots))
-        self.assertEqual(4, len(tree.get('partition-2').addresses))
-
-    def test_crossing_partition_is_left_out(self):
-        parts = fm_partitions() + [groups.HardwarePartition(
-            20, frozenset({3, 5}), (gpu(3), gpu(5)))]
-        tree, warnings = groups.tree_from_partitions(parts, 'nvlink')
-        self.assertNotIn('partition-20', {g.name for g in tree.groups()})
-        self.assertEqual(1, len(warnings))
-        self.assertIn('partition 20 (modules 3,5', warnings[0])
-
-    def test_declared_groups_match_fm(self):
-        tree = groups.GroupTree.from_config(H200_CONFIG)
-        modules = {gpu(n): n for n in range(1, 9)}
-        checked, warnings = groups.check_declared_against_partitions(
-            tree, fm_partitions(), modules, {})
-        self.assertIs(tree, checked)
-        self.assertEqual([], warnings)
-
-    def test_declared_group_that_is_no_partition_is_refused(self):
-        tree = groups.GroupTree.from_config([
-            group('odd', addresses=[gpu(1), gpu(2)])])
-        modules = {gpu(n): n for n in range(1, 9)}
-        err = self.assertRaises(
-            exception.PciGroupConfigInvalid,
-            groups.check_declared_against_partitions, tree,
-            fm_partitions(), modules, {})
-        self.assertIn('group odd (%s, %s, module IDs 1,2)' % (gpu(1),
-                                                              gpu(2)),
-                      str(err))
-        self.assertIn('3 (modules 1,3: %s, %s)' % (gpu(1), gpu(3)),
-                      str(err))
-
-    def test_group_with_unknown_module_is_not_offered(self):
-        tree = groups.GroupTree.from_config(H200_CONFIG)
-        modules = {gpu(n): n for n in range(2, 9)}
-        checked, warnings = groups.check_declared_against_partitions(
-            tree, fm_partitions(unknown={1}), modules,
-            {gpu(1): 'has no module ID'})
-        self.assertEqual({'pair-a2', 'quad-b', 'pair-b1', 'pair-b2'},
-                         {g.name for g in checked.groups()})
-        self.assertEqual(3, len(warnings))
-        self.assertIn('%s has no module ID' % gpu(1), warnings[0])
-
-    def test_devices_of_foreign_and_quarantined_partitions_withheld(self):
-        parts = [groups.HardwarePartition(
-            p.id, p.module_ids, p.addresses, foreign=p.id == 11,
-            quarantined='NVLink training failed' if p.id == 3 else None)
-            for p in fm_partitions()]
-        modules = {gpu(n): n for n in range(1, 9)}
-        withheld = groups.withheld_devices(parts, modules, {})
-        self.assertEqual({gpu(1), gpu(3), gpu(5)}, set(withheld.devices))
-        self.assertIn('partition 11 (modules 5', withheld.reason(gpu(5)))
-        self.assertIn('not activated by nova', withheld.reason(gpu(5)))
-        self.assertIn('quarantined Fabric Manager partition 3',
-                      withheld.reason(gpu(1)))
-        self.assertIn('NVLink training failed', withheld.reason(gpu(3)))
-        self.assertFalse(withheld.offers([gpu(1)]))
-        self.assertFalse(withheld.offers([gpu(1), gpu(2), gpu(3), gpu(4)]))
-        self.assertTrue(withheld.offers([gpu(2), gpu(4)]))
-        self.assertEqual({}, withheld.alone)
-        none = groups.withheld_devices(fm_partitions(), modules, {})
-        self.assertEqual(groups.Withheld(), none)
-
-    def test_unmapped_device_withheld_with_its_reason(self):
-        modules = {gpu(n): n for n in range(2, 9)}
-        withheld = groups.withheld_devices(
-            fm_partitions(unknown={1}), modules,
-            {gpu(1): 'has no module ID'})
-        self.assertEqual({gpu(1): 'cannot be activated: it has no module '
-                          'ID'}, dict(withheld.devices))
-        self.assertTrue(withheld.offers([gpu(2)]))
-
-    def test_device_without_own_partition_is_withheld_alone(self):
-        parts = [p for p in fm_partitions() if p.id != 7]   # module 1
-        modules = {gpu(n): n for n in range(1, 9)}
-        withheld = groups.withheld_devices(parts, modules, {})
-        self.assertEqual({}, withheld.devices)
-        self.assertEqual([gpu(1)], list(withheld.alone))
-        self.assertFalse(withheld.offers([gpu(1)]))
-        self.assertTrue(withheld.offers([gpu(1), gpu(3)]))
-        self.assertTrue(withheld.reason(gpu(1)).startswith(
-            groups.ALONE_PREFIX))
-        self.assertIn('no Fabric Manager partition of its own (module 1)',
-                      withheld.reason(gpu(1)))
-
-    def test_groups_off_partitions_are_warned_about(self):
-        tree = groups.GroupTree.from_config([
-            group('good', addresses=[gpu(1), gpu(3)]),
-            group('odd', addresses=[gpu(5), gpu(6)]),
-            group('unknown', addresses=[gpu(2), gpu(4)]),
-            group('switch', type='pcie-switch', addresses=[gpu(7), gpu(8)]),
-        ])
-        modules = {gpu(n): n for n in (1, 3, 5, 6, 7, 8)}
-        warnings = groups.groups_off_partitions(
-            tree, fm_partitions(unknown={2, 4}), modules, 'libvirt_hook')
-        # The pair is a partition, GPU 2/4 have no module ID, and a
-        # pcie-switch group is no NVLink claim.
-        self.assertEqual(1, len(warnings), warnings)
-        for part in ('device group odd (%s, %s, module IDs 5,6)' % (
-                     gpu(5), gpu(6)), 'nvlink_partitions = libvirt_hook',
-                     '5 (modules 5,7: %s, %s); 6 (modules 6,8' % (
-                         gpu(5), gpu(7)),
-                     '0 (modules 1,2,3,4,5,6,7,8', 'fmpm -l'):
-            self.assertIn(part, warnings[0])
-        self.assertLess(warnings[0].index('3 (modules 1,3'),
-                        warnings[0].index('1 (modules 1,2,3,4'))

@@ -6,7 +6,7 @@ from nova.pci import request as pci_request
 from nova.scheduler import fullness
 from nova.scheduler import request_builder
 from nova import test
-from nova.virt.libvirt import fakehost
+from nova.virt.fake import host as fakehost
 
 BANDS = {'CUSTOM_PCI_FREE_PGPU_%d' % b for b in (1, 2, 4, 8)}
 FLAVOR = {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}

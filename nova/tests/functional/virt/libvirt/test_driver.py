@@ -12,9 +12,9 @@ from nova import test
 from nova import exception
 from nova.tests.fixtures import libvirt_faults
 from nova.virt import driver as virt_driver
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config
 from nova.virt.libvirt import driver as libvirt_driver
-from nova.virt.libvirt import fakehost
 from nova.virt.libvirt import host as libvirt_host
 
 GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',

@@ -1,4 +1,4 @@
-"""Loading the libvirt driver from configuration (no connection made).
+"""Building the libvirt driver from configuration (no connection made).
 
 The driver against libvirt's test:/// driver is tested in
 ``nova.tests.functional.virt.libvirt.test_driver``.
@@ -12,7 +12,7 @@ from nova.virt import driver as virt_driver
 from nova.virt.libvirt import driver as libvirt_driver
 
 
-class LoadDriverTest(test.TestCase):
+class FromConfigTest(test.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -23,16 +23,43 @@ class LoadDriverTest(test.TestCase):
     def test_uri_from_config(self):
         self.conf.set_override('connection_uri', 'test:///tmp/n.xml',
                                group='libvirt')
-        drv = virt_driver.load_driver(self.conf)
+        drv = libvirt_driver.LibvirtDriver.from_config(self.conf)
         self.assertIsInstance(drv, libvirt_driver.LibvirtDriver)
         self.assertIsInstance(drv, virt_driver.ComputeDriver)
         self.assertEqual('test:///tmp/n.xml', drv.uri)
 
     def test_default_uri(self):
-        self.assertEqual('qemu:///system',
-                         virt_driver.load_driver(self.conf).uri)
+        self.assertEqual('qemu:///system', self.driver().uri)
 
     def test_instances_path_from_config(self):
         self.conf.set_override('instances_path', '/srv/nova/instances')
-        self.assertEqual('/srv/nova/instances',
-                         virt_driver.load_driver(self.conf).instances_path)
+        self.assertEqual('/srv/nova/instances', self.driver().instances_path)
+
+    def test_uri_given_wins_over_config(self):
+        self.conf.set_override('connection_uri', 'test:///tmp/n.xml',
+                               group='libvirt')
+        self.assertEqual('test:///tmp/g.xml',
+                         self.driver(uri='test:///tmp/g.xml').uri)
+
+    def test_nvlink_mode_picks_partitions_or_module_reader(self):
+        drv = self.driver()
+        self.assertIsNone(drv.nvlink)
+        self.assertIsNotNone(drv.module_reader)
+        self.conf.set_override('nvlink_partitions', 'fabric_manager',
+                               group='libvirt')
+        self.conf.set_override('fmpm_path', '/opt/fm/fmpm', group='libvirt')
+        drv = self.driver()
+        self.assertIsNone(drv.module_reader)
+        self.assertEqual('/opt/fm/fmpm', drv.nvlink.client.fmpm_path)
+
+    def test_fabric_manager_tool_paths_given_win_over_config(self):
+        self.conf.set_override('nvlink_partitions', 'fabric_manager',
+                               group='libvirt')
+        drv = self.driver(fmpm_path='/fake/fmpm',
+                          nvidia_smi_path='/fake/nvidia-smi')
+        self.assertEqual('/fake/fmpm', drv.nvlink.client.fmpm_path)
+        self.assertEqual('/fake/nvidia-smi', drv.nvlink.nvidia_smi_path)
+
+    def driver(self, **overrides) -> libvirt_driver.LibvirtDriver:
+        return libvirt_driver.LibvirtDriver.from_config(self.conf,
+                                                        **overrides)

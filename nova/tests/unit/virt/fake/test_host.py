@@ -1,12 +1,12 @@
-"""The host XML fakehost generates (read by libvirt in
-nova.tests.functional.virt.libvirt.test_fakehost)."""
+"""The host XML nova.virt.fake.host generates (read by libvirt in
+nova.tests.functional.virt.fake.test_host)."""
 
 import xml.etree.ElementTree as ET
 
 from nova import test
 from nova import exception
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config
-from nova.virt.libvirt import fakehost
 
 GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
         '0000:9a:00.0', '0000:ab:00.0', '0000:ba:00.0', '0000:db:00.0']

@@ -1,16 +1,18 @@
-"""Node XML for libvirt's ``test:///`` driver, modelling GPU hosts.
+"""A fake: node XML for libvirt's ``test:///`` driver, modelling GPU hosts.
 
-The test driver reads a custom node file with the host CPU topology,
-memory and ``<device>`` node devices, which makes it a fake hypervisor
-that speaks real libvirt. ``node_xml_from_devices`` builds such a file from
-plain dicts; ``hgx_h200_node_xml`` uses it for an NVIDIA HGX H200 8-GPU
-server so demos and functional tests share one realistic host, and
-``h200_nvl_node_xml`` for a 4-GPU PCIe server whose GPUs form two NVLink
-pairs. Each kind comes with the ``[pci]`` options an operator writes for it
-(``h200_pci_config``, ``h200_nvl_pci_config``); ``write_compute_config``
-writes a host and its compute config file. Devices of a custom host (a GPU
-removed, a different product) are made by editing the list from
-``hgx_h200_devices`` and passing it to ``node_xml_from_devices``.
+Nothing here describes real hardware nova runs on; it is for nova-all's
+generated hosts, the demo, the tools and the tests. The test driver reads a
+custom node file with the host CPU topology, memory and ``<device>`` node
+devices, which makes it a fake hypervisor that speaks real libvirt.
+``node_xml_from_devices`` builds such a file from plain dicts;
+``hgx_h200_node_xml`` uses it for an NVIDIA HGX H200 8-GPU server so demos
+and functional tests share one realistic host, and ``h200_nvl_node_xml``
+for a 4-GPU PCIe server whose GPUs form two NVLink pairs. Each kind comes
+with the ``[pci]`` options an operator writes for it (``h200_pci_config``,
+``h200_nvl_pci_config``); ``write_compute_config`` writes a host and its
+compute config file. Devices of a custom host (a GPU removed, a different
+product) are made by editing the list from ``hgx_h200_devices`` and passing
+it to ``node_xml_from_devices``.
 """
 
 import json

@@ -1,4 +1,5 @@
-"""The real libvirt test driver reads the host files fakehost writes."""
+"""The real libvirt test driver reads the host files nova.virt.fake.host
+writes."""
 
 import os
 
@@ -7,8 +8,8 @@ import libvirt
 
 from nova import exception
 from nova import test
+from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config
-from nova.virt.libvirt import fakehost
 
 
 class TestDriverAcceptsNodeXmlTest(test.TestCase):
