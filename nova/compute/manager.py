@@ -30,6 +30,7 @@ from nova import context as nova_context
 from nova import exception
 from nova import manager
 from nova import rpc
+from nova import states
 from nova.compute import audit
 from nova.compute import instance_actions
 from nova.compute import resource_tracker
@@ -102,7 +103,7 @@ class ComputeManager(manager.Manager):
             waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
             building = waiting is not None and \
                 instance['task_state'] in (waiting, task_states.SPAWNING)
-            started = instance['task_state'] == 'spawning' or \
+            started = instance['task_state'] == task_states.SPAWNING or \
                 uuid in holders
             if building and started and waiting == task_states.UNSHELVING:
                 repairs.append(self._roll_back_unshelve(context, instance))
@@ -117,7 +118,7 @@ class ComputeManager(manager.Manager):
                     instance = db.instance_get_by_uuid(context, uuid)
                 except exception.InstanceNotFound:
                     continue    # deleted meanwhile
-            elif instance['vm_state'] == 'error' and \
+            elif instance['vm_state'] == vm_states.ERROR and \
                     not instance['power_state'] and started:
                 # A failed build: its allocation is freed, so it must not
                 # keep a guest or devices either.
@@ -368,7 +369,9 @@ class ComputeManager(manager.Manager):
         for migration in db.migration_get_all(context, {
                 'source_compute': self.host,
                 'migration_type': 'evacuation',
-                'status': ['accepted', 'pre-migrating', 'done']}):
+                'status': [states.MIGRATION_ACCEPTED,
+                           states.MIGRATION_PRE_MIGRATING,
+                           states.MIGRATION_DONE]}):
             uuid = migration['instance_uuid']
             had_guest = uuid in self.driver.list_instance_uuids()
             # Also releases a partition whose guest is gone already.
@@ -377,13 +380,13 @@ class ComputeManager(manager.Manager):
                 LOG.warning('Compute %s start-up repair: guest of instance '
                             '%s destroyed: it was evacuated to %s',
                             self.host, uuid, migration['dest_compute'])
-            if migration['status'] != 'done':
+            if migration['status'] != states.MIGRATION_DONE:
                 continue
             freed = self.rt.free_instance(uuid)
             self.reportclient.delete_allocation_for_instance(
                 migration['uuid'])
             db.migration_update(context, migration['uuid'],
-                                {'status': 'completed'})
+                                {'status': states.MIGRATION_COMPLETED})
             LOG.warning('Compute %s start-up repair: instance %s was '
                         'evacuated to %s; PCI devices %s and its source '
                         'allocation (migration %s) freed', self.host, uuid,
@@ -448,7 +451,7 @@ class ComputeManager(manager.Manager):
                 self.driver.repair_nvlink_partitions().items()):
             try:
                 db.instance_update(context, instance_uuid, {
-                    'vm_state': 'error', 'fault_message': reason})
+                    'vm_state': vm_states.ERROR, 'fault_message': reason})
             except exception.InstanceNotFound:
                 pass
         # Partitions activated or cleared behind nova's back, and
@@ -481,14 +484,16 @@ class ComputeManager(manager.Manager):
             seconds=window)
         confirmed = []
         for migration in db.migration_get_all(context, {
-                'dest_compute': self.host, 'status': 'finished'}):
+                'dest_compute': self.host,
+                'status': states.MIGRATION_FINISHED}):
             if migration['updated_at'] is None or \
                     migration['updated_at'] > expired_before:
                 continue
             try:
                 db.migration_update(context, migration['uuid'],
-                                    {'status': 'confirming'},
-                                    expected_status='finished')
+                                    {'status': states.MIGRATION_CONFIRMING},
+                                    expected_status=(
+                                        states.MIGRATION_FINISHED))
                 db.instance_update(context, migration['instance_uuid'], {
                     'build_owner': None,
                     'build_heartbeat': timeutils.utcnow()},
@@ -620,11 +625,11 @@ class ComputeManager(manager.Manager):
                 devices = self._claim_and_spawn(context, instance, mappings,
                                                 waiting)
             try:
-                db.instance_update(context, instance_uuid, {
-                    'vm_state': 'active', 'task_state': None,
-                    'power_state': 1, 'host': self.host,
-                    'node': self.rt.nodename},
-                    expected={'task_state': 'spawning', 'host': self.host})
+                db.instance_update(context, instance_uuid, dict(
+                    _RUNNING, task_state=None, host=self.host,
+                    node=self.rt.nodename),
+                    expected={'task_state': task_states.SPAWNING,
+                              'host': self.host})
             except (exception.InstanceUpdateConflict,
                     exception.InstanceNotFound):
                 # Deleted while spawning: the delete, waiting for this
@@ -1004,8 +1009,9 @@ class ComputeManager(manager.Manager):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             new_ids = _request_ids(migration['new_pci_requests'])
             try:
-                if migration['status'] not in ('pre-migrating',
-                                               'accepted') or \
+                if migration['status'] not in (
+                        states.MIGRATION_PRE_MIGRATING,
+                        states.MIGRATION_ACCEPTED) or \
                         migration['dest_compute'] != self.host:
                     raise exception.MigrationFailed(
                         instance_uuid=instance_uuid,
@@ -1032,8 +1038,9 @@ class ComputeManager(manager.Manager):
         revert, until the move is confirmed)."""
         with self._instance_lock(instance_uuid):
             db.migration_update(context, migration_uuid,
-                                {'status': 'migrating'},
-                                expected_status='pre-migrating')
+                                {'status': states.MIGRATION_MIGRATING},
+                                expected_status=(
+                                    states.MIGRATION_PRE_MIGRATING))
             db.instance_update(context, instance_uuid,
                                {'task_state': task_states.RESIZE_MIGRATING})
             # The guest has no local disks to copy: stopping it is the
@@ -1041,7 +1048,7 @@ class ComputeManager(manager.Manager):
             # UUID is defined on the destination, possibly this host).
             self.driver.destroy(instance_uuid)
             db.migration_update(context, migration_uuid,
-                                {'status': 'post-migrating'})
+                                {'status': states.MIGRATION_POST_MIGRATING})
             db.instance_update(context, instance_uuid, {
                 'task_state': task_states.RESIZE_MIGRATED,
                 'power_state': virt_driver.SHUTDOWN})
@@ -1086,7 +1093,8 @@ class ComputeManager(manager.Manager):
             # its migration settled too.
             evacuation = migration['migration_type'] == 'evacuation'
             db.migration_update(context, migration_uuid, {
-                'status': 'done' if evacuation else 'finished'})
+                'status': states.MIGRATION_DONE if evacuation
+                else states.MIGRATION_FINISHED})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
@@ -1151,9 +1159,9 @@ class ComputeManager(manager.Manager):
                 self.driver.power_off(instance_uuid)
             # A revert is over once the guest runs here again (a rolled
             # back move has its final status already).
-            if migration['status'] == 'reverting':
+            if migration['status'] == states.MIGRATION_REVERTING:
                 db.migration_update(context, migration_uuid,
-                                    {'status': 'reverted'})
+                                    {'status': states.MIGRATION_REVERTED})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['old_pci_requests'],

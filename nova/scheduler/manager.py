@@ -28,6 +28,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from nova.compute import task_states
+from nova.compute import vm_states
 from nova.db import api as db
 from nova import manager
 from nova import exception
@@ -275,9 +276,11 @@ class SchedulerManager(manager.Manager):
                     reason='it was deleted')
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
-            if instance is None or instance['vm_state'] == 'error' or \
+            if instance is None or \
+                    instance['vm_state'] == vm_states.ERROR or \
                     instance['task_state'] == task_states.DELETING or (
-                        instance['vm_state'] == 'shelved_offloaded' and
+                        instance['vm_state'] ==
+                        vm_states.SHELVED_OFFLOADED and
                         instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',
                             instance_uuid, exc.message)

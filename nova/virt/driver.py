@@ -9,12 +9,12 @@ import abc
 
 from oslo_config import cfg
 
+# The power states get_power_state reports, defined with the other
+# states and named here for the drivers and their callers.
+from nova.states import NOSTATE  # noqa: F401
+from nova.states import RUNNING  # noqa: F401
+from nova.states import SHUTDOWN  # noqa: F401
 from nova.virt import hardware
-
-# Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
-NOSTATE = 0
-RUNNING = 1
-SHUTDOWN = 4
 
 # Used when [libvirt]connection_uri is empty.
 DEFAULT_LIBVIRT_URI = 'qemu:///system'
