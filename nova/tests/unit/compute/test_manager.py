@@ -25,6 +25,7 @@ from nova import exception
 from nova.pci import request as pci_request
 from nova import test
 from nova.tests.fixtures import database as db_fixture
+from nova.tests.unit.compute import fakes
 from nova.virt import driver as virt_driver
 
 HOST = 'cmp1'
@@ -42,107 +43,6 @@ def gpu(address: str) -> dict:
             'dev_id': 'pci_' + name, 'label': 'label_10de_2335'}
 
 
-class FakeDriver(virt_driver.ComputeDriver):
-    """A hypervisor whose guests are a dict: uuid -> power state."""
-
-    def __init__(self) -> None:
-        self.guests: dict[str, int] = {}
-        self.spawned: list[tuple[str, list[str]]] = []
-        self.calls: list[tuple[str, str]] = []
-        self.fail_spawn: Exception | None = None
-
-    def init_host(self, host):
-        self.calls.append(('init_host', host))
-
-    def get_available_resource(self):
-        return {'vcpus': 64, 'memory_mb': 65536, 'local_gb': 100,
-                'hypervisor_type': 'fake', 'hypervisor_hostname': HOST}
-
-    def get_pci_devices(self):
-        return [gpu(address) for address in GPUS]
-
-    def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-              numa_nodes=()):
-        self.calls.append(('spawn', instance_uuid))
-        # The guest exists when the failure hits: the manager must
-        # destroy it.
-        self.guests[instance_uuid] = virt_driver.RUNNING
-        if self.fail_spawn is not None:
-            raise self.fail_spawn
-        self.spawned.append((instance_uuid,
-                             sorted(d['address'] for d in pci_devices)))
-
-    def destroy(self, instance_uuid):
-        self.calls.append(('destroy', instance_uuid))
-        self.guests.pop(instance_uuid, None)
-
-    def power_off(self, instance_uuid):
-        # As the interface says: a guest that is gone is off already.
-        self.calls.append(('power_off', instance_uuid))
-        if instance_uuid in self.guests:
-            self.guests[instance_uuid] = virt_driver.SHUTDOWN
-
-    def power_on(self, instance_uuid):
-        self.calls.append(('power_on', instance_uuid))
-        self._existing(instance_uuid)
-        self.guests[instance_uuid] = virt_driver.RUNNING
-
-    def reboot(self, instance_uuid, hard):
-        self.calls.append(('reboot_hard' if hard else 'reboot',
-                           instance_uuid))
-        self._existing(instance_uuid)
-        self.guests[instance_uuid] = virt_driver.RUNNING
-
-    def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-                power_on, numa_nodes=()):
-        self.calls.append(('rebuild', instance_uuid))
-        self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
-                                      else virt_driver.SHUTDOWN)
-
-    def get_power_state(self, instance_uuid):
-        return self.guests.get(instance_uuid, virt_driver.NOSTATE)
-
-    def list_instance_uuids(self):
-        return sorted(self.guests)
-
-    def _existing(self, instance_uuid):
-        if instance_uuid not in self.guests:
-            raise exception.NovaException('no guest %s' % instance_uuid)
-
-
-class FakeReportClient:
-    """Keeps the provider tree the compute reports; records deletes."""
-
-    def __init__(self) -> None:
-        self.tree = None
-        self.deleted: list[str] = []
-
-    def get_provider_by_name(self, name):
-        return None
-
-    def get_provider_tree(self, root_uuid):
-        return self.tree.copy() if self.tree is not None else None
-
-    def get_allocations_for_tree(self, root_uuid):
-        return {}
-
-    def update_from_provider_tree(self, tree):
-        self.tree = tree.copy()
-
-    def delete_allocation_for_instance(self, consumer_uuid):
-        self.deleted.append(consumer_uuid)
-
-
-class FakeConductorAPI:
-    """Records the casts a compute makes to a conductor."""
-
-    def __init__(self) -> None:
-        self.confirmed: list[tuple[str, str]] = []
-
-    def confirm_resize(self, context, instance_uuid, migration_uuid):
-        self.confirmed.append((instance_uuid, migration_uuid))
-
-
 class ComputeManagerTestCase(test.TestCase):
 
     def setUp(self):
@@ -156,9 +56,12 @@ class ComputeManagerTestCase(test.TestCase):
         self.context = nova_context.get_admin_context()
         db.service_create(self.context, {
             'host': HOST, 'binary': 'nova-compute', 'topic': 'compute'})
-        self.driver = FakeDriver()
-        self.reportclient = FakeReportClient()
-        self.conductor = FakeConductorAPI()
+        self.driver = fakes.FakeDriver(
+            [gpu(address) for address in GPUS],
+            {'vcpus': 64, 'memory_mb': 65536, 'local_gb': 100,
+             'hypervisor_type': 'fake', 'hypervisor_hostname': HOST})
+        self.reportclient = fakes.FakeReportClient()
+        self.conductor = fakes.FakeConductorAPI()
         self.compute = self.make_compute()
 
     def make_compute(self) -> compute_manager.ComputeManager:
@@ -221,7 +124,7 @@ class TestStart(ComputeManagerTestCase):
 
     def test_reports_the_node_and_a_provider_per_device(self):
         self.assertEqual([('init_host', HOST)], self.driver.calls)
-        tree = self.reportclient.tree
+        tree = self.reportclient.placement
         root = tree.data(HOST)
         self.assertEqual(self.compute.rt.compute_node['uuid'], root.uuid)
         self.assertEqual(64, root.inventory['VCPU']['total'])
