@@ -231,7 +231,7 @@ class ComputeManager(manager.Manager):
                 # Left as it is: a start defines the guest again.
                 return ('guest of SHUTOFF instance %s could not be '
                         'defined again (%s); a start tries again' % (
-                            uuid, getattr(exc, 'message', None) or exc))
+                            uuid, exception.reason_of(exc)))
             self._finish_settled(context, instance,
                                  {'power_state': virt_driver.SHUTDOWN})
             return ('guest of SHUTOFF instance %s %s, powered off' % (
@@ -250,7 +250,7 @@ class ComputeManager(manager.Manager):
                           '(resume_guests_state_on_host_boot): %s. Start '
                           'the server again.' % (
                               lost, self.host,
-                              getattr(exc, 'message', None) or exc))
+                              exception.reason_of(exc)))
                 self._stopped_by_compute(
                     context, instance, 'compute_init_host', reason,
                     self.driver.get_power_state(uuid))
@@ -267,7 +267,7 @@ class ComputeManager(manager.Manager):
             self._define_lost_guest(instance, power_on=False)
         except Exception as exc:
             reason += (' Defining the guest failed (%s); the start defines '
-                       'it.' % (getattr(exc, 'message', None) or exc))
+                       'it.' % exception.reason_of(exc))
         self._stopped_by_compute(context, instance, 'compute_init_host',
                                  reason, self.driver.get_power_state(uuid))
         return 'instance %s: %s' % (uuid, reason)
@@ -680,7 +680,7 @@ class ComputeManager(manager.Manager):
             self._hand_back(context, instance_uuid, instance['vm_state'])
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
-                reason=getattr(exc, 'message', None) or str(exc),
+                reason=exception.reason_of(exc),
                 same_host=same_host)
         return devices
 
@@ -822,7 +822,7 @@ class ComputeManager(manager.Manager):
 
     def _action_failed(self, context, instance: dict, task_state: str,
                        exc: Exception) -> None:
-        reason = getattr(exc, 'message', None) or str(exc)
+        reason = exception.reason_of(exc)
         LOG.error('Action %s of instance %s failed on %s: %s', task_state,
                   instance['uuid'], self.host, reason)
         self._finish(context, instance['uuid'], task_state, {
@@ -1026,7 +1026,7 @@ class ComputeManager(manager.Manager):
                 self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
-                    reason=getattr(exc, 'message', None) or str(exc))
+                    reason=exception.reason_of(exc))
             LOG.info('Instance %s: PCI devices %s claimed on %s for '
                      'migration %s', instance_uuid,
                      ', '.join(d['address'] for d in devices) or 'none',
@@ -1086,7 +1086,7 @@ class ComputeManager(manager.Manager):
                 self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
-                    reason=getattr(exc, 'message', None) or str(exc))
+                    reason=exception.reason_of(exc))
             # An evacuation is over here; a resize or cold migration
             # waits in VERIFY_RESIZE for a confirm or revert.
             # The migration first: whoever sees the server settled finds

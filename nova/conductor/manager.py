@@ -363,7 +363,7 @@ class ConductorManager(manager.Manager):
             LOG.exception('Build of instance %s failed', instance_uuid)
             return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed: %s' % (
-                    instance_uuid, getattr(exc, 'message', None) or exc),
+                    instance_uuid, exception.reason_of(exc)),
                 failures), details=traceback.format_exc(), waiting=waiting)
         return None
 

@@ -112,7 +112,7 @@ class MoveTasks:
             self.compute_api.finish_resize(context, dest, instance_uuid,
                                            migration_uuid)
         except Exception as exc:
-            reason = getattr(exc, 'message', None) or str(exc)
+            reason = exception.reason_of(exc)
             if not isinstance(exc, exception.NoValidHost):
                 LOG.exception('Migration %s of instance %s failed',
                               migration_uuid, instance_uuid)
@@ -204,7 +204,7 @@ class MoveTasks:
             self._set_error(context, instance_uuid, 'Migration %s failed '
                             '(%s) and could not be rolled back: %s' % (
                                 migration_uuid, reason,
-                                getattr(exc, 'message', None) or exc))
+                                exception.reason_of(exc)))
 
     def _undo_destination(self, context, dest: str, instance_uuid: str,
                           migration_uuid: str) -> None:
@@ -225,7 +225,7 @@ class MoveTasks:
             LOG.warning('Migration %s: destination %s did not undo its '
                         'part (%s); its audit or restart frees what it '
                         'holds for instance %s', migration_uuid, dest,
-                        getattr(exc, 'message', None) or exc, instance_uuid)
+                        exception.reason_of(exc), instance_uuid)
 
     def recover(self, context, instance_uuid: str,
                 migration_uuid: str) -> str | None:
@@ -325,7 +325,7 @@ class MoveTasks:
         LOG.exception('%s migration %s of instance %s failed', doing,
                       migration_uuid, instance_uuid)
         reason = '%s migration %s failed: %s' % (
-            doing, migration_uuid, getattr(exc, 'message', None) or exc)
+            doing, migration_uuid, exception.reason_of(exc))
         self._set_error(context, instance_uuid, reason)
         db.migration_update(context, migration_uuid,
                             {'status': states.MIGRATION_ERROR})
