@@ -313,9 +313,9 @@ class SchedulerManager(manager.Manager):
         try:
             return self.reportclient.get_allocation_candidates(params)
         except exception.PlacementAPIError as exc:
-            detail = exc.kwargs.get('detail') or ''
-            if exc.kwargs.get('status') != 400 or \
-                    'No such trait' not in detail:
+            detail = exc.kwargs.get('detail')
+            if not report.names_unknown_trait(exc.kwargs.get('status'),
+                                              detail):
                 raise
             LOG.info('No candidates: %s', detail)
             return {'allocation_requests': [], 'provider_summaries': {}}
