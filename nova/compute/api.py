@@ -71,11 +71,6 @@ def _hand_over(task_state: str | None) -> dict:
             'build_heartbeat': timeutils.utcnow()}
 
 
-# What a server stopped by its evacuation (2.95 on) is recorded as.
-_STOPPED = {'vm_state': vm_states.STOPPED,
-            'power_state': virt_driver.SHUTDOWN}
-
-
 class API:
     """Server lifecycle entry points used by ``nova.api.servers``."""
 
@@ -293,7 +288,8 @@ class API:
         return self._start_move(
             context, instance, 'evacuation', instance['flavor'] or {},
             instance['pci_requests'] or [], host,
-            values=dict(_STOPPED) if stopped else None)
+            values=dict(compute_utils.SETTLED_STOPPED) if stopped
+            else None)
 
     @staticmethod
     def _compute_service(context, host: str | None) -> dict | None:
@@ -368,7 +364,7 @@ class API:
         ``[DEFAULT]service_down_time``) or does not answer, the instance is
         deleted here as for a host-less one, as upstream Nova does; the
         compute destroys the guest and frees the devices when it comes
-        back (``ComputeManager.release_unowned``).
+        back (``nova.compute.repair.release_unowned``).
         """
         instance = self._mark_deleting(context, uuid)
         instance_actions.start(context, uuid, instance_actions.DELETE)

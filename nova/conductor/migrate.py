@@ -29,10 +29,10 @@ Steps (the migration's ``status`` in brackets, as upstream)::
 An evacuation (migration status ``accepted`` -> ``done``) takes the same
 path without the source step, since the source compute is down: the
 migration holds the source allocation until that compute starts again
-and cleans up (``ComputeManager._destroy_evacuated_instances``, status
-``completed``); the server is ACTIVE on the destination at once (SHUTOFF
-if it was, or if evacuated at microversion 2.95 or later). A SHUTOFF
-server stays powered off through any move, confirm and revert.
+and cleans up (``nova.compute.repair.at_start``, status ``completed``);
+the server is ACTIVE on the destination at once (SHUTOFF if it was, or if
+evacuated at microversion 2.95 or later). A SHUTOFF server stays powered
+off through any move, confirm and revert.
 
 Any failure before the server runs on the destination rolls back: what
 the destination claimed is freed, the source allocation goes back to the
@@ -212,7 +212,7 @@ class MoveTasks:
         a move being rolled back. A destination that is down or does not
         answer frees them itself once the move is over: at its restart or
         in its periodic audit the instance is not its (see
-        ``ComputeManager.release_unowned``)."""
+        ``nova.compute.repair.release_unowned``)."""
         if not self._is_up(context, dest):
             LOG.warning('Migration %s: destination %s is down; it frees '
                         'what it holds for instance %s when it starts',
