@@ -10,6 +10,10 @@ API errors, the refused server action (InstanceInvalidState) and the
 missing instance action (InstanceActionNotFound) keep upstream's wording.
 """
 
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
 
 class NovaException(Exception):
     """Base class; subclasses set ``msg_fmt`` and are raised with kwargs."""
@@ -20,9 +24,28 @@ class NovaException(Exception):
     def __init__(self, message: str | None = None, **kwargs):
         self.kwargs = kwargs
         if message is None:
-            message = self.msg_fmt % kwargs
+            message = self._format(kwargs)
         self.message = message
         super().__init__(message)
+
+    def _format(self, kwargs: dict) -> str:
+        """``msg_fmt`` filled in with ``kwargs``. A raise site whose
+        kwargs do not fit the template still raises this exception (not
+        a KeyError from formatting it): the error is logged and the
+        message is the template followed by the kwargs."""
+        try:
+            return self.msg_fmt % kwargs
+        except (KeyError, TypeError, ValueError) as err:
+            LOG.error('%s could not format its message %r with %r: %s',
+                      type(self).__name__, self.msg_fmt, kwargs, err)
+            return '%s (%s)' % (self.msg_fmt, ', '.join(
+                '%r: %r' % item for item in sorted(kwargs.items())))
+
+
+def reason_of(exc: BaseException) -> str:
+    """What went wrong, for a fault message or a log line: a nova
+    exception's formatted message, or any other exception's text."""
+    return getattr(exc, 'message', None) or str(exc)
 
 
 class Invalid(NovaException):

@@ -15,40 +15,43 @@ and renders instance dicts (from nova.db.api) as Compute API server views.
 import hashlib
 
 from nova.api import validation
+from nova.compute import task_states
+from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
 from nova import policies
 
 # vm_state -> the status clients see.
 _STATUS = {
-    'building': 'BUILD',
-    'active': 'ACTIVE',
-    'error': 'ERROR',
-    'deleted': 'DELETED',
-    'stopped': 'SHUTOFF',
-    'paused': 'PAUSED',
-    'suspended': 'SUSPENDED',
-    'soft-delete': 'SOFT_DELETED',
-    'shelved': 'SHELVED',
-    'shelved_offloaded': 'SHELVED_OFFLOADED',
-    'resized': 'VERIFY_RESIZE',
+    vm_states.BUILDING: 'BUILD',
+    vm_states.ACTIVE: 'ACTIVE',
+    vm_states.ERROR: 'ERROR',
+    vm_states.DELETED: 'DELETED',
+    vm_states.STOPPED: 'SHUTOFF',
+    vm_states.PAUSED: 'PAUSED',
+    vm_states.SUSPENDED: 'SUSPENDED',
+    vm_states.SOFT_DELETED: 'SOFT_DELETED',
+    vm_states.SHELVED: 'SHELVED',
+    vm_states.SHELVED_OFFLOADED: 'SHELVED_OFFLOADED',
+    vm_states.RESIZED: 'VERIFY_RESIZE',
 }
 _STATUS_BY_NAME = {status: vm_state for vm_state, status in _STATUS.items()}
 # Task states that change the status of an ACTIVE or SHUTOFF server while
 # they run, as upstream shows them (a cold migration shows RESIZE too).
-_TASK_STATUS = {'rebooting': 'REBOOT', 'rebooting_hard': 'HARD_REBOOT',
-                'rebuilding': 'REBUILD',
-                'resize_prep': 'RESIZE',
-                'resize_migrating': 'RESIZE',
-                'resize_migrated': 'RESIZE',
-                'resize_finish': 'RESIZE',
-                'resize_reverting': 'REVERT_RESIZE'}
+_TASK_STATUS = {task_states.REBOOTING: 'REBOOT',
+                task_states.REBOOTING_HARD: 'HARD_REBOOT',
+                task_states.REBUILDING: 'REBUILD',
+                task_states.RESIZE_PREP: 'RESIZE',
+                task_states.RESIZE_MIGRATING: 'RESIZE',
+                task_states.RESIZE_MIGRATED: 'RESIZE',
+                task_states.RESIZE_FINISH: 'RESIZE',
+                task_states.RESIZE_REVERTING: 'REVERT_RESIZE'}
 
 
 def status(instance: dict) -> str:
     """The status clients see for an instance (upstream's mapping)."""
     vm_state = instance.get('vm_state')
-    if vm_state in ('active', 'stopped'):
+    if vm_state in (vm_states.ACTIVE, vm_states.STOPPED):
         by_task = _TASK_STATUS.get(instance.get('task_state'))
         if by_task:
             return by_task
@@ -111,7 +114,7 @@ def _flavor_view(req, instance: dict) -> dict:
 def _fault_view(instance: dict, is_admin: bool) -> dict | None:
     """The fault of an ERROR server; details (possibly a traceback) are
     for admins only."""
-    if instance.get('vm_state') != 'error' or not (
+    if instance.get('vm_state') != vm_states.ERROR or not (
             instance.get('fault_message') or instance.get('fault_details')):
         return None
     fault = {'code': 500,

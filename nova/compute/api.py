@@ -21,6 +21,7 @@ from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
+from nova import states
 from nova.pci import config as pci_config
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
@@ -53,10 +54,11 @@ MOVE_TASK_STATES = (task_states.RESIZE_PREP, task_states.RESIZE_MIGRATING,
 # status), as upstream.
 _MOVE_STEPS = {
     'resize': (instance_actions.RESIZE, task_states.RESIZE_PREP,
-               'pre-migrating'),
+               states.MIGRATION_PRE_MIGRATING),
     'migration': (instance_actions.MIGRATE, task_states.RESIZE_PREP,
-                  'pre-migrating'),
-    'evacuation': (instance_actions.EVACUATE, 'rebuilding', 'accepted'),
+                  states.MIGRATION_PRE_MIGRATING),
+    'evacuation': (instance_actions.EVACUATE, task_states.REBUILDING,
+                   states.MIGRATION_ACCEPTED),
 }
 
 
@@ -67,11 +69,6 @@ def _hand_over(task_state: str | None) -> dict:
     ``[conductor]build_lease_timeout`` is recovered by a conductor."""
     return {'task_state': task_state, 'build_owner': None,
             'build_heartbeat': timeutils.utcnow()}
-
-
-# What a server stopped by its evacuation (2.95 on) is recorded as.
-_STOPPED = {'vm_state': vm_states.STOPPED,
-            'power_state': virt_driver.SHUTDOWN}
 
 
 class API:
@@ -128,9 +125,9 @@ class API:
             'user_id': context.user_id,
             'flavor_id': flavor['id'],
             'flavor': flavor,
-            'vm_state': 'building',
-            'task_state': 'scheduling',
-            'power_state': 0,
+            'vm_state': vm_states.BUILDING,
+            'task_state': task_states.SCHEDULING,
+            'power_state': virt_driver.NOSTATE,
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
         })
         instance_actions.start(context, instance['uuid'],
@@ -144,7 +141,7 @@ class API:
             LOG.error('Could not hand instance %s to nova-conductor: %s',
                       instance['uuid'], exc)
             instance = db.instance_update(context, instance['uuid'], {
-                'vm_state': 'error', 'task_state': None,
+                'vm_state': vm_states.ERROR, 'task_state': None,
                 'fault_message': 'The build could not be handed to '
                                  'nova-conductor: %s' % exc})
         return instance
@@ -208,8 +205,7 @@ class API:
                                               requested_host)
         except oslo_messaging.MessagingException as exc:
             db.migration_update(context, migration['uuid'], {
-                'status': 'failed' if migration_type == 'evacuation'
-                else 'error'})
+                'status': states.failed_migration_status(migration_type)})
             db.instance_update(context, uuid, {'task_state': None})
             raise exception.MigrationFailed(
                 instance_uuid=uuid,
@@ -292,7 +288,8 @@ class API:
         return self._start_move(
             context, instance, 'evacuation', instance['flavor'] or {},
             instance['pci_requests'] or [], host,
-            values=dict(_STOPPED) if stopped else None)
+            values=dict(compute_utils.SETTLED_STOPPED) if stopped
+            else None)
 
     @staticmethod
     def _compute_service(context, host: str | None) -> dict | None:
@@ -313,20 +310,23 @@ class API:
                 action=action, instance_uuid=uuid, attr='vm_state',
                 state=instance['vm_state'], allowed=vm_states.RESIZED)
         migrations = db.migration_get_all(
-            context, {'instance_uuid': uuid, 'status': 'finished'})
+            context, {'instance_uuid': uuid,
+                      'status': states.MIGRATION_FINISHED})
         if not migrations:
             raise exception.MigrationNotFound(
                 migration_id='(finished migration of instance %s)' % uuid)
         try:
             migration = db.migration_update(context, migrations[0]['uuid'],
                                             {'status': status},
-                                            expected_status='finished')
+                                            expected_status=(
+                                                states.MIGRATION_FINISHED))
         except exception.MigrationUpdateConflict as exc:
             raise exception.InstanceInvalidState(
                 action=action, instance_uuid=uuid, attr='migration status',
-                state=exc.kwargs['actual'], allowed='finished')
-        task_state = (task_states.RESIZE_REVERTING if status == 'reverting'
-                      else None)
+                state=exc.kwargs['actual'],
+                allowed=states.MIGRATION_FINISHED)
+        task_state = (task_states.RESIZE_REVERTING
+                      if status == states.MIGRATION_REVERTING else None)
         db.instance_update(context, uuid, _hand_over(task_state))
         instance_actions.start(context, uuid, action)
         return migration
@@ -336,7 +336,8 @@ class API:
         """Confirm the resize or cold migration of a VERIFY_RESIZE server:
         its source is freed. ``wait`` returns only when it is done."""
         migration = self._finished_move(
-            context, instance, instance_actions.CONFIRM_RESIZE, 'confirming')
+            context, instance, instance_actions.CONFIRM_RESIZE,
+            states.MIGRATION_CONFIRMING)
         self.conductor_api.confirm_resize(context, instance['uuid'],
                                           migration['uuid'], wait=wait)
 
@@ -344,7 +345,8 @@ class API:
         """Revert the resize or cold migration of a VERIFY_RESIZE server:
         it runs again where it was, with its old flavor and devices."""
         migration = self._finished_move(
-            context, instance, instance_actions.REVERT_RESIZE, 'reverting')
+            context, instance, instance_actions.REVERT_RESIZE,
+            states.MIGRATION_REVERTING)
         self.conductor_api.revert_resize(context, instance['uuid'],
                                          migration['uuid'])
 
@@ -362,7 +364,7 @@ class API:
         ``[DEFAULT]service_down_time``) or does not answer, the instance is
         deleted here as for a host-less one, as upstream Nova does; the
         compute destroys the guest and frees the devices when it comes
-        back (``ComputeManager.release_unowned``).
+        back (``nova.compute.repair.release_unowned``).
         """
         instance = self._mark_deleting(context, uuid)
         instance_actions.start(context, uuid, instance_actions.DELETE)

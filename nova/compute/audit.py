@@ -36,8 +36,11 @@ from collections.abc import Iterable
 
 from oslo_log import log as logging
 
+from nova.compute import task_states
+from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
+from nova import states
 
 LOG = logging.getLogger(__name__)
 
@@ -85,10 +88,11 @@ def owner_problem(instance: dict | None,
     if instance['deleted_at'] is not None:
         return 'instance was deleted at %s UTC' % (
             instance['deleted_at'].strftime('%Y-%m-%d %H:%M:%S'))
-    if instance['vm_state'] == 'error':
+    if instance['vm_state'] == vm_states.ERROR:
         return 'instance is in ERROR'
-    if instance['vm_state'] == 'shelved_offloaded' and \
-            instance['task_state'] not in ('unshelving', 'spawning'):
+    if instance['vm_state'] == vm_states.SHELVED_OFFLOADED and \
+            instance['task_state'] not in (task_states.UNSHELVING,
+                                           task_states.SPAWNING):
         return 'instance is shelved and offloaded'
     if host is not None and instance['host'] != host:
         return 'instance is on host %s, not %s' % (
@@ -128,7 +132,7 @@ def migration_problem(migration: dict | None) -> str | None:
     (a migration in progress holds the source of its move)."""
     if migration is None:
         return 'no migration has this UUID'
-    if migration['status'] in db.MIGRATION_FINAL_STATUSES:
+    if migration['status'] in states.MIGRATION_FINAL_STATUSES:
         return 'migration is %s' % migration['status']
     return None
 

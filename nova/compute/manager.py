@@ -2,20 +2,9 @@
 its resources reported and builds and destroys its instances.
 
 A compute killed with builds in flight repairs its host when it starts
-again, before it serves requests (``init_host``): every instance it had
-started building here is torn down (guest destroyed, devices freed) and
-handed back to its conductor (``scheduling``, no host), which reschedules
-it - or, if that conductor is gone too, the next conductor re-drives it
-(see ``nova.conductor.manager``). A build assigned here that it had not
-started is left for its build request, which may still be queued.
-Builds that failed here (ERROR, never ran) keep nothing on the host;
-guests nova created for instances that are gone or live elsewhere are
-destroyed, and device rows held by such instances are freed. Server
-actions cut short (reboot, stop, start, rebuild, shelve, shelve offload,
-unshelve of a shelved server) are finished, so their task state clears
-and the server holds what its new state says; an unshelve of an
-offloaded server that had started spawning here is rolled back to
-SHELVED_OFFLOADED with nothing held. The log lists what was repaired.
+again, before it serves requests (``init_host``, with
+``nova.compute.repair``, which also keeps power states and unowned guests
+and devices in line periodically).
 """
 
 import datetime
@@ -30,8 +19,10 @@ from nova import context as nova_context
 from nova import exception
 from nova import manager
 from nova import rpc
+from nova import states
 from nova.compute import audit
 from nova.compute import instance_actions
+from nova.compute import repair
 from nova.compute import resource_tracker
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
@@ -80,196 +71,11 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
-        self._destroy_evacuated_instances(context)
-        self._repair_host(context)
+        repair.at_start(self, context)
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
         LOG.info('Compute %s started with %d PCI devices tracked',
                  self.host, len(self.rt.pci_tracker.pci_devs))
-
-    def _repair_host(self, context) -> None:
-        """Undo builds in flight when the service stopped, and leftovers.
-
-        Runs before the RPC server starts, so no build or delete of this
-        service runs concurrently.
-        """
-        repairs = []
-        mine = {}
-        holders = set(self.driver.list_instance_uuids()) | \
-            self._device_holders()
-        for instance in db.instance_get_all(context, {'host': self.host}):
-            uuid = instance['uuid']
-            waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
-            building = waiting is not None and \
-                instance['task_state'] in (waiting, task_states.SPAWNING)
-            started = instance['task_state'] == 'spawning' or \
-                uuid in holders
-            if building and started and waiting == task_states.UNSHELVING:
-                repairs.append(self._roll_back_unshelve(context, instance))
-                instance = db.instance_get_by_uuid(context, uuid)
-            elif building and started:
-                self._cleanup(uuid)
-                if self._hand_back(context, uuid):
-                    repairs.append('half-built instance %s torn down and '
-                                   'handed back to be rescheduled' % uuid)
-                    continue
-                try:
-                    instance = db.instance_get_by_uuid(context, uuid)
-                except exception.InstanceNotFound:
-                    continue    # deleted meanwhile
-            elif instance['vm_state'] == 'error' and \
-                    not instance['power_state'] and started:
-                # A failed build: its allocation is freed, so it must not
-                # keep a guest or devices either.
-                self._cleanup(uuid)
-                repairs.append('failed build of instance %s torn down' %
-                               uuid)
-            elif instance['task_state'] in _RESUMED_AT_START and \
-                    not building:
-                repairs.append(self._resume_action(context, instance))
-                instance = db.instance_get_by_uuid(context, uuid)
-            elif instance['task_state'] is None and \
-                    instance['vm_state'] in _POWER_SYNCED:
-                repair = self._power_at_start(context, instance)
-                if repair is not None:
-                    repairs.append(repair)
-                    instance = db.instance_get_by_uuid(context, uuid)
-            mine[uuid] = instance
-        # An instance moving to or from this host owns what it holds here
-        # until its move is over.
-        for migration in db.migration_get_in_progress(context,
-                                                      host=self.host):
-            uuid = migration['instance_uuid']
-            if uuid not in mine:
-                try:
-                    mine[uuid] = db.instance_get_by_uuid(context, uuid)
-                except exception.InstanceNotFound:
-                    pass
-        for uuid in sorted(set(self.driver.list_instance_uuids()) -
-                           set(mine)):
-            self.driver.destroy(uuid)
-            repairs.append('guest of instance %s destroyed: the instance is '
-                           'deleted or not on this host' % uuid)
-        for uuid in sorted(self._device_holders() - set(mine)):
-            freed = self.rt.free_instance(uuid)
-            repairs.append('PCI devices %s freed: instance %s is deleted or '
-                           'not on this host' % (', '.join(freed), uuid))
-        for repair in repairs:
-            LOG.warning('Compute %s start-up repair: %s', self.host, repair)
-        if not repairs:
-            LOG.info('Compute %s start-up check: nothing to repair',
-                     self.host)
-
-    def _roll_back_unshelve(self, context, instance: dict) -> str:
-        """An unshelve cut short here: free guest, devices and the
-        allocation and leave the server SHELVED_OFFLOADED (its conductor,
-        if alive, finds it no longer unshelving and stops)."""
-        uuid = instance['uuid']
-        self._cleanup(uuid)
-        compute_utils.free_allocation(context, self.reportclient, uuid,
-                                      self.host)
-        self._finish(context, uuid, instance['task_state'], {
-            'task_state': None, 'host': None, 'node': None,
-            'fault_message': 'The unshelve was interrupted by a restart of '
-                             'nova-compute on %s; unshelve again' %
-                             self.host})
-        return ('interrupted unshelve of instance %s rolled back: guest, '
-                'devices and allocation freed, SHELVED_OFFLOADED' % uuid)
-
-    def _resume_action(self, context, instance: dict) -> str:
-        """Finish an action a restart cut short (see
-        ``_RESUMED_AT_START``); what was done, for the log."""
-        uuid, task_state = instance['uuid'], instance['task_state']
-        try:
-            if task_state == task_states.SHELVING_OFFLOADING:
-                values = self._offload(instance)
-            elif task_state == task_states.REBUILDING:
-                values = self._rebuild(instance)
-            elif task_state in (task_states.POWERING_OFF,
-                                task_states.SHELVING):
-                if self.driver.get_power_state(uuid) != \
-                        virt_driver.NOSTATE:
-                    self.driver.power_off(uuid)
-                values = _STOPPED if task_state == \
-                    task_states.POWERING_OFF else {
-                        'vm_state': vm_states.SHELVED,
-                        'power_state': virt_driver.SHUTDOWN}
-            else:    # rebooting, powering on, unshelving a SHELVED server
-                self._hard_reboot(instance)
-                values = _RUNNING
-        except Exception as exc:
-            self._action_failed(context, instance, task_state, exc)
-            return ('%s of instance %s could not be finished (%s); task '
-                    'state cleared' % (task_state, uuid, exc))
-        self._finish(context, uuid, task_state,
-                     dict(values, task_state=None))
-        return ('%s of instance %s, cut short by the restart, finished: '
-                'now %s' % (task_state, uuid, values['vm_state']))
-
-    def _power_at_start(self, context, instance: dict) -> str | None:
-        """Match a settled ACTIVE or SHUTOFF server to its guest at start
-        (the hypervisor may have lost it: a host reboot, libvirt's test
-        driver at every restart, an operator's ``virsh undefine``); what
-        was done, for the log, or None if they agree.
-
-        A lost guest is defined again on the devices the server holds. A
-        SHUTOFF server stays off. An ACTIVE one is started again with
-        ``[DEFAULT]resume_guests_state_on_host_boot``, and otherwise
-        becomes SHUTOFF (see ``_stopped_by_compute``), as upstream's
-        power state sync stops it.
-        """
-        uuid = instance['uuid']
-        state = self.driver.get_power_state(uuid)
-        if instance['vm_state'] == vm_states.STOPPED:
-            if state == virt_driver.SHUTDOWN:
-                return None
-            try:
-                if not self._define_lost_guest(instance, power_on=False):
-                    self.driver.power_off(uuid)
-            except Exception as exc:
-                # Left as it is: a start defines the guest again.
-                return ('guest of SHUTOFF instance %s could not be '
-                        'defined again (%s); a start tries again' % (
-                            uuid, getattr(exc, 'message', None) or exc))
-            self._finish_settled(context, instance,
-                                 {'power_state': virt_driver.SHUTDOWN})
-            return ('guest of SHUTOFF instance %s %s, powered off' % (
-                uuid, 'defined again' if state == virt_driver.NOSTATE
-                else 'was running; it is'))
-        if state == virt_driver.RUNNING:
-            return None
-        lost = ('was lost by the hypervisor' if state == virt_driver.NOSTATE
-                else 'was not running')
-        if self.conf.resume_guests_state_on_host_boot:
-            try:
-                self._power_on(instance)
-            except Exception as exc:
-                reason = ('The guest of this server %s when nova-compute '
-                          'started on %s and could not be started again '
-                          '(resume_guests_state_on_host_boot): %s. Start '
-                          'the server again.' % (
-                              lost, self.host,
-                              getattr(exc, 'message', None) or exc))
-                self._stopped_by_compute(
-                    context, instance, 'compute_init_host', reason,
-                    self.driver.get_power_state(uuid))
-                return 'instance %s: %s' % (uuid, reason)
-            self._finish_settled(context, instance, _RUNNING)
-            return ('guest of ACTIVE instance %s %s; started again '
-                    '(resume_guests_state_on_host_boot)' % (uuid, lost))
-        reason = ('The guest of this server %s when nova-compute started on '
-                  '%s. It is defined again, powered off, on the devices the '
-                  'server holds, and the server is SHUTOFF because '
-                  '[DEFAULT]resume_guests_state_on_host_boot is False. '
-                  'Start the server again.' % (lost, self.host))
-        try:
-            self._define_lost_guest(instance, power_on=False)
-        except Exception as exc:
-            reason += (' Defining the guest failed (%s); the start defines '
-                       'it.' % (getattr(exc, 'message', None) or exc))
-        self._stopped_by_compute(context, instance, 'compute_init_host',
-                                 reason, self.driver.get_power_state(uuid))
-        return 'instance %s: %s' % (uuid, reason)
 
     def sync_power_states(self) -> None:
         """Periodic task (``[DEFAULT]sync_power_state_interval``), as
@@ -279,121 +85,7 @@ class ComputeManager(manager.Manager):
         state shown follows the guest. Servers with a task in progress
         are skipped; each runs under its instance lock, so an action
         accepted meanwhile is never undercut."""
-        context = nova_context.get_admin_context()
-        for found in db.instance_get_all(context, {
-                'host': self.host, 'vm_state': list(_POWER_SYNCED),
-                'task_state': [None]}):
-            uuid = found['uuid']
-            with self._instance_lock(uuid):
-                try:
-                    instance = db.instance_get_by_uuid(context, uuid)
-                except exception.InstanceNotFound:
-                    continue
-                if instance['task_state'] is not None or \
-                        instance['host'] != self.host or \
-                        instance['vm_state'] not in _POWER_SYNCED:
-                    continue
-                try:
-                    self._sync_power_state(context, instance)
-                except Exception:
-                    LOG.exception('Power state sync of instance %s on %s '
-                                  'failed', uuid, self.host)
-
-    def _sync_power_state(self, context, instance: dict) -> None:
-        uuid = instance['uuid']
-        state = self.driver.get_power_state(uuid)
-        if instance['vm_state'] == vm_states.ACTIVE and \
-                state != virt_driver.RUNNING:
-            self._stopped_by_compute(
-                context, instance, 'compute_sync_power_state',
-                'The guest of this server was found %s on %s by the '
-                'periodic power state sync; the server is SHUTOFF and keeps '
-                'its devices. Start it again.' % (
-                    'gone from the hypervisor' if state == virt_driver.NOSTATE
-                    else 'shut down', self.host), state)
-        elif instance['vm_state'] == vm_states.STOPPED and \
-                state == virt_driver.RUNNING:
-            self.driver.power_off(uuid)
-            self._stopped_by_compute(
-                context, instance, 'compute_sync_power_state',
-                'The guest of this SHUTOFF server was found running on %s '
-                'by the periodic power state sync; it was powered off.' %
-                self.host)
-        elif instance['power_state'] != state:
-            self._finish_settled(context, instance, {'power_state': state})
-
-    def _finish_settled(self, context, instance: dict, values: dict) -> bool:
-        """Store ``values`` unless an action or delete started since
-        ``instance`` was read (its task state is set then)."""
-        try:
-            db.instance_update(context, instance['uuid'], values, expected={
-                'task_state': [None], 'vm_state': instance['vm_state']})
-        except (exception.InstanceUpdateConflict,
-                exception.InstanceNotFound):
-            return False
-        return True
-
-    def _stopped_by_compute(self, context, instance: dict, event: str,
-                            reason: str,
-                            power_state: int = virt_driver.SHUTDOWN) -> None:
-        """The compute, not a user, stopped the server: it is SHUTOFF
-        (devices, allocation and partition kept, as a stopped server's)
-        and its owner sees a ``stop`` action whose ``event`` failed with
-        ``reason``, as upstream records the stop of its power state
-        sync."""
-        uuid = instance['uuid']
-        if not self._finish_settled(context, instance, dict(
-                _STOPPED, power_state=power_state)):
-            return
-        LOG.warning('Instance %s stopped on %s: %s', uuid, self.host, reason)
-        # Its own request id: a new action, not one of the caller's.
-        own = nova_context.get_admin_context()
-        instance_actions.start(own, uuid, instance_actions.STOP)
-        with instance_actions.step(own, uuid, event,
-                                   host=self.host) as step:
-            step.fail(reason)
-
-    def _destroy_evacuated_instances(self, context) -> None:
-        """Clean up what instances evacuated away from this host while it
-        was down left here, as upstream does at start.
-
-        Driven by the evacuation migrations from this host: the guest is
-        destroyed (and its NVLink partition released) whatever their
-        status, since the instance may run elsewhere already; once the
-        evacuation is ``done`` the instance's devices here are freed, the
-        migration's source allocation deleted and the migration
-        ``completed``. An evacuation still in flight keeps the devices
-        and allocation for its rollback.
-        """
-        for migration in db.migration_get_all(context, {
-                'source_compute': self.host,
-                'migration_type': 'evacuation',
-                'status': ['accepted', 'pre-migrating', 'done']}):
-            uuid = migration['instance_uuid']
-            had_guest = uuid in self.driver.list_instance_uuids()
-            # Also releases a partition whose guest is gone already.
-            self.driver.destroy(uuid)
-            if had_guest:
-                LOG.warning('Compute %s start-up repair: guest of instance '
-                            '%s destroyed: it was evacuated to %s',
-                            self.host, uuid, migration['dest_compute'])
-            if migration['status'] != 'done':
-                continue
-            freed = self.rt.free_instance(uuid)
-            self.reportclient.delete_allocation_for_instance(
-                migration['uuid'])
-            db.migration_update(context, migration['uuid'],
-                                {'status': 'completed'})
-            LOG.warning('Compute %s start-up repair: instance %s was '
-                        'evacuated to %s; PCI devices %s and its source '
-                        'allocation (migration %s) freed', self.host, uuid,
-                        migration['dest_compute'],
-                        ', '.join(freed) or 'none', migration['uuid'])
-
-    def _device_holders(self) -> set[str]:
-        """Instances holding a PCI device of this host."""
-        return {dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
-                if dev['instance_uuid']}
+        repair.sync_power_states(self)
 
     def _hand_back(self, context, instance_uuid: str,
                    vm_state: str = vm_states.BUILDING) -> bool:
@@ -425,14 +117,15 @@ class ComputeManager(manager.Manager):
     def audit_allocations(self) -> None:
         """Periodic task: remove what no instance of this host owns.
 
-        Guests and PCI device claims first (see :meth:`release_unowned`),
+        Guests and PCI device claims first (see
+        ``nova.compute.repair.release_unowned``),
         then the Placement allocations on this host's providers held by
         consumers that own nothing (``nova.compute.audit``), e.g. left by
         a free that failed while Placement was down. Builds in progress own
         their allocations and are never touched.
         """
         context = nova_context.get_admin_context()
-        self.release_unowned(context)
+        repair.release_unowned(self, context)
         orphans = audit.find_orphan_allocations(
             context, self.reportclient, [self.rt.compute_node['uuid']])
         audit.remove_allocations(self.reportclient, orphans)
@@ -448,7 +141,7 @@ class ComputeManager(manager.Manager):
                 self.driver.repair_nvlink_partitions().items()):
             try:
                 db.instance_update(context, instance_uuid, {
-                    'vm_state': 'error', 'fault_message': reason})
+                    'vm_state': vm_states.ERROR, 'fault_message': reason})
             except exception.InstanceNotFound:
                 pass
         # Partitions activated or cleared behind nova's back, and
@@ -481,14 +174,16 @@ class ComputeManager(manager.Manager):
             seconds=window)
         confirmed = []
         for migration in db.migration_get_all(context, {
-                'dest_compute': self.host, 'status': 'finished'}):
+                'dest_compute': self.host,
+                'status': states.MIGRATION_FINISHED}):
             if migration['updated_at'] is None or \
                     migration['updated_at'] > expired_before:
                 continue
             try:
                 db.migration_update(context, migration['uuid'],
-                                    {'status': 'confirming'},
-                                    expected_status='finished')
+                                    {'status': states.MIGRATION_CONFIRMING},
+                                    expected_status=(
+                                        states.MIGRATION_FINISHED))
                 db.instance_update(context, migration['instance_uuid'], {
                     'build_owner': None,
                     'build_heartbeat': timeutils.utcnow()},
@@ -620,11 +315,11 @@ class ComputeManager(manager.Manager):
                 devices = self._claim_and_spawn(context, instance, mappings,
                                                 waiting)
             try:
-                db.instance_update(context, instance_uuid, {
-                    'vm_state': 'active', 'task_state': None,
-                    'power_state': 1, 'host': self.host,
-                    'node': self.rt.nodename},
-                    expected={'task_state': 'spawning', 'host': self.host})
+                db.instance_update(context, instance_uuid, dict(
+                    compute_utils.SETTLED_ACTIVE, task_state=None,
+                    host=self.host, node=self.rt.nodename),
+                    expected={'task_state': task_states.SPAWNING,
+                              'host': self.host})
             except (exception.InstanceUpdateConflict,
                     exception.InstanceNotFound):
                 # Deleted while spawning: the delete, waiting for this
@@ -675,7 +370,7 @@ class ComputeManager(manager.Manager):
             self._hand_back(context, instance_uuid, instance['vm_state'])
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
-                reason=getattr(exc, 'message', None) or str(exc),
+                reason=exception.reason_of(exc),
                 same_host=same_host)
         return devices
 
@@ -713,41 +408,6 @@ class ComputeManager(manager.Manager):
     def _forget_lock(self, instance_uuid: str) -> None:
         with self._locks_guard:
             self._instance_locks.pop(instance_uuid, None)
-
-    def release_unowned(self, context) -> None:
-        """Destroy the guests and free the PCI devices on this host of
-        instances that do not own them here (``nova.compute.audit``):
-        deleted (e.g. by the API while this compute was down), never
-        existing, in ERROR, or on another host.
-
-        Each instance is re-checked under its lock, so a build or delete
-        running meanwhile is never undercut. Called by the periodic audit
-        (at start, ``_repair_host`` does the same for instances deleted or
-        moved while this compute was down).
-        """
-        holders = set(self.driver.list_instance_uuids()) | {
-            dev['instance_uuid'] for dev in self.rt.pci_tracker.pci_devs
-            if dev['instance_uuid']}
-        for instance_uuid, reason in sorted(audit.unowned(
-                context, holders, self.host).items()):
-            with self._instance_lock(instance_uuid):
-                reason = audit.unowned(context, [instance_uuid],
-                                       self.host).get(instance_uuid)
-                if reason is None:
-                    continue
-                LOG.warning('Destroying the guest and freeing the PCI '
-                            'devices of instance %s on %s: %s',
-                            instance_uuid, self.host, reason)
-                try:
-                    self._cleanup(instance_uuid)
-                except exception.NovaException:
-                    # One guest that cannot be destroyed must not keep the
-                    # compute from starting or the others from being
-                    # cleaned; the next audit tries again.
-                    LOG.exception('Could not clean up instance %s on %s',
-                                  instance_uuid, self.host)
-                    continue
-            self._forget_lock(instance_uuid)
 
     def terminate_instance(self, context, instance_uuid: str) -> None:
         """Destroy the guest, free devices and allocation, delete it.
@@ -817,7 +477,7 @@ class ComputeManager(manager.Manager):
 
     def _action_failed(self, context, instance: dict, task_state: str,
                        exc: Exception) -> None:
-        reason = getattr(exc, 'message', None) or str(exc)
+        reason = exception.reason_of(exc)
         LOG.error('Action %s of instance %s failed on %s: %s', task_state,
                   instance['uuid'], self.host, reason)
         self._finish(context, instance['uuid'], task_state, {
@@ -836,7 +496,7 @@ class ComputeManager(manager.Manager):
                 self._hard_reboot(instance)
             else:
                 self.driver.reboot(instance_uuid, hard=False)
-            return _RUNNING
+            return compute_utils.SETTLED_ACTIVE
         self._act(context, instance_uuid,
                   task_states.REBOOTING_HARD if hard
                   else task_states.REBOOTING, 'compute_reboot_instance',
@@ -871,7 +531,7 @@ class ComputeManager(manager.Manager):
         """Power the guest off; it keeps devices, partition, allocation."""
         def work(instance):
             self.driver.power_off(instance_uuid)
-            return _STOPPED
+            return compute_utils.SETTLED_STOPPED
         self._act(context, instance_uuid, task_states.POWERING_OFF,
                   'compute_stop_instance', work)
 
@@ -880,7 +540,7 @@ class ComputeManager(manager.Manager):
         hypervisor lost is defined again on them)."""
         def work(instance):
             self._power_on(instance)
-            return _RUNNING
+            return compute_utils.SETTLED_ACTIVE
         self._act(context, instance_uuid, task_states.POWERING_ON,
                   'compute_start_instance', work)
 
@@ -900,7 +560,8 @@ class ComputeManager(manager.Manager):
             power_on=not stopped,
             numa_nodes=self._guest_numa_nodes(instance.get('pci_requests'),
                                               devices))
-        return _STOPPED if stopped else _RUNNING
+        return (compute_utils.SETTLED_STOPPED if stopped
+                else compute_utils.SETTLED_ACTIVE)
 
     def shelve_instance(self, context, instance_uuid: str) -> None:
         """Power the guest off and mark the server SHELVED; with
@@ -951,7 +612,7 @@ class ComputeManager(manager.Manager):
         offloaded one is scheduled again by the conductor instead."""
         def work(instance):
             self._power_on(instance)
-            return _RUNNING
+            return compute_utils.SETTLED_ACTIVE
         self._act(context, instance_uuid, task_states.UNSHELVING,
                   'compute_unshelve_instance', work)
 
@@ -1004,8 +665,9 @@ class ComputeManager(manager.Manager):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             new_ids = _request_ids(migration['new_pci_requests'])
             try:
-                if migration['status'] not in ('pre-migrating',
-                                               'accepted') or \
+                if migration['status'] not in (
+                        states.MIGRATION_PRE_MIGRATING,
+                        states.MIGRATION_ACCEPTED) or \
                         migration['dest_compute'] != self.host:
                     raise exception.MigrationFailed(
                         instance_uuid=instance_uuid,
@@ -1020,7 +682,7 @@ class ComputeManager(manager.Manager):
                 self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
-                    reason=getattr(exc, 'message', None) or str(exc))
+                    reason=exception.reason_of(exc))
             LOG.info('Instance %s: PCI devices %s claimed on %s for '
                      'migration %s', instance_uuid,
                      ', '.join(d['address'] for d in devices) or 'none',
@@ -1032,8 +694,9 @@ class ComputeManager(manager.Manager):
         revert, until the move is confirmed)."""
         with self._instance_lock(instance_uuid):
             db.migration_update(context, migration_uuid,
-                                {'status': 'migrating'},
-                                expected_status='pre-migrating')
+                                {'status': states.MIGRATION_MIGRATING},
+                                expected_status=(
+                                    states.MIGRATION_PRE_MIGRATING))
             db.instance_update(context, instance_uuid,
                                {'task_state': task_states.RESIZE_MIGRATING})
             # The guest has no local disks to copy: stopping it is the
@@ -1041,7 +704,7 @@ class ComputeManager(manager.Manager):
             # UUID is defined on the destination, possibly this host).
             self.driver.destroy(instance_uuid)
             db.migration_update(context, migration_uuid,
-                                {'status': 'post-migrating'})
+                                {'status': states.MIGRATION_POST_MIGRATING})
             db.instance_update(context, instance_uuid, {
                 'task_state': task_states.RESIZE_MIGRATED,
                 'power_state': virt_driver.SHUTDOWN})
@@ -1079,14 +742,15 @@ class ComputeManager(manager.Manager):
                 self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
-                    reason=getattr(exc, 'message', None) or str(exc))
+                    reason=exception.reason_of(exc))
             # An evacuation is over here; a resize or cold migration
             # waits in VERIFY_RESIZE for a confirm or revert.
             # The migration first: whoever sees the server settled finds
             # its migration settled too.
             evacuation = migration['migration_type'] == 'evacuation'
             db.migration_update(context, migration_uuid, {
-                'status': 'done' if evacuation else 'finished'})
+                'status': states.MIGRATION_DONE if evacuation
+                else states.MIGRATION_FINISHED})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['new_pci_requests'],
@@ -1151,36 +815,19 @@ class ComputeManager(manager.Manager):
                 self.driver.power_off(instance_uuid)
             # A revert is over once the guest runs here again (a rolled
             # back move has its final status already).
-            if migration['status'] == 'reverting':
+            if migration['status'] == states.MIGRATION_REVERTING:
                 db.migration_update(context, migration_uuid,
-                                    {'status': 'reverted'})
+                                    {'status': states.MIGRATION_REVERTED})
             db.instance_update(context, instance_uuid, {
                 'flavor': flavor, 'flavor_id': flavor.get('id'),
                 'pci_requests': migration['old_pci_requests'],
                 'host': self.host, 'node': migration['source_node'],
                 'task_state': None,
-                **(_STOPPED if stopped else _RUNNING)})
+                **(compute_utils.SETTLED_STOPPED if stopped
+                   else compute_utils.SETTLED_ACTIVE)})
             LOG.info('Instance %s runs on %s again with PCI devices %s',
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')
-
-
-# Task states of actions the start-up repair finishes (an unshelve of an
-# offloaded server is rolled back instead, like a build handed back).
-_RESUMED_AT_START = (task_states.REBOOTING, task_states.REBOOTING_HARD,
-                     task_states.POWERING_OFF, task_states.POWERING_ON,
-                     task_states.REBUILDING, task_states.SHELVING,
-                     task_states.SHELVING_OFFLOADING,
-                     task_states.UNSHELVING)
-
-# vm_states whose power state the compute keeps matched to the guest's.
-_POWER_SYNCED = (vm_states.ACTIVE, vm_states.STOPPED)
-
-# What a finished action stores.
-_RUNNING = {'vm_state': vm_states.ACTIVE,
-            'power_state': virt_driver.RUNNING}
-_STOPPED = {'vm_state': vm_states.STOPPED,
-            'power_state': virt_driver.SHUTDOWN}
 
 
 def _guest_devices(devices: list[dict]) -> list[dict]:

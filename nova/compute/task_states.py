@@ -1,30 +1,27 @@
-"""Instance ``task_state`` values (``OS-EXT-STS:task_state``), as upstream.
+"""Instance ``task_state`` values (``OS-EXT-STS:task_state``) under
+upstream's import path; they, and how an action sets and clears them, are
+defined in :mod:`nova.states`."""
 
-nova-api sets the task state of an action when it accepts it, in one
-compare-and-swap with the state the action needs, so of two concurrent
-actions on one server exactly one is accepted; the service that finishes
-the action clears it.
-"""
+from nova.states import DELETING
+from nova.states import POWERING_OFF
+from nova.states import POWERING_ON
+from nova.states import REBOOTING
+from nova.states import REBOOTING_HARD
+from nova.states import REBUILDING
+from nova.states import RESIZE_FINISH
+from nova.states import RESIZE_MIGRATED
+from nova.states import RESIZE_MIGRATING
+from nova.states import RESIZE_PREP
+from nova.states import RESIZE_REVERTING
+from nova.states import SCHEDULING
+from nova.states import SHELVING
+from nova.states import SHELVING_OFFLOADING
+from nova.states import SPAWNING
+from nova.states import UNSHELVING
+from nova.states import WAITING_FOR_HOST
 
-SCHEDULING = 'scheduling'
-SPAWNING = 'spawning'
-DELETING = 'deleting'
-REBOOTING = 'rebooting'
-REBOOTING_HARD = 'rebooting_hard'
-POWERING_OFF = 'powering-off'
-POWERING_ON = 'powering-on'
-REBUILDING = 'rebuilding'
-SHELVING = 'shelving'
-SHELVING_OFFLOADING = 'shelving_offloading'
-UNSHELVING = 'unshelving'
-# The steps of a resize or cold migration (see nova.conductor.migrate).
-RESIZE_PREP = 'resize_prep'
-RESIZE_MIGRATING = 'resize_migrating'
-RESIZE_MIGRATED = 'resize_migrated'
-RESIZE_FINISH = 'resize_finish'
-RESIZE_REVERTING = 'resize_reverting'
-
-# The task state an instance waits in for a host, by vm_state: a new
-# build, or an unshelve of an offloaded instance. The scheduler, conductor
-# and compute drive both alike.
-WAITING_FOR_HOST = {'building': SCHEDULING, 'shelved_offloaded': UNSHELVING}
+__all__ = ['DELETING', 'POWERING_OFF', 'POWERING_ON', 'REBOOTING',
+           'REBOOTING_HARD', 'REBUILDING', 'RESIZE_FINISH', 'RESIZE_MIGRATED',
+           'RESIZE_MIGRATING', 'RESIZE_PREP', 'RESIZE_REVERTING',
+           'SCHEDULING', 'SHELVING', 'SHELVING_OFFLOADING', 'SPAWNING',
+           'UNSHELVING', 'WAITING_FOR_HOST']

@@ -3,10 +3,19 @@
 from oslo_log import log as logging
 
 
+from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
+from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
+
+# What a server settled running, or stopped, is recorded as: its vm_state
+# and the power state of its guest.
+SETTLED_ACTIVE = {'vm_state': vm_states.ACTIVE,
+                  'power_state': virt_driver.RUNNING}
+SETTLED_STOPPED = {'vm_state': vm_states.STOPPED,
+                   'power_state': virt_driver.SHUTDOWN}
 
 
 def free_allocation(context, reportclient, instance_uuid: str,

@@ -66,6 +66,7 @@ from oslo_utils import uuidutils
 from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
+from nova.compute import vm_states
 from nova.conductor import migrate
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova import context as nova_context
@@ -362,7 +363,7 @@ class ConductorManager(manager.Manager):
             LOG.exception('Build of instance %s failed', instance_uuid)
             return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed: %s' % (
-                    instance_uuid, getattr(exc, 'message', None) or exc),
+                    instance_uuid, exception.reason_of(exc)),
                 failures), details=traceback.format_exc(), waiting=waiting)
         return None
 
@@ -463,7 +464,7 @@ class ConductorManager(manager.Manager):
         values = {'task_state': None, 'fault_message': message,
                   'fault_details': details}
         if waiting == task_states.SCHEDULING:
-            values['vm_state'] = 'error'
+            values['vm_state'] = vm_states.ERROR
         else:
             values.update(host=None, node=None)
         try:

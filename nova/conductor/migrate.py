@@ -29,10 +29,10 @@ Steps (the migration's ``status`` in brackets, as upstream)::
 An evacuation (migration status ``accepted`` -> ``done``) takes the same
 path without the source step, since the source compute is down: the
 migration holds the source allocation until that compute starts again
-and cleans up (``ComputeManager._destroy_evacuated_instances``, status
-``completed``); the server is ACTIVE on the destination at once (SHUTOFF
-if it was, or if evacuated at microversion 2.95 or later). A SHUTOFF
-server stays powered off through any move, confirm and revert.
+and cleans up (``nova.compute.repair.at_start``, status ``completed``);
+the server is ACTIVE on the destination at once (SHUTOFF if it was, or if
+evacuated at microversion 2.95 or later). A SHUTOFF server stays powered
+off through any move, confirm and revert.
 
 Any failure before the server runs on the destination rolls back: what
 the destination claimed is freed, the source allocation goes back to the
@@ -47,7 +47,9 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
+from nova import states
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import vm_states
 from nova.db import api as db
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
@@ -78,7 +80,8 @@ class MoveTasks:
         back. Never raises: the outcome is in the migration's status, and
         the reason of a failure is returned (None when it finished)."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
-        if not _expect(migration, ('pre-migrating', 'accepted')):
+        if not _expect(migration, (states.MIGRATION_PRE_MIGRATING,
+                                   states.MIGRATION_ACCEPTED)):
             return None
         source = migration['source_compute']
         excluded = {source}
@@ -109,7 +112,7 @@ class MoveTasks:
             self.compute_api.finish_resize(context, dest, instance_uuid,
                                            migration_uuid)
         except Exception as exc:
-            reason = getattr(exc, 'message', None) or str(exc)
+            reason = exception.reason_of(exc)
             if not isinstance(exc, exception.NoValidHost):
                 LOG.exception('Migration %s of instance %s failed',
                               migration_uuid, instance_uuid)
@@ -183,7 +186,8 @@ class MoveTasks:
             # Over before the server shows ACTIVE again: the instance is
             # on its source host, which owns what it holds there.
             db.migration_update(context, migration_uuid,
-                                {'status': _failed(migration)})
+                                {'status': states.failed_migration_status(
+                                    migration['migration_type'])})
             if stopped:
                 self.compute_api.finish_revert_resize(
                     context, migration['source_compute'], instance_uuid,
@@ -195,11 +199,12 @@ class MoveTasks:
             LOG.exception('Rolling back migration %s of instance %s failed',
                           migration_uuid, instance_uuid)
             db.migration_update(context, migration_uuid,
-                                {'status': _failed(migration)})
+                                {'status': states.failed_migration_status(
+                                    migration['migration_type'])})
             self._set_error(context, instance_uuid, 'Migration %s failed '
                             '(%s) and could not be rolled back: %s' % (
                                 migration_uuid, reason,
-                                getattr(exc, 'message', None) or exc))
+                                exception.reason_of(exc)))
 
     def _undo_destination(self, context, dest: str, instance_uuid: str,
                           migration_uuid: str) -> None:
@@ -207,7 +212,7 @@ class MoveTasks:
         a move being rolled back. A destination that is down or does not
         answer frees them itself once the move is over: at its restart or
         in its periodic audit the instance is not its (see
-        ``ComputeManager.release_unowned``)."""
+        ``nova.compute.repair.release_unowned``)."""
         if not self._is_up(context, dest):
             LOG.warning('Migration %s: destination %s is down; it frees '
                         'what it holds for instance %s when it starts',
@@ -220,7 +225,7 @@ class MoveTasks:
             LOG.warning('Migration %s: destination %s did not undo its '
                         'part (%s); its audit or restart frees what it '
                         'holds for instance %s', migration_uuid, dest,
-                        getattr(exc, 'message', None) or exc, instance_uuid)
+                        exception.reason_of(exc), instance_uuid)
 
     def recover(self, context, instance_uuid: str,
                 migration_uuid: str) -> str | None:
@@ -229,17 +234,18 @@ class MoveTasks:
         not finished is rolled back (its reason is returned)."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
         status = migration['status']
-        if status == 'confirming':
+        if status == states.MIGRATION_CONFIRMING:
             return self.confirm_resize(context, instance_uuid,
                                        migration_uuid)
-        if status == 'reverting':
+        if status == states.MIGRATION_REVERTING:
             return self.revert_resize(context, instance_uuid, migration_uuid)
-        if status in db.MIGRATION_DRIVEN_STATUSES:
+        if status in states.MIGRATION_DRIVEN_STATUSES:
             reason = 'its conductor stopped while it was %s' % status
             self._roll_back(
                 context, instance_uuid, migration,
                 migration['dest_compute'],
-                status in ('migrating', 'post-migrating'), reason)
+                status in (states.MIGRATION_MIGRATING,
+                           states.MIGRATION_POST_MIGRATING), reason)
             return reason
         return None
 
@@ -255,7 +261,7 @@ class MoveTasks:
         over); the allocation is freed here either way.
         """
         migration = db.migration_get_by_uuid(context, migration_uuid)
-        if not _expect(migration, ('confirming',)):
+        if not _expect(migration, (states.MIGRATION_CONFIRMING,)):
             return None
         source = migration['source_compute']
         try:
@@ -272,13 +278,14 @@ class MoveTasks:
         except Exception as exc:
             return self._step_failed(context, instance_uuid, migration_uuid,
                                      'Confirming', exc)
-        db.migration_update(context, migration_uuid, {'status': 'confirmed'})
+        db.migration_update(context, migration_uuid, {
+            'status': states.MIGRATION_CONFIRMED})
         # A server moved while SHUTOFF waits powered off: it stays SHUTOFF
         # (as upstream, by the power state of the destination's guest).
         instance = db.instance_get_by_uuid(context, instance_uuid)
         db.instance_update(context, instance_uuid, {
-            'vm_state': 'stopped' if instance['power_state'] ==
-            virt_driver.SHUTDOWN else 'active', 'task_state': None})
+            'vm_state': vm_states.STOPPED if instance['power_state'] ==
+            virt_driver.SHUTDOWN else vm_states.ACTIVE, 'task_state': None})
         LOG.info('Instance %s: migration %s confirmed', instance_uuid,
                  migration_uuid)
         return None
@@ -289,7 +296,7 @@ class MoveTasks:
         ``reverting``): the server runs on its source again with the old
         flavor and devices, which it never let go."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
-        if not _expect(migration, ('reverting',)):
+        if not _expect(migration, (states.MIGRATION_REVERTING,)):
             return None
         try:
             self.compute_api.revert_resize(
@@ -318,9 +325,10 @@ class MoveTasks:
         LOG.exception('%s migration %s of instance %s failed', doing,
                       migration_uuid, instance_uuid)
         reason = '%s migration %s failed: %s' % (
-            doing, migration_uuid, getattr(exc, 'message', None) or exc)
+            doing, migration_uuid, exception.reason_of(exc))
         self._set_error(context, instance_uuid, reason)
-        db.migration_update(context, migration_uuid, {'status': 'error'})
+        db.migration_update(context, migration_uuid,
+                            {'status': states.MIGRATION_ERROR})
         return reason
 
     def _is_up(self, context, host: str) -> bool:
@@ -336,7 +344,7 @@ class MoveTasks:
         LOG.error('Instance %s: %s', instance_uuid, message)
         try:
             db.instance_update(context, instance_uuid, {
-                'vm_state': 'error', 'task_state': None,
+                'vm_state': vm_states.ERROR, 'task_state': None,
                 'fault_message': message})
         except exception.InstanceNotFound:
             pass
@@ -351,10 +359,3 @@ def _expect(migration: dict, statuses: tuple[str, ...]) -> bool:
     LOG.info('Ignoring a step of migration %s: it is %s, not %s',
              migration['uuid'], migration['status'], ' or '.join(statuses))
     return False
-
-
-def _failed(migration: dict) -> str:
-    """The status of a failed move, as upstream: evacuations 'failed',
-    resizes and cold migrations 'error'."""
-    return 'failed' if migration['migration_type'] == 'evacuation' \
-        else 'error'

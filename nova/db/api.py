@@ -23,6 +23,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova import exception
+from nova import states
 from nova.db import models
 from nova.db import sqlite
 
@@ -544,10 +545,10 @@ def _waiting_for_host():
     instance = models.Instance
     return sa.and_(
         instance.deleted_at.is_(None),
-        sa.or_(sa.and_(instance.vm_state == 'building',
-                       instance.task_state == 'scheduling'),
-               sa.and_(instance.vm_state == 'shelved_offloaded',
-                       instance.task_state == 'unshelving')))
+        sa.or_(*(sa.and_(instance.vm_state == vm_state,
+                         instance.task_state == task_state)
+                 for vm_state, task_state in
+                 states.WAITING_FOR_HOST.items())))
 
 
 def _orphaned_build(stale_before):
@@ -715,13 +716,6 @@ def action_events_get(context, action_id: int) -> list[dict]:
 
 # Migrations ------------------------------------------------------------------
 
-# Statuses after which a migration holds nothing any more, as upstream.
-# An evacuation that is 'done' still holds its source until the source
-# compute comes back and cleans up ('completed').
-MIGRATION_FINAL_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
-                            'completed', 'cancelled')
-
-
 @context_manager.writer
 def migration_create(context, values: dict) -> dict:
     """Create a migration record (a fresh uuid unless given)."""
@@ -765,7 +759,7 @@ def migration_get_in_progress(context, instance_uuids: Iterable[str] | None
     """Migrations not yet in a final status, newest first: of the given
     instances, and/or with ``host`` as source or destination."""
     query = sa.select(models.Migration).where(
-        models.Migration.status.not_in(MIGRATION_FINAL_STATUSES),
+        models.Migration.status.not_in(states.MIGRATION_FINAL_STATUSES),
         models.Migration.deleted_at.is_(None)).order_by(
             models.Migration.id.desc())
     if instance_uuids is not None:
@@ -804,11 +798,6 @@ def migration_update(context, uuid: str, values: dict,
     return migration_get_by_uuid(context, uuid)
 
 
-# Statuses of a move a conductor is driving (not settled, not over).
-MIGRATION_DRIVEN_STATUSES = ('pre-migrating', 'migrating', 'post-migrating',
-                             'accepted', 'confirming', 'reverting')
-
-
 @context_manager.writer
 def instance_move_lease_take(context, uuid: str, owner: str,
                              stale_before) -> bool:
@@ -826,7 +815,7 @@ def instance_move_lease_take(context, uuid: str, owner: str,
     result = context.session.execute(
         sa.update(instance)
         .where(instance.uuid == uuid, instance.deleted_at.is_(None),
-               instance.vm_state != 'building',
+               instance.vm_state != states.BUILDING,
                sa.or_(instance.build_owner.is_(None),
                       instance.build_heartbeat.is_(None),
                       instance.build_heartbeat < stale_before))
@@ -842,10 +831,12 @@ def migration_get_orphaned(context, stale_before) -> list[dict]:
     instance = models.Instance
     query = (sa.select(models.Migration)
              .join(instance, instance.uuid == models.Migration.instance_uuid)
-             .where(models.Migration.status.in_(MIGRATION_DRIVEN_STATUSES),
-                    instance.deleted_at.is_(None),
-                    sa.or_(instance.build_heartbeat.is_(None),
-                           instance.build_heartbeat < stale_before))
+             .where(
+                 models.Migration.status.in_(
+                     states.MIGRATION_DRIVEN_STATUSES),
+                 instance.deleted_at.is_(None),
+                 sa.or_(instance.build_heartbeat.is_(None),
+                        instance.build_heartbeat < stale_before))
              .order_by(models.Migration.id))
     return [migration.to_dict()
             for migration in context.session.scalars(query)]

@@ -28,6 +28,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from nova.compute import task_states
+from nova.compute import vm_states
 from nova.db import api as db
 from nova import manager
 from nova import exception
@@ -275,9 +276,11 @@ class SchedulerManager(manager.Manager):
                     reason='it was deleted')
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
-            if instance is None or instance['vm_state'] == 'error' or \
+            if instance is None or \
+                    instance['vm_state'] == vm_states.ERROR or \
                     instance['task_state'] == task_states.DELETING or (
-                        instance['vm_state'] == 'shelved_offloaded' and
+                        instance['vm_state'] ==
+                        vm_states.SHELVED_OFFLOADED and
                         instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',
                             instance_uuid, exc.message)
@@ -310,9 +313,9 @@ class SchedulerManager(manager.Manager):
         try:
             return self.reportclient.get_allocation_candidates(params)
         except exception.PlacementAPIError as exc:
-            detail = exc.kwargs.get('detail') or ''
-            if exc.kwargs.get('status') != 400 or \
-                    'No such trait' not in detail:
+            detail = exc.kwargs.get('detail')
+            if not report.names_unknown_trait(exc.kwargs.get('status'),
+                                              detail):
                 raise
             LOG.info('No candidates: %s', detail)
             return {'allocation_requests': [], 'provider_summaries': {}}

@@ -8,12 +8,12 @@ driver) is a deployment choice.
 import abc
 
 from nova.pci import partitions as pci_partitions
+# The power states get_power_state reports, defined with the other
+# states and named here for the drivers and their callers.
+from nova.states import NOSTATE  # noqa: F401
+from nova.states import RUNNING  # noqa: F401
+from nova.states import SHUTDOWN  # noqa: F401
 from nova.virt import hardware
-
-# Power states, with upstream Nova's values (``OS-EXT-STS:power_state``).
-NOSTATE = 0
-RUNNING = 1
-SHUTDOWN = 4
 
 
 class ComputeDriver(abc.ABC):

@@ -55,6 +55,9 @@ CLAIM_CONFLICT_ATTEMPTS = 5
 # Placement's machine-readable error codes (placement/errors.py).
 _CONCURRENT_UPDATE = 'placement.concurrent_update'
 _INVENTORY_INUSE = 'placement.inventory.inuse'
+# Placement refuses a query naming a trait it has never seen with a 400
+# whose detail says so (in English: it has no error code for it).
+_UNKNOWN_TRAIT = 'No such trait'
 
 
 def _error_body(resp) -> tuple[str, str | None]:
@@ -64,6 +67,13 @@ def _error_body(resp) -> tuple[str, str | None]:
         return error.get('detail') or error.get('title', ''), error.get('code')
     except (ValueError, KeyError, IndexError, TypeError):
         return resp.text.strip() or resp.reason or '', None
+
+
+def names_unknown_trait(status: int | None, detail: str | None) -> bool:
+    """Whether Placement refused a query (``status``, error ``detail``)
+    because it names a trait Placement has never seen: for a query, the
+    same answer as nothing found."""
+    return status == 400 and _UNKNOWN_TRAIT in (detail or '')
 
 
 def _is_transient(error: exception.NovaException) -> bool:
@@ -217,7 +227,7 @@ class SchedulerReportClient:
                           allow=(400,))
         if resp.status_code == 400:
             detail, _code = _error_body(resp)
-            if 'No such trait' in (detail or ''):
+            if names_unknown_trait(resp.status_code, detail):
                 return 0
             raise self._api_error('GET', '/resource_providers', resp)
         return len(resp.json()['resource_providers'])

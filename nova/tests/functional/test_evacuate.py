@@ -47,7 +47,7 @@ class TestEvacuate(test_resize.MoveTestBase):
             settled=True)
         self.assertEqual([], violations)
 
-        with self.assertLogs('nova.compute.manager', 'WARNING') as logs:
+        with self.assertLogs('nova.compute.repair', 'WARNING') as logs:
             self.restart_compute(source)
         self.assertIn('was evacuated to %s' % target, '\n'.join(logs.output))
         self.assertEqual(frozenset(), self.gpus_on(source, server['id']))

@@ -593,7 +593,7 @@ class TestMoveRecovery(MoveTestBase):
         # Left on the dead destination: its guest and device claims.
         self.assertEqual(4, len(self.gpus_on(dest, server['id'])))
 
-        with self.assertLogs('nova.compute.manager', 'WARNING') as logs:
+        with self.assertLogs('nova.compute.repair', 'WARNING') as logs:
             self.start_compute(dest, driver=driver)
         repairs = '\n'.join(logs.output)
         self.assertIn('guest of instance %s destroyed' % server['id'],

@@ -7,7 +7,8 @@ only nova-all, the demo and the tests may import (tools outside ``nova``
 may too): a service never runs on a fake. And no module imports, even
 from inside a function, a module that imports it back.
 
-The layers, lowest first: the shared base (configuration, database,
+The layers, lowest first: the state vocabulary (``nova.states``, which
+imports nothing from nova); the shared base (configuration, database,
 context, RPC plumbing, PCI device model, virt hardware helpers); the virt
 drivers; the compute service and the scheduler, side by side; the
 conductor, which drives both; the REST API; the console commands. A
@@ -40,6 +41,8 @@ ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd')
 # (package, packages it must not import from). ``nova.compute.api`` is
 # the REST API's side of the compute service and counts as API layer.
 RULES = [
+    # The ground floor: nothing of nova below it.
+    ('nova.states', ('nova',)),
     ('nova.pci', ('nova.compute', 'nova.scheduler', 'nova.virt')
      + ABOVE_SERVICES),
     ('nova.db', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')

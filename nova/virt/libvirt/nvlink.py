@@ -143,7 +143,7 @@ def parse_module_map_option(value: str) -> dict[str, int]:
         raise exception.InvalidConfiguration(reason=(
             '[libvirt]gpu_module_map %r is not allowed (%s); give a JSON '
             'object of PCI address to module ID, e.g. {"0000:86:00.0": 1}'
-            % (value, getattr(err, 'message', None) or err)))
+            % (value, exception.reason_of(err))))
 
 
 class NVLinkPartitions:

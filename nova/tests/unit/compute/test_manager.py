@@ -25,6 +25,7 @@ from nova import exception
 from nova.pci import request as pci_request
 from nova import test
 from nova.tests.fixtures import database as db_fixture
+from nova.tests.unit.compute import fakes
 from nova.virt import driver as virt_driver
 
 HOST = 'cmp1'
@@ -42,107 +43,6 @@ def gpu(address: str) -> dict:
             'dev_id': 'pci_' + name, 'label': 'label_10de_2335'}
 
 
-class FakeDriver(virt_driver.ComputeDriver):
-    """A hypervisor whose guests are a dict: uuid -> power state."""
-
-    def __init__(self) -> None:
-        self.guests: dict[str, int] = {}
-        self.spawned: list[tuple[str, list[str]]] = []
-        self.calls: list[tuple[str, str]] = []
-        self.fail_spawn: Exception | None = None
-
-    def init_host(self, host):
-        self.calls.append(('init_host', host))
-
-    def get_available_resource(self):
-        return {'vcpus': 64, 'memory_mb': 65536, 'local_gb': 100,
-                'hypervisor_type': 'fake', 'hypervisor_hostname': HOST}
-
-    def get_pci_devices(self):
-        return [gpu(address) for address in GPUS]
-
-    def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-              numa_nodes=()):
-        self.calls.append(('spawn', instance_uuid))
-        # The guest exists when the failure hits: the manager must
-        # destroy it.
-        self.guests[instance_uuid] = virt_driver.RUNNING
-        if self.fail_spawn is not None:
-            raise self.fail_spawn
-        self.spawned.append((instance_uuid,
-                             sorted(d['address'] for d in pci_devices)))
-
-    def destroy(self, instance_uuid):
-        self.calls.append(('destroy', instance_uuid))
-        self.guests.pop(instance_uuid, None)
-
-    def power_off(self, instance_uuid):
-        # As the interface says: a guest that is gone is off already.
-        self.calls.append(('power_off', instance_uuid))
-        if instance_uuid in self.guests:
-            self.guests[instance_uuid] = virt_driver.SHUTDOWN
-
-    def power_on(self, instance_uuid):
-        self.calls.append(('power_on', instance_uuid))
-        self._existing(instance_uuid)
-        self.guests[instance_uuid] = virt_driver.RUNNING
-
-    def reboot(self, instance_uuid, hard):
-        self.calls.append(('reboot_hard' if hard else 'reboot',
-                           instance_uuid))
-        self._existing(instance_uuid)
-        self.guests[instance_uuid] = virt_driver.RUNNING
-
-    def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-                power_on, numa_nodes=()):
-        self.calls.append(('rebuild', instance_uuid))
-        self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
-                                      else virt_driver.SHUTDOWN)
-
-    def get_power_state(self, instance_uuid):
-        return self.guests.get(instance_uuid, virt_driver.NOSTATE)
-
-    def list_instance_uuids(self):
-        return sorted(self.guests)
-
-    def _existing(self, instance_uuid):
-        if instance_uuid not in self.guests:
-            raise exception.NovaException('no guest %s' % instance_uuid)
-
-
-class FakeReportClient:
-    """Keeps the provider tree the compute reports; records deletes."""
-
-    def __init__(self) -> None:
-        self.tree = None
-        self.deleted: list[str] = []
-
-    def get_provider_by_name(self, name):
-        return None
-
-    def get_provider_tree(self, root_uuid):
-        return self.tree.copy() if self.tree is not None else None
-
-    def get_allocations_for_tree(self, root_uuid):
-        return {}
-
-    def update_from_provider_tree(self, tree):
-        self.tree = tree.copy()
-
-    def delete_allocation_for_instance(self, consumer_uuid):
-        self.deleted.append(consumer_uuid)
-
-
-class FakeConductorAPI:
-    """Records the casts a compute makes to a conductor."""
-
-    def __init__(self) -> None:
-        self.confirmed: list[tuple[str, str]] = []
-
-    def confirm_resize(self, context, instance_uuid, migration_uuid):
-        self.confirmed.append((instance_uuid, migration_uuid))
-
-
 class ComputeManagerTestCase(test.TestCase):
 
     def setUp(self):
@@ -156,9 +56,12 @@ class ComputeManagerTestCase(test.TestCase):
         self.context = nova_context.get_admin_context()
         db.service_create(self.context, {
             'host': HOST, 'binary': 'nova-compute', 'topic': 'compute'})
-        self.driver = FakeDriver()
-        self.reportclient = FakeReportClient()
-        self.conductor = FakeConductorAPI()
+        self.driver = fakes.FakeDriver(
+            [gpu(address) for address in GPUS],
+            {'vcpus': 64, 'memory_mb': 65536, 'local_gb': 100,
+             'hypervisor_type': 'fake', 'hypervisor_hostname': HOST})
+        self.reportclient = fakes.FakeReportClient()
+        self.conductor = fakes.FakeConductorAPI()
         self.compute = self.make_compute()
 
     def make_compute(self) -> compute_manager.ComputeManager:
@@ -221,7 +124,7 @@ class TestStart(ComputeManagerTestCase):
 
     def test_reports_the_node_and_a_provider_per_device(self):
         self.assertEqual([('init_host', HOST)], self.driver.calls)
-        tree = self.reportclient.tree
+        tree = self.reportclient.placement
         root = tree.data(HOST)
         self.assertEqual(self.compute.rt.compute_node['uuid'], root.uuid)
         self.assertEqual(64, root.inventory['VCPU']['total'])
@@ -327,67 +230,6 @@ class TestTerminate(ComputeManagerTestCase):
 
         self.assertEqual([instance['uuid']], self.reportclient.deleted)
         self.assertRaises(exception.InstanceNotFound, self.get, instance)
-
-
-class TestStartUpRepair(ComputeManagerTestCase):
-
-    def test_half_built_instance_is_torn_down_and_handed_back(self):
-        instance = self.create_instance()
-        self.build(instance)
-        # The service died while spawning.
-        db.instance_update(self.context, instance['uuid'], {
-            'vm_state': vm_states.BUILDING,
-            'task_state': task_states.SPAWNING})
-
-        self.compute = self.make_compute()
-
-        self.assertEqual({}, self.driver.guests)
-        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
-        stored = self.get(instance)
-        self.assertEqual((task_states.SCHEDULING, None),
-                         (stored['task_state'], stored['host']))
-
-    def test_guest_and_devices_of_a_deleted_instance_are_freed(self):
-        instance = self.create_instance()
-        self.build(instance)
-        kept = self.create_instance()
-        self.build(kept, [GPUS[1]])
-        # Deleted through the API while this compute was down.
-        db.instance_destroy(self.context, instance['uuid'])
-
-        self.compute = self.make_compute()
-
-        self.assertEqual([kept['uuid']], self.driver.list_instance_uuids())
-        self.assertEqual({GPUS[0]: None, GPUS[1]: kept['uuid']},
-                         self.holders())
-        self.assertIn('guest of instance %s destroyed' % instance['uuid'],
-                      self.logger.output)
-
-    def test_interrupted_power_off_is_finished(self):
-        instance = self.create_instance()
-        self.build(instance)
-        db.instance_update(self.context, instance['uuid'],
-                           {'task_state': task_states.POWERING_OFF})
-
-        self.compute = self.make_compute()
-
-        stored = self.get(instance)
-        self.assertEqual((vm_states.STOPPED, None, virt_driver.SHUTDOWN),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
-        self.assertEqual(virt_driver.SHUTDOWN,
-                         self.driver.guests[instance['uuid']])
-
-    def test_nothing_to_repair_touches_nothing(self):
-        instance = self.create_instance()
-        self.build(instance)
-        calls = len(self.driver.calls)
-
-        self.compute = self.make_compute()
-
-        self.assertEqual([('init_host', HOST)], self.driver.calls[calls:])
-        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
-        self.assertIn('nothing to repair', self.logger.output)
 
 
 class TestLifecycle(ComputeManagerTestCase):
@@ -505,110 +347,3 @@ class TestLifecycle(ComputeManagerTestCase):
                          self.conductor.confirmed)
         self.assertEqual('confirming', db.migration_get_by_uuid(
             self.context, migration['uuid'])['status'])
-
-
-class TestPowerState(ComputeManagerTestCase):
-    """Servers matched to their guests at start and periodically."""
-
-    def setUp(self):
-        super().setUp()
-        self.instance = self.create_instance()
-        self.build(self.instance)
-        self.uuid = self.instance['uuid']
-
-    def stop_action(self) -> tuple:
-        """(event, result, traceback) of the server's newest action, which
-        must be a stop."""
-        [action] = [a for a in db.actions_get(self.context, self.uuid)
-                    if a['action'] == instance_actions.STOP]
-        [event] = db.action_events_get(self.context, action['id'])
-        return event['event'], event['result'], event['traceback']
-
-    def assert_state(self, vm_state: str, power_state: int) -> None:
-        stored = self.get(self.instance)
-        self.assertEqual((vm_state, None, power_state),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
-        self.assertEqual(power_state, self.driver.guests[self.uuid])
-        # Whatever happened, the server keeps its device.
-        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
-
-    def test_lost_guest_of_active_server_is_stopped_at_start(self):
-        del self.driver.guests[self.uuid]
-
-        self.compute = self.make_compute()
-
-        self.assertIn(('rebuild', self.uuid), self.driver.calls)
-        self.assert_state(vm_states.STOPPED, virt_driver.SHUTDOWN)
-        event, result, why = self.stop_action()
-        self.assertEqual(('compute_init_host', 'Error'), (event, result))
-        self.assertIn('resume_guests_state_on_host_boot is False', why)
-
-    def test_lost_guest_of_active_server_resumed_when_asked(self):
-        self.conf.set_override('resume_guests_state_on_host_boot', True)
-        del self.driver.guests[self.uuid]
-
-        self.compute = self.make_compute()
-
-        self.assert_state(vm_states.ACTIVE, virt_driver.RUNNING)
-        self.assertEqual([], db.actions_get(self.context, self.uuid))
-
-    def test_shut_down_guest_of_active_server_resumed_when_asked(self):
-        self.conf.set_override('resume_guests_state_on_host_boot', True)
-        self.driver.guests[self.uuid] = virt_driver.SHUTDOWN
-
-        self.compute = self.make_compute()
-
-        self.assertIn(('power_on', self.uuid), self.driver.calls)
-        self.assert_state(vm_states.ACTIVE, virt_driver.RUNNING)
-
-    def test_lost_guest_of_shutoff_server_defined_powered_off(self):
-        db.instance_update(self.context, self.uuid, {
-            'vm_state': vm_states.STOPPED,
-            'power_state': virt_driver.SHUTDOWN})
-        del self.driver.guests[self.uuid]
-
-        self.compute = self.make_compute()
-
-        self.assert_state(vm_states.STOPPED, virt_driver.SHUTDOWN)
-        self.assertIn('defined again, powered off', self.logger.output)
-
-    def test_sync_stops_active_server_whose_guest_is_gone(self):
-        del self.driver.guests[self.uuid]
-
-        self.compute.sync_power_states()
-
-        stored = self.get(self.instance)
-        self.assertEqual((vm_states.STOPPED, virt_driver.NOSTATE),
-                         (stored['vm_state'], stored['power_state']))
-        event, result, why = self.stop_action()
-        self.assertEqual(('compute_sync_power_state', 'Error'),
-                         (event, result))
-        self.assertIn('gone from the hypervisor', why)
-        self.assertEqual(self.uuid, self.holders()[GPUS[0]])
-
-    def test_sync_powers_off_guest_of_shutoff_server(self):
-        db.instance_update(self.context, self.uuid,
-                           {'vm_state': vm_states.STOPPED})
-
-        self.compute.sync_power_states()
-
-        self.assert_state(vm_states.STOPPED, virt_driver.SHUTDOWN)
-        self.assertIn('found running', self.stop_action()[2])
-
-    def test_sync_leaves_servers_with_a_task_alone(self):
-        self.driver.guests[self.uuid] = virt_driver.SHUTDOWN
-        db.instance_update(self.context, self.uuid,
-                           {'task_state': task_states.POWERING_ON})
-
-        self.compute.sync_power_states()
-
-        stored = self.get(self.instance)
-        self.assertEqual((vm_states.ACTIVE, task_states.POWERING_ON),
-                         (stored['vm_state'], stored['task_state']))
-        self.assertEqual([], db.actions_get(self.context, self.uuid))
-
-    def test_sync_is_a_periodic_task_with_its_interval(self):
-        self.conf.set_override('sync_power_state_interval', 42)
-        self.assertIn(('sync_power_states', self.compute.sync_power_states,
-                       42), self.compute.periodic_tasks())

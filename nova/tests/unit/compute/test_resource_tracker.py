@@ -1,7 +1,7 @@
 """Tests for the ResourceTracker's update cycle.
 
-The hypervisor and Placement are fakes (``FakeDriver``,
-``FakeReportClient``); the provider tree, the translator, the PCI tracker
+The hypervisor and Placement are fakes (``fakes.FakeDriver``,
+``fakes.FakeReportClient``); the provider tree, the translator, the PCI tracker
 and the database are the real ones. The fake report client keeps the last
 tree it was sent as Placement's, so consecutive updates see what they
 reported before.
@@ -22,6 +22,7 @@ from nova.pci import placement_names as names
 from nova import test
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import h200_placement
+from nova.tests.unit.compute import fakes
 from nova.virt import hardware
 from nova.virt.fake import host as fakehost
 
@@ -30,67 +31,6 @@ GPUS = fakehost.H200_GPU_ADDRESSES
 # The H200 host's two NUMA nodes, one socket each.
 TOPOLOGY = hardware.HostNUMATopology(tuple(
     hardware.NUMACell(node, (node,), 1024, node) for node in (0, 1)))
-
-
-class FakeDriver:
-    """A hypervisor with an HGX H200 board (and a NIC and an NVMe)."""
-
-    def __init__(self) -> None:
-        self.resources = {'vcpus': h200_placement.VCPUS,
-                          'memory_mb': h200_placement.MEMORY_MB,
-                          'local_gb': 0, 'hypervisor_type': 'fake'}
-        self.devices = fakehost.hgx_h200_devices()
-        self.topology = TOPOLOGY
-
-    def get_available_resource(self) -> dict:
-        return dict(self.resources)
-
-    def get_pci_devices(self) -> list[dict]:
-        return [dict(dev) for dev in self.devices]
-
-    def get_numa_topology(self) -> hardware.HostNUMATopology:
-        return self.topology
-
-    def get_nvlink_partitions(self) -> None:
-        return None
-
-    def get_known_nvlink_partitions(self) -> None:
-        return None
-
-
-class FakeReportClient:
-    """Placement as the resource tracker sees it: the last tree sent, the
-    allocations on it, and a count of what was asked."""
-
-    def __init__(self) -> None:
-        self.placement: ptree.ProviderTree | None = None
-        self.sent: list[ptree.ProviderTree] = []
-        self.allocations: dict = {}
-        self.allocation_reads = 0
-        # Conflicts to raise before accepting an update.
-        self.conflicts = 0
-
-    def get_provider_by_name(self, name: str) -> dict | None:
-        if self.placement is None or not self.placement.exists(name):
-            return None
-        return {'uuid': self.placement.data(name).uuid}
-
-    def get_provider_tree(self, root_uuid: str) -> ptree.ProviderTree | None:
-        if self.placement is None or not self.placement.exists(root_uuid):
-            return None
-        return self.placement.copy()
-
-    def get_allocations_for_tree(self, root_uuid: str) -> dict:
-        self.allocation_reads += 1
-        return self.allocations
-
-    def update_from_provider_tree(self, tree: ptree.ProviderTree) -> None:
-        if self.conflicts:
-            self.conflicts -= 1
-            raise exception.ResourceProviderUpdateConflict(
-                uuid=tree.roots()[0].uuid, generation=1, error='test')
-        self.sent.append(tree.copy())
-        self.placement = tree.copy()
 
 
 def make_conf(pci: dict | None = None, **overrides) -> cfg.ConfigOpts:
@@ -125,8 +65,13 @@ class ResourceTrackerTestCase(test.TestCase):
         super().setUp()
         self.useFixture(db_fixture.Database())
         self.context = nova_context.get_admin_context()
-        self.driver = FakeDriver()
-        self.client = FakeReportClient()
+        self.driver = fakes.FakeDriver(
+            fakehost.hgx_h200_devices(),
+            {'vcpus': h200_placement.VCPUS,
+             'memory_mb': h200_placement.MEMORY_MB, 'local_gb': 0,
+             'hypervisor_type': 'fake'},
+            TOPOLOGY)
+        self.client = fakes.FakeReportClient()
 
     def tracker(self, conf: cfg.ConfigOpts | None = None
                 ) -> resource_tracker.ResourceTracker:

@@ -1,0 +1,135 @@
+"""Fakes of what a compute talks to, for the compute unit tests: a
+hypervisor driver, Placement as the report client shows it, and a
+conductor. Each test module gives the driver its own host (devices,
+resources, NUMA topology)."""
+
+from nova.compute import provider_tree as ptree
+from nova import exception
+from nova.virt import driver as virt_driver
+from nova.virt import hardware
+
+
+class FakeDriver(virt_driver.ComputeDriver):
+    """A hypervisor with the given host, whose guests are a dict: uuid ->
+    power state. Calls that change guests are recorded in ``calls``."""
+
+    def __init__(self, devices: list[dict], resources: dict,
+                 topology: hardware.HostNUMATopology | None = None
+                 ) -> None:
+        self.devices = devices
+        self.resources = resources
+        self.topology = topology or hardware.HostNUMATopology()
+        self.guests: dict[str, int] = {}
+        self.spawned: list[tuple[str, list[str]]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.fail_spawn: Exception | None = None
+
+    def init_host(self, host):
+        self.calls.append(('init_host', host))
+
+    def get_available_resource(self) -> dict:
+        return dict(self.resources)
+
+    def get_pci_devices(self) -> list[dict]:
+        return [dict(dev) for dev in self.devices]
+
+    def get_numa_topology(self) -> hardware.HostNUMATopology:
+        return self.topology
+
+    def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
+              numa_nodes=()):
+        self.calls.append(('spawn', instance_uuid))
+        # The guest exists when the failure hits: the manager must
+        # destroy it.
+        self.guests[instance_uuid] = virt_driver.RUNNING
+        if self.fail_spawn is not None:
+            raise self.fail_spawn
+        self.spawned.append((instance_uuid,
+                             sorted(d['address'] for d in pci_devices)))
+
+    def destroy(self, instance_uuid):
+        self.calls.append(('destroy', instance_uuid))
+        self.guests.pop(instance_uuid, None)
+
+    def power_off(self, instance_uuid):
+        # As the interface says: a guest that is gone is off already.
+        self.calls.append(('power_off', instance_uuid))
+        if instance_uuid in self.guests:
+            self.guests[instance_uuid] = virt_driver.SHUTDOWN
+
+    def power_on(self, instance_uuid):
+        self.calls.append(('power_on', instance_uuid))
+        self._existing(instance_uuid)
+        self.guests[instance_uuid] = virt_driver.RUNNING
+
+    def reboot(self, instance_uuid, hard):
+        self.calls.append(('reboot_hard' if hard else 'reboot',
+                           instance_uuid))
+        self._existing(instance_uuid)
+        self.guests[instance_uuid] = virt_driver.RUNNING
+
+    def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
+                power_on, numa_nodes=()):
+        self.calls.append(('rebuild', instance_uuid))
+        self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
+                                      else virt_driver.SHUTDOWN)
+
+    def get_power_state(self, instance_uuid):
+        return self.guests.get(instance_uuid, virt_driver.NOSTATE)
+
+    def list_instance_uuids(self):
+        return sorted(self.guests)
+
+    def _existing(self, instance_uuid):
+        if instance_uuid not in self.guests:
+            raise exception.NovaException('no guest %s' % instance_uuid)
+
+
+class FakeReportClient:
+    """Placement as a compute sees it: the last provider tree sent
+    (``placement``), every tree sent, the allocations on it, and a
+    record of what was asked and deleted."""
+
+    def __init__(self) -> None:
+        self.placement: ptree.ProviderTree | None = None
+        self.sent: list[ptree.ProviderTree] = []
+        self.allocations: dict = {}
+        self.allocation_reads = 0
+        self.deleted: list[str] = []
+        # Conflicts to raise before accepting an update.
+        self.conflicts = 0
+
+    def get_provider_by_name(self, name: str) -> dict | None:
+        if self.placement is None or not self.placement.exists(name):
+            return None
+        return {'uuid': self.placement.data(name).uuid}
+
+    def get_provider_tree(self, root_uuid: str) -> ptree.ProviderTree | None:
+        if self.placement is None or not self.placement.exists(root_uuid):
+            return None
+        return self.placement.copy()
+
+    def get_allocations_for_tree(self, root_uuid: str) -> dict:
+        self.allocation_reads += 1
+        return self.allocations
+
+    def update_from_provider_tree(self, tree: ptree.ProviderTree) -> None:
+        if self.conflicts:
+            self.conflicts -= 1
+            raise exception.ResourceProviderUpdateConflict(
+                uuid=tree.roots()[0].uuid, generation=1, error='test')
+        self.sent.append(tree.copy())
+        self.placement = tree.copy()
+
+    def delete_allocation_for_instance(self, consumer_uuid: str) -> None:
+        self.deleted.append(consumer_uuid)
+
+
+class FakeConductorAPI:
+    """Records the casts a compute makes to a conductor."""
+
+    def __init__(self) -> None:
+        self.confirmed: list[tuple[str, str]] = []
+
+    def confirm_resize(self, context, instance_uuid, migration_uuid):
+        self.confirmed.append((instance_uuid, migration_uuid))
