@@ -79,10 +79,28 @@ def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
     return '.'.join(parts)
 
 
-def _imports(path: pathlib.Path) -> set[str]:
-    """Every nova module ``path`` imports, at any depth of its code."""
+def _type_only(tree: ast.AST) -> set[int]:
+    """Ids of the nodes under ``if TYPE_CHECKING:``: imports for
+    annotations that never run."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (
+                getattr(node.test, 'id', None) == 'TYPE_CHECKING' or
+                getattr(node.test, 'attr', None) == 'TYPE_CHECKING'):
+            for child in node.body:
+                found.update(id(n) for n in ast.walk(child))
+    return found
+
+
+def _imports(path: pathlib.Path, runtime_only: bool = False) -> set[str]:
+    """Every nova module ``path`` imports, at any depth of its code (with
+    ``runtime_only``, not the imports for annotations only)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skipped = _type_only(tree) if runtime_only else set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -128,14 +146,16 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
 
 
 def _import_graph(root: pathlib.Path) -> dict[str, set[str]]:
-    """Module -> the nova modules it imports (``from m import name``
-    counts as importing ``m`` when ``name`` is not a module)."""
+    """Module -> the nova modules it imports when it runs (``from m
+    import name`` counts as importing ``m`` when ``name`` is not a
+    module; an import under ``if TYPE_CHECKING:`` names a type for an
+    annotation and is no edge)."""
     paths = {_module_name(path, root): path
              for path in sorted(root.rglob('*.py'))}
     graph = {}
     for importer, path in paths.items():
         graph[importer] = set()
-        for imported in _imports(path):
+        for imported in _imports(path, runtime_only=True):
             while imported and imported not in paths:
                 imported = imported.rpartition('.')[0]
             if imported and imported != importer:
@@ -265,3 +285,16 @@ class TestLayers(test.TestCase):
         self.assertEqual(
             [['nova.virt.driver', 'nova.virt.libvirt.driver']],
             circles(root))
+
+    def test_an_annotation_only_import_is_no_circle(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        root.mkdir()
+        (root / 'manager.py').write_text('from nova import repair\n')
+        (root / 'repair.py').write_text(
+            'from typing import TYPE_CHECKING\n'
+            'if TYPE_CHECKING:\n'
+            '    from nova.manager import Manager\n')
+        self.assertEqual([], circles(root))
+        (root / 'repair.py').write_text('from nova.manager import Manager\n')
+        self.assertEqual([['nova.manager', 'nova.repair']], circles(root))
