@@ -399,7 +399,7 @@ def resource_request(size: int) -> request_builder.ResourceRequest:
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
     return request_builder.build_resource_request(
-        dict(FLAVOR, extra_specs={}), requests, True)
+        dict(FLAVOR, extra_specs={}), requests)
 
 
 class FleetRun:

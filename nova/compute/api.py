@@ -81,7 +81,6 @@ class API:
                  reportclient: report.SchedulerReportClient | None = None
                  ) -> None:
         self.conf = conf
-        self.pci_in_placement = conf.filter_scheduler.pci_in_placement
         # Parsed once: a bad [pci]alias stops nova-api at start.
         pci = pci_config.load(conf)
         self.aliases = pci.aliases
@@ -120,8 +119,7 @@ class API:
             flavor['extra_specs'], self.aliases)
         # Validates the remaining extra specs the scheduler will use.
         request_builder.build_resource_request(
-            flavor, pci_requests, self.pci_in_placement,
-            self.pci_resource_classes)
+            flavor, pci_requests, self.pci_resource_classes)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,
@@ -235,8 +233,7 @@ class API:
         pci_requests = pci_request.get_pci_requests_from_flavor(
             flavor['extra_specs'], self.aliases)
         request_builder.build_resource_request(
-            flavor, pci_requests, self.pci_in_placement,
-            self.pci_resource_classes)
+            flavor, pci_requests, self.pci_resource_classes)
         return self._start_move(
             context, instance, 'resize', flavor,
             pci_request.requests_to_primitive(pci_requests), None)

@@ -48,8 +48,7 @@ BINARY = 'nova-scheduler'
 COMPUTE_BINARY = 'nova-compute'
 
 
-def describe_request(request: request_builder.ResourceRequest,
-                     pci_requests: list, pci_in_placement: bool) -> str:
+def describe_request(request: request_builder.ResourceRequest) -> str:
     """What an instance asks for, in words, for NoValidHost reasons.
 
     e.g. "4 VCPU, 4096 MEMORY_MB and a free nvlink group of 2 x PGPU".
@@ -58,15 +57,13 @@ def describe_request(request: request_builder.ResourceRequest,
     flavor_group = request.groups[0]
     parts.extend('%d %s' % (amount, rc)
                  for rc, amount in flavor_group.resources.items())
-    if pci_in_placement:
-        for pci_req in pci_requests:
-            if pci_req.group_type and pci_req.count >= 2:
-                parts.append('a free %s group of %d x %s' % (
-                    pci_req.group_type, pci_req.count,
-                    pci_req.resource_class))
-            else:
-                parts.append('%d x %s' % (pci_req.count,
-                                          pci_req.resource_class))
+    for pci_req in request.pci_requests:
+        if pci_req.group_type and pci_req.count >= 2:
+            parts.append('a free %s group of %d x %s' % (
+                pci_req.group_type, pci_req.count, pci_req.resource_class))
+        else:
+            parts.append('%d x %s' % (pci_req.count,
+                                      pci_req.resource_class))
     if not parts:
         return 'no resources'
     if len(parts) == 1:
@@ -146,12 +143,10 @@ class SchedulerManager(manager.Manager):
         Placement is asked again (up to ``[scheduler]max_claim_rounds``
         times) while every candidate it offered is claimed concurrently."""
         instance_uuid = instance['uuid']
-        pci_requests = pci_request.requests_from_primitive(
-            pci_requests_primitive)
-        pci_in_placement = self.conf.filter_scheduler.pci_in_placement
         request = request_builder.build_resource_request(
-            flavor, pci_requests, pci_in_placement)
-        wanted = describe_request(request, pci_requests, pci_in_placement)
+            flavor, pci_request.requests_from_primitive(
+                pci_requests_primitive))
+        wanted = describe_request(request)
 
         # The compute nodes and services are read once per decision, not
         # once per band query.
@@ -166,8 +161,7 @@ class SchedulerManager(manager.Manager):
         for round_number in range(1, rounds + 1):
             try:
                 selections, usable = self._selections(
-                    request, pci_requests, pci_in_placement, wanted, fleet,
-                    excluded, requested_host)
+                    request, wanted, fleet, excluded, requested_host)
             except exception.NoValidHost as exc:
                 raise _with_leaks(context, exc.kwargs['reason']) from exc
             for selection in selections:
@@ -198,8 +192,7 @@ class SchedulerManager(manager.Manager):
             'concurrently by other instances' % (refused, wanted, rounds)))
 
     def _selections(self, request: request_builder.ResourceRequest,
-                    pci_requests: list, pci_in_placement: bool, wanted: str,
-                    fleet: tuple[dict, dict], excluded: set[str],
+                    wanted: str, fleet: tuple[dict, dict], excluded: set[str],
                     requested_host: str | None
                     ) -> tuple[list[weights.Selection], dict]:
         """Placement's candidates for ``request`` on usable hosts, in the
@@ -215,8 +208,7 @@ class SchedulerManager(manager.Manager):
         candidates = response.get('allocation_requests', [])
         if not candidates:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
-                wanted, refusal.explain(self.reportclient, request,
-                                        pci_requests, pci_in_placement)))
+                wanted, refusal.explain(self.reportclient, request)))
 
         usable, dropped = usable_hosts(response)
         kept = _on_hosts(response, usable)
@@ -226,7 +218,7 @@ class SchedulerManager(manager.Manager):
                 '%s' % (len(candidates), wanted, '; '.join(dropped))))
 
         kept, numa_reasons = numa_affinity.filter_candidates(
-            kept, response, request, pci_requests)
+            kept, response, request)
         if not kept:
             raise exception.NoValidHost(reason=(
                 'no candidate for %s meets the PCI NUMA affinity policy: %s'
@@ -235,7 +227,7 @@ class SchedulerManager(manager.Manager):
         selections = numa_affinity.prefer_local(
             weights.select_candidates(
                 dict(response, allocation_requests=kept), request),
-            response, request, pci_requests)
+            response, request)
         return selections, usable
 
     @staticmethod

@@ -15,12 +15,12 @@ from nova.scheduler import request_builder
 
 
 def _placed(candidate: dict, summaries: dict,
-            request: request_builder.ResourceRequest,
-            pci_requests: list) -> list[pci_numa.PlacedRequest]:
+            request: request_builder.ResourceRequest
+            ) -> list[pci_numa.PlacedRequest]:
     """The device localities each PCI request gets in ``candidate``."""
     chosen = request.pci_providers(candidate)
     placed = []
-    for pci_req in pci_requests:
+    for pci_req in request.pci_requests:
         localities = tuple(
             names.locality_from_traits(
                 summaries.get(rp_uuid, {}).get('traits', ()))
@@ -33,16 +33,15 @@ def _placed(candidate: dict, summaries: dict,
 
 
 def filter_candidates(candidates: list[dict], response: dict,
-                      request: request_builder.ResourceRequest,
-                      pci_requests: list) -> tuple[list[dict], list[str]]:
+                      request: request_builder.ResourceRequest
+                      ) -> tuple[list[dict], list[str]]:
     """Split ``candidates`` into those whose devices meet every request's
     NUMA policy and the distinct reasons the others do not."""
     summaries = response.get('provider_summaries', {})
     kept, reasons = [], []
     for candidate in candidates:
         try:
-            pci_numa.guest_nodes(_placed(candidate, summaries, request,
-                                         pci_requests))
+            pci_numa.guest_nodes(_placed(candidate, summaries, request))
         except exception.PciNumaAffinityViolation as exc:
             if exc.message not in reasons:
                 reasons.append(exc.message)
@@ -52,12 +51,10 @@ def filter_candidates(candidates: list[dict], response: dict,
 
 
 def prefer_local(selections: list, response: dict,
-                 request: request_builder.ResourceRequest,
-                 pci_requests: list) -> list:
+                 request: request_builder.ResourceRequest) -> list:
     """``selections`` with those whose ``preferred`` requests have all
     their devices on one NUMA node first, each part in its given order."""
     summaries = response.get('provider_summaries', {})
     return sorted(selections, key=lambda selection: not
                   pci_numa.prefers_local(_placed(
-                      selection.allocation_request, summaries, request,
-                      pci_requests)))
+                      selection.allocation_request, summaries, request)))

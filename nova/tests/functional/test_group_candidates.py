@@ -38,7 +38,7 @@ class TestGroupCandidates(test.TestCase):
             spec=[{'resource_class': 'PGPU'}], numa_policy='legacy',
             group_type='nvlink', resource_class='PGPU', traits=set())
         request = request_builder.build_resource_request(
-            FLAVOR, [pci], True)
+            FLAVOR, [pci])
         response = self.builder.call('get', '/allocation_candidates?%s' % (
             request.to_querystring(1000)))
         gpu_of = {rp: gpu for gpu, rp in self.gpu_rps.items()}

@@ -40,10 +40,10 @@ class TestFilter(test.TestCase):
     def check(self, policy, *nodes_per_candidate):
         requests = [_pci(len(nodes_per_candidate[0]), policy)]
         request = request_builder.build_resource_request(
-            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests, True)
+            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests)
         response = _response(*nodes_per_candidate)
         return numa_affinity.filter_candidates(
-            response['allocation_requests'], response, request, requests)
+            response['allocation_requests'], response, request)
 
     def test_required_keeps_single_node_candidates(self):
         kept, reasons = self.check('required', (0, 1), (1, 1), (0, None))
@@ -66,15 +66,14 @@ class TestFilter(test.TestCase):
     def test_preferred_candidates_on_one_node_first(self):
         requests = [_pci(2, 'preferred')]
         request = request_builder.build_resource_request(
-            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests, True)
+            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests)
         response = _response((0, 1), (1, 1), (0, None), (0, 0))
         selections = [weights.Selection('root', c, request.pci_providers(c))
                       for c in response['allocation_requests']]
-        ordered = numa_affinity.prefer_local(selections, response, request,
-                                             requests)
+        ordered = numa_affinity.prefer_local(selections, response, request)
         self.assertEqual([1, 3, 0, 2], [selections.index(s)
                                         for s in ordered])
         # Legacy keeps the weighers' order.
         requests[0].numa_policy = 'legacy'
         self.assertEqual(selections, numa_affinity.prefer_local(
-            selections, response, request, requests))
+            selections, response, request))

@@ -69,7 +69,7 @@ def _request(count, group_type='nvlink'):
         group_type=group_type, resource_class='PGPU', traits=set())
     return request_builder.build_resource_request(
         {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}},
-        [pci], True)
+        [pci])
 
 
 def _response(hosts, candidate_gpus):
