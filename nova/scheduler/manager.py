@@ -4,7 +4,7 @@ Placement does the filtering: the request builder turns the flavor and its
 PCI requests into one ``GET /allocation_candidates`` query whose candidates
 all fit (for device groups, exactly one candidate per free group of the
 requested size). The scheduler then drops hosts it must not use, orders
-the rest (``weights.select_candidates``: pack GPU hosts, buddy rule) and
+the rest (``candidates.order``: pack GPU hosts, buddy rule) and
 claims the first candidate Placement still accepts. Claiming here, not on
 the compute, means two concurrent boots can never be promised the same
 devices: the loser gets a 409 and takes the next candidate. When every
@@ -33,13 +33,13 @@ from nova import manager
 from nova import exception
 from nova import rpc
 from nova.pci import request as pci_request
+from nova.scheduler import candidates as scheduler_candidates
 from nova.scheduler.client import report
 from nova.scheduler import fullness
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import rpcapi as scheduler_rpcapi
-from nova.scheduler import weights
 from nova.servicegroup import api as servicegroup
 
 LOG = logging.getLogger(__name__)
@@ -160,14 +160,14 @@ class SchedulerManager(manager.Manager):
         # answer shows what is still free (other hosts, other bands).
         for round_number in range(1, rounds + 1):
             try:
-                selections, usable = self._selections(
+                candidates, usable = self._ordered_candidates(
                     request, wanted, fleet, excluded, requested_host)
             except exception.NoValidHost as exc:
                 raise _with_leaks(context, exc.kwargs['reason']) from exc
-            for selection in selections:
-                node = usable[selection.host]
+            for candidate in candidates:
+                node = usable[candidate.host]
                 if self.reportclient.claim_resources(
-                        instance_uuid, selection.allocation_request,
+                        instance_uuid, candidate.allocation_request,
                         project_id, user_id):
                     if after_claim is not None:
                         after_claim()
@@ -177,11 +177,11 @@ class SchedulerManager(manager.Manager):
                     return {'host': node['host'],
                             'nodename': node['hypervisor_hostname'],
                             'allocation_request':
-                                selection.allocation_request,
-                            'mappings': selection.pci_providers}
+                                candidate.allocation_request,
+                            'mappings': candidate.pci_providers}
                 LOG.info('Claim for instance %s on %s refused; trying the '
                          'next candidate', instance_uuid, node['host'])
-            refused += len(selections)
+            refused += len(candidates)
             LOG.info('Every candidate of query %d of %d for instance %s was '
                      'taken concurrently%s', round_number, rounds,
                      instance_uuid, '; asking Placement again'
@@ -191,10 +191,11 @@ class SchedulerManager(manager.Manager):
             'found in %d queries ([scheduler]max_claim_rounds): taken '
             'concurrently by other instances' % (refused, wanted, rounds)))
 
-    def _selections(self, request: request_builder.ResourceRequest,
-                    wanted: str, fleet: tuple[dict, dict], excluded: set[str],
-                    requested_host: str | None
-                    ) -> tuple[list[weights.Selection], dict]:
+    def _ordered_candidates(
+            self, request: request_builder.ResourceRequest, wanted: str,
+            fleet: tuple[dict, dict], excluded: set[str],
+            requested_host: str | None
+    ) -> tuple[list[scheduler_candidates.Candidate], dict]:
         """Placement's candidates for ``request`` on usable hosts, in the
         order to claim them, and the usable compute nodes by root
         provider UUID. NoValidHost saying why when there is none."""
@@ -205,30 +206,31 @@ class SchedulerManager(manager.Manager):
         response = self._allocation_candidates(
             request, lambda body: bool(
                 _on_hosts(body, usable_hosts(body)[0])))
-        candidates = response.get('allocation_requests', [])
-        if not candidates:
+        offered = scheduler_candidates.from_response(response, request)
+        if not offered:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
                 wanted, refusal.explain(self.reportclient, request)))
 
         usable, dropped = usable_hosts(response)
-        kept = _on_hosts(response, usable)
+        kept = [candidate for candidate in offered
+                if candidate.host in usable]
         if not kept:
             raise exception.NoValidHost(reason=(
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
-                '%s' % (len(candidates), wanted, '; '.join(dropped))))
+                '%s' % (len(offered), wanted, '; '.join(dropped))))
 
+        summaries = response.get('provider_summaries', {})
         kept, numa_reasons = numa_affinity.filter_candidates(
-            kept, response, request)
+            kept, summaries, request)
         if not kept:
             raise exception.NoValidHost(reason=(
                 'no candidate for %s meets the PCI NUMA affinity policy: %s'
                 % (wanted, '; '.join(numa_reasons))))
 
-        selections = numa_affinity.prefer_local(
-            weights.select_candidates(
-                dict(response, allocation_requests=kept), request),
-            response, request)
-        return selections, usable
+        ordered = numa_affinity.prefer_local(
+            scheduler_candidates.order(kept, summaries, request),
+            summaries, request)
+        return ordered, usable
 
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:
@@ -360,7 +362,7 @@ def _on_hosts(response: dict, usable: dict) -> list[dict]:
     """The candidates of ``response`` that land on a host in ``usable``."""
     summaries = response.get('provider_summaries', {})
     return [candidate for candidate in response.get('allocation_requests', [])
-            if weights.host_root(candidate, summaries) in usable]
+            if scheduler_candidates.host_root(candidate, summaries) in usable]
 
 
 def _with_leaks(context, reason: str) -> exception.NoValidHost:

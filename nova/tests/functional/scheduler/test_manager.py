@@ -1,5 +1,6 @@
 """SchedulerManager.select_destination against real Placement and DB."""
 
+import fixtures
 import oslo_messaging
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -9,6 +10,7 @@ from nova.db import models
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
+from nova.scheduler import request_builder
 from nova.tests.functional import base
 from nova.tests.functional import gpu_hosts
 
@@ -95,6 +97,37 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         mapped = selection['mappings'][rid]
         self.assertEqual(2, len(mapped))
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
+
+    def test_chosen_providers_worked_out_once_per_candidate(self):
+        # NUMA filter, weighing, NUMA preference and the claim all use the
+        # providers each candidate gives the PCI requests: one answer per
+        # candidate, not one per step.
+        self.hosts.add_host('cmp1')
+        instance = gpu_hosts.create_instance(self.context, 2)
+        answers, worked_out = [], []
+        ask = manager.SchedulerManager._allocation_candidates
+        chosen = request_builder.ResourceRequest.pci_providers
+
+        def recording_ask(scheduler, *args):
+            answers.append(ask(scheduler, *args))
+            return answers[-1]
+
+        def counting_chosen(request, candidate):
+            worked_out.append(candidate)
+            return chosen(request, candidate)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.manager.SchedulerManager._allocation_candidates',
+            recording_ask))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_builder.ResourceRequest.pci_providers',
+            counting_chosen))
+
+        self._select(instance)
+
+        offered = answers[0]['allocation_requests']
+        self.assertEqual(4, len(offered))     # the 4 free pairs of cmp1
+        self.assertEqual(len(offered), len(worked_out))
 
     def test_packs_into_the_broken_quad_of_the_fuller_host(self):
         self.hosts.add_host('cmp1')
