@@ -528,18 +528,18 @@ class ComputeManager(manager.Manager):
                                                    threading.Lock())
 
     def _devices_for(self, pci_requests: list | None,
-                     mappings: dict[str, list[str]]
+                     pci_providers: dict[str, list[str]]
                      ) -> list[tuple[str, list[str]]]:
         """(request id, device addresses) for each PCI request (primitive
-        form), from ``mappings``: request id -> the provider the scheduler
-        chose for each of its devices, in device order."""
+        form), from ``pci_providers``: request id -> the provider the
+        scheduler chose for each of its devices, in device order."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.get('rp_uuid'):
                 by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
         claims = []
         for request in pci_request.requests_from_primitive(pci_requests):
-            rp_uuids = list(mappings.get(request.request_id) or [])
+            rp_uuids = list(pci_providers.get(request.request_id) or [])
             if len(rp_uuids) != request.count:
                 raise exception.PciDeviceRequestFailed(requests=(
                     '%s: the scheduler chose %d provider(s) %s for %d '
@@ -579,9 +579,15 @@ class ComputeManager(manager.Manager):
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
-    def build_and_run_instance(self, context, instance_uuid: str,
-                               mappings: dict) -> None:
+    def build_and_run_instance(
+            self, context, instance_uuid: str,
+            pci_providers: dict[str, list[str]] | None = None,
+            mappings: dict[str, list[str]] | None = None) -> None:
         """Claim the allocated devices, start the guest, mark it ACTIVE.
+
+        ``pci_providers`` (``mappings`` from an RPC API 1.0 - 1.2 caller)
+        are the device providers the scheduler claimed for each PCI
+        request.
 
         On failure everything done here is undone (guest destroyed,
         devices freed), the build is handed back (``scheduling``, no
@@ -617,8 +623,9 @@ class ComputeManager(manager.Manager):
                      task_states.UNSHELVING else 'compute_build_instance')
             with instance_actions.step(context, instance_uuid, event,
                                        host=self.host):
-                devices = self._claim_and_spawn(context, instance, mappings,
-                                                waiting)
+                devices = self._claim_and_spawn(
+                    context, instance, _sent_providers(pci_providers,
+                                                       mappings), waiting)
             try:
                 db.instance_update(context, instance_uuid, {
                     'vm_state': 'active', 'task_state': None,
@@ -636,7 +643,8 @@ class ComputeManager(manager.Manager):
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')
 
-    def _claim_and_spawn(self, context, instance: dict, mappings: dict,
+    def _claim_and_spawn(self, context, instance: dict,
+                         pci_providers: dict[str, list[str]],
                          waiting: str) -> list[dict]:
         """Claim the allocated devices and start the guest; on failure
         undo both, hand the instance back and raise
@@ -652,7 +660,7 @@ class ComputeManager(manager.Manager):
         devices: list[dict] = []
         try:
             devices = self._claim_devices(
-                instance_uuid, instance.get('pci_requests'), mappings)
+                instance_uuid, instance.get('pci_requests'), pci_providers)
             flavor = instance['flavor']
             # Only while no delete has started (it sets 'deleting')
             # and the build is still this host's.
@@ -693,11 +701,11 @@ class ComputeManager(manager.Manager):
         return not self.rt.offers([d['address'] for d in devices])
 
     def _claim_devices(self, instance_uuid: str, pci_requests: list | None,
-                       mappings: dict) -> list[dict]:
+                       pci_providers: dict[str, list[str]]) -> list[dict]:
         """Claim the devices Placement allocated to each PCI request."""
         devices = []
         for request_id, addresses in self._devices_for(pci_requests,
-                                                       mappings):
+                                                       pci_providers):
             devices += self.rt.pci_tracker.claim(
                 instance_uuid, request_id, addresses)
         self.rt.report_claimed(devices)
@@ -996,9 +1004,11 @@ class ComputeManager(manager.Manager):
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
     def prep_resize(self, context, instance_uuid: str, migration_uuid: str,
-                    mappings: dict) -> None:
+                    pci_providers: dict[str, list[str]] | None = None,
+                    mappings: dict[str, list[str]] | None = None) -> None:
         """Destination: claim the devices Placement allocated for the new
-        flavor. On failure nothing stays claimed here and
+        flavor (``pci_providers``, or ``mappings`` from an RPC API 1.2
+        caller). On failure nothing stays claimed here and
         RescheduledException lets the conductor try another host."""
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
@@ -1013,7 +1023,8 @@ class ComputeManager(manager.Manager):
                             migration_uuid, migration['status'],
                             migration['dest_compute']))
                 devices = self._claim_devices(
-                    instance_uuid, migration['new_pci_requests'], mappings)
+                    instance_uuid, migration['new_pci_requests'],
+                    _sent_providers(pci_providers, mappings))
             except Exception as exc:
                 LOG.warning('Preparing the move of instance %s to %s '
                             'failed: %s', instance_uuid, self.host, exc)
@@ -1187,6 +1198,15 @@ def _guest_devices(devices: list[dict]) -> list[dict]:
     """Device rows as the driver's spawn/rebuild take them."""
     return [dict(dev, managed=dev['extra_info'].get('managed', 'true'))
             for dev in devices]
+
+
+def _sent_providers(pci_providers: dict[str, list[str]] | None,
+                    mappings: dict[str, list[str]] | None
+                    ) -> dict[str, list[str]]:
+    """The scheduler's PCI providers as a build or move message carries
+    them: ``pci_providers`` from RPC API 1.3 on, ``mappings`` from an
+    older sender (see nova.compute.rpcapi)."""
+    return (pci_providers if pci_providers is not None else mappings) or {}
 
 
 def _request_ids(pci_requests: list | None) -> set[str]:

@@ -89,16 +89,15 @@ class SchedulerManager(manager.Manager):
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)
     def select_destination(self, context, instance_uuid: str,
-                           excluded_hosts: list[str],
-                           build_owner: str) -> dict:
+                           excluded_hosts: list[str], build_owner: str,
+                           return_selection: bool = False) -> dict:
         """Choose a host for the instance and claim it in Placement.
 
         ``excluded_hosts`` are compute host names already tried;
         ``build_owner`` is the conductor driving the build (BuildLeaseLost
-        if the build is not in ``scheduling`` under it). Returns
-        ``{"host", "nodename", "allocation_request", "mappings"}``, where
-        ``mappings`` is PCI request id -> the device provider UUIDs chosen
-        for it, in device order (what the compute claims devices by); the
+        if the build is not in ``scheduling`` under it). Returns a
+        ``scheduler_rpcapi.Selection`` primitive (in the form of API 1.0
+        unless ``return_selection``, see nova.scheduler.rpcapi); the
         allocation is claimed for the instance (consumer = its UUID).
         Raises NoValidHost naming what was asked for and why nothing fit
         (marked as expected for oslo.messaging, so the server does not log
@@ -111,13 +110,16 @@ class SchedulerManager(manager.Manager):
             context, instance, instance['flavor'] or {},
             instance['pci_requests'], set(excluded_hosts), None,
             lambda: self._confirm_claim(context, instance_uuid,
-                                        build_owner))
+                                        build_owner)
+        ).to_primitive(legacy=not return_selection)
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost)
     def select_destination_for_move(self, context, instance_uuid: str,
                                     migration_uuid: str,
                                     excluded_hosts: list[str],
-                                    requested_host: str | None) -> dict:
+                                    requested_host: str | None,
+                                    return_selection: bool = False
+                                    ) -> dict:
         """Choose and claim a destination for a resize, cold migration or
         evacuation, with the migration's new flavor and PCI requests.
 
@@ -134,11 +136,12 @@ class SchedulerManager(manager.Manager):
         return self._schedule(
             context, instance, migration['new_flavor'] or {},
             migration['new_pci_requests'], set(excluded_hosts),
-            requested_host, None)
+            requested_host, None).to_primitive(legacy=not return_selection)
 
     def _schedule(self, context, instance: dict, flavor: dict,
                   pci_requests_primitive, excluded: set[str],
-                  requested_host: str | None, after_claim) -> dict:
+                  requested_host: str | None,
+                  after_claim) -> scheduler_rpcapi.Selection:
         """Candidates for ``flavor``, usable hosts, weighing, claim;
         Placement is asked again (up to ``[scheduler]max_claim_rounds``
         times) while every candidate it offered is claimed concurrently."""
@@ -174,11 +177,11 @@ class SchedulerManager(manager.Manager):
                     LOG.info('Instance %s scheduled to %s (%s)',
                              instance_uuid, node['host'],
                              node['hypervisor_hostname'])
-                    return {'host': node['host'],
-                            'nodename': node['hypervisor_hostname'],
-                            'allocation_request':
-                                candidate.allocation_request,
-                            'mappings': candidate.pci_providers}
+                    return scheduler_rpcapi.Selection(
+                        host=node['host'],
+                        nodename=node['hypervisor_hostname'],
+                        allocation_request=candidate.allocation_request,
+                        pci_providers=candidate.pci_providers)
                 LOG.info('Claim for instance %s on %s refused; trying the '
                          'next candidate', instance_uuid, node['host'])
             refused += len(candidates)

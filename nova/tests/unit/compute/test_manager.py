@@ -254,6 +254,17 @@ class TestBuild(ComputeManagerTestCase):
         self.assertEqual(('compute_build_instance', 'Success'),
                          (event['event'], event['result']))
 
+    def test_build_from_a_conductor_of_api_1_0(self):
+        # Before RPC API 1.3 the providers came as ``mappings``; a compute
+        # upgraded first still builds what an older conductor asks.
+        instance = self.create_instance()
+        self.compute.build_and_run_instance(
+            self.context, instance['uuid'],
+            mappings=self.mappings(instance, [GPUS[1]]))
+        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+                         self.driver.spawned)
+        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+
     def test_spawn_failure_cleans_up_and_hands_the_build_back(self):
         instance = self.create_instance()
         self.driver.fail_spawn = exception.NovaException('disk on fire')
