@@ -527,18 +527,19 @@ class ComputeManager(manager.Manager):
             return self._instance_locks.setdefault(instance_uuid,
                                                    threading.Lock())
 
-    def _devices_for(self, pci_requests: list | None,
+    def _devices_for(self,
+                     pci_requests: list[pci_request.InstancePCIRequest],
                      pci_providers: dict[str, list[str]]
                      ) -> list[tuple[str, list[str]]]:
-        """(request id, device addresses) for each PCI request (primitive
-        form), from ``pci_providers``: request id -> the provider the
-        scheduler chose for each of its devices, in device order."""
+        """(request id, device addresses) for each PCI request, from
+        ``pci_providers``: request id -> the provider the scheduler chose
+        for each of its devices, in device order."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.get('rp_uuid'):
                 by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
         claims = []
-        for request in pci_request.requests_from_primitive(pci_requests):
+        for request in pci_requests:
             rp_uuids = list(pci_providers.get(request.request_id) or [])
             if len(rp_uuids) != request.count:
                 raise exception.PciDeviceRequestFailed(requests=(
@@ -556,16 +557,17 @@ class ComputeManager(manager.Manager):
             claims.append((request.request_id, addresses))
         return claims
 
-    def _guest_numa_nodes(self, pci_requests: list | None,
-                          devices: list[dict]) -> tuple[int, ...]:
+    def _guest_numa_nodes(
+            self, pci_requests: list[pci_request.InstancePCIRequest],
+            devices: list[dict]) -> tuple[int, ...]:
         """Host NUMA nodes the guest is confined to, from the NUMA nodes
-        of the devices each PCI request (primitive form) claimed and the
+        of the devices each PCI request claimed and the
         requests' NUMA policies (see nova.pci.numa);
         PciNumaAffinityViolation if the devices cannot meet a policy
         (Placement's traits were stale)."""
         topology = self.rt.numa_topology
         placed = []
-        for request in pci_request.requests_from_primitive(pci_requests):
+        for request in pci_requests:
             placed.append(pci_numa.PlacedRequest(
                 policy=request.numa_policy,
                 label='%s:%d' % (request.alias_name, request.count),
@@ -659,8 +661,11 @@ class ComputeManager(manager.Manager):
         instance_uuid = instance['uuid']
         devices: list[dict] = []
         try:
+            # Read once; the claim and the guest's NUMA nodes share it.
+            pci_requests = pci_request.requests_from_primitive(
+                instance.get('pci_requests'))
             devices = self._claim_devices(
-                instance_uuid, instance.get('pci_requests'), pci_providers)
+                instance_uuid, pci_requests, pci_providers)
             flavor = instance['flavor']
             # Only while no delete has started (it sets 'deleting')
             # and the build is still this host's.
@@ -672,8 +677,7 @@ class ComputeManager(manager.Manager):
                 instance_uuid, instance['display_name'],
                 flavor['vcpus'], flavor['memory_mb'],
                 _guest_devices(devices),
-                self._guest_numa_nodes(instance.get('pci_requests'),
-                                       devices))
+                self._guest_numa_nodes(pci_requests, devices))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -700,7 +704,8 @@ class ComputeManager(manager.Manager):
             return False
         return not self.rt.offers([d['address'] for d in devices])
 
-    def _claim_devices(self, instance_uuid: str, pci_requests: list | None,
+    def _claim_devices(self, instance_uuid: str,
+                       pci_requests: list[pci_request.InstancePCIRequest],
                        pci_providers: dict[str, list[str]]) -> list[dict]:
         """Claim the devices Placement allocated to each PCI request."""
         devices = []
@@ -906,8 +911,9 @@ class ComputeManager(manager.Manager):
             instance['uuid'], instance['display_name'], flavor['vcpus'],
             flavor['memory_mb'], _guest_devices(devices),
             power_on=not stopped,
-            numa_nodes=self._guest_numa_nodes(instance.get('pci_requests'),
-                                              devices))
+            numa_nodes=self._guest_numa_nodes(
+                pci_request.requests_from_primitive(
+                    instance.get('pci_requests')), devices))
         return _STOPPED if stopped else _RUNNING
 
     def shelve_instance(self, context, instance_uuid: str) -> None:
@@ -999,7 +1005,8 @@ class ComputeManager(manager.Manager):
         self.driver.spawn(
             instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
             _guest_devices(devices),
-            self._guest_numa_nodes(pci_requests, devices))
+            self._guest_numa_nodes(
+                pci_request.requests_from_primitive(pci_requests), devices))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -1023,7 +1030,8 @@ class ComputeManager(manager.Manager):
                             migration_uuid, migration['status'],
                             migration['dest_compute']))
                 devices = self._claim_devices(
-                    instance_uuid, migration['new_pci_requests'],
+                    instance_uuid, pci_request.requests_from_primitive(
+                        migration['new_pci_requests']),
                     _sent_providers(pci_providers, mappings))
             except Exception as exc:
                 LOG.warning('Preparing the move of instance %s to %s '
