@@ -177,7 +177,7 @@ def build_query(model: str, size: int) -> list[tuple[str, str]]:
     aliases = pci_request.get_alias_from_config([json.dumps(alias)], True)
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
-    rr = request_builder.build_resource_request(FLAVOR, requests, True)
+    rr = request_builder.build_resource_request(FLAVOR, requests)
     if model == 'nested':
         for group in rr.groups:
             group.required_traits = {t for t in group.required_traits

@@ -10,7 +10,7 @@ instance's end deletes its allocations. Hosts are HGX H200 trees built by
 nova's translator (pairs 1+3, 2+4, 5+7, 6+8, quartets 1-4 and 5-8, the
 board of 8). Host choices, all on the same trace and fleet:
 
-* scheduler: ``nova.scheduler.weights.select_candidates`` on one query
+* scheduler: ``nova.scheduler.candidates.select_candidates`` on one query
   with ``limit`` (nova-scheduler before free-GPU bands);
 * bands: the same choice on the fullest free-GPU band's candidates
   (``nova.scheduler.fullness``, what nova-scheduler asks); the band each
@@ -62,7 +62,7 @@ from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import fullness as scheduler_fullness
 from nova.scheduler import request_builder
-from nova.scheduler import weights
+from nova.scheduler import candidates as scheduler_candidates
 from nova.virt.fake import host as fakehost
 
 # Requested GPUs -> share of requests.
@@ -199,7 +199,7 @@ def order_candidates(policy: str, body: dict,
     candidates = body['allocation_requests']
     if policy in ('scheduler', 'bands'):
         return [s.allocation_request
-                for s in weights.select_candidates(body, request)]
+                for s in scheduler_candidates.select_candidates(body, request)]
     if policy == 'first':
         return list(candidates)
     if policy == 'random':
@@ -207,8 +207,8 @@ def order_candidates(policy: str, body: dict,
     if policy == 'spread':
         summaries = body['provider_summaries']
         free = _free_gpus(summaries)
-        return sorted(candidates,
-                      key=lambda c: -free[weights.host_root(c, summaries)])
+        return sorted(candidates, key=lambda c: -free[
+            scheduler_candidates.host_root(c, summaries)])
     raise ValueError('host choice %r is not allowed; choose from %s' % (
         policy, ', '.join(POLICIES)))
 
@@ -399,7 +399,7 @@ def resource_request(size: int) -> request_builder.ResourceRequest:
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
     return request_builder.build_resource_request(
-        dict(FLAVOR, extra_specs={}), requests, True)
+        dict(FLAVOR, extra_specs={}), requests)
 
 
 class FleetRun:
@@ -448,7 +448,7 @@ class FleetRun:
         for candidate in ordered:
             if self.client.claim_resources(consumer, candidate, PROJECT,
                                            USER):
-                root = weights.host_root(candidate, summaries)
+                root = scheduler_candidates.host_root(candidate, summaries)
                 self._hold(consumer, root, request.size)
                 self._count_breaking(candidate, root, summaries, rr)
                 claimed = consumer
@@ -460,9 +460,10 @@ class FleetRun:
                         rr: request_builder.ResourceRequest) -> None:
         tree = {uuid: summary for uuid, summary in summaries.items()
                 if summary['root_provider_uuid'] == root}
-        host = weights.HostView(root, tree, rr.pci_resource_classes)
+        host = scheduler_candidates.HostView(root, tree,
+                                             rr.pci_resource_classes)
         largest, _count = host.damage(
-            weights.taken_providers(rr.pci_providers(candidate)))
+            scheduler_candidates.taken_providers(rr.pci_providers(candidate)))
         self.claims += 1
         self.breaking += int(largest > 0)
 

@@ -78,7 +78,6 @@ class API:
                  reportclient: report.SchedulerReportClient | None = None
                  ) -> None:
         self.conf = conf
-        self.pci_in_placement = conf.filter_scheduler.pci_in_placement
         # Parsed once: a bad [pci]alias stops nova-api at start.
         pci = pci_config.load(conf)
         self.aliases = pci.aliases
@@ -115,10 +114,9 @@ class API:
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
         pci_requests = pci_request.get_pci_requests_from_flavor(
             flavor['extra_specs'], self.aliases)
-        # Validates the remaining extra specs the scheduler will use.
-        request_builder.build_resource_request(
-            flavor, pci_requests, self.pci_in_placement,
-            self.pci_resource_classes)
+        # The remaining extra specs the scheduler will use.
+        request_builder.check_extra_specs(flavor['extra_specs'],
+                                          self.pci_resource_classes)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,
@@ -230,9 +228,8 @@ class API:
                 '%r; a resize must change the flavor' % (flavor_ref,))
         pci_requests = pci_request.get_pci_requests_from_flavor(
             flavor['extra_specs'], self.aliases)
-        request_builder.build_resource_request(
-            flavor, pci_requests, self.pci_in_placement,
-            self.pci_resource_classes)
+        request_builder.check_extra_specs(flavor['extra_specs'],
+                                          self.pci_resource_classes)
         return self._start_move(
             context, instance, 'resize', flavor,
             pci_request.requests_to_primitive(pci_requests), None)

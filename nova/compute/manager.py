@@ -222,19 +222,20 @@ class ComputeManager(manager.Manager):
             return self._instance_locks.setdefault(instance_uuid,
                                                    threading.Lock())
 
-    def _devices_for(self, pci_requests: list | None,
-                     mappings: dict[str, list[str]]
+    def _devices_for(self,
+                     pci_requests: list[pci_request.InstancePCIRequest],
+                     pci_providers: dict[str, list[str]]
                      ) -> list[tuple[str, list[str]]]:
-        """(request id, device addresses) for each PCI request (primitive
-        form), from ``mappings``: request id -> the provider the scheduler
-        chose for each of its devices, in device order."""
+        """(request id, device addresses) for each PCI request, from
+        ``pci_providers``: request id -> the provider the scheduler chose
+        for each of its devices, in device order."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.get('rp_uuid'):
                 by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
         claims = []
-        for request in pci_request.requests_from_primitive(pci_requests):
-            rp_uuids = list(mappings.get(request.request_id) or [])
+        for request in pci_requests:
+            rp_uuids = list(pci_providers.get(request.request_id) or [])
             if len(rp_uuids) != request.count:
                 raise exception.PciDeviceRequestFailed(requests=(
                     '%s: the scheduler chose %d provider(s) %s for %d '
@@ -251,16 +252,17 @@ class ComputeManager(manager.Manager):
             claims.append((request.request_id, addresses))
         return claims
 
-    def _guest_numa_nodes(self, pci_requests: list | None,
-                          devices: list[dict]) -> tuple[int, ...]:
+    def _guest_numa_nodes(
+            self, pci_requests: list[pci_request.InstancePCIRequest],
+            devices: list[dict]) -> tuple[int, ...]:
         """Host NUMA nodes the guest is confined to, from the NUMA nodes
-        of the devices each PCI request (primitive form) claimed and the
+        of the devices each PCI request claimed and the
         requests' NUMA policies (see nova.pci.numa);
         PciNumaAffinityViolation if the devices cannot meet a policy
         (Placement's traits were stale)."""
         topology = self.rt.numa_topology
         placed = []
-        for request in pci_request.requests_from_primitive(pci_requests):
+        for request in pci_requests:
             placed.append(pci_numa.PlacedRequest(
                 policy=request.numa_policy,
                 label='%s:%d' % (request.alias_name, request.count),
@@ -274,9 +276,15 @@ class ComputeManager(manager.Manager):
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
-    def build_and_run_instance(self, context, instance_uuid: str,
-                               mappings: dict) -> None:
+    def build_and_run_instance(
+            self, context, instance_uuid: str,
+            pci_providers: dict[str, list[str]] | None = None,
+            mappings: dict[str, list[str]] | None = None) -> None:
         """Claim the allocated devices, start the guest, mark it ACTIVE.
+
+        ``pci_providers`` (``mappings`` from an RPC API 1.0 - 1.2 caller)
+        are the device providers the scheduler claimed for each PCI
+        request.
 
         On failure everything done here is undone (guest destroyed,
         devices freed), the build is handed back (``scheduling``, no
@@ -312,8 +320,9 @@ class ComputeManager(manager.Manager):
                      task_states.UNSHELVING else 'compute_build_instance')
             with instance_actions.step(context, instance_uuid, event,
                                        host=self.host):
-                devices = self._claim_and_spawn(context, instance, mappings,
-                                                waiting)
+                devices = self._claim_and_spawn(
+                    context, instance, _sent_providers(pci_providers,
+                                                       mappings), waiting)
             try:
                 db.instance_update(context, instance_uuid, dict(
                     compute_utils.SETTLED_ACTIVE, task_state=None,
@@ -331,7 +340,8 @@ class ComputeManager(manager.Manager):
                      instance_uuid, self.host,
                      ', '.join(d['address'] for d in devices) or 'none')
 
-    def _claim_and_spawn(self, context, instance: dict, mappings: dict,
+    def _claim_and_spawn(self, context, instance: dict,
+                         pci_providers: dict[str, list[str]],
                          waiting: str) -> list[dict]:
         """Claim the allocated devices and start the guest; on failure
         undo both, hand the instance back and raise
@@ -346,8 +356,11 @@ class ComputeManager(manager.Manager):
         instance_uuid = instance['uuid']
         devices: list[dict] = []
         try:
+            # Read once; the claim and the guest's NUMA nodes share it.
+            pci_requests = pci_request.requests_from_primitive(
+                instance.get('pci_requests'))
             devices = self._claim_devices(
-                instance_uuid, instance.get('pci_requests'), mappings)
+                instance_uuid, pci_requests, pci_providers)
             flavor = instance['flavor']
             # Only while no delete has started (it sets 'deleting')
             # and the build is still this host's.
@@ -359,8 +372,7 @@ class ComputeManager(manager.Manager):
                 instance_uuid, instance['display_name'],
                 flavor['vcpus'], flavor['memory_mb'],
                 _guest_devices(devices),
-                self._guest_numa_nodes(instance.get('pci_requests'),
-                                       devices))
+                self._guest_numa_nodes(pci_requests, devices))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -387,12 +399,13 @@ class ComputeManager(manager.Manager):
             return False
         return not self.rt.offers([d['address'] for d in devices])
 
-    def _claim_devices(self, instance_uuid: str, pci_requests: list | None,
-                       mappings: dict) -> list[dict]:
+    def _claim_devices(self, instance_uuid: str,
+                       pci_requests: list[pci_request.InstancePCIRequest],
+                       pci_providers: dict[str, list[str]]) -> list[dict]:
         """Claim the devices Placement allocated to each PCI request."""
         devices = []
         for request_id, addresses in self._devices_for(pci_requests,
-                                                       mappings):
+                                                       pci_providers):
             devices += self.rt.pci_tracker.claim(
                 instance_uuid, request_id, addresses)
         self.rt.report_claimed(devices)
@@ -558,8 +571,9 @@ class ComputeManager(manager.Manager):
             instance['uuid'], instance['display_name'], flavor['vcpus'],
             flavor['memory_mb'], _guest_devices(devices),
             power_on=not stopped,
-            numa_nodes=self._guest_numa_nodes(instance.get('pci_requests'),
-                                              devices))
+            numa_nodes=self._guest_numa_nodes(
+                pci_request.requests_from_primitive(
+                    instance.get('pci_requests')), devices))
         return (compute_utils.SETTLED_STOPPED if stopped
                 else compute_utils.SETTLED_ACTIVE)
 
@@ -652,14 +666,17 @@ class ComputeManager(manager.Manager):
         self.driver.spawn(
             instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
             _guest_devices(devices),
-            self._guest_numa_nodes(pci_requests, devices))
+            self._guest_numa_nodes(
+                pci_request.requests_from_primitive(pci_requests), devices))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
     def prep_resize(self, context, instance_uuid: str, migration_uuid: str,
-                    mappings: dict) -> None:
+                    pci_providers: dict[str, list[str]] | None = None,
+                    mappings: dict[str, list[str]] | None = None) -> None:
         """Destination: claim the devices Placement allocated for the new
-        flavor. On failure nothing stays claimed here and
+        flavor (``pci_providers``, or ``mappings`` from an RPC API 1.2
+        caller). On failure nothing stays claimed here and
         RescheduledException lets the conductor try another host."""
         with self._instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
@@ -675,7 +692,9 @@ class ComputeManager(manager.Manager):
                             migration_uuid, migration['status'],
                             migration['dest_compute']))
                 devices = self._claim_devices(
-                    instance_uuid, migration['new_pci_requests'], mappings)
+                    instance_uuid, pci_request.requests_from_primitive(
+                        migration['new_pci_requests']),
+                    _sent_providers(pci_providers, mappings))
             except Exception as exc:
                 LOG.warning('Preparing the move of instance %s to %s '
                             'failed: %s', instance_uuid, self.host, exc)
@@ -834,6 +853,15 @@ def _guest_devices(devices: list[dict]) -> list[dict]:
     """Device rows as the driver's spawn/rebuild take them."""
     return [dict(dev, managed=dev['extra_info'].get('managed', 'true'))
             for dev in devices]
+
+
+def _sent_providers(pci_providers: dict[str, list[str]] | None,
+                    mappings: dict[str, list[str]] | None
+                    ) -> dict[str, list[str]]:
+    """The scheduler's PCI providers as a build or move message carries
+    them: ``pci_providers`` from RPC API 1.3 on, ``mappings`` from an
+    older sender (see nova.compute.rpcapi)."""
+    return (pci_providers if pci_providers is not None else mappings) or {}
 
 
 def _request_ids(pci_requests: list | None) -> set[str]:

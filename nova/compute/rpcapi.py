@@ -9,6 +9,10 @@ the version that introduced it, see nova.rpc):
   shelve_instance, shelve_offload_instance, unshelve_instance
 * 1.2: prep_resize, resize_instance, finish_resize, confirm_resize,
   revert_resize, finish_revert_resize
+* 1.3: build_and_run_instance and prep_resize take the scheduler's
+  per-PCI-request providers as ``pci_providers`` (``mappings`` before,
+  which the manager still accepts); under an ``[upgrade_levels]compute``
+  cap below 1.3 they are sent in their older form.
 """
 
 from oslo_config import cfg
@@ -17,9 +21,11 @@ import nova.conf
 from nova import rpc
 
 TOPIC = 'compute'
-VERSION = '1.2'
+VERSION = '1.3'
 _ACTIONS = '1.1'
 _MOVES = '1.2'
+# The version that names the scheduler's PCI providers ``pci_providers``.
+_PCI_PROVIDERS = '1.3'
 # The services row of a compute (liveness) is under this binary name.
 BINARY = 'nova-compute'
 # A build may wait for devices to be bound, the guest to start and the
@@ -38,20 +44,33 @@ class ComputeAPI:
         self.client = rpc.VersionedClient(
             conf if conf is not None else nova.conf.CONF, TOPIC)
 
+    def _providers_arg(self, introduced: str,
+                       pci_providers: dict[str, list[str]]
+                       ) -> tuple[str, dict]:
+        """The version to send a method taking the scheduler's PCI
+        providers at, and the keyword argument carrying them: 1.3 and
+        ``pci_providers``, or (capped below 1.3) the version that
+        introduced the method and ``mappings``."""
+        if self.client.can_send_version(_PCI_PROVIDERS):
+            return _PCI_PROVIDERS, {'pci_providers': pci_providers}
+        return introduced, {'mappings': pci_providers}
+
     def build_and_run_instance(self, context, host: str, instance_uuid: str,
-                               mappings: dict) -> None:
+                               pci_providers: dict[str, list[str]]
+                               ) -> None:
         """Build the instance on ``host`` and wait until it runs.
 
-        ``mappings`` is PCI request id -> the device provider UUIDs the
-        scheduler claimed for it, in device order. Raises
+        ``pci_providers`` is PCI request id -> the device provider UUIDs
+        the scheduler claimed for it, in device order. Raises
         RescheduledException when the compute failed and cleaned up, so
         another host may be tried.
         """
+        version, providers = self._providers_arg('1.0', pci_providers)
         cctxt = self.client.prepare(
-            'build_and_run_instance', '1.0', server=host,
+            'build_and_run_instance', version, server=host,
             timeout=BUILD_TIMEOUT, call_monitor_timeout=CALL_MONITOR_TIMEOUT)
         cctxt.call(context, 'build_and_run_instance',
-                   instance_uuid=instance_uuid, mappings=mappings)
+                   instance_uuid=instance_uuid, **providers)
 
     def terminate_instance(self, context, host: str,
                            instance_uuid: str) -> None:
@@ -110,19 +129,23 @@ class ComputeAPI:
                    instance_uuid=instance_uuid)
 
     def _move_step(self, context, host: str, method: str,
-                   instance_uuid: str, **kwargs) -> None:
+                   instance_uuid: str, version: str = _MOVES,
+                   **kwargs) -> None:
         """One step of a move on ``host``, waited for like a build."""
         cctxt = self.client.prepare(
-            method, _MOVES, server=host, timeout=BUILD_TIMEOUT,
+            method, version, server=host, timeout=BUILD_TIMEOUT,
             call_monitor_timeout=CALL_MONITOR_TIMEOUT)
         cctxt.call(context, method, instance_uuid=instance_uuid, **kwargs)
 
     def prep_resize(self, context, host: str, instance_uuid: str,
-                    migration_uuid: str, mappings: dict) -> None:
-        """Destination claims the allocated devices; RescheduledException
-        if it cannot (it has cleaned up)."""
+                    migration_uuid: str,
+                    pci_providers: dict[str, list[str]]) -> None:
+        """Destination claims the allocated devices (``pci_providers`` as
+        for a build); RescheduledException if it cannot (it has cleaned
+        up)."""
+        version, providers = self._providers_arg(_MOVES, pci_providers)
         self._move_step(context, host, 'prep_resize', instance_uuid,
-                        migration_uuid=migration_uuid, mappings=mappings)
+                        version, migration_uuid=migration_uuid, **providers)
 
     def resize_instance(self, context, host: str, instance_uuid: str,
                         migration_uuid: str) -> None:

@@ -322,14 +322,14 @@ class ConductorManager(manager.Manager):
                                       waiting=waiting)
                 except exception.BuildLeaseLost as exc:
                     raise _LeaseLost() from exc
-                host = selection['host']
+                host = selection.host
                 self._record_host(context, instance_uuid, selection,
                                   waiting)
                 LOG.info('Building instance %s on %s (attempt %d of %d)',
                          instance_uuid, host, attempt, max_attempts)
                 try:
                     self._call_compute(context, host, instance_uuid,
-                                       selection['mappings'], waiting)
+                                       selection.pci_providers, waiting)
                     return None
                 except exception.RescheduledException as exc:
                     LOG.warning('Build of instance %s failed on %s, '
@@ -368,13 +368,14 @@ class ConductorManager(manager.Manager):
         return None
 
     def _call_compute(self, context, host: str, instance_uuid: str,
-                      mappings: dict, waiting: str) -> None:
+                      pci_providers: dict[str, list[str]],
+                      waiting: str) -> None:
         """Build on ``host``; a compute that stopped answering before it
         started spawning (or that handed the build back when it
         restarted) counts as a reschedule."""
         try:
             self.compute_api.build_and_run_instance(
-                context, host, instance_uuid, mappings)
+                context, host, instance_uuid, pci_providers)
         except oslo_messaging.MessagingTimeout as exc:
             # Still 'scheduling': nothing runs there, and a compute that
             # answers late cannot start it any more once the host is
@@ -407,7 +408,8 @@ class ConductorManager(manager.Manager):
             raise _BuildAborted() from exc
 
     def _record_host(self, context, instance_uuid: str,
-                     selection: dict, waiting: str) -> None:
+                     selection: scheduler_rpcapi.Selection,
+                     waiting: str) -> None:
         """Record the chosen host, unless a delete got there first.
 
         Only while the task state is ``scheduling``: the API sets
@@ -416,7 +418,7 @@ class ConductorManager(manager.Manager):
         """
         self._update(
             context, instance_uuid,
-            {'host': selection['host'], 'node': selection['nodename']},
+            {'host': selection.host, 'node': selection.nodename},
             {'task_state': waiting})
 
     def _clear_host(self, context, instance_uuid: str,

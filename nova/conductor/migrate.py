@@ -141,14 +141,14 @@ class MoveTasks:
                                                     exc.message,
                                                     '; '.join(failures)))
                 raise
-            host = selection['host']
+            host = selection.host
             db.migration_update(context, migration['uuid'], {
                 'dest_compute': host, 'dest_host': host,
-                'dest_node': selection['nodename']})
+                'dest_node': selection.nodename})
             try:
                 self.compute_api.prep_resize(
                     context, host, instance_uuid, migration['uuid'],
-                    selection['mappings'])
+                    selection.pci_providers)
                 return host
             except exception.RescheduledException as exc:
                 reason = exc.kwargs.get('reason', exc.message)

@@ -4,7 +4,7 @@ Placement answers ``GET /allocation_candidates`` with at most ``limit``
 candidates, spread over the hosts it finds first. On a fleet with more
 candidates than that (a 1-GPU request on hundreds of GPU hosts), the
 fullest hosts may not be among them and packing (``nova.scheduler.
-weights``) only chooses among what came back. Computes publish how full
+candidates``) only chooses among what came back. Computes publish how full
 they are as a band trait on their root provider (``nova.pci.placement_names``);
 the scheduler asks for the fullest band that can hold the request first,
 with that trait required on the root (``root_required``), and moves to

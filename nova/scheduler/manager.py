@@ -4,7 +4,7 @@ Placement does the filtering: the request builder turns the flavor and its
 PCI requests into one ``GET /allocation_candidates`` query whose candidates
 all fit (for device groups, exactly one candidate per free group of the
 requested size). The scheduler then drops hosts it must not use, orders
-the rest (``weights.select_candidates``: pack GPU hosts, buddy rule) and
+the rest (``candidates.order``: pack GPU hosts, buddy rule) and
 claims the first candidate Placement still accepts. Claiming here, not on
 the compute, means two concurrent boots can never be promised the same
 devices: the loser gets a 409 and takes the next candidate. When every
@@ -34,13 +34,13 @@ from nova import manager
 from nova import exception
 from nova import rpc
 from nova.pci import request as pci_request
+from nova.scheduler import candidates as scheduler_candidates
 from nova.scheduler.client import report
 from nova.scheduler import fullness
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import rpcapi as scheduler_rpcapi
-from nova.scheduler import weights
 from nova.servicegroup import api as servicegroup
 
 LOG = logging.getLogger(__name__)
@@ -49,8 +49,7 @@ BINARY = 'nova-scheduler'
 COMPUTE_BINARY = 'nova-compute'
 
 
-def describe_request(request: request_builder.ResourceRequest,
-                     pci_requests: list, pci_in_placement: bool) -> str:
+def describe_request(request: request_builder.ResourceRequest) -> str:
     """What an instance asks for, in words, for NoValidHost reasons.
 
     e.g. "4 VCPU, 4096 MEMORY_MB and a free nvlink group of 2 x PGPU".
@@ -59,15 +58,13 @@ def describe_request(request: request_builder.ResourceRequest,
     flavor_group = request.groups[0]
     parts.extend('%d %s' % (amount, rc)
                  for rc, amount in flavor_group.resources.items())
-    if pci_in_placement:
-        for pci_req in pci_requests:
-            if pci_req.group_type and pci_req.count >= 2:
-                parts.append('a free %s group of %d x %s' % (
-                    pci_req.group_type, pci_req.count,
-                    pci_req.resource_class))
-            else:
-                parts.append('%d x %s' % (pci_req.count,
-                                          pci_req.resource_class))
+    for pci_req in request.pci_requests:
+        if pci_req.group_type and pci_req.count >= 2:
+            parts.append('a free %s group of %d x %s' % (
+                pci_req.group_type, pci_req.count, pci_req.resource_class))
+        else:
+            parts.append('%d x %s' % (pci_req.count,
+                                      pci_req.resource_class))
     if not parts:
         return 'no resources'
     if len(parts) == 1:
@@ -93,16 +90,15 @@ class SchedulerManager(manager.Manager):
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)
     def select_destination(self, context, instance_uuid: str,
-                           excluded_hosts: list[str],
-                           build_owner: str) -> dict:
+                           excluded_hosts: list[str], build_owner: str,
+                           return_selection: bool = False) -> dict:
         """Choose a host for the instance and claim it in Placement.
 
         ``excluded_hosts`` are compute host names already tried;
         ``build_owner`` is the conductor driving the build (BuildLeaseLost
-        if the build is not in ``scheduling`` under it). Returns
-        ``{"host", "nodename", "allocation_request", "mappings"}``, where
-        ``mappings`` is PCI request id -> the device provider UUIDs chosen
-        for it, in device order (what the compute claims devices by); the
+        if the build is not in ``scheduling`` under it). Returns a
+        ``scheduler_rpcapi.Selection`` primitive (in the form of API 1.0
+        unless ``return_selection``, see nova.scheduler.rpcapi); the
         allocation is claimed for the instance (consumer = its UUID).
         Raises NoValidHost naming what was asked for and why nothing fit
         (marked as expected for oslo.messaging, so the server does not log
@@ -115,13 +111,16 @@ class SchedulerManager(manager.Manager):
             context, instance, instance['flavor'] or {},
             instance['pci_requests'], set(excluded_hosts), None,
             lambda: self._confirm_claim(context, instance_uuid,
-                                        build_owner))
+                                        build_owner)
+        ).to_primitive(legacy=not return_selection)
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost)
     def select_destination_for_move(self, context, instance_uuid: str,
                                     migration_uuid: str,
                                     excluded_hosts: list[str],
-                                    requested_host: str | None) -> dict:
+                                    requested_host: str | None,
+                                    return_selection: bool = False
+                                    ) -> dict:
         """Choose and claim a destination for a resize, cold migration or
         evacuation, with the migration's new flavor and PCI requests.
 
@@ -138,21 +137,20 @@ class SchedulerManager(manager.Manager):
         return self._schedule(
             context, instance, migration['new_flavor'] or {},
             migration['new_pci_requests'], set(excluded_hosts),
-            requested_host, None)
+            requested_host, None).to_primitive(legacy=not return_selection)
 
     def _schedule(self, context, instance: dict, flavor: dict,
                   pci_requests_primitive, excluded: set[str],
-                  requested_host: str | None, after_claim) -> dict:
+                  requested_host: str | None,
+                  after_claim) -> scheduler_rpcapi.Selection:
         """Candidates for ``flavor``, usable hosts, weighing, claim;
         Placement is asked again (up to ``[scheduler]max_claim_rounds``
         times) while every candidate it offered is claimed concurrently."""
         instance_uuid = instance['uuid']
-        pci_requests = pci_request.requests_from_primitive(
-            pci_requests_primitive)
-        pci_in_placement = self.conf.filter_scheduler.pci_in_placement
         request = request_builder.build_resource_request(
-            flavor, pci_requests, pci_in_placement)
-        wanted = describe_request(request, pci_requests, pci_in_placement)
+            flavor, pci_request.requests_from_primitive(
+                pci_requests_primitive))
+        wanted = describe_request(request)
 
         # The compute nodes and services are read once per decision, not
         # once per band query.
@@ -166,29 +164,28 @@ class SchedulerManager(manager.Manager):
         # answer shows what is still free (other hosts, other bands).
         for round_number in range(1, rounds + 1):
             try:
-                selections, usable = self._selections(
-                    request, pci_requests, pci_in_placement, wanted, fleet,
-                    excluded, requested_host)
+                candidates, usable = self._ordered_candidates(
+                    request, wanted, fleet, excluded, requested_host)
             except exception.NoValidHost as exc:
                 raise _with_leaks(context, exc.kwargs['reason']) from exc
-            for selection in selections:
-                node = usable[selection.host]
+            for candidate in candidates:
+                node = usable[candidate.host]
                 if self.reportclient.claim_resources(
-                        instance_uuid, selection.allocation_request,
+                        instance_uuid, candidate.allocation_request,
                         project_id, user_id):
                     if after_claim is not None:
                         after_claim()
                     LOG.info('Instance %s scheduled to %s (%s)',
                              instance_uuid, node['host'],
                              node['hypervisor_hostname'])
-                    return {'host': node['host'],
-                            'nodename': node['hypervisor_hostname'],
-                            'allocation_request':
-                                selection.allocation_request,
-                            'mappings': selection.pci_providers}
+                    return scheduler_rpcapi.Selection(
+                        host=node['host'],
+                        nodename=node['hypervisor_hostname'],
+                        allocation_request=candidate.allocation_request,
+                        pci_providers=candidate.pci_providers)
                 LOG.info('Claim for instance %s on %s refused; trying the '
                          'next candidate', instance_uuid, node['host'])
-            refused += len(selections)
+            refused += len(candidates)
             LOG.info('Every candidate of query %d of %d for instance %s was '
                      'taken concurrently%s', round_number, rounds,
                      instance_uuid, '; asking Placement again'
@@ -198,11 +195,11 @@ class SchedulerManager(manager.Manager):
             'found in %d queries ([scheduler]max_claim_rounds): taken '
             'concurrently by other instances' % (refused, wanted, rounds)))
 
-    def _selections(self, request: request_builder.ResourceRequest,
-                    pci_requests: list, pci_in_placement: bool, wanted: str,
-                    fleet: tuple[dict, dict], excluded: set[str],
-                    requested_host: str | None
-                    ) -> tuple[list[weights.Selection], dict]:
+    def _ordered_candidates(
+            self, request: request_builder.ResourceRequest, wanted: str,
+            fleet: tuple[dict, dict], excluded: set[str],
+            requested_host: str | None
+    ) -> tuple[list[scheduler_candidates.Candidate], dict]:
         """Placement's candidates for ``request`` on usable hosts, in the
         order to claim them, and the usable compute nodes by root
         provider UUID. NoValidHost saying why when there is none."""
@@ -213,31 +210,31 @@ class SchedulerManager(manager.Manager):
         response = self._allocation_candidates(
             request, lambda body: bool(
                 _on_hosts(body, usable_hosts(body)[0])))
-        candidates = response.get('allocation_requests', [])
-        if not candidates:
+        offered = scheduler_candidates.from_response(response, request)
+        if not offered:
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
-                wanted, refusal.explain(self.reportclient, request,
-                                        pci_requests, pci_in_placement)))
+                wanted, refusal.explain(self.reportclient, request)))
 
         usable, dropped = usable_hosts(response)
-        kept = _on_hosts(response, usable)
+        kept = [candidate for candidate in offered
+                if candidate.host in usable]
         if not kept:
             raise exception.NoValidHost(reason=(
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
-                '%s' % (len(candidates), wanted, '; '.join(dropped))))
+                '%s' % (len(offered), wanted, '; '.join(dropped))))
 
+        summaries = response.get('provider_summaries', {})
         kept, numa_reasons = numa_affinity.filter_candidates(
-            kept, response, request, pci_requests)
+            kept, summaries, request)
         if not kept:
             raise exception.NoValidHost(reason=(
                 'no candidate for %s meets the PCI NUMA affinity policy: %s'
                 % (wanted, '; '.join(numa_reasons))))
 
-        selections = numa_affinity.prefer_local(
-            weights.select_candidates(
-                dict(response, allocation_requests=kept), request),
-            response, request, pci_requests)
-        return selections, usable
+        ordered = numa_affinity.prefer_local(
+            scheduler_candidates.order(kept, summaries, request),
+            summaries, request)
+        return ordered, usable
 
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:
@@ -371,7 +368,7 @@ def _on_hosts(response: dict, usable: dict) -> list[dict]:
     """The candidates of ``response`` that land on a host in ``usable``."""
     summaries = response.get('provider_summaries', {})
     return [candidate for candidate in response.get('allocation_requests', [])
-            if weights.host_root(candidate, summaries) in usable]
+            if scheduler_candidates.host_root(candidate, summaries) in usable]
 
 
 def _with_leaks(context, reason: str) -> exception.NoValidHost:

@@ -11,20 +11,21 @@ candidate, from the NUMA traits Placement returns in
 from nova import exception
 from nova.pci import numa as pci_numa
 from nova.pci import placement_names as names
+from nova.scheduler import candidates as scheduler_candidates
 from nova.scheduler import request_builder
 
 
-def _placed(candidate: dict, summaries: dict,
-            request: request_builder.ResourceRequest,
-            pci_requests: list) -> list[pci_numa.PlacedRequest]:
+def _placed(candidate: scheduler_candidates.Candidate, summaries: dict,
+            request: request_builder.ResourceRequest
+            ) -> list[pci_numa.PlacedRequest]:
     """The device localities each PCI request gets in ``candidate``."""
-    chosen = request.pci_providers(candidate)
     placed = []
-    for pci_req in pci_requests:
+    for pci_req in request.pci_requests:
         localities = tuple(
             names.locality_from_traits(
                 summaries.get(rp_uuid, {}).get('traits', ()))
-            for rp_uuid in chosen.get(pci_req.request_id, []))
+            for rp_uuid in candidate.pci_providers.get(
+                pci_req.request_id, []))
         placed.append(pci_numa.PlacedRequest(
             policy=pci_req.numa_policy,
             label='%s:%d' % (pci_req.alias_name, pci_req.count),
@@ -32,17 +33,18 @@ def _placed(candidate: dict, summaries: dict,
     return placed
 
 
-def filter_candidates(candidates: list[dict], response: dict,
-                      request: request_builder.ResourceRequest,
-                      pci_requests: list) -> tuple[list[dict], list[str]]:
+def filter_candidates(candidates: list[scheduler_candidates.Candidate],
+                      summaries: dict,
+                      request: request_builder.ResourceRequest
+                      ) -> tuple[list[scheduler_candidates.Candidate],
+                                 list[str]]:
     """Split ``candidates`` into those whose devices meet every request's
-    NUMA policy and the distinct reasons the others do not."""
-    summaries = response.get('provider_summaries', {})
+    NUMA policy and the distinct reasons the others do not;
+    ``summaries`` are the answer's provider summaries."""
     kept, reasons = [], []
     for candidate in candidates:
         try:
-            pci_numa.guest_nodes(_placed(candidate, summaries, request,
-                                         pci_requests))
+            pci_numa.guest_nodes(_placed(candidate, summaries, request))
         except exception.PciNumaAffinityViolation as exc:
             if exc.message not in reasons:
                 reasons.append(exc.message)
@@ -51,13 +53,12 @@ def filter_candidates(candidates: list[dict], response: dict,
     return kept, reasons
 
 
-def prefer_local(selections: list, response: dict,
-                 request: request_builder.ResourceRequest,
-                 pci_requests: list) -> list:
-    """``selections`` with those whose ``preferred`` requests have all
+def prefer_local(candidates: list[scheduler_candidates.Candidate],
+                 summaries: dict,
+                 request: request_builder.ResourceRequest
+                 ) -> list[scheduler_candidates.Candidate]:
+    """``candidates`` with those whose ``preferred`` requests have all
     their devices on one NUMA node first, each part in its given order."""
-    summaries = response.get('provider_summaries', {})
-    return sorted(selections, key=lambda selection: not
-                  pci_numa.prefers_local(_placed(
-                      selection.allocation_request, summaries, request,
-                      pci_requests)))
+    return sorted(candidates, key=lambda candidate: not
+                  pci_numa.prefers_local(_placed(candidate, summaries,
+                                                 request)))

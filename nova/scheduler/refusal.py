@@ -72,19 +72,17 @@ def _pci_reason(reportclient, pci_req) -> str | None:
     return None
 
 
-def explain(reportclient, request: request_builder.ResourceRequest,
-            pci_requests: list, pci_in_placement: bool) -> str:
+def explain(reportclient, request: request_builder.ResourceRequest) -> str:
     """What kept Placement from finding any candidate for ``request``.
 
     Each part of the request that no host can give is named; when every
     part exists somewhere, the parts are on different hosts.
     """
     reasons = _flavor_reasons(reportclient, request.groups[0])
-    if pci_in_placement:
-        for pci_req in pci_requests:
-            reason = _pci_reason(reportclient, pci_req)
-            if reason:
-                reasons.append(reason)
+    for pci_req in request.pci_requests:
+        reason = _pci_reason(reportclient, pci_req)
+        if reason:
+            reasons.append(reason)
     if not reasons:
         return 'each part is free somewhere, but no single host has all'
     return '; '.join(reasons)

@@ -5,9 +5,11 @@ hosts that can hold an instance. This module builds that query:
 
 * one unsuffixed group with the flavor's VCPU, MEMORY_MB and DISK_GB, as
   overridden by ``resources:<RC>`` / ``trait:<T>`` extra specs;
-* with ``[filter_scheduler]pci_in_placement``, one suffixed group of one
-  unit per requested PCI device, so that every device comes from its own
-  device provider and can be mapped back to its PCI request;
+* one suffixed group of one unit per requested PCI device, so that every
+  device comes from its own device provider and can be mapped back to its
+  PCI request (PCI devices are only scheduled through Placement here:
+  ``nova.pci.config`` refuses to start a service with ``[pci]alias`` but
+  without ``[filter_scheduler]pci_in_placement``);
 * for an alias with a ``group_type`` and a count N >= 2, a position trait on
   every device group plus a resourceless group on a group provider of size
   N, all tied together by ``same_subtree``: Placement then returns exactly
@@ -77,16 +79,23 @@ class RequestGroup:
 
 @dataclasses.dataclass
 class ResourceRequest:
-    """All request groups and request-wide parameters of one query."""
+    """All request groups and request-wide parameters of one query, with
+    the PCI requests they were built from (the scheduler's later steps,
+    NUMA affinity and refusal reasons, read them from here)."""
 
     groups: list[RequestGroup] = dataclasses.field(default_factory=list)
     same_subtree: list[list[str]] = dataclasses.field(default_factory=list)
     group_policy: str | None = None
     root_required: set[str] = dataclasses.field(default_factory=set)
-    # PCI request id -> number of devices, for requests scheduled
-    # through Placement (one one-device group each).
-    pci_device_counts: dict[str, int] = dataclasses.field(
-        default_factory=dict)
+    pci_requests: list[pci_request.InstancePCIRequest] = dataclasses.field(
+        default_factory=list)
+
+    @property
+    def pci_device_counts(self) -> dict[str, int]:
+        """PCI request id -> number of devices (one one-device group
+        each)."""
+        return {pci_req.request_id: pci_req.count
+                for pci_req in self.pci_requests}
 
     def to_query_params(self, limit: int | None) -> list[tuple[str, str]]:
         """Sorted ``(name, value)`` pairs for GET /allocation_candidates.
@@ -318,14 +327,12 @@ def check_extra_specs(extra_specs: dict,
 
 def build_resource_request(
         flavor: dict, pci_requests: list[pci_request.InstancePCIRequest],
-        pci_in_placement: bool,
         pci_resource_classes: Collection[str] = ()) -> ResourceRequest:
     """Build the Placement query for one instance of ``flavor``.
 
     ``flavor`` has ``vcpus``, ``memory_mb``, ``root_gb`` and
-    ``extra_specs``. PCI requests only add groups when
-    ``pci_in_placement`` is set (otherwise the PCI tracker alone places
-    them, as in legacy Nova). ``group_policy`` defaults to ``none`` as soon
+    ``extra_specs``. Every PCI request adds its groups, and the request
+    carries ``pci_requests``. ``group_policy`` defaults to ``none`` as soon
     as there is a suffixed group: several devices of one request must be
     allowed to share a parent, and Placement requires a policy with more
     than one suffixed group. Raises FlavorExtraSpecInvalid naming the bad
@@ -333,19 +340,17 @@ def build_resource_request(
     """
     extra_specs = flavor.get('extra_specs') or {}
     request = ResourceRequest(groups=[_flavor_group(
-        flavor, pci_resource_classes)])
+        flavor, pci_resource_classes)], pci_requests=list(pci_requests))
     policy = _group_policy(extra_specs)
-    if pci_in_placement:
-        for pci_req in pci_requests:
-            groups, subtree = _pci_groups(pci_req)
-            request.groups.extend(groups)
-            request.pci_device_counts[pci_req.request_id] = pci_req.count
-            if subtree:
-                request.same_subtree.append(subtree)
-            if pci_req.numa_policy == pci_numa.SOCKET:
-                # As upstream: only hosts that can tell a device's socket.
-                request.groups[0].required_traits.add(
-                    names.SOCKET_AFFINITY_TRAIT)
+    for pci_req in pci_requests:
+        groups, subtree = _pci_groups(pci_req)
+        request.groups.extend(groups)
+        if subtree:
+            request.same_subtree.append(subtree)
+        if pci_req.numa_policy == pci_numa.SOCKET:
+            # As upstream: only hosts that can tell a device's socket.
+            request.groups[0].required_traits.add(
+                names.SOCKET_AFFINITY_TRAIT)
     if any(group.suffix for group in request.groups):
         request.group_policy = policy or 'none'
     return request

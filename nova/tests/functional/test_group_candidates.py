@@ -13,7 +13,7 @@ import uuid
 from nova import test
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
-from nova.scheduler import weights
+from nova.scheduler import candidates as scheduler_candidates
 from nova.tests.fixtures import h200_placement
 from nova.tests.fixtures import placement as placement_fixture
 from nova.tests.functional import base
@@ -38,7 +38,7 @@ class TestGroupCandidates(test.TestCase):
             spec=[{'resource_class': 'PGPU'}], numa_policy='legacy',
             group_type='nvlink', resource_class='PGPU', traits=set())
         request = request_builder.build_resource_request(
-            FLAVOR, [pci], True)
+            FLAVOR, [pci])
         # As the scheduler does: Placement refuses to forbid a trait it
         # does not know (single-GPU requests forbid the group-only one).
         for group in request.groups:
@@ -90,7 +90,8 @@ class TestGroupCandidates(test.TestCase):
         other_pair = set(base.pair_of(base.not_a_pair(1)[1]))
         for count, best in ((1, partner), (2, other_pair)):
             _sets, request, response = self._candidates(count)
-            selections = weights.select_candidates(response, request)
+            selections = scheduler_candidates.select_candidates(
+                response, request)
             self.assertEqual(self.root, selections[0].host)
             first = {gpu_of[rp] for rp in
                      selections[0].allocation_request['allocations']

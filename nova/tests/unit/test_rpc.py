@@ -204,6 +204,111 @@ class TestVersionCap(test.TestCase):
             self.assertEqual(rpcapi.VERSION, manager_class.target.version)
 
 
+class _OldCompute:
+    """A nova-compute of RPC API 1.2: the PCI providers of a build or a
+    move are its ``mappings``."""
+
+    target = rpc.endpoint_target('1.2')
+
+    def __init__(self):
+        self.received = []
+
+    def build_and_run_instance(self, context, instance_uuid, mappings):
+        self.received.append(('build', instance_uuid, mappings))
+
+    def prep_resize(self, context, instance_uuid, migration_uuid, mappings):
+        self.received.append(('prep_resize', instance_uuid, mappings))
+
+
+class _Scheduler:
+    """Answers like a SchedulerManager of ``version``: the 1.2 form only
+    when asked for it."""
+
+    def __init__(self, version):
+        self.target = rpc.endpoint_target(version)
+        self.asked = []
+
+    def select_destination(self, context, instance_uuid, excluded_hosts,
+                           build_owner, return_selection=False):
+        self.asked.append(return_selection)
+        return SELECTION.to_primitive(legacy=not return_selection)
+
+
+SELECTION = scheduler_rpcapi.Selection(
+    host='cmp1', nodename='cmp1.node',
+    allocation_request={'allocations': {'rp-gpu': {}},
+                        'mappings': {'r-0': ['rp-gpu']}},
+    pci_providers={'r': ['rp-gpu']})
+PROVIDERS = {'r': ['rp-gpu']}
+
+
+class TestPciProvidersVersions(test.TestCase):
+    """The PCI providers are ``pci_providers`` from compute API 1.3 and
+    scheduler API 1.2; older services still get and send ``mappings``."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = test.make_conf()
+        self.rpc = self.useFixture(rpc_fixture.RPCFixture(self.conf))
+        self.context = nova_context.RequestContext(user_id='u',
+                                                   project_id='p')
+
+    def test_selection_primitive_round_trips_in_both_forms(self):
+        new = SELECTION.to_primitive()
+        old = SELECTION.to_primitive(legacy=True)
+        self.assertEqual(PROVIDERS, new['pci_providers'])
+        self.assertNotIn('mappings', new)
+        self.assertEqual(PROVIDERS, old['mappings'])
+        self.assertNotIn('pci_providers', old)
+        for primitive in (new, old):
+            self.assertEqual(SELECTION,
+                             scheduler_rpcapi.Selection.from_primitive(
+                                 primitive))
+
+    def test_capped_compute_client_sends_mappings_to_an_old_compute(self):
+        old = _OldCompute()
+        self.rpc.start_server('compute', 'old1', [old])
+        self.conf.set_override('compute', '1.2', group='upgrade_levels')
+        api = compute_rpcapi.ComputeAPI(self.conf)
+        api.build_and_run_instance(self.context, 'old1', 'i-1', PROVIDERS)
+        api.prep_resize(self.context, 'old1', 'i-1', 'm-1', PROVIDERS)
+        self.assertEqual([('build', 'i-1', PROVIDERS),
+                          ('prep_resize', 'i-1', PROVIDERS)], old.received)
+
+    def test_uncapped_compute_client_needs_1_3(self):
+        # An old compute refuses the 1.3 message rather than misreading
+        # it: the cap above is what mixed versions need.
+        self.rpc.start_server('compute', 'old1', [_OldCompute()])
+        api = compute_rpcapi.ComputeAPI(self.conf)
+        error = self.assertRaises(
+            (oslo_messaging.UnsupportedVersion, oslo_messaging.RemoteError),
+            api.build_and_run_instance, self.context, 'old1', 'i-1',
+            PROVIDERS)
+        self.assertIn('1.3', str(error))
+
+    def test_scheduler_client_reads_either_answer(self):
+        for version, cap, asked in (('1.2', None, True),
+                                    ('1.1', '1.1', False)):
+            scheduler = _Scheduler(version)
+            server = self.rpc.start_server('scheduler', 's-' + version,
+                                           [scheduler])
+            self.conf.set_override('scheduler', cap,
+                                   group='upgrade_levels')
+            api = scheduler_rpcapi.SchedulerAPI(self.conf)
+            self.assertEqual(SELECTION, api.select_destination(
+                self.context, 'i-1', [], 'conductor-1'))
+            self.assertEqual([asked], scheduler.asked)
+            server.stop()
+            server.wait()
+
+    def test_compute_manager_understands_both_argument_names(self):
+        self.assertEqual(PROVIDERS, compute_manager._sent_providers(
+            None, PROVIDERS))
+        self.assertEqual(PROVIDERS, compute_manager._sent_providers(
+            PROVIDERS, None))
+        self.assertEqual({}, compute_manager._sent_providers(None, None))
+
+
 class TestClientWithoutInit(test.TestCase):
 
     def test_get_client_before_init_is_an_error(self):

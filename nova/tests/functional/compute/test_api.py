@@ -3,6 +3,8 @@
 import queue
 import threading
 
+import fixtures
+
 from nova.compute import api as compute_api
 from nova.compute import rpcapi as compute_rpcapi
 from nova import context as nova_context
@@ -10,6 +12,7 @@ from nova.db import api as db
 from nova import exception
 from nova import rpc
 from nova.pci import request as pci_request
+from nova.scheduler import request_builder
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.functional import gpu_hosts
 
@@ -137,6 +140,34 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
                               'resources:PGPU', "'1'",
                               'PCI device resource class',
                               'pci_passthrough:alias=<alias>:<count>')
+
+    def test_extra_specs_checked_without_building_a_request(self):
+        # Create and resize validate through the check `flavor set` uses;
+        # the Placement query is the scheduler's to build.
+        checked = []
+        check = request_builder.check_extra_specs
+
+        def recording_check(extra_specs, pci_resource_classes=()):
+            checked.append(dict(extra_specs))
+            return check(extra_specs, pci_resource_classes)
+
+        def build(*args, **kwargs):
+            raise AssertionError('the API built a resource request')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_builder.check_extra_specs',
+            recording_check))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_builder.build_resource_request', build))
+        self._flavor()
+        instance = self._create()
+        self._flavor(flavorid='bad', extra_specs={'resources:PGPU': '1'})
+        error = self.assertRaises(
+            exception.FlavorExtraSpecInvalid, self.api.resize, self.context,
+            instance, 'bad')
+        self.assertIn('PCI device resource class', error.message)
+        self.assertEqual([{'pci_passthrough:alias': 'h200:2'},
+                          {'resources:PGPU': '1'}], checked)
 
     def test_get_and_get_all(self):
         self._flavor()

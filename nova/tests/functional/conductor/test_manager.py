@@ -16,6 +16,7 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.conductor import manager
 from nova.db import api as db
 from nova import exception
+from nova import rpc
 from nova.scheduler.client import report
 from nova.scheduler import manager as scheduler_manager
 from nova.tests.fixtures import rpc as rpc_fixture
@@ -41,6 +42,8 @@ def _wait_until(check, what):
 class FakeCompute:
     """Compute-side endpoint of one host."""
 
+    target = rpc.endpoint_target(compute_rpcapi.VERSION)
+
     def __init__(self, host, hosts, reschedule=None, error=None,
                  during=None):
         self.host = host
@@ -51,12 +54,12 @@ class FakeCompute:
         self.builds = []
         self.lock = threading.Lock()
 
-    def build_and_run_instance(self, context, instance_uuid, mappings):
+    def build_and_run_instance(self, context, instance_uuid, pci_providers):
         instance = db.instance_get_by_uuid(context, instance_uuid)
         with self.lock:
             self.builds.append({
                 'host_recorded': instance['host'],
-                'mappings': mappings,
+                'pci_providers': pci_providers,
                 'allocations': self.hosts.allocations(instance_uuid)})
         if self.during:
             self.during(instance_uuid)
@@ -76,9 +79,10 @@ class _DeletingScheduler(scheduler_manager.SchedulerManager):
     records the host."""
 
     def select_destination(self, context, instance_uuid, excluded_hosts,
-                           build_owner):
+                           build_owner, **kwargs):
         selection = super().select_destination(context, instance_uuid,
-                                               excluded_hosts, build_owner)
+                                               excluded_hosts, build_owner,
+                                               **kwargs)
         db.instance_update(context, instance_uuid,
                            {'task_state': 'deleting'})
         return selection
@@ -125,11 +129,11 @@ class TestBuildInstance(BuildTestBase):
         self.assertEqual(1, len(cmp1.builds))
         build = cmp1.builds[0]
         # The host was recorded and the allocation claimed before the
-        # compute was called; the mappings name the claimed devices.
+        # compute was called; its providers name the claimed devices.
         self.assertEqual('cmp1', build['host_recorded'])
         gpus = self.hosts.gpus_of('cmp1', build['allocations'])
         self.assertIn(frozenset(gpus), gpu_hosts.PAIRS)
-        mapped = {rp for rps in build['mappings'].values() for rp in rps}
+        mapped = {rp for rps in build['pci_providers'].values() for rp in rps}
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
         self.assertEqual(build['allocations'],
                          self.hosts.allocations(instance['uuid']))

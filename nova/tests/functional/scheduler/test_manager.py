@@ -1,5 +1,6 @@
 """SchedulerManager.select_destination against real Placement and DB."""
 
+import fixtures
 import oslo_messaging
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -9,6 +10,8 @@ from nova.db import models
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
+from nova.scheduler import request_builder
+from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.tests.functional import base
 from nova.tests.functional import gpu_hosts
 
@@ -66,8 +69,10 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         db.instance_build_lease_take(self.context, instance['uuid'], OWNER,
                                      timeutils.utcnow(), any_unowned=True)
         try:
-            return self.scheduler.select_destination(
-                self.context, instance['uuid'], list(excluded), owner)
+            return scheduler_rpcapi.Selection.from_primitive(
+                self.scheduler.select_destination(
+                    self.context, instance['uuid'], list(excluded), owner,
+                    return_selection=True))
         except oslo_messaging.ExpectedException as wrapped:
             # What the RPC dispatcher unwraps for a remote caller.
             raise wrapped.exc_info[1]
@@ -78,23 +83,54 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         selection = self._select(instance)
 
-        self.assertEqual('cmp1', selection['host'])
-        self.assertEqual('cmp1', selection['nodename'])
+        self.assertEqual('cmp1', selection.host)
+        self.assertEqual('cmp1', selection.nodename)
         allocations = self.hosts.allocations(instance['uuid'])
         gpus = self.hosts.gpus_of('cmp1', allocations)
         self.assertIn(frozenset(gpus), gpu_hosts.PAIRS)
         self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
                          allocations[self.hosts.roots['cmp1']])
-        self.assertEqual(selection['allocation_request']['allocations'],
+        self.assertEqual(selection.allocation_request['allocations'],
                          {rp: {'resources': res}
                           for rp, res in allocations.items()})
-        # The mappings name the device providers of the PCI request, one
-        # per device, by request id.
+        # The device providers of the PCI request, one per device, by
+        # request id.
         rid = instance['pci_requests'][0]['request_id']
-        self.assertEqual([rid], list(selection['mappings']))
-        mapped = selection['mappings'][rid]
+        self.assertEqual([rid], list(selection.pci_providers))
+        mapped = selection.pci_providers[rid]
         self.assertEqual(2, len(mapped))
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
+
+    def test_chosen_providers_worked_out_once_per_candidate(self):
+        # NUMA filter, weighing, NUMA preference and the claim all use the
+        # providers each candidate gives the PCI requests: one answer per
+        # candidate, not one per step.
+        self.hosts.add_host('cmp1')
+        instance = gpu_hosts.create_instance(self.context, 2)
+        answers, worked_out = [], []
+        ask = manager.SchedulerManager._allocation_candidates
+        chosen = request_builder.ResourceRequest.pci_providers
+
+        def recording_ask(scheduler, *args):
+            answers.append(ask(scheduler, *args))
+            return answers[-1]
+
+        def counting_chosen(request, candidate):
+            worked_out.append(candidate)
+            return chosen(request, candidate)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.manager.SchedulerManager._allocation_candidates',
+            recording_ask))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_builder.ResourceRequest.pci_providers',
+            counting_chosen))
+
+        self._select(instance)
+
+        offered = answers[0]['allocation_requests']
+        self.assertEqual(4, len(offered))     # the 4 free pairs of cmp1
+        self.assertEqual(len(offered), len(worked_out))
 
     def test_packs_into_the_broken_quad_of_the_fuller_host(self):
         self.hosts.add_host('cmp1')
@@ -104,7 +140,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         selection = self._select(instance)
 
-        self.assertEqual('cmp2', selection['host'])
+        self.assertEqual('cmp2', selection.host)
         gpus = self.hosts.gpus_of(
             'cmp2', self.hosts.allocations(instance['uuid']))
         # The other pair of GPU 1's quad, by the board's module map.
@@ -118,7 +154,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         selection = self._select(instance, excluded=['cmp2'])
 
-        self.assertEqual('cmp1', selection['host'])
+        self.assertEqual('cmp1', selection.host)
         allocations = self.hosts.allocations(instance['uuid'])
         self.assertIn(self.hosts.roots['cmp1'], allocations)
         self.assertNotIn(self.hosts.roots['cmp2'], allocations)
@@ -128,7 +164,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.hosts.add_host('cmp2')
         instance = gpu_hosts.create_instance(self.context, 1)
 
-        self.assertEqual('cmp2', self._select(instance)['host'])
+        self.assertEqual('cmp2', self._select(instance).host)
 
     def test_skips_compute_services_that_stopped_reporting(self):
         self.hosts.add_host('cmp1')
@@ -138,7 +174,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.hosts.last_seen('cmp1', 5)
         instance = gpu_hosts.create_instance(self.context, 1)
 
-        self.assertEqual('cmp1', self._select(instance)['host'])
+        self.assertEqual('cmp1', self._select(instance).host)
 
     def test_skips_forced_down_compute_services(self):
         self.hosts.add_host('cmp1')
@@ -150,7 +186,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
                           {'forced_down': True})  # ...but forced down
         instance = gpu_hosts.create_instance(self.context, 1)
 
-        self.assertEqual('cmp1', self._select(instance)['host'])
+        self.assertEqual('cmp1', self._select(instance).host)
 
     def test_no_valid_host_says_which_computes_are_down(self):
         self.hosts.add_host('hgx-2')
@@ -191,7 +227,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         self.assertEqual(2, len(racing.claimed))
         self.assertEqual(racing.claimed[1],
-                         selection['allocation_request'])
+                         selection.allocation_request)
         ours = self.hosts.gpus_of(
             'cmp1', self.hosts.allocations(instance['uuid']))
         theirs = self.hosts.gpus_of(
@@ -213,7 +249,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         selection = self._select(instance)
 
         self.assertEqual(2, len(racing.claimed))
-        self.assertEqual(racing.claimed[1], selection['allocation_request'])
+        self.assertEqual(racing.claimed[1], selection.allocation_request)
         taken = self.hosts.allocations(racing.intruder)
         self.assertEqual(set(), set(taken) & set(
             self.hosts.allocations(instance['uuid'])))
@@ -286,13 +322,13 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         selection = self._select(instance)
 
-        self.assertEqual('cmp1', selection['host'])
+        self.assertEqual('cmp1', selection.host)
         self.assertEqual(
             {self.hosts.roots['cmp1']: {'VCPU': 4, 'MEMORY_MB': 4096}},
             self.hosts.allocations(instance['uuid']))
         self.assertEqual(
             'cmp1', db.compute_node_get_by_nodename(
-                self.context, selection['nodename'])['host'])
+                self.context, selection.nodename)['host'])
 
 
 class TestClaimsAndTimeouts(gpu_hosts.GpuHostsTestCase):

@@ -157,6 +157,35 @@ class TestBuild(ComputeManagerTestCase):
         self.assertEqual(('compute_build_instance', 'Success'),
                          (event['event'], event['result']))
 
+    def test_build_from_a_conductor_of_api_1_0(self):
+        # Before RPC API 1.3 the providers came as ``mappings``; a compute
+        # upgraded first still builds what an older conductor asks.
+        instance = self.create_instance()
+        self.compute.build_and_run_instance(
+            self.context, instance['uuid'],
+            mappings=self.mappings(instance, [GPUS[1]]))
+        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+                         self.driver.spawned)
+        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+
+    def test_pci_requests_parsed_once_per_build(self):
+        # The stored requests are read into InstancePCIRequests once and
+        # that list serves the device claim and the guest's NUMA nodes.
+        instance = self.create_instance()
+        parse = pci_request.requests_from_primitive
+        parsed = []
+
+        def counting_parse(primitive):
+            parsed.append(primitive)
+            return parse(primitive)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.pci.request.requests_from_primitive', counting_parse))
+        self.build(instance, [GPUS[1]])
+        self.assertEqual([instance['pci_requests']], parsed)
+        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+                         self.driver.spawned)
+
     def test_spawn_failure_cleans_up_and_hands_the_build_back(self):
         instance = self.create_instance()
         self.driver.fail_spawn = exception.NovaException('disk on fire')

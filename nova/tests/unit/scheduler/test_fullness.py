@@ -17,8 +17,7 @@ def gpu_request(count: int) -> request_builder.ResourceRequest:
         [json.dumps(fakehost.H200_ALIAS)], True)
     return request_builder.build_resource_request(
         FLAVOR, pci_request.get_pci_requests_from_flavor(
-            {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % count}, aliases),
-        True)
+            {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % count}, aliases))
 
 
 class TestAllocationCandidates(test.TestCase):
@@ -60,7 +59,7 @@ class TestAllocationCandidates(test.TestCase):
 
     def test_request_without_devices_is_one_query(self):
         ask, asked = self.ask_with({None: 'any'})
-        plain = request_builder.build_resource_request(FLAVOR, [], True)
+        plain = request_builder.build_resource_request(FLAVOR, [])
         self.assertIsNone(fullness.banded_resource(plain))
         fullness.allocation_candidates(plain, 1000, ask, lambda p: BANDS)
         self.assertEqual([None], asked)

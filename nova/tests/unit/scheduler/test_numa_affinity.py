@@ -4,7 +4,7 @@ from nova import test
 from nova.pci import request as pci_request
 from nova.scheduler import numa_affinity
 from nova.scheduler import request_builder
-from nova.scheduler import weights
+from nova.scheduler import candidates as scheduler_candidates
 
 RID = '11111111-2222-3333-4444-555555555555'
 
@@ -30,7 +30,7 @@ def _response(*nodes_per_candidate):
                  'CUSTOM_PCI_SOCKET_%d' % node] if node is not None
                 else [])}
             mappings['%s-%d' % (RID, index)] = [rp]
-        candidates.append({'allocations': {}, 'mappings': mappings})
+        candidates.append({'allocations': {'root': {}}, 'mappings': mappings})
     return {'allocation_requests': candidates,
             'provider_summaries': summaries}
 
@@ -40,15 +40,17 @@ class TestFilter(test.TestCase):
     def check(self, policy, *nodes_per_candidate):
         requests = [_pci(len(nodes_per_candidate[0]), policy)]
         request = request_builder.build_resource_request(
-            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests, True)
+            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests)
         response = _response(*nodes_per_candidate)
         return numa_affinity.filter_candidates(
-            response['allocation_requests'], response, request, requests)
+            scheduler_candidates.from_response(response, request),
+            response['provider_summaries'], request)
 
     def test_required_keeps_single_node_candidates(self):
         kept, reasons = self.check('required', (0, 1), (1, 1), (0, None))
         self.assertEqual([[['dev-1-0'], ['dev-1-1']]],
-                         [list(c['mappings'].values()) for c in kept])
+                         [list(c.allocation_request['mappings'].values())
+                          for c in kept])
         self.assertEqual(2, len(reasons))
         self.assertIn('NUMA nodes 0, 1', reasons[0])
         self.assertIn('reports no NUMA node', reasons[1])
@@ -66,15 +68,14 @@ class TestFilter(test.TestCase):
     def test_preferred_candidates_on_one_node_first(self):
         requests = [_pci(2, 'preferred')]
         request = request_builder.build_resource_request(
-            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests, True)
+            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests)
         response = _response((0, 1), (1, 1), (0, None), (0, 0))
-        selections = [weights.Selection('root', c, request.pci_providers(c))
-                      for c in response['allocation_requests']]
-        ordered = numa_affinity.prefer_local(selections, response, request,
-                                             requests)
+        selections = scheduler_candidates.from_response(response, request)
+        summaries = response['provider_summaries']
+        ordered = numa_affinity.prefer_local(selections, summaries, request)
         self.assertEqual([1, 3, 0, 2], [selections.index(s)
                                         for s in ordered])
         # Legacy keeps the weighers' order.
         requests[0].numa_policy = 'legacy'
         self.assertEqual(selections, numa_affinity.prefer_local(
-            selections, response, request, requests))
+            selections, summaries, request))

@@ -24,9 +24,9 @@ def _pci(count, group_type='nvlink', rid=RID, rc='PGPU', traits=(),
         group_type=group_type, resource_class=rc, traits=set(traits))
 
 
-def _qs(pci_requests, flavor=None, limit=None, pci_in_placement=True):
+def _qs(pci_requests, flavor=None, limit=None):
     request = request_builder.build_resource_request(
-        flavor or _flavor(), pci_requests, pci_in_placement)
+        flavor or _flavor(), pci_requests)
     return request.to_querystring(limit)
 
 
@@ -73,7 +73,7 @@ class TestFlavorGroup(test.TestCase):
             exc = self.assertRaises(
                 exception.FlavorExtraSpecInvalid,
                 request_builder.build_resource_request,
-                _flavor(**specs), [], True)
+                _flavor(**specs), [])
             self.assertIn(key, str(exc))
             self.assertIn(word, str(exc))
 
@@ -141,7 +141,7 @@ class TestCheckExtraSpecs(test.TestCase):
         exc = self.assertRaises(
             exception.FlavorExtraSpecInvalid,
             request_builder.build_resource_request,
-            _flavor(**{'resources:PGPU': '1'}), [], True, {'PGPU'})
+            _flavor(**{'resources:PGPU': '1'}), [], {'PGPU'})
         self.assertIn('resources:PGPU', exc.message)
 
 
@@ -206,7 +206,7 @@ class TestPciGroups(test.TestCase):
     def test_quad_and_board(self):
         for count in (4, 8):
             params = request_builder.build_resource_request(
-                _flavor(), [_pci(count)], True).to_query_params(50)
+                _flavor(), [_pci(count)]).to_query_params(50)
             expected = [('group_policy', 'none'), ('limit', '50'),
                         ('resources', 'DISK_GB:10,MEMORY_MB:4096,VCPU:4')]
             suffixes = []
@@ -236,7 +236,7 @@ class TestPciGroups(test.TestCase):
     def test_two_aliases(self):
         request = request_builder.build_resource_request(
             _flavor(), [_pci(2), _pci(1, group_type=None, rid=RID2,
-                                      rc='CUSTOM_NIC')], True)
+                                      rc='CUSTOM_NIC')])
         self.assertEqual(
             'group_policy=none'
             '&required{r}-0=CUSTOM_PCI_GROUP_NVLINK_2_M0'
@@ -269,15 +269,16 @@ class TestPciGroups(test.TestCase):
         # Without suffixed groups there is nothing to apply a policy to.
         self.assertEqual(BASE, _qs([], _flavor(group_policy='isolate')))
 
-    def test_legacy_pci_adds_no_groups(self):
-        request = request_builder.build_resource_request(
-            _flavor(), [_pci(4)], False)
-        self.assertEqual(BASE, request.to_querystring(None))
-        self.assertEqual({}, request.pci_device_counts)
-        self.assertEqual([], request.same_subtree)
+    def test_request_carries_its_pci_requests(self):
+        # The later steps (NUMA affinity, refusal reasons) read them from
+        # the request, not from a parallel argument.
+        pci = [_pci(4), _pci(1, group_type=None, rid=RID2)]
+        request = request_builder.build_resource_request(_flavor(), pci)
+        self.assertEqual(pci, request.pci_requests)
+        self.assertEqual({RID: 4, RID2: 1}, request.pci_device_counts)
 
     def test_suffixes_are_placement_valid(self):
         request = request_builder.build_resource_request(
-            _flavor(), [_pci(8)], True)
+            _flavor(), [_pci(8)])
         for group in request.groups[1:]:
             self.assertRegex(group.suffix, r'^[a-zA-Z0-9_-]{1,64}$')

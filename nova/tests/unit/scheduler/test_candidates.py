@@ -6,7 +6,7 @@ import itertools
 from nova import test
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
-from nova.scheduler import weights
+from nova.scheduler import candidates as scheduler_candidates
 
 RID = '11111111-2222-3333-4444-555555555555'
 PAIRS = {'pair-a1': (1, 3), 'pair-a2': (2, 4),
@@ -69,7 +69,7 @@ def _request(count, group_type='nvlink'):
         group_type=group_type, resource_class='PGPU', traits=set())
     return request_builder.build_resource_request(
         {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}},
-        [pci], True)
+        [pci])
 
 
 def _response(hosts, candidate_gpus):
@@ -108,7 +108,8 @@ class TestSelectCandidates(test.TestCase):
         hosts = {'h-free': (), 'h-two': (1, 3), 'h-six': (1, 2, 3, 4, 5, 7)}
         response = _response(hosts, {
             host: _free_singles(used) for host, used in hosts.items()})
-        picked = _picked(weights.select_candidates(response, _request(1)))
+        picked = _picked(scheduler_candidates.select_candidates(
+            response, _request(1)))
         self.assertEqual(['h-six'] * 2 + ['h-two'] * 6 + ['h-free'] * 8,
                          [host for host, _gpus in picked])
 
@@ -116,7 +117,8 @@ class TestSelectCandidates(test.TestCase):
         # GPU 1 busy: GPU 3 (its partner) breaks nothing, GPUs 2/4 break a
         # free pair, GPUs 5-8 a free pair and a free quad.
         response = _response({'h': (1,)}, {'h': _free_singles((1,))})
-        picked = _picked(weights.select_candidates(response, _request(1)))
+        picked = _picked(scheduler_candidates.select_candidates(
+            response, _request(1)))
         self.assertEqual(
             [(3,), (2,), (4,), (5,), (6,), (7,), (8,)],
             [gpus for _host, gpus in picked])
@@ -124,7 +126,7 @@ class TestSelectCandidates(test.TestCase):
     def test_buddy_rule_one_gpu_plain_alias(self):
         response = _response({'h': (5, 6, 8)}, {'h': _free_singles(
             (5, 6, 8))})
-        picked = _picked(weights.select_candidates(
+        picked = _picked(scheduler_candidates.select_candidates(
             response, _request(1, group_type=None)))
         self.assertEqual((7,), picked[0][1])
 
@@ -132,7 +134,8 @@ class TestSelectCandidates(test.TestCase):
         # GPU 1 busy: pair {2,4} sits in the already broken quad-a; pairs
         # of quad-b would break it.
         response = _response({'h': (1,)}, {'h': _free_pairs((1,))})
-        picked = _picked(weights.select_candidates(response, _request(2)))
+        picked = _picked(scheduler_candidates.select_candidates(
+            response, _request(2)))
         self.assertEqual([(2, 4), (5, 7), (6, 8)],
                          [gpus for _host, gpus in picked])
 
@@ -144,7 +147,8 @@ class TestSelectCandidates(test.TestCase):
         hosts = {'h-busy': (1, 2, 3, 4, 5, 7), 'h-light': (1,)}
         response = _response(hosts, {
             host: _free_singles(used) for host, used in hosts.items()})
-        picked = _picked(weights.select_candidates(response, _request(1)))
+        picked = _picked(scheduler_candidates.select_candidates(
+            response, _request(1)))
         self.assertEqual([('h-light', (3,)), ('h-busy', (6,)),
                           ('h-busy', (8,)), ('h-light', (2,)),
                           ('h-light', (4,)), ('h-light', (5,))],
@@ -155,13 +159,15 @@ class TestSelectCandidates(test.TestCase):
         hosts = {'h-a': (), 'h-b': (1,)}
         response = _response(hosts, {'h-a': [(1, 2, 3, 4), (5, 6, 7, 8)],
                                      'h-b': [(5, 6, 7, 8)]})
-        picked = _picked(weights.select_candidates(response, _request(4)))
+        picked = _picked(scheduler_candidates.select_candidates(
+            response, _request(4)))
         self.assertEqual(('h-b', (5, 6, 7, 8)), picked[0])
 
     def test_free_host_ties_are_deterministic(self):
         response = _response({'h': ()}, {'h': _free_singles(())})
         response['allocation_requests'].reverse()
-        picked = _picked(weights.select_candidates(response, _request(1)))
+        picked = _picked(scheduler_candidates.select_candidates(
+            response, _request(1)))
         self.assertEqual([(gpu,) for gpu in range(1, 9)],
                          [gpus for _host, gpus in picked])
 
@@ -172,14 +178,15 @@ class TestSelectCandidates(test.TestCase):
         free = [g for g in range(1, 9) if g not in used]
         response = _response({'h': used}, {
             'h': list(itertools.combinations(free, 2))})
-        picked = _picked(weights.select_candidates(
+        picked = _picked(scheduler_candidates.select_candidates(
             response, _request(2, group_type=None)))
         self.assertEqual([(6, 8), (6, 7), (7, 8)],
                          [gpus for _host, gpus in picked])
 
     def test_selection_shape(self):
         response = _response({'h': ()}, {'h': [(1, 3)]})
-        (selection,) = weights.select_candidates(response, _request(2))
+        (selection,) = scheduler_candidates.select_candidates(
+            response, _request(2))
         host, allocation_request, pci_providers = selection
         self.assertEqual('h', host)
         self.assertIs(response['allocation_requests'][0], allocation_request)
@@ -190,11 +197,12 @@ class TestSelectCandidates(test.TestCase):
         candidate = response['allocation_requests'][0]
         del candidate['mappings']['']
         del candidate['allocations']['h']
-        (selection,) = weights.select_candidates(response, _request(1))
+        (selection,) = scheduler_candidates.select_candidates(
+            response, _request(1))
         self.assertEqual('h', selection.host)
 
     def test_empty_response(self):
-        self.assertEqual([], weights.select_candidates(
+        self.assertEqual([], scheduler_candidates.select_candidates(
             {'allocation_requests': [], 'provider_summaries': {}},
             _request(1)))
 
@@ -212,11 +220,11 @@ class TestHostRoot(test.TestCase):
         candidate = {'allocations': {'b-root': {}, 'b-gpu': {},
                                      'a-share': {}},
                      'mappings': {'': ['b-root'], 'r-0': ['b-gpu']}}
-        self.assertEqual('b-root',
-                         weights.host_root(candidate, self.SUMMARIES))
+        self.assertEqual('b-root', scheduler_candidates.host_root(
+            candidate, self.SUMMARIES))
 
     def test_lowest_root_without_unsuffixed_group(self):
         candidate = {'allocations': {'b-gpu': {}, 'a-share': {}},
                      'mappings': {'r-0': ['b-gpu']}}
-        self.assertEqual('a-share',
-                         weights.host_root(candidate, self.SUMMARIES))
+        self.assertEqual('a-share', scheduler_candidates.host_root(
+            candidate, self.SUMMARIES))

@@ -1,4 +1,9 @@
-"""Choose among Placement's allocation candidates: pack GPU hosts.
+"""Placement's allocation candidates as the scheduler uses them, and
+their order: pack GPU hosts.
+
+Each candidate is read once into a :class:`Candidate` (its host and the
+device providers it gives each PCI request); the usable-host and NUMA
+checks, the weighing below and the claim loop all use that one answer.
 
 Device groups (NVLink partitions) make big requests fragile: an 8-GPU
 request needs a host whose whole board is free, a 4-GPU request a free
@@ -36,8 +41,8 @@ from nova.pci import placement_names as names
 from nova.scheduler import request_builder
 
 
-class Selection(typing.NamedTuple):
-    """One allocation candidate, ready to claim."""
+class Candidate(typing.NamedTuple):
+    """One allocation candidate, ready to check and claim."""
 
     host: str                 # root provider UUID of the host
     allocation_request: dict  # as returned: ``allocations``, ``mappings``
@@ -109,15 +114,36 @@ def taken_providers(chosen: dict[str, list[str]]) -> set[str]:
     return {uuid for uuids in chosen.values() for uuid in uuids}
 
 
+def from_response(candidates_response: dict,
+                  request: request_builder.ResourceRequest
+                  ) -> list[Candidate]:
+    """Every allocation candidate of a ``GET /allocation_candidates``
+    answer for ``request``, with its host and chosen providers, in
+    Placement's order."""
+    summaries = candidates_response.get('provider_summaries', {})
+    return [Candidate(host=host_root(candidate, summaries),
+                      allocation_request=candidate,
+                      pci_providers=request.pci_providers(candidate))
+            for candidate in candidates_response.get(
+                'allocation_requests', [])]
+
+
 def select_candidates(candidates_response: dict,
                       request: request_builder.ResourceRequest
-                      ) -> list[Selection]:
-    """Order the allocation candidates best first (see module docstring).
+                      ) -> list[Candidate]:
+    """Every allocation candidate of the answer, best first (``order``)."""
+    return order(from_response(candidates_response, request),
+                 candidates_response.get('provider_summaries', {}), request)
 
-    Every candidate of the response is returned once; the caller claims the
-    first and falls back to the next ones when a claim fails.
+
+def order(candidates: list[Candidate], summaries: dict,
+          request: request_builder.ResourceRequest) -> list[Candidate]:
+    """``candidates`` best first (see module docstring); ``summaries``
+    are the answer's provider summaries.
+
+    Every candidate is returned once; the caller claims the first and
+    falls back to the next ones when a claim fails.
     """
-    summaries = candidates_response.get('provider_summaries', {})
     pci_rcs = request.pci_resource_classes
     hosts: dict[str, HostView] = {}
     # Summaries by host once, not once per host: a large fleet's response
@@ -126,19 +152,15 @@ def select_candidates(candidates_response: dict,
     for uuid, summary in summaries.items():
         trees[summary.get('root_provider_uuid')][uuid] = summary
     keyed = []
-    for position, candidate in enumerate(
-            candidates_response.get('allocation_requests', [])):
-        root = host_root(candidate, summaries)
+    for position, candidate in enumerate(candidates):
+        root = candidate.host
         if root not in hosts:
             hosts[root] = HostView(root, trees[root], pci_rcs)
         host = hosts[root]
-        chosen = request.pci_providers(candidate)
-        taken = taken_providers(chosen)
+        taken = taken_providers(candidate.pci_providers)
         largest, count = host.damage(taken)
         key = (largest, host.free_pci, root, count, sorted(taken),
                position)
-        keyed.append((key, Selection(
-            host=root, allocation_request=candidate,
-            pci_providers=chosen)))
+        keyed.append((key, candidate))
     keyed.sort(key=lambda item: item[0])
-    return [selection for _key, selection in keyed]
+    return [candidate for _key, candidate in keyed]
