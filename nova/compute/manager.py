@@ -78,13 +78,8 @@ class ComputeManager(manager.Manager):
                  self.host, len(self.rt.pci_tracker.pci_devs))
 
     def sync_power_states(self) -> None:
-        """Periodic task (``[DEFAULT]sync_power_state_interval``), as
-        upstream's power state sync: an ACTIVE server whose guest is not
-        running becomes SHUTOFF (with a ``stop`` action saying why), a
-        SHUTOFF server whose guest runs has it powered off, and the power
-        state shown follows the guest. Servers with a task in progress
-        are skipped; each runs under its instance lock, so an action
-        accepted meanwhile is never undercut."""
+        """Periodic task (``[DEFAULT]sync_power_state_interval``): match
+        servers to their guests' power (``repair.sync_power_states``)."""
         repair.sync_power_states(self)
 
     def _hand_back(self, context, instance_uuid: str,
