@@ -6,7 +6,8 @@ real embedded Placement (one SQLite file per model) and asks for ``h200:N``:
 * flat: device RPs under the compute RP, N plain PGPU:1 groups (upstream);
 * nested: group RPs but no member-index traits, N groups + a resourceless
   ``CUSTOM_PCI_GROUP_NVLINK_<N>`` group + same_subtree;
-* member: the design (DESIGN.md, "Placement model").
+* member: nova's model (doc/source/admin/pci-groups.rst, "What Placement
+  shows").
 
 Placement runs in a child process so that a query exceeding ``--timeout``
 can be stopped (the child is killed and restarted on the same database).
@@ -76,8 +77,8 @@ def is_valid(chosen: list[tuple[str, str]], size: int,
 
 
 def format_table(rows: list[dict], timeout: float) -> str:
-    """Markdown table of results, like DESIGN.md's; ``> S s`` marks a
-    query stopped at the timeout."""
+    """Markdown table of results; ``> S s`` marks a query stopped at
+    the timeout."""
     lines = ['| model | N | candidates | valid | groups found | median |',
              '|---|---|---|---|---|---|']
     for row in rows:

@@ -13,9 +13,10 @@ hosts that can hold an instance. This module builds that query:
 * for an alias with a ``group_type`` and a count N >= 2, a position trait on
   every device group plus a resourceless group on a group provider of size
   N, all tied together by ``same_subtree``: Placement then returns exactly
-  one candidate per free device group of size N (see DESIGN.md, "Request
-  model"). With NUMA policy ``required`` (``socket``) that group provider
-  must also say its devices share one NUMA node (socket);
+  one candidate per free device group of size N (see
+  doc/source/admin/pci-groups.rst, "What Placement shows"). With NUMA
+  policy ``required`` (``socket``) that group provider must also say its
+  devices share one NUMA node (socket);
 * with policy ``socket``, the host trait COMPUTE_SOCKET_PCI_NUMA_AFFINITY
   in the unsuffixed group, as upstream.
 

@@ -2,9 +2,9 @@
 
 Builds the nested provider tree of one host by hand (compute node -> board
 -> 2 quads -> 2 pairs each -> 8 GPUs with member-index traits) and checks
-the claim of DESIGN.md: a request for N GPUs returns exactly one candidate
-per free group of size N, each candidate is a declared group, and using one
-GPU removes exactly the groups it breaks.
+the claim of doc/source/admin/pci-groups.rst: a request for N GPUs
+returns exactly one candidate per free group of size N, each candidate is
+a declared group, and using one GPU removes exactly the groups it breaks.
 """
 
 import uuid
