@@ -49,7 +49,8 @@ class ComputeManager(manager.Manager):
     # The RPC API version served (history: nova.compute.rpcapi).
     target = rpc.endpoint_target(compute_rpcapi.VERSION)
 
-    def __init__(self, conf: cfg.ConfigOpts, driver,
+    def __init__(self, conf: cfg.ConfigOpts,
+                 driver: virt_driver.ComputeDriver,
                  reportclient: report.SchedulerReportClient | None = None,
                  host: str | None = None) -> None:
         super().__init__(conf)

@@ -26,6 +26,8 @@ from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
 from nova.pci import partitions as pci_partitions
 from nova.pci import placement_names as names
+from nova.scheduler.client import report
+from nova.virt import driver as virt_driver
 from nova.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -37,8 +39,9 @@ _UPDATE_ATTEMPTS = 4
 class ResourceTracker:
     """Resources of the single node a nova-compute service manages."""
 
-    def __init__(self, conf: cfg.ConfigOpts, host: str, driver,
-                 reportclient) -> None:
+    def __init__(self, conf: cfg.ConfigOpts, host: str,
+                 driver: virt_driver.ComputeDriver,
+                 reportclient: report.SchedulerReportClient) -> None:
         self.host = host
         self.driver = driver
         self.reportclient = reportclient
