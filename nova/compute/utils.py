@@ -47,6 +47,12 @@ def retry_pending_frees(context, reportclient, host: str) -> list[str]:
     for pending in db.pending_free_get_all(context, host,
                                            with_unhosted=True):
         consumer = pending['consumer_uuid']
+        if not _released(context, consumer):
+            # Unshelved since: its allocation now is the new claim's.
+            LOG.info('Pending allocation free of %s dropped: it was '
+                     'scheduled again', consumer)
+            db.pending_free_delete(context, consumer)
+            continue
         try:
             reportclient.delete_allocation_for_instance(consumer)
         except exception.NovaException as exc:
@@ -59,6 +65,17 @@ def retry_pending_frees(context, reportclient, host: str) -> list[str]:
         LOG.info('Freed the allocations of %s in Placement (pending since '
                  'Placement did not answer)', ', '.join(freed))
     return freed
+
+
+def _released(context, consumer: str) -> bool:
+    """Whether ``consumer`` still owns nothing in Placement: its instance
+    is deleted, or offloaded and not being unshelved."""
+    try:
+        instance = db.instance_get_by_uuid(context, consumer)
+    except exception.InstanceNotFound:
+        return True
+    return instance['vm_state'] == vm_states.SHELVED_OFFLOADED and \
+        instance['task_state'] is None
 
 
 def free_and_destroy(context, reportclient, instance_uuid: str,

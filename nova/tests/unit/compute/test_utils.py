@@ -5,7 +5,9 @@ from unittest import mock
 from nova import context as nova_context
 from nova import exception
 from nova import test
+from nova.compute import task_states
 from nova.compute import utils as compute_utils
+from nova.compute import vm_states
 from nova.db import api as db
 from nova.tests.fixtures import database as db_fixture
 
@@ -52,3 +54,15 @@ class TestPendingFrees(test.TestCase):
         self.assertEqual([], compute_utils.retry_pending_frees(
             self.ctx, self.client, 'cmp1'))
         self.assertEqual([('vm1', 'cmp1')], self.pending())
+
+    def test_retry_spares_an_instance_scheduled_again(self):
+        # Offloaded during the outage, unshelved once Placement was back:
+        # its allocation is the new claim's, not the one to free.
+        db.instance_create(self.ctx, {
+            'uuid': 'vm1', 'vm_state': vm_states.SHELVED_OFFLOADED,
+            'task_state': task_states.UNSHELVING})
+        db.pending_free_add(self.ctx, 'vm1', 'cmp1')
+        self.assertEqual([], compute_utils.retry_pending_frees(
+            self.ctx, self.client, 'cmp1'))
+        self.client.delete_allocation_for_instance.assert_not_called()
+        self.assertEqual([], self.pending())
