@@ -32,6 +32,7 @@ from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
+from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 
@@ -102,12 +103,11 @@ class ComputeManager(manager.Manager):
 
     def update_available_resource(self) -> None:
         """Periodic task: free the allocations whose free is pending
-        (Placement did not answer a delete; ``compute_utils.
-        retry_pending_frees``), then refresh and report this host's
+        (Placement did not answer a delete; ``nova.scheduler.client.
+        frees``), then refresh and report this host's
         resources, so the band published counts the GPUs just freed."""
         context = nova_context.get_admin_context()
-        compute_utils.retry_pending_frees(context, self.reportclient,
-                                          self.host)
+        frees.retry_pending_frees(context, self.reportclient, self.host)
         self.rt.update_available_resource(context)
 
     def audit_allocations(self) -> None:
@@ -609,9 +609,8 @@ class ComputeManager(manager.Manager):
         # Freed before the record says so: a crash in between leaves the
         # task state, and the start-up repair finishes the offload.
         self._cleanup(instance['uuid'])
-        compute_utils.free_allocation(nova_context.get_admin_context(),
-                                      self.reportclient, instance['uuid'],
-                                      self.host)
+        frees.free_allocation(nova_context.get_admin_context(),
+                              self.reportclient, instance['uuid'], self.host)
         LOG.info('Instance %s offloaded from %s', instance['uuid'],
                  self.host)
         return {'vm_state': vm_states.SHELVED_OFFLOADED, 'host': None,

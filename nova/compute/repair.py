@@ -45,6 +45,7 @@ from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.scheduler.client import frees
 from nova.virt import driver as virt_driver
 
 if TYPE_CHECKING:
@@ -196,8 +197,7 @@ def _roll_back_unshelve(compute: ComputeManager, context,
     if alive, finds it no longer unshelving and stops)."""
     uuid = instance['uuid']
     compute._cleanup(uuid)
-    compute_utils.free_allocation(context, compute.reportclient, uuid,
-                                  compute.host)
+    frees.free_allocation(context, compute.reportclient, uuid, compute.host)
     compute._finish(context, uuid, instance['task_state'], {
         'task_state': None, 'host': None, 'node': None,
         'fault_message': 'The unshelve was interrupted by a restart of '

@@ -74,6 +74,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova import rpc
+from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
 
@@ -301,7 +302,7 @@ class ConductorManager(manager.Manager):
         with self._driving(instance_uuid):
             if takeover:
                 # What the previous owner's scheduler may have claimed.
-                self._free(instance_uuid)
+                self._free(context, instance_uuid)
             return self._build(context, instance_uuid, waiting)
 
     # The build --------------------------------------------------------------
@@ -344,7 +345,7 @@ class ConductorManager(manager.Manager):
                     # Lease checked first: a conductor that lost the
                     # build must not free the new owner's claim.
                     self._clear_host(context, instance_uuid, waiting)
-                    self._free(instance_uuid)
+                    self._free(context, instance_uuid)
             return self._fail(context, instance_uuid, _with_history(
                 'Build of instance %s failed on every host tried '
                 '([scheduler]max_attempts = %d)' % (instance_uuid,
@@ -358,7 +359,7 @@ class ConductorManager(manager.Manager):
             LOG.info('Instance %s was deleted (or its unshelve rolled '
                      'back) during its build; allocation freed',
                      instance_uuid)
-            self._free(instance_uuid)
+            self._free(context, instance_uuid)
         except Exception as exc:
             LOG.exception('Build of instance %s failed', instance_uuid)
             return self._fail(context, instance_uuid, _with_history(
@@ -442,14 +443,12 @@ class ConductorManager(manager.Manager):
                       'task_state': waiting},
                      {'task_state': current['task_state']})
 
-    def _free(self, instance_uuid: str) -> None:
-        try:
-            self.reportclient.delete_allocation_for_instance(instance_uuid)
-        except exception.NovaException:
-            # Placement unreachable: nothing else to do from here; say
-            # which consumer holds the leftover allocation.
-            LOG.exception('Could not delete the allocation of instance %s '
-                          'in Placement', instance_uuid)
+    def _free(self, context, instance_uuid: str) -> None:
+        """Give the build's claim back (``nova.scheduler.client.frees``:
+        pending for any compute to retry if Placement is away; the retry
+        spares an instance scheduled again)."""
+        frees.free_allocation(context, self.reportclient, instance_uuid,
+                              None)
 
     def _fail(self, context, instance_uuid: str, message: str,
               details: str | None = None,
@@ -479,7 +478,7 @@ class ConductorManager(manager.Manager):
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its failure could be '
                      'recorded', instance_uuid)
-        self._free(instance_uuid)
+        self._free(context, instance_uuid)
         return message
 
 

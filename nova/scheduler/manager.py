@@ -35,6 +35,7 @@ from nova import exception
 from nova import rpc
 from nova.pci import request as pci_request
 from nova.scheduler import candidates as scheduler_candidates
+from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.scheduler import fullness
 from nova.scheduler import numa_affinity
@@ -281,8 +282,8 @@ class SchedulerManager(manager.Manager):
                         instance['task_state'] is None):
                 LOG.warning('Giving back the claim for instance %s: %s',
                             instance_uuid, exc.message)
-                self.reportclient.delete_allocation_for_instance(
-                    instance_uuid)
+                frees.free_allocation(context, self.reportclient,
+                                      instance_uuid, None)
             raise
 
     def _allocation_candidates(self, request, usable) -> dict:
@@ -374,7 +375,7 @@ def _on_hosts(response: dict, usable: dict) -> list[dict]:
 def _with_leaks(context, reason: str) -> exception.NoValidHost:
     """NoValidHost for ``reason``, also naming the capacity deleted
     servers still hold in Placement (frees pending since Placement did
-    not answer, see ``nova.compute.utils.free_allocation``): a refusal
+    not answer, see ``nova.scheduler.client.frees``): a refusal
     then tells leaked capacity, freed shortly, from a race or a full
     fleet."""
     pending = db.pending_free_get_all(context)

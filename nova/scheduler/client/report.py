@@ -647,6 +647,28 @@ class SchedulerReportClient:
                       detail)
         raise self._api_error('POST', '/allocations', resp)
 
+    def delete_allocation_at_generation(self, consumer_uuid: str,
+                                        current: dict) -> bool:
+        """Drop a consumer's allocations only if they are still
+        ``current`` (its GET /allocations body): False when a write
+        since moved its consumer generation on (Placement's 409)."""
+        body = {consumer_uuid: {
+            'allocations': {},
+            'project_id': current['project_id'],
+            'user_id': current['user_id'],
+            'consumer_generation': current.get('consumer_generation'),
+            'consumer_type': current.get('consumer_type') or
+            CONSUMER_TYPE_INSTANCE}}
+        resp = self._retrying(
+            'Deleting the allocations of %s' % consumer_uuid,
+            lambda: self._call('POST', '/allocations', json=body,
+                               allow=(409,)))
+        if resp.status_code != 409:
+            return True
+        if _error_body(resp)[1] != _CONCURRENT_UPDATE:
+            raise self._api_error('POST', '/allocations', resp)
+        return False
+
     def delete_allocation_for_instance(self, consumer_uuid: str) -> None:
         """Drop every allocation of a consumer; no-op if it has none.
         Transient failures are retried."""

@@ -7,11 +7,17 @@ import fixtures
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
+from nova import context as nova_context
 from nova import test
+from nova.compute import task_states
+from nova.compute import vm_states
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import exception
+from nova.db import api as db
+from nova.scheduler.client import frees
 from nova.scheduler.client import report
+from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import placement as placement_fixture
 
 HOST = 'cmp1'
@@ -409,6 +415,68 @@ class ReportClientTestCase(test.TestCase):
                           request['allocations'], 'p1', 'u1')
         self.assertTrue(self.client.claim_resources(
             consumer, request, 'p1', 'u1', consumer_generation=1))
+
+    def test_guarded_delete_spares_an_allocation_changed_since_read(self):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        consumer = uuidutils.generate_uuid()
+        self.allocate(consumer, desired, '0000:18:00.0')
+        stale = self.client.get_allocations_for_consumer(consumer)
+        # A claim after the read (an unshelve) moves the generation on.
+        self.allocate_again(consumer, desired, stale)
+        self.assertFalse(self.client.delete_allocation_at_generation(
+            consumer, stale))
+        self.assertEqual(2, len(self.client.get_allocations_for_consumer(
+            consumer)['allocations']))
+        fresh = self.client.get_allocations_for_consumer(consumer)
+        self.assertTrue(self.client.delete_allocation_at_generation(
+            consumer, fresh))
+        self.assertEqual({}, self.client.get_allocations_for_consumer(
+            consumer)['allocations'])
+
+    def allocate_again(self, consumer: str, tree: ptree.ProviderTree,
+                       current: dict) -> None:
+        self.client.put_allocations(
+            consumer,
+            {tree.data(HOST).uuid: {'resources': {'VCPU': 1}},
+             tree.data(device_name('0000:2A:00.0')).uuid:
+                 {'resources': {'PGPU': 1}}},
+            project_id='p1', user_id='u1',
+            consumer_generation=current['consumer_generation'])
+
+    def test_pending_free_never_deletes_a_claim_made_during_its_retry(self):
+        # The retry reads the allocation, finds the instance offloaded,
+        # and an unshelve claims before the delete: the claim survives,
+        # and the next retry, seeing the unshelve, drops the free.
+        self.useFixture(db_fixture.Database())
+        ctx = nova_context.get_admin_context()
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        consumer = uuidutils.generate_uuid()
+        db.instance_create(ctx, {'uuid': consumer,
+                                 'vm_state': vm_states.SHELVED_OFFLOADED})
+        self.allocate(consumer, desired, '0000:18:00.0')
+        db.pending_free_add(ctx, consumer, HOST)
+        released = frees._released
+
+        def unshelved_after_check(context, uuid):
+            answer = released(context, uuid)
+            db.instance_update(context, uuid,
+                               {'task_state': task_states.UNSHELVING})
+            self.allocate_again(
+                uuid, desired, self.client.get_allocations_for_consumer(uuid))
+            return answer
+
+        with mock.patch.object(frees, '_released', unshelved_after_check):
+            self.assertEqual([], frees.retry_pending_frees(
+                ctx, self.client, HOST))
+        self.assertEqual([consumer], [
+            row['consumer_uuid'] for row in db.pending_free_get_all(ctx)])
+        self.assertEqual([], frees.retry_pending_frees(ctx, self.client,
+                                                       HOST))
+        self.assertEqual([], db.pending_free_get_all(ctx))
+        self.assertEqual(2, len(self.client.get_allocations_for_consumer(
+            consumer)['allocations']))
 
     def test_move_allocations_between_instance_and_migration(self):
         desired = build_tree()
