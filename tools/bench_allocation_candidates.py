@@ -175,7 +175,7 @@ def build_query(model: str, size: int) -> list[tuple[str, str]]:
     alias = {'name': 'h200', 'resource_class': 'PGPU'}
     if model != 'flat':
         alias['group_type'] = 'nvlink'
-    aliases = pci_request.get_alias_from_config([json.dumps(alias)], True)
+    aliases = pci_request.get_alias_from_config([json.dumps(alias)])
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
     rr = request_builder.build_resource_request(FLAVOR, requests)

@@ -395,7 +395,7 @@ def _insert(db: sqlite3.Connection, table: str, columns: str,
 def resource_request(size: int) -> request_builder.ResourceRequest:
     """What the scheduler asks Placement for a flavor ``h200:<size>``."""
     aliases = pci_request.get_alias_from_config(
-        [json.dumps(fakehost.H200_ALIAS)], True)
+        [json.dumps(fakehost.H200_ALIAS)])
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
     return request_builder.build_resource_request(

@@ -133,7 +133,6 @@ def load(conf: cfg.ConfigOpts, for_compute: bool = False) -> PciConfig:
     _check_group_source(conf, group_tree, report)
     # Aliases are parsed with the rules of Placement scheduling, the only
     # mode that can serve them, so a bad value is named either way.
-    aliases = request.get_alias_from_config(_option(conf, 'pci', 'alias'),
-                                            True)
+    aliases = request.get_alias_from_config(_option(conf, 'pci', 'alias'))
     _check_aliases_schedulable(conf, list(aliases), for_compute)
     return PciConfig(whitelist, group_tree, aliases)

@@ -179,54 +179,45 @@ def _check_same(name: str, what: str, first: str | None,
                 what, name, _show(first), _show(other))))
 
 
-def _check_for_placement(alias: PciAlias, pci_in_placement: bool) -> None:
-    """Apply the identification rules of the active scheduling mode."""
-    if alias.group_type and not pci_in_placement:
+def _check_identification(alias: PciAlias) -> None:
+    """Refuse an alias Placement could not serve as written.
+
+    Aliases are only scheduled through Placement here (``nova.pci.
+    config`` refuses them otherwise), which picks a device by its
+    resource class: one spec per alias, naming a class or the vendor and
+    product ids that make one.
+    """
+    if len(alias.specs) > 1:
         raise exception.PciInvalidAlias(reason=(
-            "alias '%s' has group_type %r, which needs "
-            "[filter_scheduler]pci_in_placement = True: device groups are "
-            "only schedulable through Placement" % (
-                alias.name, alias.group_type)))
-    if pci_in_placement and len(alias.specs) > 1:
-        raise exception.PciInvalidAlias(reason=(
-            "alias '%s' has %d specs but [filter_scheduler]pci_in_placement"
-            " is True, which supports one spec per alias; instead give the "
+            "alias '%s' has %d specs but PCI devices are scheduled through "
+            "Placement, which supports one spec per alias; instead give the "
             "same resource_class to several [pci]device_spec entries and "
             "name that resource_class in a single alias entry" % (
                 alias.name, len(alias.specs))))
     for spec in alias.specs:
-        has_ids = 'vendor_id' in spec and 'product_id' in spec
         ids = [key for key in ('vendor_id', 'product_id') if key in spec]
-        if pci_in_placement and ids and spec.get('resource_class'):
+        if ids and spec.get('resource_class'):
             # Upstream also filters hosts by the ids (PciPassthroughFilter
             # pool matching); here Placement alone picks the device, by
             # resource class, so the ids would be silently ignored and an
             # "h200" alias could hand out any device of that class.
             raise exception.PciInvalidAlias(reason=(
-                "alias '%s' sets resource_class %r and %s; with "
-                "[filter_scheduler]pci_in_placement devices are chosen by "
-                "resource class only, so %s would be ignored. Either drop "
-                "resource_class (the class is then CUSTOM_PCI_<VENDOR>_"
-                "<PRODUCT>) or drop %s and give the wanted devices their "
-                "own resource_class in [pci]device_spec" % (
+                "alias '%s' sets resource_class %r and %s; devices are "
+                "chosen by resource class only in Placement, so %s would "
+                "be ignored. Either drop resource_class (the class is then "
+                "CUSTOM_PCI_<VENDOR>_<PRODUCT>) or drop %s and give the "
+                "wanted devices their own resource_class in "
+                "[pci]device_spec" % (
                     alias.name, spec['resource_class'],
                     ' and '.join('%s %r' % (k, spec[k]) for k in ids),
                     '/'.join(ids), '/'.join(ids))))
-        if pci_in_placement:
-            if not has_ids and not spec.get('resource_class'):
-                raise exception.PciInvalidAlias(reason=(
-                    "alias '%s' needs vendor_id and product_id, or "
-                    "resource_class, when [filter_scheduler]pci_in_placement"
-                    " is True; got spec %s" % (alias.name, spec)))
-        elif not has_ids:
+        if len(ids) < 2 and not spec.get('resource_class'):
             raise exception.PciInvalidAlias(reason=(
-                "alias '%s' needs both vendor_id and product_id when "
-                "[filter_scheduler]pci_in_placement is False; got spec %s" % (
-                    alias.name, spec)))
+                "alias '%s' needs vendor_id and product_id, or "
+                "resource_class; got spec %s" % (alias.name, spec)))
 
 
-def get_alias_from_config(values: list[str],
-                          pci_in_placement: bool) -> dict[str, PciAlias]:
+def get_alias_from_config(values: list[str]) -> dict[str, PciAlias]:
     """Parse ``[pci]alias`` values into aliases keyed by name.
 
     Entries sharing a name are merged into one alias whose specs are
@@ -253,7 +244,7 @@ def get_alias_from_config(values: list[str],
                          numa_policy=entry['numa_policy'],
                          device_type=entry['device_type'],
                          group_type=entry['group_type'])
-        _check_for_placement(alias, pci_in_placement)
+        _check_identification(alias)
         aliases[name] = alias
     return aliases
 

@@ -114,7 +114,7 @@ class TestLoad(test.TestCase):
 
 def aliases(*values):
     return request.get_alias_from_config(
-        [json.dumps(v) for v in values], pci_in_placement=True)
+        [json.dumps(v) for v in values])
 
 
 class TestCheckAliases(test.TestCase):

@@ -20,7 +20,7 @@ def _alias(**fields) -> str:
 class TestAliasAccepted(test.TestCase):
 
     def test_hgx_group_alias_in_placement(self):
-        aliases = request.get_alias_from_config([json.dumps(H200)], True)
+        aliases = request.get_alias_from_config([json.dumps(H200)])
         alias = aliases['h200']
         self.assertEqual(['h200'], list(aliases))
         self.assertEqual(({'resource_class': 'PGPU'},), alias.specs)
@@ -32,44 +32,40 @@ class TestAliasAccepted(test.TestCase):
 
     def test_group_type_lower_cased(self):
         alias = request.get_alias_from_config(
-            [_alias(resource_class='PGPU', group_type='PCIe-Switch')],
-            True)['gpu']
+            [_alias(resource_class='PGPU', group_type='PCIe-Switch')])['gpu']
         self.assertEqual('pcie-switch', alias.group_type)
 
     def test_every_key(self):
         value = _alias(name='  nic  ', vendor_id='8086', product_id='154D',
                        device_type='type-VF', numa_policy='socket',
-                       resource_class='custom_nic', traits='purple,blue',
-                       live_migratable='yes', capability_type='pci')
-        alias = request.get_alias_from_config([value], False)['nic']
+                       traits='purple,blue', live_migratable='yes',
+                       capability_type='pci')
+        alias = request.get_alias_from_config([value])['nic']
         self.assertEqual('nic', alias.name)
         # Case of the ids is kept; capability_type is not part of the spec.
         self.assertEqual(({'vendor_id': '8086', 'product_id': '154D',
                            'dev_type': 'type-VF',
-                           'resource_class': 'custom_nic',
                            'traits': 'purple,blue',
                            'live_migratable': 'true'},), alias.specs)
         self.assertEqual('type-VF', alias.device_type)
         self.assertEqual('socket', alias.numa_policy)
         self.assertIsNone(alias.group_type)
-        self.assertEqual('CUSTOM_NIC', alias.resource_class)
+        self.assertEqual('CUSTOM_PCI_8086_154D', alias.resource_class)
         self.assertEqual({'CUSTOM_PURPLE', 'CUSTOM_BLUE'}, alias.traits)
 
     def test_ids_give_default_resource_class(self):
         alias = request.get_alias_from_config(
-            [_alias(vendor_id='10de', product_id='2335')], False)['gpu']
+            [_alias(vendor_id='10de', product_id='2335')])['gpu']
         self.assertEqual('CUSTOM_PCI_10DE_2335', alias.resource_class)
 
     def test_every_device_type_and_numa_policy(self):
         for dev_type in ('type-PCI', 'type-PF', 'type-VF'):
             alias = request.get_alias_from_config(
-                [_alias(resource_class='X', device_type=dev_type)],
-                True)['gpu']
+                [_alias(resource_class='X', device_type=dev_type)])['gpu']
             self.assertEqual(dev_type, alias.specs[0]['dev_type'])
         for policy in ('legacy', 'preferred', 'required', 'socket'):
             alias = request.get_alias_from_config(
-                [_alias(resource_class='X', numa_policy=policy)],
-                True)['gpu']
+                [_alias(resource_class='X', numa_policy=policy)])['gpu']
             self.assertEqual(policy, alias.numa_policy)
             self.assertNotIn('numa_policy', alias.specs[0])
 
@@ -77,70 +73,38 @@ class TestAliasAccepted(test.TestCase):
         for raw, expected in (('True', 'true'), ('1', 'true'),
                               ('off', 'false'), ('false', 'false')):
             alias = request.get_alias_from_config(
-                [_alias(resource_class='X', live_migratable=raw)],
-                True)['gpu']
+                [_alias(resource_class='X', live_migratable=raw)])['gpu']
             self.assertEqual(expected, alias.specs[0]['live_migratable'])
 
     def test_placement_accepts_ids_without_resource_class(self):
         alias = request.get_alias_from_config(
             [_alias(vendor_id='10de', product_id='2335',
-                    group_type='nvlink')], True)['gpu']
+                    group_type='nvlink')])['gpu']
         self.assertEqual('CUSTOM_PCI_10DE_2335', alias.resource_class)
 
     def test_name_of_256_characters(self):
         name = 'n' * 256
         aliases = request.get_alias_from_config(
-            [_alias(name=name, resource_class='X')], True)
+            [_alias(name=name, resource_class='X')])
         self.assertEqual([name], list(aliases))
 
     def test_several_aliases(self):
         aliases = request.get_alias_from_config(
-            [json.dumps(H200), _alias(name='nic', resource_class='NIC')],
-            True)
+            [json.dumps(H200), _alias(name='nic', resource_class='NIC')])
         self.assertEqual(['h200', 'nic'], list(aliases))
 
     def test_no_values(self):
-        self.assertEqual({}, request.get_alias_from_config([], True))
+        self.assertEqual({}, request.get_alias_from_config([]))
 
 
 class TestAliasMerge(test.TestCase):
-
-    def test_same_name_merges_specs(self):
-        aliases = request.get_alias_from_config(
-            [_alias(vendor_id='10de', product_id='2335'),
-             _alias(vendor_id='10de', product_id='2330')], False)
-        self.assertEqual(
-            ({'vendor_id': '10de', 'product_id': '2335'},
-             {'vendor_id': '10de', 'product_id': '2330'}),
-            aliases['gpu'].specs)
-
-    def test_merge_without_device_type(self):
-        # Upstream fails cryptically here; absent on both sides is equal.
-        alias = request.get_alias_from_config(
-            [_alias(vendor_id='10de', product_id='2335',
-                    numa_policy='required'),
-             _alias(vendor_id='10de', product_id='2330',
-                    numa_policy='required')], False)['gpu']
-        self.assertEqual(2, len(alias.specs))
-        self.assertIsNone(alias.device_type)
-        self.assertEqual('required', alias.numa_policy)
-
-    def test_merge_with_same_device_type(self):
-        alias = request.get_alias_from_config(
-            [_alias(vendor_id='8086', product_id='1515',
-                    device_type='type-PF'),
-             _alias(vendor_id='8086', product_id='1516',
-                    device_type='type-PF')], False)['gpu']
-        self.assertEqual('type-PF', alias.device_type)
-        self.assertEqual(['type-PF', 'type-PF'],
-                         [s['dev_type'] for s in alias.specs])
 
     def test_numa_policy_mismatch(self):
         exc = self.assertRaises(
             exception.PciInvalidAlias, request.get_alias_from_config,
             [_alias(vendor_id='10de', product_id='2335'),
              _alias(vendor_id='10de', product_id='2330',
-                    numa_policy='required')], False)
+                    numa_policy='required')])
         self.assertIn("NUMA policy mismatch for alias 'gpu'", str(exc))
         self.assertIn("'legacy'", str(exc))
         self.assertIn("'required'", str(exc))
@@ -150,7 +114,7 @@ class TestAliasMerge(test.TestCase):
             exception.PciInvalidAlias, request.get_alias_from_config,
             [_alias(vendor_id='10de', product_id='2335'),
              _alias(vendor_id='10de', product_id='2330',
-                    device_type='type-PF')], False)
+                    device_type='type-PF')])
         self.assertIn("device_type mismatch for alias 'gpu'", str(exc))
         self.assertIn('unset', str(exc))
         self.assertIn("'type-PF'", str(exc))
@@ -161,7 +125,7 @@ class TestAliasMerge(test.TestCase):
             [_alias(vendor_id='10de', product_id='2335',
                     device_type='type-VF'),
              _alias(vendor_id='10de', product_id='2330',
-                    device_type='type-PF')], False)
+                    device_type='type-PF')])
         self.assertIn("'type-VF'", str(exc))
         self.assertIn("'type-PF'", str(exc))
 
@@ -170,7 +134,7 @@ class TestAliasMerge(test.TestCase):
         exc = self.assertRaises(
             exception.PciInvalidAlias, request.get_alias_from_config,
             [json.dumps(H200),
-             json.dumps(dict(H200, group_type='pcie-switch'))], True)
+             json.dumps(dict(H200, group_type='pcie-switch'))])
         self.assertIn("group_type mismatch for alias 'h200'", str(exc))
         self.assertIn("'nvlink'", str(exc))
         self.assertIn("'pcie-switch'", str(exc))
@@ -180,16 +144,15 @@ class TestAliasMerge(test.TestCase):
             exception.PciInvalidAlias, request.get_alias_from_config,
             [_alias(name='gpu', vendor_id='10de', product_id='2335'),
              _alias(name=' gpu ', vendor_id='10de', product_id='2330',
-                    numa_policy='preferred')], False)
+                    numa_policy='preferred')])
         self.assertIn("alias 'gpu'", str(exc))
 
 
 class TestAliasRejected(test.TestCase):
 
-    def _reject(self, value, pci_in_placement=True, *expected):
+    def _reject(self, value, *expected):
         exc = self.assertRaises(exception.PciInvalidAlias,
-                                request.get_alias_from_config,
-                                [value], pci_in_placement)
+                                request.get_alias_from_config, [value])
         message = str(exc)
         self.assertIn('Invalid PCI alias definition', message)
         for text in expected:
@@ -197,103 +160,96 @@ class TestAliasRejected(test.TestCase):
         return message
 
     def test_not_json(self):
-        self._reject('{name: gpu}', True, '{name: gpu}',
+        self._reject('{name: gpu}', '{name: gpu}',
                      'not a valid JSON object')
 
     def test_not_an_object(self):
         value = json.dumps([H200])
-        self._reject(value, True, value, "is not of type 'object'")
+        self._reject(value, value, "is not of type 'object'")
 
     def test_duplicate_key(self):
         value = ('{"name": "gpu", "resource_class": "X", '
                  '"numa_policy": "legacy", "numa_policy": "required"}')
-        self._reject(value, True, value, "'numa_policy' is given more")
+        self._reject(value, value, "'numa_policy' is given more")
 
     def test_unknown_key(self):
         value = _alias(resource_class='X', devname='eth0')
-        self._reject(value, True, value, "'devname' was unexpected",
+        self._reject(value, value, "'devname' was unexpected",
                      'allowed keys are', 'group_type')
 
     def test_name_missing(self):
         value = json.dumps({'resource_class': 'X'})
-        self._reject(value, True, value, "'name' is a required property")
+        self._reject(value, value, "'name' is a required property")
 
     def test_bad_names(self):
         for name, problem in (('', "'name' ''"), ('   ', 'must not be blank'),
                               ('n' * 257, 'is too long'),
                               (5, "'name' 5 is not of type 'string'")):
             value = _alias(name=name, resource_class='X')
-            self._reject(value, True, value, problem)
+            self._reject(value, value, problem)
 
     def test_bad_ids(self):
         for key in ('vendor_id', 'product_id'):
             for bad in ('10d', '10dex', '10dg', '0x10', ' 10de'):
                 value = _alias(resource_class='X', **{key: bad})
-                self._reject(value, True, value, "'%s' %r" % (key, bad),
+                self._reject(value, value, "'%s' %r" % (key, bad),
                              'not 4 hexadecimal digits')
             value = _alias(resource_class='X', **{key: 0x10de})
-            self._reject(value, True, value, "'%s' 4318 is not of type" % key)
+            self._reject(value, value, "'%s' 4318 is not of type" % key)
 
     def test_non_string_placement_names(self):
         for key, bad in (('resource_class', 5), ('traits', ['CUSTOM_A']),
                          ('resource_class', None)):
             value = _alias(vendor_id='10de', product_id='2335',
                            **{key: bad})
-            self._reject(value, True, value,
+            self._reject(value, value,
                          "'%s' %r is not of type 'string'" % (key, bad))
 
     def test_bad_device_type(self):
         for bad in ('vdpa', 'type-pci', 'PCI'):
             value = _alias(resource_class='X', device_type=bad)
             self._reject(
-                value, True, value,
+                value, value,
                 "'device_type' %r is not one of ['type-PCI', 'type-PF', "
                 "'type-VF']" % bad)
 
     def test_bad_numa_policy(self):
         value = _alias(resource_class='X', numa_policy='strict')
-        self._reject(value, True, value,
+        self._reject(value, value,
                      "'numa_policy' 'strict' is not one of ['legacy', "
                      "'preferred', 'required', 'socket']")
 
     def test_bad_capability_type(self):
         value = _alias(resource_class='X', capability_type='net')
-        self._reject(value, True, value,
+        self._reject(value, value,
                      "'capability_type' 'net' is not one of ['pci']")
 
     def test_non_string_fields(self):
         for key, bad in (('resource_class', 1), ('traits', ['A', 'B']),
                          ('live_migratable', True), ('group_type', 2)):
             value = _alias(vendor_id='10de', product_id='2335', **{key: bad})
-            self._reject(value, True, value, "'%s'" % key,
+            self._reject(value, value, "'%s'" % key,
                          "is not of type 'string'")
 
     def test_bad_live_migratable(self):
         value = _alias(resource_class='X', live_migratable='maybe')
-        self._reject(value, True, value, "'live_migratable'", "'maybe'",
+        self._reject(value, value, "'live_migratable'", "'maybe'",
                      "'true'", "'false'")
 
     def test_bad_group_type(self):
         for bad in ('nv1', 'nv_link', '-nvlink', 'nvlink-', ''):
             value = _alias(resource_class='X', group_type=bad)
-            self._reject(value, True, value, 'group type %r' % bad,
+            self._reject(value, value, 'group type %r' % bad,
                          'letters with optional inner dashes')
 
     def test_several_errors_reported_together(self):
         value = _alias(vendor_id='zz', device_type='vdpa')
-        self._reject(value, True, "'vendor_id' 'zz'", "'device_type' 'vdpa'")
-
-    def test_legacy_needs_both_ids(self):
-        for fields in ({'vendor_id': '10de'}, {'product_id': '2335'},
-                       {'resource_class': 'PGPU'}, {'traits': 'A'}):
-            self._reject(_alias(**fields), False, "alias 'gpu'",
-                         'needs both vendor_id and product_id',
-                         'pci_in_placement is False')
+        self._reject(value, "'vendor_id' 'zz'", "'device_type' 'vdpa'")
 
     def test_placement_needs_ids_or_resource_class(self):
         for fields in ({'vendor_id': '10de'}, {'product_id': '2335'},
                        {'traits': 'A'}, {'resource_class': ''}, {}):
-            self._reject(_alias(**fields), True, "alias 'gpu'",
+            self._reject(_alias(**fields), "alias 'gpu'",
                          'vendor_id and product_id, or resource_class')
 
     def test_placement_refuses_ids_ignored_for_resource_class(self):
@@ -301,20 +257,12 @@ class TestAliasRejected(test.TestCase):
         # hand out H100s: Placement picks by class only.
         self._reject(
             _alias(name='h200', vendor_id='10de', product_id='2335',
-                   resource_class='PGPU', group_type='nvlink'), True,
+                   resource_class='PGPU', group_type='nvlink'),
             "alias 'h200' sets resource_class 'PGPU' and vendor_id '10de' "
             "and product_id '2335'", 'vendor_id/product_id would be ignored',
             'drop resource_class', 'own resource_class in [pci]device_spec')
-        self._reject(_alias(product_id='2335', resource_class='PGPU'), True,
+        self._reject(_alias(product_id='2335', resource_class='PGPU'),
                      "product_id '2335'", 'product_id would be ignored')
-
-    def test_legacy_keeps_ids_with_resource_class(self):
-        # Without Placement scheduling the ids select the devices and the
-        # class plays no part, as upstream.
-        alias = request.get_alias_from_config(
-            [_alias(vendor_id='10de', product_id='2335',
-                    resource_class='PGPU')], False)['gpu']
-        self.assertEqual('10de', alias.specs[0]['vendor_id'])
 
     def test_placement_one_spec_per_alias(self):
         self._reject_values(
@@ -322,13 +270,9 @@ class TestAliasRejected(test.TestCase):
             "alias 'gpu' has 2 specs", 'one spec per alias',
             'same resource_class to several [pci]device_spec')
 
-    def test_group_type_needs_placement(self):
-        self._reject(json.dumps(H200), False, "alias 'h200'", "'nvlink'",
-                     'pci_in_placement = True')
-
     def _reject_values(self, values, *expected):
         exc = self.assertRaises(exception.PciInvalidAlias,
-                                request.get_alias_from_config, values, True)
+                                request.get_alias_from_config, values)
         for text in expected:
             self.assertIn(text, str(exc))
 
@@ -381,7 +325,7 @@ class TestRequestsFromFlavor(test.TestCase):
         self.aliases = request.get_alias_from_config(
             [json.dumps(H200),
              _alias(name='nic', vendor_id='8086', product_id='154d',
-                    traits='fast', numa_policy='preferred')], True)
+                    traits='fast', numa_policy='preferred')])
 
     def test_no_alias_extra_spec(self):
         self.assertEqual([], request.get_pci_requests_from_flavor(
@@ -483,7 +427,7 @@ class TestPciResourceClasses(test.TestCase):
     def test_from_aliases_and_device_specs(self):
         aliases = request.get_alias_from_config(
             [json.dumps(H200), _alias(name='nic', vendor_id='8086',
-                                      product_id='154d')], True)
+                                      product_id='154d')])
         classes = request.pci_resource_classes(
             aliases, devspec.Whitelist.from_config([
                 '{"vendor_id": "10de", "product_id": "2330"}',

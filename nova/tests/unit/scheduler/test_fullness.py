@@ -14,7 +14,7 @@ FLAVOR = {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
 
 def gpu_request(count: int) -> request_builder.ResourceRequest:
     aliases = pci_request.get_alias_from_config(
-        [json.dumps(fakehost.H200_ALIAS)], True)
+        [json.dumps(fakehost.H200_ALIAS)])
     return request_builder.build_resource_request(
         FLAVOR, pci_request.get_pci_requests_from_flavor(
             {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % count}, aliases))
