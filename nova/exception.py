@@ -103,7 +103,10 @@ class PciGroupConfigInvalid(Invalid):
 
 # PCI tracking and Placement ----------------------------------------------
 
-class PlacementPciException(NovaException):
+class PlacementPciException(Invalid):
+    """The ``[pci]`` configuration describes devices Placement cannot be
+    given (or no longer take): an operator's error, which stops a
+    starting compute with one line like any other bad configuration."""
     msg_fmt = 'PCI devices could not be reported to Placement: %(error)s'
 
 
