@@ -61,6 +61,8 @@ class ResourceTracker:
         self.group_source = conf.pci.device_group_source
         self.nvlink_mode = conf.libvirt.nvlink_partitions
         self._group_warnings: set[str] = set()
+        # Why Fabric Manager could not be read at the last try, if not.
+        self._fabric_error: str | None = None
         self._aliases = pci.aliases
         self._alias_warnings: set[str] = set()
         self._lock = threading.Lock()
@@ -196,10 +198,17 @@ class ResourceTracker:
         try:
             fabric = self.driver.get_nvlink_partitions()
         except exception.FabricManagerError as err:
-            LOG.warning('Cannot read NVLink partitions from Fabric '
-                        'Manager, keeping the device groups as they were: '
-                        '%s', err.message)
+            # Once per outage (and when the reason changes): the repair
+            # asks every few seconds.
+            log = LOG.warning if err.message != self._fabric_error \
+                else LOG.debug
+            log('Cannot read NVLink partitions from Fabric Manager, '
+                'keeping the device groups as they were: %s', err.message)
+            self._fabric_error = err.message
             return self.group_tree, self.withheld
+        if self._fabric_error is not None:
+            LOG.info('Fabric Manager answers again on %s', self.nodename)
+            self._fabric_error = None
         known = self.driver.get_known_nvlink_partitions() \
             if fabric is None else None
         offer = pci_partitions.effective_offer(

@@ -8,6 +8,7 @@ reported before.
 """
 
 import json
+from unittest import mock
 import uuid
 
 from oslo_config import cfg
@@ -207,6 +208,24 @@ class TestUpdateCycle(ResourceTrackerTestCase):
             names.inventory_record(100, reserved=2, max_unit=196,
                                    allocation_ratio=2.0),
             self.client.sent[-1].roots()[0].inventory['DISK_GB'])
+
+
+class TestFabricManagerOutage(ResourceTrackerTestCase):
+
+    def test_outage_is_warned_about_once_and_its_end_told(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        down = exception.FabricManagerError(operation='list',
+                                            error='connection refused')
+        with mock.patch.object(self.driver, 'get_nvlink_partitions',
+                               side_effect=down):
+            for _ in range(3):
+                self.assertFalse(rt.refresh_offer(self.context))
+        self.assertEqual(1, self.logger.output.count(
+            'Cannot read NVLink partitions from Fabric Manager'))
+        self.assertFalse(rt.refresh_offer(self.context))
+        self.assertIn('Fabric Manager answers again on %s' % HOST,
+                      self.logger.output)
 
 
 class TestRefusals(ResourceTrackerTestCase):
