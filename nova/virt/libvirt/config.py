@@ -195,14 +195,18 @@ def instance_uuid_of_domain(name: str) -> str | None:
 class GuestPlatform:
     """What the guest's machine is built from besides the flavor's size:
     its hardware (see nova.virt.guest_hardware), the host architecture,
-    ``[libvirt]num_pcie_ports`` and the BARs of the devices nova could
-    read, by device address (see nova.virt.libvirt.pcie)."""
+    ``[libvirt]num_pcie_ports``, the BARs of the devices nova could
+    read, by device address (see nova.virt.libvirt.pcie), and the host
+    CPUs of each NUMA node (to pin each guest cell's vCPUs)."""
 
     hardware: guest_hardware.GuestHardware = guest_hardware.GuestHardware(
         machine_type='q35')
     arch: str = 'x86_64'
     num_pcie_ports: int = 0
     bars: Mapping[str, tuple[pcie.Bar, ...]] = dataclasses.field(
+        default_factory=dict)
+    # Host CPUs of each host NUMA node the guest may be confined to.
+    node_cpus: Mapping[int, tuple[int, ...]] = dataclasses.field(
         default_factory=dict)
 
 
@@ -226,17 +230,20 @@ def _guest_cells(vcpus: int, memory_mb: int, cells: int
 
 def _add_numa(domain: ET.Element, cpu: ET.Element, vcpus: int,
               memory_mb: int, cells: int, numa_nodes: tuple[int, ...],
-              host_cpus: tuple[int, ...]) -> dict[int, int]:
+              host_cpus: tuple[int, ...],
+              node_cpus: Mapping[int, tuple[int, ...]]) -> dict[int, int]:
     """Give the guest ``cells`` NUMA cells; with ``numa_nodes``, cell i
-    is bound strictly to host node ``numa_nodes[i % len(numa_nodes)]``
-    and the vCPUs to ``host_cpus``. Returns host node -> its first guest
-    cell (where that node's devices are local)."""
+    is bound strictly to host node ``numa_nodes[i % len(numa_nodes)]``,
+    the vCPUs to ``host_cpus`` and, when ``node_cpus`` knows the node,
+    each cell's vCPUs to its node's CPUs. Returns host node -> its first
+    guest cell (where that node's devices are local)."""
     if numa_nodes and host_cpus:
         vcpu = domain.find('vcpu')
         vcpu.set('placement', 'static')
         vcpu.set('cpuset', hardware.format_cpu_set(host_cpus))
     numa = ET.SubElement(cpu, 'numa')
     cell_of_node: dict[int, int] = {}
+    cputune = ET.Element('cputune')
     numatune = ET.SubElement(domain, 'numatune') if numa_nodes else None
     if numatune is not None:
         ET.SubElement(numatune, 'memory', {
@@ -253,6 +260,13 @@ def _add_numa(domain: ET.Element, cpu: ET.Element, vcpus: int,
             ET.SubElement(numatune, 'memnode', {
                 'cellid': str(index), 'mode': 'strict',
                 'nodeset': str(node)})
+            if cells > 1 and node_cpus.get(node):
+                for vcpu_id in cpus:
+                    ET.SubElement(cputune, 'vcpupin', {
+                        'vcpu': str(vcpu_id),
+                        'cpuset': hardware.format_cpu_set(node_cpus[node])})
+    if len(cputune):
+        domain.append(cputune)
     return cell_of_node
 
 
@@ -345,8 +359,8 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     cpu = _add_cpu(domain, bool(pci_devices))
     cells = platform.hardware.numa_cells or (1 if numa_nodes else 0)
     cell_of_node = _add_numa(domain, cpu, vcpus, memory_mb, cells,
-                             tuple(numa_nodes), tuple(host_cpus)) \
-        if cells else {}
+                             tuple(numa_nodes), tuple(host_cpus),
+                             platform.node_cpus) if cells else {}
     if not len(cpu):
         domain.remove(cpu)
     devices = ET.SubElement(domain, 'devices')

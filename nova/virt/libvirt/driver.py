@@ -383,16 +383,20 @@ class LibvirtDriver(driver.ComputeDriver):
         """The domain XML of a guest (spawned or rebuilt), confined to
         ``numa_nodes`` and their host CPUs when given;
         GuestHardwareUnsupported when its devices could not work."""
-        host_cpus = self.host.get_numa_topology().cpus_of(
-            tuple(numa_nodes)) if numa_nodes else ()
+        topology = self.host.get_numa_topology() if numa_nodes else None
+        host_cpus = topology.cpus_of(tuple(numa_nodes)) if topology else ()
+        node_cpus = {node: topology.cpus_of((node,))
+                     for node in numa_nodes} if topology else {}
         return config.build_guest_xml(
             instance_uuid, name, vcpus, memory_mb, pci_devices,
             config.domain_type_for_uri(self.uri), tuple(numa_nodes),
-            host_cpus, self._platform(pci_devices, extra_specs))
+            host_cpus, self._platform(pci_devices, extra_specs, node_cpus))
 
-    def _platform(self, pci_devices: list[dict],
-                  extra_specs: dict | None) -> config.GuestPlatform:
-        """The machine a guest gets: options, flavor, device BARs."""
+    def _platform(self, pci_devices: list[dict], extra_specs: dict | None,
+                  node_cpus: dict[int, tuple[int, ...]]
+                  ) -> config.GuestPlatform:
+        """The machine a guest gets: options, flavor, device BARs, the
+        host CPUs of its NUMA nodes."""
         arch = platform.machine() or 'x86_64'
         bars = {}
         for dev in pci_devices:
@@ -412,7 +416,8 @@ class LibvirtDriver(driver.ComputeDriver):
                 reason=exception.reason_of(exc)) from exc
         return config.GuestPlatform(
             hardware=guest_hw, arch=arch,
-            num_pcie_ports=self.guest_options.num_pcie_ports, bars=bars)
+            num_pcie_ports=self.guest_options.num_pcie_ports, bars=bars,
+            node_cpus=node_cpus)
 
     def _remove_failed_domain(self, domain: libvirt.virDomain,
                               instance_uuid: str) -> None:

@@ -258,7 +258,8 @@ def _platform(machine='q35', firmware=None, cells=None, ports=0,
     return config.GuestPlatform(
         hardware=guest_hardware.GuestHardware(machine, firmware, cells),
         num_pcie_ports=ports,
-        bars={dev['address']: H200_BARS for dev in devices})
+        bars={dev['address']: H200_BARS for dev in devices},
+        node_cpus={0: tuple(range(32)), 1: tuple(range(32, 64))})
 
 
 class GuestMachineTest(test.TestCase):
@@ -287,6 +288,12 @@ class GuestMachineTest(test.TestCase):
             [('0', '0'), ('1', '1')],
             [(m.get('cellid'), m.get('nodeset'))
              for m in root.findall('numatune/memnode')])
+        # Each cell's vCPUs run on its host node's CPUs.
+        self.assertEqual(
+            [(str(v), '0-31') for v in range(8)] +
+            [(str(v), '32-63') for v in range(8, 16)],
+            [(p.get('vcpu'), p.get('cpuset'))
+             for p in root.findall('cputune/vcpupin')])
         pcie_root = root.find("devices/controller[@model='pcie-root']")
         # 8 x pow2(256 GiB + 32 MiB) = 8 x 512 GiB = 4 TiB.
         self.assertEqual(str(4 * 1024 * GiB // 1024),
@@ -309,6 +316,8 @@ class GuestMachineTest(test.TestCase):
         root = self._build(devices, _platform(devices=devices),
                            numa_nodes=(0,), host_cpus=(0, 1))
         self.assertEqual(1, len(root.findall('cpu/numa/cell')))
+        # One cell: the <vcpu cpuset> pins it, no per-vCPU pinning.
+        self.assertIsNone(root.find('cputune'))
         self.assertEqual(['0'], [c.findtext('target/node') for c in
                                  root.findall("devices/controller"
                                               "[@model='pcie-expander-bus']")])
