@@ -65,6 +65,13 @@ class GuestOptions:
         except exception.Invalid as exc:
             raise exception.InvalidConfiguration(
                 reason=exception.reason_of(exc)) from exc
+        if conf.libvirt.num_pcie_ports and not any(
+                'q35' in machine for machine in machine_types.values()):
+            LOG.warning('[libvirt]num_pcie_ports = %d only adds ports to q35 '
+                        'guests, and [libvirt]hw_machine_type = %s gives '
+                        'none; only flavors with hw:machine_type=q35 get '
+                        'them', conf.libvirt.num_pcie_ports,
+                        ','.join(conf.libvirt.hw_machine_type) or '<empty>')
         return cls(machine_types, conf.libvirt.num_pcie_ports)
 
 
