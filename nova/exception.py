@@ -160,6 +160,10 @@ class PciNumaAffinityViolation(Invalid):
 
 # Compute driver -----------------------------------------------------------
 
+class GuestHardwareUnsupported(NovaException):
+    msg_fmt = 'The guest cannot work as defined: %(reason)s'
+
+
 class InstanceSpawnFailed(NovaException):
     msg_fmt = 'Failed to spawn instance %(uuid)s on %(uri)s: %(error)s'
 
@@ -368,6 +372,11 @@ class BuildLeaseLost(NovaException):
 class RescheduledException(NovaException):
     msg_fmt = ('Instance %(instance_uuid)s was not built on this host and '
                'may be tried on another: %(reason)s')
+
+
+class BuildAbortException(NovaException):
+    msg_fmt = ('Build of instance %(instance_uuid)s aborted: %(reason)s; '
+               'every host would refuse it the same way')
 
 
 class MigrationNotFound(NotFound):

@@ -18,6 +18,7 @@ from nova.pci import config as pci_config
 from nova.pci import request as pci_request
 from nova import policies
 from nova.scheduler import request_builder
+from nova.virt import guest_hardware
 
 # Keys of the pci_passthrough: namespace this API knows.
 _PCI_NAMESPACE = 'pci_passthrough:'
@@ -229,7 +230,16 @@ def _check_specs(conf, specs: dict) -> dict[str, str]:
                 policy=value, allowed=', '.join(pci_request.NUMA_POLICIES))
         checked[key] = value
     request_builder.check_extra_specs(checked, pci.resource_classes)
+    guest_hardware.check_extra_specs(checked)
     return checked
+
+
+def _check_flavor_specs(context, flavor_id: str, specs: dict) -> None:
+    """Refuse specs the flavor's size cannot take (``hw:numa_nodes`` must
+    split its vCPUs and memory evenly); a missing flavor is a 404."""
+    flavor = db.flavor_get_by_flavorid(context, flavor_id)
+    merged = dict(flavor.get('extra_specs') or {}, **specs)
+    guest_hardware.check_flavor(dict(flavor, extra_specs=merged))
 
 
 def specs_index(req, flavor_id: str) -> tuple:
@@ -243,8 +253,7 @@ def specs_create(req, flavor_id: str) -> tuple:
     """POST /flavors/{id}/os-extra_specs (admin): add or change specs."""
     req.policy.authorize(req.context, policies.EXTRA_SPECS_CREATE)
     specs = _check_specs(req.conf, req.body_object('extra_specs'))
-    # Look the flavor up first so a missing flavor is a 404, not a 400.
-    db.flavor_get_by_flavorid(req.context, flavor_id)
+    _check_flavor_specs(req.context, flavor_id, specs)
     db.flavor_extra_specs_update_or_create(req.context, flavor_id, specs)
     return 200, {'extra_specs': specs}
 
@@ -272,6 +281,7 @@ def specs_update(req, flavor_id: str, key: str) -> tuple:
             field='body', reason='key %r does not match the URL key %r' % (
                 next(iter(body)), key))
     specs = _check_specs(req.conf, body)
+    _check_flavor_specs(req.context, flavor_id, specs)
     db.flavor_extra_specs_update_or_create(req.context, flavor_id, specs)
     return 200, specs
 

@@ -140,8 +140,8 @@ class AllInOne:
                     fakehost.H200_MODULE_IDS)
                 fake_paths = {'fmpm_path': fm.fmpm_path,
                               'nvidia_smi_path': fm.nvidia_smi_path}
-        return libvirt_driver.LibvirtDriver.from_config(conf, uri=uri,
-                                                        **fake_paths)
+        return libvirt_driver.LibvirtDriver.from_config(
+            conf, uri=uri, bar_reader=fakehost.bar_sizes, **fake_paths)
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))

@@ -28,6 +28,7 @@ from nova.scheduler.client import report
 from nova.scheduler import request_builder
 from nova.servicegroup import api as servicegroup
 from nova.virt import driver as virt_driver
+from nova.virt import guest_hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -114,9 +115,10 @@ class API:
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
         pci_requests = pci_request.get_pci_requests_from_flavor(
             flavor['extra_specs'], self.aliases)
-        # The remaining extra specs the scheduler will use.
+        # The remaining extra specs the scheduler and compute will use.
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
+        guest_hardware.check_flavor(flavor)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,
@@ -230,6 +232,7 @@ class API:
             flavor['extra_specs'], self.aliases)
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
+        guest_hardware.check_flavor(flavor)
         return self._start_move(
             context, instance, 'resize', flavor,
             pci_request.requests_to_primitive(pci_requests), None)

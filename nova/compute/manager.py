@@ -35,6 +35,7 @@ from nova.pci import request as pci_request
 from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
+from nova.virt import guest_hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -250,10 +251,10 @@ class ComputeManager(manager.Manager):
 
     def _guest_numa_nodes(
             self, pci_requests: list[pci_request.InstancePCIRequest],
-            devices: list[dict]) -> tuple[int, ...]:
+            devices: list[dict], flavor: dict) -> tuple[int, ...]:
         """Host NUMA nodes the guest is confined to, from the NUMA nodes
-        of the devices each PCI request claimed and the
-        requests' NUMA policies (see nova.pci.numa);
+        of the devices each PCI request claimed, the requests' NUMA
+        policies and the flavor's ``hw:numa_nodes`` (see nova.pci.numa);
         PciNumaAffinityViolation if the devices cannot meet a policy
         (Placement's traits were stale)."""
         topology = self.rt.numa_topology
@@ -267,11 +268,13 @@ class ComputeManager(manager.Manager):
                     socket=topology.socket_of(dev['numa_node']))
                     for dev in devices
                     if dev['request_id'] == request.request_id)))
-        return pci_numa.guest_nodes(placed)
+        return pci_numa.guest_nodes(placed, guest_hardware.numa_cells_of(
+            flavor.get('extra_specs')) or 1)
 
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
-    @oslo_messaging.expected_exceptions(exception.RescheduledException)
+    @oslo_messaging.expected_exceptions(exception.RescheduledException,
+                                        exception.BuildAbortException)
     def build_and_run_instance(
             self, context, instance_uuid: str,
             pci_providers: dict[str, list[str]] | None = None,
@@ -285,7 +288,9 @@ class ComputeManager(manager.Manager):
         On failure everything done here is undone (guest destroyed,
         devices freed), the build is handed back (``scheduling``, no
         host) and RescheduledException tells the conductor to try another
-        host; the conductor owns the Placement allocation.
+        host, or BuildAbortException when no host could build the guest
+        (its domain could not work); the conductor owns the Placement
+        allocation.
 
         Only a build waiting for this host is built. A request for an
         instance that is active, failed, being deleted or gone (a replayed
@@ -368,7 +373,8 @@ class ComputeManager(manager.Manager):
                 instance_uuid, instance['display_name'],
                 flavor['vcpus'], flavor['memory_mb'],
                 _guest_devices(devices),
-                self._guest_numa_nodes(pci_requests, devices))
+                self._guest_numa_nodes(pci_requests, devices, flavor),
+                extra_specs=flavor.get('extra_specs'))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -376,6 +382,11 @@ class ComputeManager(manager.Manager):
             same_host = isinstance(exc, exception.NVLinkPartitionFailed) \
                 and self._withheld_now(devices)
             self._hand_back(context, instance_uuid, instance['vm_state'])
+            if isinstance(exc, exception.GuestHardwareUnsupported):
+                # Every host would build the same domain: no reschedule.
+                raise exception.BuildAbortException(
+                    instance_uuid=instance_uuid,
+                    reason=exception.reason_of(exc))
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
                 reason=exception.reason_of(exc),
@@ -569,7 +580,8 @@ class ComputeManager(manager.Manager):
             power_on=not stopped,
             numa_nodes=self._guest_numa_nodes(
                 pci_request.requests_from_primitive(
-                    instance.get('pci_requests')), devices))
+                    instance.get('pci_requests')), devices, flavor),
+            extra_specs=flavor.get('extra_specs'))
         return (compute_utils.SETTLED_STOPPED if stopped
                 else compute_utils.SETTLED_ACTIVE)
 
@@ -662,7 +674,9 @@ class ComputeManager(manager.Manager):
             instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
             _guest_devices(devices),
             self._guest_numa_nodes(
-                pci_request.requests_from_primitive(pci_requests), devices))
+                pci_request.requests_from_primitive(pci_requests), devices,
+                flavor),
+            extra_specs=flavor.get('extra_specs'))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)

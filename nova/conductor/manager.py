@@ -9,7 +9,9 @@ and asks that compute to build it. A compute that fails and has cleaned up
 its side raises RescheduledException; the conductor then frees the
 allocation, excludes the host (unless the compute says ``same_host``: it
 withheld the devices that failed, e.g. a quarantined NVLink partition,
-and may have others) and tries again. Any other failure ends the
+and may have others) and tries again. A compute that refuses the guest
+itself (BuildAbortException: its domain could not work, so every host
+would refuse it) ends the build at once, as any other failure ends the
 build: the allocation is freed and the instance goes to ERROR with a fault
 naming the reason, so a failed boot holds nothing.
 
@@ -332,6 +334,9 @@ class ConductorManager(manager.Manager):
                     self._call_compute(context, host, instance_uuid,
                                        selection.pci_providers, waiting)
                     return None
+                except exception.BuildAbortException as exc:
+                    return self._fail(context, instance_uuid, _with_history(
+                        exc.message, failures), waiting=waiting)
                 except exception.RescheduledException as exc:
                     LOG.warning('Build of instance %s failed on %s, '
                                 'rescheduling: %s', instance_uuid, host,

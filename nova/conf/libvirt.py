@@ -85,6 +85,26 @@ nova needs this map to know which partition a set of GPUs is. nova saves
 the map it read under ``$state_path/nvlink`` so that it survives GPUs
 moving to vfio-pci (where nvidia-smi no longer lists them).
 """),
+    cfg.ListOpt('hw_machine_type',
+                default=['x86_64=q35'],
+                help="""
+Machine type of guests per host architecture, as upstream:
+``<architecture>=<machine type>`` items, e.g. ``x86_64=q35``. A flavor's
+``hw:machine_type`` overrides it; an architecture not listed gets the
+hypervisor's default (``pc``, i440fx, on x86_64). The default is q35, the
+PCIe machine: GPUs with large 64-bit BARs need PCIe root ports and a 64-bit
+MMIO window, which i440fx does not have; a GPU guest on i440fx is refused
+at build.
+"""),
+    cfg.IntOpt('num_pcie_ports',
+               default=0, min=0, max=28,
+               help="""
+Number of ``pcie-root-port`` controllers a q35 guest gets at least, as
+upstream (28 is QEMU's limit). Every passed-through device gets its own
+root port, so this only adds free ports (for hotplug) when it is larger
+than the guest's device count; 0 adds none and libvirt adds the ports its
+own devices need.
+"""),
 ]
 
 

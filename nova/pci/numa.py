@@ -1,19 +1,24 @@
 """PCI NUMA affinity: which devices may serve a guest, and where it runs.
 
-This fork has no ``hw:numa_nodes`` and no NUMA providers in Placement, so
-the guest's NUMA placement is derived from its PCI devices:
+This fork has no NUMA providers in Placement, so the guest's NUMA
+placement is derived from its PCI devices and the flavor's
+``hw:numa_nodes`` (N, the guest's NUMA cells; 1 without it):
 
 * if any PCI request has policy ``required`` or ``socket``, the guest is
-  confined to one host NUMA node (its vCPUs to that node's CPUs, its
-  memory strictly to that node). That node is the one of the ``required``
-  devices, which must therefore all sit on a single node; without
-  ``required`` requests it is the node holding most ``socket`` devices
-  (lowest id on a tie). Every ``socket`` device must sit on that node's
-  socket. A device without NUMA information cannot satisfy either policy.
+  confined to at most N host NUMA nodes (its vCPUs to their CPUs, its
+  memory strictly to them). They are the nodes of the ``required``
+  devices, which must therefore sit on N nodes at most (so an 8-GPU board
+  spanning two nodes needs ``hw:numa_nodes=2``); without ``required``
+  requests they are the N nodes holding most ``socket`` devices (lowest
+  id on a tie). Every ``socket`` device must sit on a socket of those
+  nodes. A device without NUMA information cannot satisfy either policy.
+  Guest cell i is bound to the i-th of these nodes (cycling when there
+  are fewer nodes than cells), and a device sits behind a PCIe expander
+  bus of the cell of its node (see nova.virt.libvirt.config).
 * otherwise, with a ``preferred`` request, the guest follows its devices:
-  confined to their node when they all share one, unconfined when they
-  span nodes or report none; the scheduler tries candidates whose
-  ``preferred`` devices share one node first.
+  confined to their nodes when they sit on at most N nodes, unconfined
+  when they span more or report none; the scheduler tries candidates
+  whose ``preferred`` devices share one node first.
 * with ``legacy`` requests only (the default), nothing changes: as
   upstream for a guest without a NUMA topology, devices are not
   restricted and the guest is not confined.
@@ -77,9 +82,11 @@ def _violation(request: PlacedRequest, reason: str
         label=request.label, policy=request.policy, reason=reason)
 
 
-def guest_nodes(requests: list[PlacedRequest]) -> tuple[int, ...]:
+def guest_nodes(requests: list[PlacedRequest],
+                cells: int = 1) -> tuple[int, ...]:
     """The host NUMA node(s) the guest is confined to (see the module
-    docstring); empty when it is not confined.
+    docstring), at most ``cells`` (its ``hw:numa_nodes``); empty when it
+    is not confined.
 
     Raises PciNumaAffinityViolation naming the request, its policy and
     the nodes its devices sit on when the devices break a policy.
@@ -90,40 +97,49 @@ def guest_nodes(requests: list[PlacedRequest]) -> tuple[int, ...]:
     if not strict:
         if not any(r.policy == PREFERRED for r in requests):
             return ()
-        common = common_locality(loc for r in requests for loc in r.devices)
-        return (common.node,) if common.node is not None else ()
+        nodes = {loc.node for r in requests for loc in r.devices}
+        if None in nodes or len(nodes) > cells:
+            return ()
+        return tuple(sorted(nodes))
     for request in strict:
         if any(loc.node is None for loc in request.devices):
             raise _violation(request, 'a device reports no NUMA node')
     required = [r for r in strict if r.policy == REQUIRED]
     if required:
         nodes = {loc.node for r in required for loc in r.devices}
-        if len(nodes) > 1:
+        if len(nodes) > cells:
             request = required[0]
             raise _violation(request, (
-                'its devices sit on NUMA nodes %s but the guest runs on a '
-                'single NUMA node' % _describe(
-                    [loc for r in required for loc in r.devices], 'node')))
-        anchor = nodes.pop()
-        anchor_socket = next(loc.socket for r in required
-                             for loc in r.devices)
+                'its devices sit on NUMA nodes %s but the guest runs on %s'
+                % (_describe([loc for r in required for loc in r.devices],
+                             'node'),
+                   'a single NUMA node' if cells == 1 else
+                   '%d NUMA nodes (hw:numa_nodes)' % cells)))
+        anchors = tuple(sorted(nodes))
+        anchor_sockets = {loc.socket for r in required for loc in r.devices}
     else:
         counts = collections.Counter(loc.node for r in strict
                                      for loc in r.devices)
-        anchor = min(counts, key=lambda node: (-counts[node], node))
-        anchor_socket = next(loc.socket for r in strict
-                             for loc in r.devices if loc.node == anchor)
+        anchors = tuple(sorted(sorted(
+            counts, key=lambda node: (-counts[node], node))[:cells]))
+        anchor_sockets = {loc.socket for r in strict for loc in r.devices
+                          if loc.node in anchors}
     for request in strict:
         if request.policy != SOCKET:
             continue
-        if anchor_socket is None or any(loc.socket != anchor_socket
-                                        for loc in request.devices):
+        if None in anchor_sockets or any(
+                loc.socket not in anchor_sockets
+                for loc in request.devices):
             raise _violation(request, (
                 'its devices sit on sockets %s but the guest runs on NUMA '
-                'node %d of socket %s' % (
-                    _describe(request.devices, 'socket'), anchor,
-                    'unknown' if anchor_socket is None else anchor_socket)))
-    return (anchor,)
+                'node %s of socket %s' % (
+                    _describe(request.devices, 'socket'),
+                    ', '.join(str(node) for node in anchors),
+                    ', '.join('unknown' if s is None else str(s)
+                              for s in sorted(anchor_sockets,
+                                              key=lambda v: (v is None,
+                                                             v or 0))))))
+    return anchors
 
 
 def prefers_local(requests: list[PlacedRequest]) -> bool:

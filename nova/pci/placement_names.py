@@ -226,10 +226,15 @@ def locality_from_traits(traits: Iterable[str]) -> pci_numa.Locality:
     return pci_numa.Locality(**values)
 
 
-def local_group_trait(numa_policy: str) -> tuple[str, str] | None:
+def local_group_trait(numa_policy: str,
+                      guest_cells: int = 1) -> tuple[str, str] | None:
     """The trait a group provider needs to serve a group request with
-    ``numa_policy``, and the unit it speaks of (``NUMA node``,
-    ``socket``); None when the policy needs none."""
+    ``numa_policy`` for a guest of ``guest_cells`` NUMA cells, and the
+    unit it speaks of (``NUMA node``, ``socket``); None when none is
+    needed: the policy asks for none, or the guest has several cells, so
+    a group may span nodes (nova.pci.numa checks it per candidate)."""
+    if guest_cells > 1:
+        return None
     return _LOCAL_GROUP_TRAITS.get(numa_policy)
 
 

@@ -1,10 +1,11 @@
 """PCI NUMA affinity of allocation candidates (see nova.pci.numa).
 
 Placement already refuses device groups that span NUMA nodes (sockets)
-for ``required`` (``socket``) group requests, through the group
-providers' locality traits. What one query cannot say is that devices of
-different request groups share a node; this module checks that on each
-candidate, from the NUMA traits Placement returns in
+for ``required`` (``socket``) group requests of a one-cell guest, through
+the group providers' locality traits. What one query cannot say is that
+devices of different request groups share a node (or, for a guest of
+several cells, sit on no more nodes than it has); this module checks that
+on each candidate, from the NUMA traits Placement returns in
 ``provider_summaries``, before the scheduler orders and claims them.
 """
 
@@ -44,7 +45,8 @@ def filter_candidates(candidates: list[scheduler_candidates.Candidate],
     kept, reasons = [], []
     for candidate in candidates:
         try:
-            pci_numa.guest_nodes(_placed(candidate, summaries, request))
+            pci_numa.guest_nodes(_placed(candidate, summaries, request),
+                                 request.numa_cells)
         except exception.PciNumaAffinityViolation as exc:
             if exc.message not in reasons:
                 reasons.append(exc.message)

@@ -31,7 +31,7 @@ def _flavor_reasons(reportclient,
     return reasons
 
 
-def _pci_reason(reportclient, pci_req) -> str | None:
+def _pci_reason(reportclient, pci_req, numa_cells: int) -> str | None:
     """Why one PCI request cannot be met, or None if its devices exist."""
     rc = pci_req.resource_class
     one = {rc: 1}
@@ -56,7 +56,7 @@ def _pci_reason(reportclient, pci_req) -> str | None:
         if not reportclient.count_providers(required=[size_trait]):
             return ('no host declares %s groups of %d devices (trait %s)'
                     % (pci_req.group_type, pci_req.count, size_trait))
-        local = names.local_group_trait(pci_req.numa_policy)
+        local = names.local_group_trait(pci_req.numa_policy, numa_cells)
         if local and not reportclient.count_providers(
                 required=[size_trait, local[0]]):
             return ('NUMA affinity policy %s needs a %s group of %d devices '
@@ -80,7 +80,7 @@ def explain(reportclient, request: request_builder.ResourceRequest) -> str:
     """
     reasons = _flavor_reasons(reportclient, request.groups[0])
     for pci_req in request.pci_requests:
-        reason = _pci_reason(reportclient, pci_req)
+        reason = _pci_reason(reportclient, pci_req, request.numa_cells)
         if reason:
             reasons.append(reason)
     if not reasons:

@@ -36,6 +36,7 @@ from nova import exception
 from nova.pci import numa as pci_numa
 from nova.pci import placement_names as names
 from nova.pci import request as pci_request
+from nova.virt import guest_hardware
 
 GROUP_POLICIES = ('none', 'isolate')
 
@@ -90,6 +91,8 @@ class ResourceRequest:
     root_required: set[str] = dataclasses.field(default_factory=set)
     pci_requests: list[pci_request.InstancePCIRequest] = dataclasses.field(
         default_factory=list)
+    # The guest's NUMA cells (the flavor's hw:numa_nodes, 1 without it).
+    numa_cells: int = 1
 
     @property
     def pci_device_counts(self) -> dict[str, int]:
@@ -260,7 +263,7 @@ def _flavor_group(flavor: dict,
     return group
 
 
-def _pci_groups(pci_req: pci_request.InstancePCIRequest
+def _pci_groups(pci_req: pci_request.InstancePCIRequest, numa_cells: int
                 ) -> tuple[list[RequestGroup], list[str] | None]:
     """Request groups of one PCI request, and its same_subtree if any.
 
@@ -292,7 +295,7 @@ def _pci_groups(pci_req: pci_request.InstancePCIRequest
     group_traits = {names.group_size_trait(pci_req.group_type, count)}
     # A group whose devices span NUMA nodes (sockets) can never meet
     # required (socket) affinity, so Placement must not offer it.
-    local = names.local_group_trait(pci_req.numa_policy)
+    local = names.local_group_trait(pci_req.numa_policy, numa_cells)
     if local:
         group_traits.add(local[0])
     groups.append(RequestGroup(
@@ -341,10 +344,11 @@ def build_resource_request(
     """
     extra_specs = flavor.get('extra_specs') or {}
     request = ResourceRequest(groups=[_flavor_group(
-        flavor, pci_resource_classes)], pci_requests=list(pci_requests))
+        flavor, pci_resource_classes)], pci_requests=list(pci_requests),
+        numa_cells=guest_hardware.numa_cells_of(extra_specs) or 1)
     policy = _group_policy(extra_specs)
     for pci_req in pci_requests:
-        groups, subtree = _pci_groups(pci_req)
+        groups, subtree = _pci_groups(pci_req, request.numa_cells)
         request.groups.extend(groups)
         if subtree:
             request.same_subtree.append(subtree)

@@ -47,13 +47,18 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
               memory_mb: int, pci_devices: list[dict],
-              numa_nodes: tuple[int, ...] = ()) -> None:
+              numa_nodes: tuple[int, ...] = (),
+              extra_specs: dict | None = None) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
         ``pci_devices`` are device dicts plus "managed" ("true"/"false").
         ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
-        memory are confined to (none: not confined). On failure nothing
-        of the guest stays on the hypervisor.
+        memory are confined to (none: not confined); with several, guest
+        NUMA cell i is on ``numa_nodes[i % len(numa_nodes)]``.
+        ``extra_specs`` are the flavor's (machine type, firmware, NUMA
+        cells: see nova.virt.guest_hardware). GuestHardwareUnsupported
+        when the guest could not work on any host; on failure nothing of
+        the guest stays on the hypervisor.
         """
 
     @abc.abstractmethod
@@ -77,9 +82,11 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
                 memory_mb: int, pci_devices: list[dict],
-                power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
-        """Redefine the guest with the same ``pci_devices`` and
-        ``numa_nodes`` (as for ``spawn``), started if ``power_on``."""
+                power_on: bool, numa_nodes: tuple[int, ...] = (),
+                extra_specs: dict | None = None) -> None:
+        """Redefine the guest with the same ``pci_devices``,
+        ``numa_nodes`` and ``extra_specs`` (as for ``spawn``), started if
+        ``power_on``."""
 
     @abc.abstractmethod
     def get_power_state(self, instance_uuid: str) -> int:

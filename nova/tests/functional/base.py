@@ -82,7 +82,8 @@ class FunctionalTestCase(test.TestCase):
                 driver = old.driver
             else:
                 driver = libvirt_driver.LibvirtDriver(
-                    self.node_uri(host, devices))
+                    self.node_uri(host, devices),
+                    bar_reader=fakehost.bar_sizes)
         manager = compute_manager.ComputeManager(
             self.conf, driver, self.reportclient, host=host)
         if host in self._compute_services:

@@ -59,7 +59,8 @@ class BootTestBase(base.FunctionalTestCase):
     def make_driver(self, host, devices=None):
         """The hypervisor of ``host``: a libvirt test:/// host."""
         return libvirt_driver.LibvirtDriver(self.node_uri(host, devices),
-                                            self.conf.instances_path)
+                                            self.conf.instances_path,
+                                            bar_reader=fakehost.bar_sizes)
 
     def start_services(self, hosts=('cmp1',), devices=None):
         self.start_allinone(hosts, drivers={

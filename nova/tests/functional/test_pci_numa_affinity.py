@@ -8,6 +8,7 @@ and quads sit on one node, the 8-GPU board spans both.
 import json
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.fake import host as fakehost
@@ -117,6 +118,35 @@ class TestGroupAffinity(NumaTestBase):
                       'of 8 devices all on one NUMA node', message)
         self.assertIn('only used with policy preferred or legacy', message)
         self.assert_nothing_held(failed['id'])
+
+    def test_required_board_with_two_guest_numa_nodes(self):
+        self.start_services()
+        flavor = self.numa_flavor('board.req2', 'h200:8', 'required')
+        self.api('POST', '/flavors/%s/os-extra_specs' % flavor,
+                 {'extra_specs': {'hw:numa_nodes': '2'}})
+        server = self.boot(flavor, 'board')
+        self.assertEqual(boot.BOARD,
+                         self.assert_server_holds(server, {boot.BOARD}))
+        self.assertEqual({'nodeset': '0-1', 'cpuset': '0-223', 'cells': 2},
+                         self.guest_numa(server))
+        host = self.computes['cmp1'].driver.host
+        root = ET.fromstring(host.lookup_domain(server['id']).XMLDesc())
+        memnodes = {m.get('cellid'): m.get('nodeset')
+                    for m in root.findall('numatune/memnode')}
+        self.assertEqual({'0': '0', '1': '1'}, memnodes)
+        controllers = {c.get('index'): c for c in root.findall(
+            "devices/controller[@type='pci']")}
+        for hostdev in root.findall('devices/hostdev'):
+            port = controllers[str(int(hostdev.find('address').get('bus'),
+                                       16))]
+            expander = controllers[str(int(port.find('address').get('bus'),
+                                           16))]
+            gpu = GPUS.index('%04x:%02x:%02x.%x' % tuple(
+                int(hostdev.find('source/address').get(f), 16)
+                for f in ('domain', 'bus', 'slot', 'function'))) + 1
+            # The GPU's guest cell is bound to the GPU's host node.
+            self.assertEqual(node_of([gpu]), {int(memnodes[
+                expander.findtext('target/node')])})
 
     def test_spanning_board_still_works_with_preferred_and_legacy(self):
         self.start_services(hosts=('cmp1', 'cmp2'))

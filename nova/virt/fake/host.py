@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 from nova import exception
 from nova.pci import utils as pci_utils
+from nova.virt.libvirt import pcie
 
 # GPU n (1-based) of an HGX H200 board.
 H200_GPU_ADDRESSES = (
@@ -111,6 +112,27 @@ def _nic_and_nvme() -> list[dict]:
         'product_name': 'NVMe SSD Controller PM9A1/PM9A3/980PRO',
         'link_speed': '16', 'link_width': '4',
     }]
+
+
+# H200-like memory BARs (what sysfs ``resource`` shows on a real host):
+# BAR0 16 MiB of registers (32-bit), BAR1 256 GiB mapping the HBM and
+# BAR3 32 MiB, both 64-bit prefetchable. An H100 SXM has BAR1 128 GiB.
+_MiB = 1024 ** 2
+_GPU_BARS = (pcie.Bar(0, 16 * _MiB, False, False),
+             pcie.Bar(1, 256 * pcie.GiB, True, True),
+             pcie.Bar(3, 32 * _MiB, True, True))
+_BARS = {
+    **{address: _GPU_BARS
+       for address in H200_GPU_ADDRESSES + H200_NVL_GPU_ADDRESSES},
+    NIC_ADDRESS: (pcie.Bar(0, 32 * _MiB, True, True),),
+    NVME_ADDRESS: (pcie.Bar(0, 16 * 1024, True, False),),
+}
+
+
+def bar_sizes(address: str) -> tuple[pcie.Bar, ...] | None:
+    """The memory BARs of a generated host's device (a
+    nova.virt.libvirt.pcie.BarReader); None for other addresses."""
+    return _BARS.get(pci_utils.normalize_address(address))
 
 
 def hgx_h200_devices(num_gpus: int = 8,

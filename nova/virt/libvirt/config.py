@@ -6,13 +6,17 @@ with one PCI ``<hostdev>`` per assigned device. ElementTree is enough for
 both; the documents are small and well-formed.
 """
 
+import dataclasses
 import uuid as uuidlib
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 
 from nova import exception
 from nova.pci import placement_names
 from nova.pci import utils as pci_utils
+from nova.virt import guest_hardware
 from nova.virt import hardware
+from nova.virt.libvirt import pcie
 
 
 def _hex_attr(element: ET.Element | None, what: str, xml_name: str) -> str:
@@ -187,32 +191,125 @@ def instance_uuid_of_domain(name: str) -> str | None:
         return None
 
 
-def _confine_to_numa_nodes(domain: ET.Element, vcpus: int, memory_mb: int,
-                           numa_nodes: tuple[int, ...],
-                           host_cpus: tuple[int, ...]) -> None:
-    """Pin the guest's vCPUs to ``host_cpus`` (the CPUs of its host NUMA
-    nodes), bind its memory strictly to ``numa_nodes`` and give it one
-    guest NUMA cell, so its PCI devices are local to its CPUs and memory.
-    """
-    vcpu = domain.find('vcpu')
-    if host_cpus:
+@dataclasses.dataclass(frozen=True)
+class GuestPlatform:
+    """What the guest's machine is built from besides the flavor's size:
+    its hardware (see nova.virt.guest_hardware), the host architecture,
+    ``[libvirt]num_pcie_ports``, the BARs of the devices nova could
+    read, by device address (see nova.virt.libvirt.pcie), and the host
+    CPUs of each NUMA node (to pin each guest cell's vCPUs)."""
+
+    hardware: guest_hardware.GuestHardware = guest_hardware.GuestHardware(
+        machine_type='q35')
+    arch: str = 'x86_64'
+    num_pcie_ports: int = 0
+    bars: Mapping[str, tuple[pcie.Bar, ...]] = dataclasses.field(
+        default_factory=dict)
+    # Host CPUs of each host NUMA node the guest may be confined to.
+    node_cpus: Mapping[int, tuple[int, ...]] = dataclasses.field(
+        default_factory=dict)
+
+
+def _guest_cells(vcpus: int, memory_mb: int, cells: int
+                 ) -> list[tuple[tuple[int, ...], int]]:
+    """(vCPUs, MiB) of each guest NUMA cell, split evenly as upstream."""
+    try:
+        cpus = guest_hardware.split_evenly(vcpus, cells)
+        memory = guest_hardware.split_evenly(memory_mb, cells)
+    except exception.Invalid:
+        raise exception.GuestHardwareUnsupported(reason=(
+            '%d vCPUs and %d MiB cannot be split evenly over %s=%d NUMA '
+            'cells' % (vcpus, memory_mb, guest_hardware.NUMA_NODES_SPEC,
+                       cells)))
+    result, first = [], 0
+    for count, mib in zip(cpus, memory):
+        result.append((tuple(range(first, first + count)), mib))
+        first += count
+    return result
+
+
+def _add_numa(domain: ET.Element, cpu: ET.Element, vcpus: int,
+              memory_mb: int, cells: int, numa_nodes: tuple[int, ...],
+              host_cpus: tuple[int, ...],
+              node_cpus: Mapping[int, tuple[int, ...]]) -> dict[int, int]:
+    """Give the guest ``cells`` NUMA cells; with ``numa_nodes``, cell i
+    is bound strictly to host node ``numa_nodes[i % len(numa_nodes)]``,
+    the vCPUs to ``host_cpus`` and, when ``node_cpus`` knows the node,
+    each cell's vCPUs to its node's CPUs. Returns host node -> its first
+    guest cell (where that node's devices are local)."""
+    if numa_nodes and host_cpus:
+        vcpu = domain.find('vcpu')
         vcpu.set('placement', 'static')
         vcpu.set('cpuset', hardware.format_cpu_set(host_cpus))
-    numatune = ET.SubElement(domain, 'numatune')
-    ET.SubElement(numatune, 'memory', {
-        'mode': 'strict',
-        'nodeset': hardware.format_cpu_set(numa_nodes)})
-    cpu = ET.SubElement(domain, 'cpu')
     numa = ET.SubElement(cpu, 'numa')
-    ET.SubElement(numa, 'cell', {
-        'id': '0', 'cpus': hardware.format_cpu_set(tuple(range(vcpus))),
-        'memory': str(memory_mb), 'unit': 'MiB'})
+    cell_of_node: dict[int, int] = {}
+    cputune = ET.Element('cputune')
+    numatune = ET.SubElement(domain, 'numatune') if numa_nodes else None
+    if numatune is not None:
+        ET.SubElement(numatune, 'memory', {
+            'mode': 'strict',
+            'nodeset': hardware.format_cpu_set(numa_nodes)})
+    for index, (cpus, mib) in enumerate(
+            _guest_cells(vcpus, memory_mb, cells)):
+        ET.SubElement(numa, 'cell', {
+            'id': str(index), 'cpus': hardware.format_cpu_set(cpus),
+            'memory': str(mib), 'unit': 'MiB'})
+        if numatune is not None:
+            node = numa_nodes[index % len(numa_nodes)]
+            cell_of_node.setdefault(node, index)
+            ET.SubElement(numatune, 'memnode', {
+                'cellid': str(index), 'mode': 'strict',
+                'nodeset': str(node)})
+            if cells > 1 and node_cpus.get(node):
+                for vcpu_id in cpus:
+                    ET.SubElement(cputune, 'vcpupin', {
+                        'vcpu': str(vcpu_id),
+                        'cpuset': hardware.format_cpu_set(node_cpus[node])})
+    if len(cputune):
+        domain.append(cputune)
+    return cell_of_node
+
+
+def _add_machine(domain: ET.Element, platform: GuestPlatform,
+                 firmware: str) -> None:
+    """``<os>`` with the machine type and firmware, and the features a
+    PCIe/UEFI guest needs. UEFI is libvirt's firmware autoselection
+    (``firmware='efi'``), which picks OVMF from the QEMU firmware
+    descriptors; Secure Boot is not asked for (it needs SMM and enrolled
+    keys)."""
+    os_el = domain.find('os')
+    type_el = os_el.find('type')
+    type_el.set('arch', platform.arch)
+    if platform.hardware.machine_type:
+        type_el.set('machine', platform.hardware.machine_type)
+    if firmware == guest_hardware.UEFI:
+        os_el.set('firmware', 'efi')
+        fw = ET.SubElement(os_el, 'firmware')
+        ET.SubElement(fw, 'feature', {'enabled': 'no',
+                                      'name': 'secure-boot'})
+    features = ET.SubElement(domain, 'features')
+    ET.SubElement(features, 'acpi')
+    ET.SubElement(features, 'apic')
+
+
+def _add_cpu(domain: ET.Element, has_devices: bool) -> ET.Element:
+    """``<cpu>``; a guest with passed-through devices gets the host CPU
+    and its physical address width, so its 64-bit MMIO window fits (see
+    nova.virt.libvirt.pcie.GUEST_PHYS_BITS)."""
+    if not has_devices:
+        return ET.SubElement(domain, 'cpu')
+    cpu = ET.SubElement(domain, 'cpu', {'mode': 'host-passthrough',
+                                        'check': 'none',
+                                        'migratable': 'off'})
+    ET.SubElement(cpu, 'maxphysaddr', {'mode': 'passthrough'})
+    return cpu
 
 
 def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
                     memory_mb: int, pci_devices: list[dict],
                     domain_type: str, numa_nodes: tuple[int, ...] = (),
-                    host_cpus: tuple[int, ...] = ()) -> str:
+                    host_cpus: tuple[int, ...] = (),
+                    platform: GuestPlatform | None = None) -> str:
     """Return the domain XML of a guest with the given PCI devices.
 
     The domain uuid is the instance uuid and its name ``domain_name()``,
@@ -220,7 +317,11 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     bookkeeping; the display ``name`` is the domain's title. With
     ``numa_nodes`` the guest is confined to those host NUMA nodes, its
     vCPUs to ``host_cpus`` (see nova.pci.numa for how they are chosen).
+    ``platform`` gives machine type, firmware, NUMA cell count and the
+    PCIe layout's inputs (default: q35); a guest whose devices could not
+    work on it raises GuestHardwareUnsupported saying why.
     """
+    platform = platform or GuestPlatform()
     try:
         canonical_uuid = str(uuidlib.UUID(str(instance_uuid)))
     except ValueError:
@@ -238,6 +339,12 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
         raise exception.Invalid(reason=(
             'PCI devices %s are not allowed; each device can be passed '
             'through once' % ', '.join(addresses)))
+    firmware = pcie.firmware_for(platform.hardware, bool(pci_devices))
+    window = pcie.check_guest(
+        platform.hardware, firmware,
+        {address: platform.bars[address] for address in addresses
+         if address in platform.bars},
+        len(addresses), memory_mb)
 
     domain = ET.Element('domain', {'type': domain_type})
     ET.SubElement(domain, 'name').text = domain_name(canonical_uuid)
@@ -248,12 +355,25 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     ET.SubElement(domain, 'vcpu').text = str(vcpus)
     os_el = ET.SubElement(domain, 'os')
     ET.SubElement(os_el, 'type').text = 'hvm'
-    if numa_nodes:
-        _confine_to_numa_nodes(domain, vcpus, memory_mb, tuple(numa_nodes),
-                               tuple(host_cpus))
+    _add_machine(domain, platform, firmware)
+    cpu = _add_cpu(domain, bool(pci_devices))
+    cells = platform.hardware.numa_cells or (1 if numa_nodes else 0)
+    cell_of_node = _add_numa(domain, cpu, vcpus, memory_mb, cells,
+                             tuple(numa_nodes), tuple(host_cpus),
+                             platform.node_cpus) if cells else {}
+    if not len(cpu):
+        domain.remove(cpu)
     devices = ET.SubElement(domain, 'devices')
+    hostdevs = []
     for dev in pci_devices:
-        devices.append(hostdev_element(dev))
+        hostdev = hostdev_element(dev)
+        devices.append(hostdev)
+        cell = cell_of_node.get(dev.get('numa_node'))
+        hostdevs.append((hostdev, None if cell is None else (
+            str(dev.get('request_id') or ''), cell)))
+    if platform.hardware.is_q35:
+        pcie.add_pcie_layout(devices, hostdevs, window,
+                             platform.num_pcie_ports)
     return ET.tostring(domain, encoding='unicode')
 
 

@@ -6,7 +6,9 @@ adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
 import copy
+import dataclasses
 import os
+import platform
 import threading
 import uuid as uuidlib
 
@@ -17,10 +19,12 @@ from oslo_log import log as logging
 from nova import exception
 from nova.pci import partitions as pci_partitions
 from nova.virt import driver
+from nova.virt import guest_hardware
 from nova.virt import hardware
 from nova.virt.libvirt import config
 from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import nvlink as nvlink_partitions
+from nova.virt.libvirt import pcie
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +46,35 @@ def _is_nvidia_gpu(dev: dict) -> bool:
         (dev.get('class') or '').startswith('03')
 
 
+@dataclasses.dataclass(frozen=True)
+class GuestOptions:
+    """The ``[libvirt]`` options guest domains are built with:
+    ``hw_machine_type`` (parsed: architecture -> machine type) and
+    ``num_pcie_ports``."""
+
+    machine_types: dict[str, str] = dataclasses.field(
+        default_factory=lambda: {'x86_64': 'q35'})
+    num_pcie_ports: int = 0
+
+    @classmethod
+    def from_config(cls, conf: cfg.ConfigOpts) -> 'GuestOptions':
+        """Read the options; InvalidConfiguration naming a bad value."""
+        try:
+            machine_types = guest_hardware.parse_machine_types(
+                conf.libvirt.hw_machine_type)
+        except exception.Invalid as exc:
+            raise exception.InvalidConfiguration(
+                reason=exception.reason_of(exc)) from exc
+        if conf.libvirt.num_pcie_ports and not any(
+                'q35' in machine for machine in machine_types.values()):
+            LOG.warning('[libvirt]num_pcie_ports = %d only adds ports to q35 '
+                        'guests, and [libvirt]hw_machine_type = %s gives '
+                        'none; only flavors with hw:machine_type=q35 get '
+                        'them', conf.libvirt.num_pcie_ports,
+                        ','.join(conf.libvirt.hw_machine_type) or '<empty>')
+        return cls(machine_types, conf.libvirt.num_pcie_ports)
+
+
 class LibvirtDriver(driver.ComputeDriver):
     """ComputeDriver backed by one libvirt connection to ``uri``.
 
@@ -52,13 +85,19 @@ class LibvirtDriver(driver.ComputeDriver):
     (``[libvirt]nvlink_partitions = fabric_manager``); otherwise
     ``module_reader``, if given, reads the GPU module IDs at start so
     declared groups can be checked against the board's partitions.
+    ``guest_options`` shape the guests' machines; ``bar_reader`` gives
+    the BARs of a host device (default: sysfs), which size a guest's
+    64-bit MMIO window.
     """
 
     def __init__(self, uri: str, instances_path: str | None = None,
                  nvlink: nvlink_partitions.NVLinkPartitions | None = None,
                  module_reader: nvlink_partitions.ModuleMapReader | None
-                 = None) -> None:
+                 = None, guest_options: GuestOptions | None = None,
+                 bar_reader: pcie.BarReader | None = None) -> None:
         self.host = libvirt_host.Host(uri)
+        self.guest_options = guest_options or GuestOptions()
+        self.bar_reader = bar_reader or pcie.sysfs_bar_reader()
         self.instances_path = instances_path
         self.nvlink = nvlink
         self.module_reader = module_reader
@@ -72,7 +111,9 @@ class LibvirtDriver(driver.ComputeDriver):
     @classmethod
     def from_config(cls, conf: cfg.ConfigOpts, uri: str | None = None,
                     fmpm_path: str | None = None,
-                    nvidia_smi_path: str | None = None) -> 'LibvirtDriver':
+                    nvidia_smi_path: str | None = None,
+                    bar_reader: pcie.BarReader | None = None
+                    ) -> 'LibvirtDriver':
         """The driver a compute running with ``conf`` uses: the one place
         every service (nova-compute, nova-all) builds it.
 
@@ -82,7 +123,8 @@ class LibvirtDriver(driver.ComputeDriver):
         the NVLink partition handling. The Fabric Manager tool paths,
         when given, replace ``[libvirt]fmpm_path`` and
         ``nvidia_smi_path`` (nova-all's generated hosts with their own
-        fake Fabric Manager).
+        fake Fabric Manager); ``bar_reader`` replaces sysfs as the source
+        of device BARs (nova-all's generated hosts).
         """
         return cls(uri or conf.libvirt.connection_uri or DEFAULT_URI,
                    conf.instances_path,
@@ -90,7 +132,9 @@ class LibvirtDriver(driver.ComputeDriver):
                        conf, fmpm_path=fmpm_path,
                        nvidia_smi_path=nvidia_smi_path),
                    module_reader=nvlink_partitions.module_reader_from_config(
-                       conf))
+                       conf),
+                   guest_options=GuestOptions.from_config(conf),
+                   bar_reader=bar_reader)
 
     @property
     def uri(self) -> str:
@@ -190,12 +234,15 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
               memory_mb: int, pci_devices: list[dict],
-              numa_nodes: tuple[int, ...] = ()) -> None:
+              numa_nodes: tuple[int, ...] = (),
+              extra_specs: dict | None = None) -> None:
         """Define and start the guest; undefine it again on any failure.
-        With ``numa_nodes`` its vCPUs and memory stay on those nodes."""
+        With ``numa_nodes`` its vCPUs and memory stay on those nodes;
+        ``extra_specs`` (the flavor's) choose its machine (see
+        nova.virt.guest_hardware)."""
         instance_uuid = _canonical_uuid(instance_uuid)
         xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
-                              pci_devices, numa_nodes)
+                              pci_devices, numa_nodes, extra_specs)
         conn = self.host.get_connection()
         with self._define_lock:
             if self.host.lookup_domain(instance_uuid) is not None:
@@ -297,7 +344,8 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
                 memory_mb: int, pci_devices: list[dict],
-                power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
+                power_on: bool, numa_nodes: tuple[int, ...] = (),
+                extra_specs: dict | None = None) -> None:
         """Redefine the guest from scratch with the same devices (and NUMA
         confinement), and start it if ``power_on``. The partition stays
         the instance's throughout, and is made active if it is not (a
@@ -306,7 +354,7 @@ class LibvirtDriver(driver.ComputeDriver):
         domain (a rebuild cut short, a host restart) is defined."""
         instance_uuid = _canonical_uuid(instance_uuid)
         xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
-                              pci_devices, numa_nodes)
+                              pci_devices, numa_nodes, extra_specs)
         conn = self.host.get_connection()
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
@@ -337,15 +385,46 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
                    memory_mb: int, pci_devices: list[dict],
-                   numa_nodes: tuple[int, ...]) -> str:
+                   numa_nodes: tuple[int, ...],
+                   extra_specs: dict | None) -> str:
         """The domain XML of a guest (spawned or rebuilt), confined to
-        ``numa_nodes`` and their host CPUs when given."""
-        host_cpus = self.host.get_numa_topology().cpus_of(
-            tuple(numa_nodes)) if numa_nodes else ()
+        ``numa_nodes`` and their host CPUs when given;
+        GuestHardwareUnsupported when its devices could not work."""
+        topology = self.host.get_numa_topology() if numa_nodes else None
+        host_cpus = topology.cpus_of(tuple(numa_nodes)) if topology else ()
+        node_cpus = {node: topology.cpus_of((node,))
+                     for node in numa_nodes} if topology else {}
         return config.build_guest_xml(
             instance_uuid, name, vcpus, memory_mb, pci_devices,
             config.domain_type_for_uri(self.uri), tuple(numa_nodes),
-            host_cpus)
+            host_cpus, self._platform(pci_devices, extra_specs, node_cpus))
+
+    def _platform(self, pci_devices: list[dict], extra_specs: dict | None,
+                  node_cpus: dict[int, tuple[int, ...]]
+                  ) -> config.GuestPlatform:
+        """The machine a guest gets: options, flavor, device BARs, the
+        host CPUs of its NUMA nodes."""
+        arch = platform.machine() or 'x86_64'
+        bars = {}
+        for dev in pci_devices:
+            address = dev['address']
+            found = self.bar_reader(address)
+            if found is None:
+                LOG.warning('The BARs of PCI device %s cannot be read; '
+                            'the 64-bit MMIO window leaves it out',
+                            address)
+            else:
+                bars[address] = found
+        try:
+            guest_hw = guest_hardware.resolve(
+                self.guest_options.machine_types, arch, extra_specs)
+        except exception.Invalid as exc:
+            raise exception.GuestHardwareUnsupported(
+                reason=exception.reason_of(exc)) from exc
+        return config.GuestPlatform(
+            hardware=guest_hw, arch=arch,
+            num_pcie_ports=self.guest_options.num_pcie_ports, bars=bars,
+            node_cpus=node_cpus)
 
     def _remove_failed_domain(self, domain: libvirt.virDomain,
                               instance_uuid: str) -> None:

@@ -37,7 +37,7 @@ class FakeDriver(virt_driver.ComputeDriver):
         return self.topology
 
     def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-              numa_nodes=()):
+              numa_nodes=(), extra_specs=None):
         self.calls.append(('spawn', instance_uuid))
         # The guest exists when the failure hits: the manager must
         # destroy it.
@@ -69,7 +69,7 @@ class FakeDriver(virt_driver.ComputeDriver):
         self.guests[instance_uuid] = virt_driver.RUNNING
 
     def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-                power_on, numa_nodes=()):
+                power_on, numa_nodes=(), extra_specs=None):
         self.calls.append(('rebuild', instance_uuid))
         self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
                                       else virt_driver.SHUTDOWN)

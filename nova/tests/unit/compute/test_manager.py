@@ -204,6 +204,20 @@ class TestBuild(ComputeManagerTestCase):
         # The allocation is the conductor's to free.
         self.assertEqual([], self.reportclient.deleted)
 
+    def test_guest_no_host_could_run_aborts_the_build(self):
+        instance = self.create_instance()
+        self.driver.fail_spawn = exception.GuestHardwareUnsupported(
+            reason='machine type pc has no PCIe root ports')
+
+        error = self.assertRaises(exception.BuildAbortException,
+                                  self.build, instance)
+
+        self.assertIn('machine type pc has no PCIe root ports', str(error))
+        self.assertEqual({}, self.driver.guests)
+        self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
+        self.assertEqual(task_states.SCHEDULING,
+                         self.get(instance)['task_state'])
+
     def test_provider_holding_no_device_claims_nothing(self):
         instance = self.create_instance()
         [request] = instance['pci_requests']

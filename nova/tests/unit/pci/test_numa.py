@@ -57,6 +57,33 @@ class TestGuestNodes(test.TestCase):
         self.assertViolation([_req('required', L(0, 0)),
                               _req('required', L(1, 1))], 'nodes 0, 1')
 
+    def test_required_spanning_nodes_with_numa_nodes(self):
+        board = _req('required', *([L(0, 0)] * 4 + [L(1, 1)] * 4),
+                     label='h200:8')
+        self.assertEqual((0, 1), numa.guest_nodes([board], cells=2))
+        self.assertEqual((0, 1), numa.guest_nodes([board], cells=4))
+        err = self.assertRaises(
+            exception.PciNumaAffinityViolation, numa.guest_nodes,
+            [_req('required', L(0, 0), L(1, 1), L(2, 1))], cells=2)
+        self.assertIn('nodes 0, 1, 2 but the guest runs on 2 NUMA nodes',
+                      err.message)
+
+    def test_socket_with_numa_nodes_takes_the_busiest_nodes(self):
+        # Node 2 holds two devices, nodes 0 and 1 one each (0 wins).
+        self.assertEqual((0, 2), numa.guest_nodes([
+            _req('socket', L(2, 1), L(2, 1), L(1, 0), L(0, 0))], cells=2))
+        err = self.assertRaises(
+            exception.PciNumaAffinityViolation, numa.guest_nodes,
+            [_req('socket', L(1, 0), L(1, 0), L(0, 0), L(2, 1))], cells=2)
+        self.assertIn('sockets 0, 1 but the guest runs on NUMA node 0, 1 '
+                      'of socket 0', err.message)
+
+    def test_preferred_with_numa_nodes(self):
+        self.assertEqual((0, 1), numa.guest_nodes(
+            [_req('preferred', L(0, 0), L(1, 1))], cells=2))
+        self.assertEqual((), numa.guest_nodes(
+            [_req('preferred', L(0, 0), L(1, 1), L(2, 1))], cells=2))
+
     def test_required_without_numa_information(self):
         self.assertViolation([_req('required', L(0, 0), L())],
                              'reports no NUMA node')

@@ -181,6 +181,15 @@ class TestPciGroups(test.TestCase):
             '&same_subtree={r}-0,{r}-1,{r}-g'.format(r=RID, base=BASE),
             _qs([_pci(2, numa_policy='required')]))
 
+    def test_required_pair_of_a_two_cell_guest_may_span_nodes(self):
+        # hw:numa_nodes=2: nova.pci.numa checks the candidates instead.
+        flavor = _flavor()
+        flavor['extra_specs'] = {'hw:numa_nodes': '2'}
+        request = request_builder.build_resource_request(
+            flavor, [_pci(2, numa_policy='required')])
+        self.assertEqual(2, request.numa_cells)
+        self.assertNotIn('CUSTOM_PCI_NUMA_LOCAL', request.to_querystring(None))
+
     def test_socket_policy_needs_the_host_trait(self):
         self.assertEqual(
             'group_policy=none'

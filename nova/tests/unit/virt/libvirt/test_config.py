@@ -3,7 +3,9 @@ import xml.etree.ElementTree as ET
 
 from nova import test
 from nova import exception
+from nova.virt import guest_hardware
 from nova.virt.libvirt import config
+from nova.virt.libvirt import pcie
 
 GPU_XML = """
 <device>
@@ -187,11 +189,16 @@ class GuestXmlTest(test.TestCase):
         ])
         hostdevs = root.findall('devices/hostdev')
         self.assertEqual(3, len(hostdevs))
+        ports = {c.get('index') for c in root.findall(
+            "devices/controller[@model='pcie-root-port']")}
         for hostdev in hostdevs:
             self.assertEqual('subsystem', hostdev.get('mode'))
             self.assertEqual('pci', hostdev.get('type'))
-            # nova leaves the guest side address to libvirt.
-            self.assertEqual(1, len(list(hostdev)))
+            # Each device sits alone behind a root port of its own.
+            self.assertEqual('0x00', hostdev.find('address').get('slot'))
+        self.assertEqual(ports, {str(int(h.find('address').get('bus'), 16))
+                                 for h in hostdevs})
+        self.assertEqual(3, len(ports))
         self.assertEqual(['yes', 'no', 'yes'],
                          [h.get('managed') for h in hostdevs])
         self.assertEqual(
@@ -233,6 +240,156 @@ class GuestXmlTest(test.TestCase):
             exception.Invalid, self._build,
             [{'address': '0000:1b:00.0'}, {'address': '0000:1B:00.0'}])
         self.assertIn('0000:1b:00.0', str(exc))
+
+
+GiB = pcie.GiB
+H200_BARS = (pcie.Bar(0, 16 << 20, False, False),
+             pcie.Bar(1, 256 * GiB, True, True),
+             pcie.Bar(3, 32 << 20, True, True))
+# Four GPUs on host node 0, four on node 1, one PCI request (a group).
+BOARD = [{'address': '0000:%02x:00.0' % bus, 'managed': 'true',
+          'numa_node': 0 if index < 4 else 1, 'request_id': 'r1'}
+         for index, bus in enumerate(
+             (0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb))]
+
+
+def _platform(machine='q35', firmware=None, cells=None, ports=0,
+              devices=BOARD):
+    return config.GuestPlatform(
+        hardware=guest_hardware.GuestHardware(machine, firmware, cells),
+        num_pcie_ports=ports,
+        bars={dev['address']: H200_BARS for dev in devices},
+        node_cpus={0: tuple(range(32)), 1: tuple(range(32, 64))})
+
+
+class GuestMachineTest(test.TestCase):
+    """Machine type, firmware, NUMA cells and the PCIe layout."""
+
+    UUID = '5b3e1a2c-9f8d-4c7b-a6e5-d4c3b2a19080'
+
+    def _build(self, devices, platform, **kwargs):
+        return ET.fromstring(config.build_guest_xml(
+            self.UUID, 'vm', kwargs.pop('vcpus', 16),
+            kwargs.pop('memory_mb', 65536), devices, 'kvm',
+            platform=platform, **kwargs))
+
+    def test_eight_gpus_on_two_cells(self):
+        root = self._build(BOARD, _platform(cells=2), numa_nodes=(0, 1),
+                           host_cpus=tuple(range(64)))
+        self.assertEqual('q35', root.find('os/type').get('machine'))
+        self.assertEqual('efi', root.find('os').get('firmware'))
+        self.assertEqual('host-passthrough', root.find('cpu').get('mode'))
+        self.assertEqual('passthrough',
+                         root.find('cpu/maxphysaddr').get('mode'))
+        cells = root.findall('cpu/numa/cell')
+        self.assertEqual([('0-7', '32768'), ('8-15', '32768')],
+                         [(c.get('cpus'), c.get('memory')) for c in cells])
+        self.assertEqual(
+            [('0', '0'), ('1', '1')],
+            [(m.get('cellid'), m.get('nodeset'))
+             for m in root.findall('numatune/memnode')])
+        # Each cell's vCPUs run on its host node's CPUs.
+        self.assertEqual(
+            [(str(v), '0-31') for v in range(8)] +
+            [(str(v), '32-63') for v in range(8, 16)],
+            [(p.get('vcpu'), p.get('cpuset'))
+             for p in root.findall('cputune/vcpupin')])
+        pcie_root = root.find("devices/controller[@model='pcie-root']")
+        # 8 x pow2(256 GiB + 32 MiB) = 8 x 512 GiB = 4 TiB.
+        self.assertEqual(str(4 * 1024 * GiB // 1024),
+                         pcie_root.findtext('pcihole64'))
+        controllers = {c.get('index'): c for c in root.findall(
+            "devices/controller[@type='pci']")}
+        expanders = {i: c.findtext('target/node')
+                     for i, c in controllers.items()
+                     if c.get('model') == 'pcie-expander-bus'}
+        self.assertEqual(['0', '1'], sorted(expanders.values()))
+        for dev, hostdev in zip(BOARD, root.findall('devices/hostdev')):
+            port = controllers[str(int(hostdev.find('address').get('bus'),
+                                       16))]
+            self.assertEqual('pcie-root-port', port.get('model'))
+            expander = str(int(port.find('address').get('bus'), 16))
+            self.assertEqual(str(dev['numa_node']), expanders[expander])
+
+    def test_one_cell_when_confined_without_numa_nodes(self):
+        devices = BOARD[:2]
+        root = self._build(devices, _platform(devices=devices),
+                           numa_nodes=(0,), host_cpus=(0, 1))
+        self.assertEqual(1, len(root.findall('cpu/numa/cell')))
+        # One cell: the <vcpu cpuset> pins it, no per-vCPU pinning.
+        self.assertIsNone(root.find('cputune'))
+        self.assertEqual(['0'], [c.findtext('target/node') for c in
+                                 root.findall("devices/controller"
+                                              "[@model='pcie-expander-bus']")])
+
+    def test_unconfined_gpus_sit_on_pcie_root(self):
+        devices = BOARD[:2]
+        root = self._build(devices, _platform(devices=devices))
+        self.assertEqual([], root.findall(
+            "devices/controller[@model='pcie-expander-bus']"))
+        self.assertIsNone(root.find('cpu/numa'))
+        ports = root.findall("devices/controller[@model='pcie-root-port']")
+        self.assertEqual(2, len(ports))
+        self.assertEqual([None, None], [p.find('address') for p in ports])
+
+    def test_guest_without_devices(self):
+        root = self._build([], _platform(ports=3, devices=[]))
+        self.assertIsNone(root.find('os').get('firmware'))
+        self.assertIsNone(root.find('cpu'))
+        self.assertEqual(3, len(root.findall(
+            "devices/controller[@model='pcie-root-port']")))
+        self.assertIsNone(root.find(
+            "devices/controller[@model='pcie-root']/pcihole64"))
+
+    def test_i440fx_guest_without_devices(self):
+        root = self._build([], _platform(machine='pc', devices=[]))
+        self.assertEqual('pc', root.find('os/type').get('machine'))
+        self.assertEqual([], root.findall('devices/controller'))
+
+    def test_spare_ports_count_the_devices(self):
+        devices = BOARD[:2]
+        root = self._build(devices, _platform(ports=5, devices=devices))
+        self.assertEqual(5, len(root.findall(
+            "devices/controller[@model='pcie-root-port']")))
+
+    def test_gpu_on_i440fx_refused(self):
+        exc = self.assertRaises(
+            exception.GuestHardwareUnsupported, self._build, BOARD[:1],
+            _platform(machine='pc', devices=BOARD[:1]))
+        self.assertIn('machine type pc has no PCIe root ports',
+                      str(exc))
+
+    def test_large_bar_on_bios_refused(self):
+        exc = self.assertRaises(
+            exception.GuestHardwareUnsupported, self._build, BOARD[:1],
+            _platform(firmware='bios', devices=BOARD[:1]))
+        self.assertIn('0000:18:00.0 has a 256 GiB 64-bit BAR1', str(exc))
+        self.assertIn('hw:firmware_type=uefi', str(exc))
+
+    def test_bios_without_bars_read(self):
+        platform = config.GuestPlatform(hardware=guest_hardware.
+                                        GuestHardware('q35', 'bios'))
+        root = self._build(BOARD[:1], platform)
+        self.assertIsNone(root.find('os').get('firmware'))
+
+    def test_uneven_cells_refused(self):
+        exc = self.assertRaises(
+            exception.GuestHardwareUnsupported, self._build, [],
+            _platform(cells=3, devices=[]))
+        self.assertIn('hw:numa_nodes=3', str(exc))
+
+    def test_cells_cycle_over_fewer_host_nodes(self):
+        devices = BOARD[:1]
+        root = self._build(devices, _platform(cells=2, devices=devices),
+                           numa_nodes=(0,), host_cpus=(0, 1))
+        self.assertEqual(
+            [('0', '0'), ('1', '0')],
+            [(m.get('cellid'), m.get('nodeset'))
+             for m in root.findall('numatune/memnode')])
+        # The device's node is local to the first cell on it.
+        self.assertEqual(['0'], [c.findtext('target/node') for c in
+                                 root.findall("devices/controller"
+                                              "[@model='pcie-expander-bus']")])
 
 
 class DomainTypeTest(test.TestCase):

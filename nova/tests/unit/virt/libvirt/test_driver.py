@@ -4,9 +4,11 @@ The driver against libvirt's test:/// driver is tested in
 ``nova.tests.functional.virt.libvirt.test_driver``.
 """
 
+import fixtures
 from oslo_config import cfg
 
 from nova import conf as nova_conf
+from nova import exception
 from nova import test
 from nova.virt import driver as virt_driver
 from nova.virt.libvirt import driver as libvirt_driver
@@ -59,6 +61,31 @@ class FromConfigTest(test.TestCase):
                           nvidia_smi_path='/fake/nvidia-smi')
         self.assertEqual('/fake/fmpm', drv.nvlink.client.fmpm_path)
         self.assertEqual('/fake/nvidia-smi', drv.nvlink.nvidia_smi_path)
+
+    def test_guest_options(self):
+        self.assertEqual(libvirt_driver.GuestOptions({'x86_64': 'q35'}, 0),
+                         self.driver().guest_options)
+        self.conf.set_override('hw_machine_type',
+                               ['x86_64=pc-q35-7.2', 'aarch64=virt'],
+                               group='libvirt')
+        self.conf.set_override('num_pcie_ports', 8, group='libvirt')
+        self.assertEqual(libvirt_driver.GuestOptions(
+            {'x86_64': 'pc-q35-7.2', 'aarch64': 'virt'}, 8),
+            self.driver().guest_options)
+
+    def test_bad_machine_type_option_stops_the_start(self):
+        self.conf.set_override('hw_machine_type', ['q35'], group='libvirt')
+        exc = self.assertRaises(exception.InvalidConfiguration, self.driver)
+        self.assertIn("item 'q35' is not allowed", str(exc))
+
+    def test_pcie_ports_without_q35_warn(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        self.conf.set_override('hw_machine_type', ['x86_64=pc'],
+                               group='libvirt')
+        self.conf.set_override('num_pcie_ports', 4, group='libvirt')
+        self.driver()
+        self.assertIn('num_pcie_ports = 4 only adds ports to q35 guests',
+                      logs.output)
 
     def driver(self, **overrides) -> libvirt_driver.LibvirtDriver:
         return libvirt_driver.LibvirtDriver.from_config(self.conf,

@@ -1,0 +1,208 @@
+"""Every domain shape the libvirt driver writes, checked by libvirt.
+
+A matrix over GPU counts, PCI NUMA policies, firmware, machine types,
+guest NUMA cells and spare PCIe ports: each domain the driver can write
+passes libvirt's own schema check (``virt-xml-validate``), and the
+shapes that could not work are refused instead of written. Then a GPU
+guest is defined (not started: there is no IOMMU here) on the real
+libvirt and checked from the XML libvirt gives back.
+"""
+
+import itertools
+import os
+import shutil
+import subprocess
+import uuid
+import xml.etree.ElementTree as ET
+
+import fixtures
+import libvirt
+
+from nova import exception
+from nova import test
+from nova.pci import numa as pci_numa
+from nova.tests.functional import real_hypervisor
+from nova.virt.fake import host as fakehost
+from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import pcie
+
+GPU_COUNTS = (0, 1, 2, 4, 8)
+POLICIES = (pci_numa.LEGACY, pci_numa.PREFERRED, pci_numa.REQUIRED,
+            pci_numa.SOCKET)
+FIRMWARES = ('bios', 'uefi')
+MACHINES = ('q35', 'pc')
+CELLS = (None, 2)
+PORTS = (0, 4)
+VCPUS, MEMORY_MB = 16, 65536
+
+
+def _driver(uri: str, ports: int) -> libvirt_driver.LibvirtDriver:
+    return libvirt_driver.LibvirtDriver(
+        uri, guest_options=libvirt_driver.GuestOptions(
+            {'x86_64': 'q35'}, ports), bar_reader=fakehost.bar_sizes)
+
+
+def _gpus(driver, count: int, request_id: str = 'req-1') -> list[dict]:
+    gpus = [dev for dev in driver.get_pci_devices()
+            if dev['address'] in fakehost.H200_GPU_ADDRESSES]
+    return [dict(dev, managed='true', request_id=request_id)
+            for dev in gpus[:count]]
+
+
+def _guest_nodes(driver, devices, policy, cells) -> tuple[int, ...]:
+    """The host nodes the compute would confine the guest to."""
+    topology = driver.get_numa_topology()
+    return pci_numa.guest_nodes([pci_numa.PlacedRequest(
+        policy=policy, label='h200:%d' % len(devices),
+        devices=tuple(pci_numa.Locality(
+            dev['numa_node'], topology.socket_of(dev['numa_node']))
+            for dev in devices))], cells or 1)
+
+
+def _extra_specs(machine, firmware, cells) -> dict:
+    specs = {'hw:machine_type': machine, 'hw:firmware_type': firmware}
+    if cells:
+        specs['hw:numa_nodes'] = str(cells)
+    return specs
+
+
+class DomainSchemaTest(test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.validator = shutil.which('virt-xml-validate')
+        if self.validator is None:
+            self.fail('virt-xml-validate is missing: install libvirt-clients'
+                      ' (tools/install.sh does)')
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.uri = fakehost.write_node_xml(
+            os.path.join(self.tmp, 'node.xml'), fakehost.hgx_h200_node_xml())
+
+    def _validate(self, xml: str, name: str) -> None:
+        path = os.path.join(self.tmp, name + '.xml')
+        with open(path, 'w') as handle:
+            handle.write(xml)
+        result = subprocess.run([self.validator, path, 'domain'],
+                                capture_output=True, text=True)
+        self.assertEqual(0, result.returncode, '%s: %s%s\n%s' % (
+            name, result.stdout, result.stderr, xml))
+
+    def test_every_shape_validates(self):
+        drivers = {ports: _driver(self.uri, ports) for ports in PORTS}
+        written, refused, seen = 0, set(), set()
+        for gpus, policy, firmware, machine, cells, ports in \
+                itertools.product(GPU_COUNTS, POLICIES, FIRMWARES,
+                                  MACHINES, CELLS, PORTS):
+            driver = drivers[ports]
+            devices = _gpus(driver, gpus)
+            name = '%d-gpus-%s-%s-%s-cells%s-ports%d' % (
+                gpus, policy, firmware, machine, cells, ports)
+            try:
+                nodes = _guest_nodes(driver, devices, policy, cells)
+            except exception.PciNumaAffinityViolation:
+                # The scheduler never places it: a one-cell guest with a
+                # required/socket request for a board spanning nodes.
+                self.assertEqual((8, None), (gpus, cells), name)
+                self.assertIn(policy, (pci_numa.REQUIRED, pci_numa.SOCKET))
+                continue
+            try:
+                xml = driver._guest_xml(
+                    str(uuid.uuid4()), name, VCPUS, MEMORY_MB, devices,
+                    nodes, _extra_specs(machine, firmware, cells))
+            except exception.GuestHardwareUnsupported:
+                refused.add((gpus > 0, machine, firmware))
+                continue
+            self.assertTrue(gpus == 0 or (machine, firmware) ==
+                            ('q35', 'uefi'), name)
+            # One check per distinct document.
+            shape = xml.replace(ET.fromstring(xml).findtext('uuid'), '')
+            shape = shape.replace(ET.fromstring(xml).findtext('name'), '')
+            if shape in seen:
+                continue
+            seen.add(shape)
+            self._validate(xml, name)
+            written += 1
+        # GPUs on i440fx, and H200 BARs on BIOS, are refused.
+        self.assertEqual({(True, 'pc', 'bios'), (True, 'pc', 'uefi'),
+                          (True, 'q35', 'bios')}, refused)
+        self.assertGreater(written, 40)
+
+
+class RealLibvirtDomainTest(test.TestCase):
+    """An 8-GPU, two-cell guest defined on qemu:///system.
+
+    The fake HGX host's GPU addresses do not exist on this machine;
+    libvirt defines a domain whose hostdevs name absent devices (it only
+    looks for them when the domain starts), so the board's own addresses
+    are used and the guest is never started.
+    """
+
+    def setUp(self):
+        super().setUp()
+        real_hypervisor.skip_unless_real_hypervisor(self)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        uri = fakehost.write_node_xml(os.path.join(tmp, 'node.xml'),
+                                      fakehost.hgx_h200_node_xml())
+        # The devices and NUMA layout of the generated HGX host; the
+        # domain goes to the real libvirt.
+        self.fake = _driver(uri, 0)
+        self.real = _driver(real_hypervisor.URI, 0)
+        self.conn = libvirt.open(real_hypervisor.URI)
+        self.addCleanup(self.conn.close)
+
+    def _define(self, xml: str) -> ET.Element:
+        domain = self.conn.defineXML(xml)
+        self.addCleanup(domain.undefineFlags,
+                        libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        return ET.fromstring(domain.XMLDesc())
+
+    def test_eight_gpu_guest(self):
+        devices = _gpus(self.fake, 8)
+        nodes = _guest_nodes(self.fake, devices, pci_numa.REQUIRED, 2)
+        self.assertEqual((0, 1), nodes)
+        xml = self.real._guest_xml(
+            str(uuid.uuid4()), 'hgx guest', VCPUS, MEMORY_MB, devices, nodes,
+            _extra_specs('q35', 'uefi', 2))
+        root = self._define(xml)
+
+        # libvirt expands q35 to its versioned name.
+        self.assertIn('q35', root.find('os/type').get('machine'))
+        # UEFI by autoselection; libvirt 9.0 resolves the OVMF loader at
+        # start, later versions at define: then it must be OVMF.
+        self.assertEqual('efi', root.find('os').get('firmware'))
+        loader = root.findtext('os/loader')
+        if loader:
+            self.assertIn('OVMF', loader)
+
+        controllers = {c.get('index'): c for c in root.findall(
+            "devices/controller[@type='pci']")}
+        hostdevs = root.findall("devices/hostdev[@type='pci']")
+        self.assertEqual(8, len(hostdevs))
+        ports = [controllers[str(int(h.find('address').get('bus'), 16))]
+                 for h in hostdevs]
+        self.assertEqual(['pcie-root-port'] * 8,
+                         [port.get('model') for port in ports])
+        self.assertEqual(8, len({port.get('index') for port in ports}))
+
+        window_kib = int(root.findtext(
+            "devices/controller[@model='pcie-root']/pcihole64"))
+        bars = sum(bar.size for dev in devices
+                   for bar in pcie.large_bars(fakehost.bar_sizes(
+                       dev['address'])))
+        self.assertGreaterEqual(window_kib * 1024, bars)
+
+        cells = {c.get('id') for c in root.findall('cpu/numa/cell')}
+        self.assertEqual({'0', '1'}, cells)
+        memnodes = {m.get('cellid'): m.get('nodeset')
+                    for m in root.findall('numatune/memnode')}
+        for dev, hostdev, port in zip(devices, hostdevs, ports):
+            source = hostdev.find('source/address')
+            self.assertEqual(dev['address'], '%04x:%02x:%02x.%x' % tuple(
+                int(source.get(f), 16) for f in ('domain', 'bus', 'slot',
+                                                 'function')))
+            expander = controllers[str(int(port.find('address').get('bus'),
+                                           16))]
+            self.assertEqual('pcie-expander-bus', expander.get('model'))
+            cell = expander.findtext('target/node')
+            # The expander's guest cell is bound to the GPU's host node.
+            self.assertEqual(str(dev['numa_node']), memnodes[cell])

@@ -1,0 +1,85 @@
+import os
+
+import fixtures
+
+from nova import exception
+from nova import test
+from nova.virt import guest_hardware
+from nova.virt.libvirt import pcie
+
+GiB = pcie.GiB
+MiB = 1024 ** 2
+
+# An H100-like device as sysfs shows it: BAR0 32-bit, BAR1 and BAR3
+# 64-bit prefetchable (flags 0x14220c), BAR5 an I/O port, the ROM last.
+RESOURCE = '''\
+0x00000000e2000000 0x00000000e2ffffff 0x0000000000040200
+0x0000200000000000 0x0000201fffffffff 0x000000000014220c
+0x0000000000000000 0x0000000000000000 0x0000000000000000
+0x0000202000000000 0x0000202001ffffff 0x000000000014220c
+0x0000000000000000 0x0000000000000000 0x0000000000000000
+0x000000000000e000 0x000000000000e07f 0x0000000000040101
+0x00000000e3000000 0x00000000e307ffff 0x0000000000046200
+'''
+
+
+class SysfsTest(test.TestCase):
+
+    def test_parse(self):
+        self.assertEqual(
+            (pcie.Bar(0, 16 * MiB, False, False),
+             pcie.Bar(1, 128 * GiB, True, True),
+             pcie.Bar(3, 32 * MiB, True, True)),
+            pcie.parse_sysfs_resource(RESOURCE))
+
+    def test_bad_line(self):
+        exc = self.assertRaises(exception.Invalid,
+                                pcie.parse_sysfs_resource, '0x0 zz 0x0\n')
+        self.assertIn("'0x0 zz 0x0'", str(exc))
+
+    def test_reader(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        os.mkdir(os.path.join(root, '0000:1b:00.0'))
+        with open(os.path.join(root, '0000:1b:00.0', 'resource'), 'w') as f:
+            f.write(RESOURCE)
+        read = pcie.sysfs_bar_reader(root)
+        self.assertEqual(3, len(read('0000:1B:00.0')))
+        self.assertIsNone(read('0000:1c:00.0'))
+
+
+H200 = (pcie.Bar(0, 16 * MiB, False, False),
+        pcie.Bar(1, 256 * GiB, True, True),
+        pcie.Bar(3, 32 * MiB, True, True))
+
+
+class WindowTest(test.TestCase):
+
+    def test_formula(self):
+        self.assertEqual(0, pcie.mmio64_window([]))
+        self.assertEqual(0, pcie.mmio64_window([H200[:1]]))
+        self.assertEqual(512 * GiB, pcie.mmio64_window([H200]))
+        self.assertEqual(1024 * GiB, pcie.mmio64_window([H200] * 2))
+        # Three devices: 1.5 TiB rounded up to a power of two.
+        self.assertEqual(2048 * GiB, pcie.mmio64_window([H200] * 3))
+        self.assertEqual(4096 * GiB, pcie.mmio64_window([H200] * 8))
+
+    def test_firmware_default(self):
+        hw = guest_hardware.GuestHardware('q35')
+        self.assertEqual('uefi', pcie.firmware_for(hw, True))
+        self.assertEqual('bios', pcie.firmware_for(hw, False))
+        self.assertEqual('bios', pcie.firmware_for(
+            guest_hardware.GuestHardware('q35', 'bios'), True))
+
+    def test_window_beyond_address_space_refused(self):
+        huge = (pcie.Bar(1, 2 ** 45, True, True),)
+        exc = self.assertRaises(
+            exception.GuestHardwareUnsupported, pcie.check_guest,
+            guest_hardware.GuestHardware('q35'), 'uefi',
+            {'0000:18:00.0': huge, '0000:2a:00.0': huge}, 2, 1024)
+        self.assertIn('65536 GiB 64-bit MMIO window', str(exc))
+
+    def test_eight_h200_fit(self):
+        bars = {'0000:%02x:00.0' % i: H200 for i in range(8)}
+        self.assertEqual(4096 * GiB, pcie.check_guest(
+            guest_hardware.GuestHardware('pc-q35-7.2'), 'uefi', bars, 8,
+            2 * 1024 * 1024))
