@@ -20,9 +20,16 @@ from nova import policies
 from nova.scheduler import request_builder
 from nova.virt import guest_hardware
 
-# Keys of the pci_passthrough: namespace this API knows.
-_PCI_NAMESPACE = 'pci_passthrough:'
-_KNOWN_PCI_KEYS = (pci_request.EXTRA_SPEC_ALIAS,)
+# The keys this fork acts on in the namespaces it shares with upstream:
+# any other key there (upstream's hw:cpu_policy, hw:mem_page_size, ...)
+# would be stored and silently ignored, so it is refused.
+_KNOWN_KEYS = {
+    'pci_passthrough:': (pci_request.EXTRA_SPEC_ALIAS,),
+    'hw:': (guest_hardware.FIRMWARE_TYPE_SPEC,
+            guest_hardware.MACHINE_TYPE_SPEC,
+            guest_hardware.NUMA_NODES_SPEC,
+            pci_request.EXTRA_SPEC_NUMA_POLICY),
+}
 _SPEC_KEY_RE = re.compile(r'^[\w.\-: ]{1,255}$')
 
 # Flavor fields the database does not store: accepted only at their
@@ -198,6 +205,16 @@ def _check_pci_alias(aliases: dict, value: str) -> None:
                 ', '.join(repr(n) for n in unknown), defined))
 
 
+def _check_known(key: str, value: str) -> None:
+    """Refuse a key of a shared namespace that nothing here acts on."""
+    for namespace, known in _KNOWN_KEYS.items():
+        if key.startswith(namespace) and key not in known:
+            raise exception.FlavorExtraSpecInvalid(
+                key=key, value=value, reason='unknown or unsupported key '
+                'in the %s namespace (this service would ignore it); '
+                'supported keys: %s' % (namespace, ', '.join(known)))
+
+
 def _check_specs(conf, specs: dict) -> dict[str, str]:
     """Validate extra specs and return them with string values."""
     pci = pci_config.load(conf)
@@ -217,11 +234,7 @@ def _check_specs(conf, specs: dict) -> dict[str, str]:
             raise exception.APIValidationError(
                 field='extra_specs', reason='value of %r is longer than '
                 '255 characters' % key)
-        if key.startswith(_PCI_NAMESPACE) and key not in _KNOWN_PCI_KEYS:
-            raise exception.FlavorExtraSpecInvalid(
-                key=key, value=value, reason='unknown key in the %s '
-                'namespace; known keys: %s' % (
-                    _PCI_NAMESPACE, ', '.join(_KNOWN_PCI_KEYS)))
+        _check_known(key, value)
         if key == pci_request.EXTRA_SPEC_ALIAS:
             _check_pci_alias(pci.aliases, value)
         if (key == pci_request.EXTRA_SPEC_NUMA_POLICY

@@ -176,7 +176,24 @@ class TestExtraSpecs(fakes.APITestCase):
             'pci_passthrough:aliases': 'h200:1'}})
         self.assertFault(response, 400, 'badRequest',
                          'pci_passthrough:aliases',
-                         'known keys: pci_passthrough:alias')
+                         'supported keys: pci_passthrough:alias')
+
+    def test_hw_key_nothing_acts_on_is_400(self):
+        # Upstream's keys this fork does not implement would be stored
+        # and ignored: the guest would not get what the flavor says.
+        for key, value in (('hw:mem_page_size', '1GB'),
+                           ('hw:cpu_policy', 'dedicated'),
+                           ('hw:numa_node', '2')):
+            for method, url, body in (
+                    ('POST', self.url, {'extra_specs': {key: value}}),
+                    ('PUT', self.url + '/' + key, {key: value})):
+                self.assertFault(
+                    self.request(method, url, body), 400, 'badRequest', key,
+                    'unsupported key in the hw: namespace',
+                    'supported keys: hw:firmware_type, hw:machine_type, '
+                    'hw:numa_nodes, hw:pci_numa_affinity_policy')
+        self.assertEqual({}, self.request('GET', self.url)
+                         .json['extra_specs'])
 
     def test_bad_numa_policy_is_400(self):
         response = self.request('POST', self.url, {'extra_specs': {
