@@ -5,7 +5,7 @@ Guests are plain domains whose uuid is the instance uuid and whose name is
 adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
-import copy
+import dataclasses
 import os
 import threading
 import uuid as uuidlib
@@ -15,6 +15,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import hardware
@@ -36,10 +37,10 @@ def _canonical_uuid(instance_uuid: str) -> str:
             'instance uuid %r is not a valid UUID' % (instance_uuid,)))
 
 
-def _is_nvidia_gpu(dev: dict) -> bool:
+def _is_nvidia_gpu(dev: pci_device.HostDevice) -> bool:
     """An NVIDIA display/3D controller (NVSwitches are bridges)."""
-    return dev.get('vendor_id') == nvlink_partitions.NVIDIA_VENDOR_ID and \
-        (dev.get('class') or '').startswith('03')
+    return dev.vendor_id == nvlink_partitions.NVIDIA_VENDOR_ID and \
+        (dev.pci_class or '').startswith('03')
 
 
 class LibvirtDriver(driver.ComputeDriver):
@@ -113,7 +114,7 @@ class LibvirtDriver(driver.ComputeDriver):
         self.host.get_connection()
         if self.nvlink is None and self.module_reader is None:
             return
-        gpus = [dev['address'] for dev in self.get_pci_devices()
+        gpus = [dev.address for dev in self.get_pci_devices()
                 if _is_nvidia_gpu(dev)]
         if self.nvlink is not None:
             self.nvlink.start(host, gpus)
@@ -165,8 +166,8 @@ class LibvirtDriver(driver.ComputeDriver):
             'numa_nodes': info.numa_nodes,
         }
 
-    def get_pci_devices(self) -> list[dict]:
-        """Return the device dict of every host PCI device, by address.
+    def get_pci_devices(self) -> list[pci_device.HostDevice]:
+        """Return every host PCI device, by address.
 
         A VF whose own node device has no VPD serial number gets its PF's:
         the card serial number identifies the card, which the VFs share.
@@ -176,20 +177,21 @@ class LibvirtDriver(driver.ComputeDriver):
             dev = config.parse_pci_nodedev(xml)
             if dev is not None:
                 devices.append(dev)
-        by_address = {dev['address']: dev for dev in devices}
-        for dev in devices:
-            parent = by_address.get(dev.get('parent_addr'))
-            if 'capabilities' not in dev and parent is not None and \
-                    'capabilities' in parent:
-                dev['capabilities'] = copy.deepcopy(parent['capabilities'])
-        return sorted(devices, key=lambda dev: dev['address'])
+        by_address = {dev.address: dev for dev in devices}
+        for index, dev in enumerate(devices):
+            parent = by_address.get(dev.parent_addr)
+            if not dev.card_serial_number and parent is not None and \
+                    parent.card_serial_number:
+                devices[index] = dataclasses.replace(
+                    dev, card_serial_number=parent.card_serial_number)
+        return sorted(devices, key=lambda dev: dev.address)
 
     def get_numa_topology(self) -> hardware.HostNUMATopology:
         """The host's NUMA nodes, as libvirt reports them."""
         return self.host.get_numa_topology()
 
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict],
+              memory_mb: int, pci_devices: list[pci_device.Passthrough],
               numa_nodes: tuple[int, ...] = ()) -> None:
         """Define and start the guest; undefine it again on any failure.
         With ``numa_nodes`` its vCPUs and memory stay on those nodes."""
@@ -210,7 +212,7 @@ class LibvirtDriver(driver.ComputeDriver):
             # runs on GPUs whose partition is not active.
             if self.nvlink is not None:
                 self.nvlink.activate(instance_uuid, [
-                    dev['address'] for dev in pci_devices])
+                    dev.address for dev in pci_devices])
             domain.create()
         except BaseException as err:
             self._remove_failed_domain(domain, instance_uuid)
@@ -220,7 +222,7 @@ class LibvirtDriver(driver.ComputeDriver):
                     uuid=instance_uuid, uri=self.uri, error=err) from err
             raise
         LOG.info('Spawned instance %s with PCI devices %s', instance_uuid,
-                 [dev['address'] for dev in pci_devices])
+                 [dev.address for dev in pci_devices])
 
     # Power actions ----------------------------------------------------------
     #
@@ -245,7 +247,7 @@ class LibvirtDriver(driver.ComputeDriver):
             return
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
-                dev['address'] for dev in
+                dev.address for dev in
                 config.parse_guest_hostdevs(domain.XMLDesc())])
         domain.create()
 
@@ -296,7 +298,7 @@ class LibvirtDriver(driver.ComputeDriver):
                     power_cycle if hard else soft)
 
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
-                memory_mb: int, pci_devices: list[dict],
+                memory_mb: int, pci_devices: list[pci_device.Passthrough],
                 power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
         """Redefine the guest from scratch with the same devices (and NUMA
         confinement), and start it if ``power_on``. The partition stays
@@ -310,7 +312,7 @@ class LibvirtDriver(driver.ComputeDriver):
         conn = self.host.get_connection()
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
-                dev['address'] for dev in pci_devices])
+                dev.address for dev in pci_devices])
         try:
             with self._define_lock:
                 old = self.host.lookup_domain(instance_uuid)
@@ -326,7 +328,7 @@ class LibvirtDriver(driver.ComputeDriver):
                 action='rebuild', uuid=instance_uuid, uri=self.uri,
                 error=err) from err
         LOG.info('Rebuilt instance %s with PCI devices %s', instance_uuid,
-                 [dev['address'] for dev in pci_devices])
+                 [dev.address for dev in pci_devices])
 
     def get_power_state(self, instance_uuid: str) -> int:
         """1 (running), 4 (shut down) or 0 (no domain), as upstream."""
@@ -336,7 +338,7 @@ class LibvirtDriver(driver.ComputeDriver):
         return driver.RUNNING if domain.isActive() else driver.SHUTDOWN
 
     def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
-                   memory_mb: int, pci_devices: list[dict],
+                   memory_mb: int, pci_devices: list[pci_device.Passthrough],
                    numa_nodes: tuple[int, ...]) -> str:
         """The domain XML of a guest (spawned or rebuilt), confined to
         ``numa_nodes`` and their host CPUs when given."""
