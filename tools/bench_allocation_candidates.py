@@ -149,9 +149,9 @@ def build_hosts(model: str, hosts: int, client: report.SchedulerReportClient
                                               report_in_placement=True)
     group_tree = (pci_groups.GroupTree([]) if model == 'flat' else
                   pci_groups.GroupTree.from_config(config['device_group']))
-    devices = [dict(dev, status='available', instance_uuid=None,
-                    request_id=None) for dev in fakehost.hgx_h200_devices()]
-    specs = whitelist.classify(devices)
+    host_devices = fakehost.hgx_h200_devices()
+    devices = fakehost.tracked_devices(host_devices)
+    specs = whitelist.classify(host_devices)
     index = {}
     for number in range(1, hosts + 1):
         host = 'hgx-%d' % number

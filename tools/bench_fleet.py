@@ -296,9 +296,9 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
     whitelist = devspec.Whitelist.from_config(config['device_spec'],
                                               report_in_placement=True)
     group_tree = pci_groups.GroupTree.from_config(config['device_group'])
-    devices = [dict(dev, status='available', instance_uuid=None,
-                    request_id=None) for dev in fakehost.hgx_h200_devices()]
-    specs = whitelist.classify(devices)
+    host_devices = fakehost.hgx_h200_devices()
+    devices = fakehost.tracked_devices(host_devices)
+    specs = whitelist.classify(host_devices)
     for number in range(1, hosts + 1):
         host = host_name(number)
         tree = ptree.ProviderTree()

@@ -67,9 +67,9 @@ def pci_list(host: str | None) -> int:
         return 1
     rows = []
     for node in sorted(nodes, key=lambda n: n['host']):
-        for dev in db.pci_device_get_all_by_node(context, node['id']):
-            rows.append({**dev, 'host': node['host'],
-                         'not_offered': board.withheld_reason(dev)})
+        for dev in pci_manager.devices_of_node(context, node['id']):
+            rows.append({**dev.to_row(), 'host': node['host'],
+                         'not_offered': dev.withheld})
     _print_table(_PCI_COLUMNS, rows)
     return 0
 
@@ -238,10 +238,10 @@ def pci_partitions(conf, host: str | None) -> int:
         print('No compute host %r; known hosts: %s' % (
             host, known or 'none'), file=sys.stderr)
         return 1
-    devices = db.pci_device_get_all_by_node(context, node['id'])
-    parts.load(host, [d['address'] for d in devices
-                      if d['vendor_id'] == nvlink.NVIDIA_VENDOR_ID])
-    rows = _partition_rows(parts, {d['address']: d['instance_uuid']
+    devices = pci_manager.devices_of_node(context, node['id'])
+    parts.load(host, [d.address for d in devices
+                      if d.vendor_id == nvlink.NVIDIA_VENDOR_ID])
+    rows = _partition_rows(parts, {d.address: d.instance_uuid
                                    for d in devices})
     _print_table(_PARTITION_COLUMNS, rows)
     return 0

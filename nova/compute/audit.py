@@ -40,6 +40,7 @@ from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
+from nova.pci import manager as pci_manager
 from nova import states
 
 LOG = logging.getLogger(__name__)
@@ -197,22 +198,21 @@ def find_orphan_device_claims(context, nodes: Iterable[dict]
     """PCI device rows of ``nodes`` (compute node records) claimed by an
     instance that does not own them on that node's host."""
     claims = [(node, device) for node in nodes
-              for device in db.pci_device_get_all_by_node(context,
-                                                          node['id'])
-              if device['instance_uuid']]
+              for device in pci_manager.devices_of_node(context, node['id'])
+              if device.instance_uuid]
     found = []
     for host in sorted({node['host'] for node, _device in claims}):
         on_host = [(node, device) for node, device in claims
                    if node['host'] == host]
-        problems = unowned(context, {device['instance_uuid']
+        problems = unowned(context, {device.instance_uuid
                                      for _node, device in on_host}, host)
         found.extend(OrphanDeviceClaim(
             host=host, compute_node_id=node['id'],
-            address=device['address'],
-            instance_uuid=device['instance_uuid'],
-            reason=problems[device['instance_uuid']])
+            address=device.address,
+            instance_uuid=device.instance_uuid,
+            reason=problems[device.instance_uuid])
             for node, device in on_host
-            if device['instance_uuid'] in problems)
+            if device.instance_uuid in problems)
     return found
 
 

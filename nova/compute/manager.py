@@ -30,6 +30,7 @@ from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler.client import frees
@@ -228,8 +229,8 @@ class ComputeManager(manager.Manager):
         for each of its devices, in device order."""
         by_rp: dict[str, list[str]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
-            if dev.get('rp_uuid'):
-                by_rp.setdefault(dev['rp_uuid'], []).append(dev['address'])
+            if dev.rp_uuid:
+                by_rp.setdefault(dev.rp_uuid, []).append(dev.address)
         claims = []
         for request in pci_requests:
             rp_uuids = list(pci_providers.get(request.request_id) or [])
@@ -251,7 +252,8 @@ class ComputeManager(manager.Manager):
 
     def _guest_numa_nodes(
             self, pci_requests: list[pci_request.InstancePCIRequest],
-            devices: list[dict], flavor: dict) -> tuple[int, ...]:
+            devices: list[pci_device.TrackedDevice],
+            flavor: dict) -> tuple[int, ...]:
         """Host NUMA nodes the guest is confined to, from the NUMA nodes
         of the devices each PCI request claimed, the requests' NUMA
         policies and the flavor's ``hw:numa_nodes`` (see nova.pci.numa);
@@ -264,10 +266,10 @@ class ComputeManager(manager.Manager):
                 policy=request.numa_policy,
                 label='%s:%d' % (request.alias_name, request.count),
                 devices=tuple(pci_numa.Locality(
-                    node=dev['numa_node'],
-                    socket=topology.socket_of(dev['numa_node']))
+                    node=dev.numa_node,
+                    socket=topology.socket_of(dev.numa_node))
                     for dev in devices
-                    if dev['request_id'] == request.request_id)))
+                    if dev.request_id == request.request_id)))
         return pci_numa.guest_nodes(placed, guest_hardware.numa_cells_of(
             flavor.get('extra_specs')) or 1)
 
@@ -339,11 +341,11 @@ class ComputeManager(manager.Manager):
                 return
             LOG.info('Instance %s is running on %s with PCI devices %s',
                      instance_uuid, self.host,
-                     ', '.join(d['address'] for d in devices) or 'none')
+                     ', '.join(d.address for d in devices) or 'none')
 
     def _claim_and_spawn(self, context, instance: dict,
                          pci_providers: dict[str, list[str]],
-                         waiting: str) -> list[dict]:
+                         waiting: str) -> list[pci_device.TrackedDevice]:
         """Claim the allocated devices and start the guest; on failure
         undo both, hand the instance back and raise
         RescheduledException.
@@ -355,7 +357,7 @@ class ComputeManager(manager.Manager):
         may still take the build.
         """
         instance_uuid = instance['uuid']
-        devices: list[dict] = []
+        devices: list[pci_device.TrackedDevice] = []
         try:
             # Read once; the claim and the guest's NUMA nodes share it.
             pci_requests = pci_request.requests_from_primitive(
@@ -393,7 +395,8 @@ class ComputeManager(manager.Manager):
                 same_host=same_host)
         return devices
 
-    def _withheld_now(self, devices: list[dict]) -> bool:
+    def _withheld_now(self, devices: list[pci_device.TrackedDevice]
+                      ) -> bool:
         """Publish the host's offer now; whether it no longer offers
         exactly ``devices`` (the reschedule then cannot pick them
         again)."""
@@ -404,11 +407,12 @@ class ComputeManager(manager.Manager):
             LOG.warning('Could not update the resources of %s after a '
                         'failed partition activation: %s', self.host, err)
             return False
-        return not self.rt.offers([d['address'] for d in devices])
+        return not self.rt.offers([d.address for d in devices])
 
     def _claim_devices(self, instance_uuid: str,
                        pci_requests: list[pci_request.InstancePCIRequest],
-                       pci_providers: dict[str, list[str]]) -> list[dict]:
+                       pci_providers: dict[str, list[str]]
+                       ) -> list[pci_device.TrackedDevice]:
         """Claim the devices Placement allocated to each PCI request."""
         devices = []
         for request_id, addresses in self._devices_for(pci_requests,
@@ -504,9 +508,10 @@ class ComputeManager(manager.Manager):
             'task_state': None, 'fault_message': reason,
             'power_state': self.driver.get_power_state(instance['uuid'])})
 
-    def _held_devices(self, instance_uuid: str) -> list[dict]:
+    def _held_devices(self, instance_uuid: str
+                      ) -> list[pci_device.TrackedDevice]:
         return [dev for dev in self.rt.pci_tracker.pci_devs
-                if dev['instance_uuid'] == instance_uuid]
+                if dev.instance_uuid == instance_uuid]
 
     def reboot_instance(self, context, instance_uuid: str,
                         hard: bool) -> None:
@@ -662,14 +667,14 @@ class ComputeManager(manager.Manager):
 
     def _spawn_claimed(self, instance_uuid: str, name: str | None,
                        flavor: dict, pci_requests: list | None
-                       ) -> list[dict]:
+                       ) -> list[pci_device.TrackedDevice]:
         """Start the guest with the devices claimed here for
         ``pci_requests`` (one side of a move), confined to their NUMA
         nodes as at a boot; returns the devices."""
         request_ids = _request_ids(pci_requests)
         devices = [dev for dev in self.rt.pci_tracker.pci_devs
-                   if dev['instance_uuid'] == instance_uuid and
-                   dev['request_id'] in request_ids]
+                   if dev.instance_uuid == instance_uuid and
+                   dev.request_id in request_ids]
         self.driver.spawn(
             instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
             _guest_devices(devices),
@@ -713,7 +718,7 @@ class ComputeManager(manager.Manager):
                     reason=exception.reason_of(exc))
             LOG.info('Instance %s: PCI devices %s claimed on %s for '
                      'migration %s', instance_uuid,
-                     ', '.join(d['address'] for d in devices) or 'none',
+                     ', '.join(d.address for d in devices) or 'none',
                      self.host, migration_uuid)
 
     def resize_instance(self, context, instance_uuid: str,
@@ -791,7 +796,7 @@ class ComputeManager(manager.Manager):
                 else virt_driver.RUNNING})
             LOG.info('Instance %s runs on %s with PCI devices %s after its '
                      '%s', instance_uuid, self.host,
-                     ', '.join(d['address'] for d in devices) or 'none',
+                     ', '.join(d.address for d in devices) or 'none',
                      migration['migration_type'])
 
     def confirm_resize(self, context, instance_uuid: str,
@@ -855,13 +860,13 @@ class ComputeManager(manager.Manager):
                    else compute_utils.SETTLED_ACTIVE)})
             LOG.info('Instance %s runs on %s again with PCI devices %s',
                      instance_uuid, self.host,
-                     ', '.join(d['address'] for d in devices) or 'none')
+                     ', '.join(d.address for d in devices) or 'none')
 
 
-def _guest_devices(devices: list[dict]) -> list[dict]:
-    """Device rows as the driver's spawn/rebuild take them."""
-    return [dict(dev, managed=dev['extra_info'].get('managed', 'true'))
-            for dev in devices]
+def _guest_devices(devices: list[pci_device.TrackedDevice]
+                   ) -> list[pci_device.Passthrough]:
+    """Tracked devices as the driver's spawn/rebuild take them."""
+    return [dev.passthrough() for dev in devices]
 
 
 def _sent_providers(pci_providers: dict[str, list[str]] | None,

@@ -30,9 +30,9 @@ from oslo_log import log as logging
 
 from nova import exception
 from nova.compute import provider_tree as ptree
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
-from nova.pci import manager as pci_manager
 from nova.pci import numa as pci_numa
 from nova.pci import partitions as pci_partitions
 from nova.pci import placement_names as names
@@ -91,20 +91,23 @@ class PlacementView:
         self._withheld = withheld or pci_partitions.Withheld()
         self.wanted: dict[str, _Wanted] = {}
 
-    def locality(self, dev: dict) -> pci_numa.Locality:
-        """The NUMA node and socket of device ``dev``."""
-        node = dev.get('numa_node')
+    def locality(self, dev: pci_device.TrackedDevice | None
+                 ) -> pci_numa.Locality:
+        """The NUMA node and socket of device ``dev`` (unknown for
+        None)."""
+        node = dev.numa_node if dev is not None else None
         return pci_numa.Locality(node=node,
                                  socket=self._topology.socket_of(node))
 
     def add_group_localities(self, group_tree: pci_groups.GroupTree,
-                             devices: dict[str, dict]) -> None:
+                             devices: dict[str, pci_device.TrackedDevice]
+                             ) -> None:
         """Say on each group provider whether its devices share one NUMA
         node / socket (``devices`` by address)."""
         for group in group_tree.groups():
             name = names.group_rp_name(self.nodename, group.name)
             self.wanted[name].traits |= names.group_locality_traits(
-                self.locality(devices.get(address, {}))
+                self.locality(devices.get(address))
                 for address in group.addresses)
 
     def add_groups(self, group_tree: pci_groups.GroupTree) -> None:
@@ -120,12 +123,13 @@ class PlacementView:
 
     def add_static_group(self, group: pci_groups.StaticGroup,
                          traits: set[str], reserved: bool,
-                         devices: dict[str, dict]) -> None:
+                         devices: dict[str, pci_device.TrackedDevice]
+                         ) -> None:
         """Add a static spec group: one unit of its class, consumed whole;
         ``reserved`` reserves that unit (a used one-time-use group). Its
         locality is the one all its ``devices`` (by address) share."""
         name = names.group_rp_name(self.nodename, group.name)
-        localities = [self.locality(devices.get(address, {}))
+        localities = [self.locality(devices.get(address))
                       for address in group.addresses]
         self.wanted[name] = _Wanted(
             name=name, parent=self.nodename,
@@ -136,21 +140,21 @@ class PlacementView:
             names.group_locality_traits(localities),
             addresses=list(group.addresses))
 
-    def add_device(self, dev: dict, spec, group_tree: pci_groups.GroupTree
-                   ) -> None:
+    def add_device(self, dev: pci_device.TrackedDevice, spec,
+                   group_tree: pci_groups.GroupTree) -> None:
         """Add a type-PCI/PF device, or a VF's unit on its parent PF."""
         address = names.provider_address(dev)
-        if dev['dev_type'] not in names.WHOLE_DEVICE_TYPES:
+        if dev.dev_type not in pci_device.WHOLE_DEVICE_TYPES:
             if 'one_time_use' in spec.tags:
                 # A VF's inventory sits on its PF's provider, shared with
                 # its siblings, so one VF cannot be reserved on its own.
                 raise exception.PlacementPciException(error=(
                     'one_time_use is only supported for type-PCI and '
                     'type-PF devices, but device spec %r matches VF %s; '
-                    'remove one_time_use from it' % (spec, dev['address'])))
+                    'remove one_time_use from it' % (spec, dev.address)))
             if not address:
                 raise exception.PlacementPciException(error=(
-                    'VF %s has no parent PF address' % dev['address']))
+                    'VF %s has no parent PF address' % dev.address))
         name = names.device_rp_name(self.nodename, address)
         enclosing = group_tree.enclosing(address)
         parent = (names.group_rp_name(self.nodename, enclosing[-1].name)
@@ -163,17 +167,17 @@ class PlacementView:
         if existing is None:
             # A one-time-use device is reserved as soon as it is used, a
             # withheld one while it is withheld.
-            withheld = dev['address'] in self._withheld.devices
+            withheld = dev.address in self._withheld.devices
             reserved = int(withheld or (spec.one_time_use and
-                                        bool(dev.get('instance_uuid'))))
+                                        bool(dev.instance_uuid)))
             if withheld:
                 traits.add(names.WITHHELD_TRAIT)
-            if dev['address'] in self._withheld.alone:
+            if dev.address in self._withheld.alone:
                 traits.add(names.GROUP_ONLY_TRAIT)
             self.wanted[name] = _Wanted(
                 name=name, parent=parent,
                 inventory=names.pci_inventory(resource_class, 1, reserved),
-                traits=traits, addresses=[dev['address']],
+                traits=traits, addresses=[dev.address],
                 lift_withheld=not withheld and not spec.one_time_use)
             return
         # Several VFs of one PF share the PF's provider.
@@ -186,13 +190,14 @@ class PlacementView:
         record = existing.inventory[resource_class]
         record['total'] += 1
         record['max_unit'] = record['total']
-        existing.addresses.append(dev['address'])
+        existing.addresses.append(dev.address)
 
-    def keep_allocated_device(self, dev: dict) -> None:
+    def keep_allocated_device(self, dev: pci_device.TrackedDevice
+                              ) -> None:
         """Keep the provider of an allocated device its spec no longer
         matches, so the instance's allocation survives until it is freed.
         """
-        name = names.device_rp_name(self.nodename, dev['address'])
+        name = names.device_rp_name(self.nodename, dev.address)
         if name in self.wanted or not self._current.exists(name):
             return
         current = self._current.data(name)
@@ -201,13 +206,13 @@ class PlacementView:
             parent = self.nodename
         LOG.warning('Device %s of instance %s is no longer reported or '
                     'matched by a device spec; keeping its provider %s '
-                    'until the device is freed.', dev['address'],
-                    dev['instance_uuid'], name)
+                    'until the device is freed.', dev.address,
+                    dev.instance_uuid, name)
         self.wanted[name] = _Wanted(
             name=name, parent=parent,
             inventory={rc: dict(rec) for rc, rec in
                        current.inventory.items()},
-            traits=set(current.traits), addresses=[dev['address']])
+            traits=set(current.traits), addresses=[dev.address])
 
 
 def _consumers_on(allocations: dict, rp_uuid: str) -> dict[str, dict]:
@@ -264,7 +269,7 @@ def _check_allocations_fit(view: PlacementView, tree: ptree.ProviderTree,
                             'gives %d' % have)))
 
 
-def _check_multi_device_requests(devices: list[dict],
+def _check_multi_device_requests(devices: list[pci_device.TrackedDevice],
                                  group_tree: pci_groups.GroupTree) -> None:
     """Refuse a grouping that splits what one request already holds.
 
@@ -275,9 +280,8 @@ def _check_multi_device_requests(devices: list[dict],
     """
     held = collections.defaultdict(list)
     for dev in devices:
-        if dev.get('instance_uuid') and dev.get('request_id'):
-            held[(dev['instance_uuid'], dev['request_id'])].append(
-                dev['address'])
+        if dev.instance_uuid and dev.request_id:
+            held[(dev.instance_uuid, dev.request_id)].append(dev.address)
     for (instance, _request), addresses in sorted(held.items()):
         if len(addresses) < 2:
             continue
@@ -326,7 +330,7 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree
 
 
 def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
-                                 devices: list[dict],
+                                 devices: list[pci_device.TrackedDevice],
                                  specs: Mapping[str, devspec.PciDeviceSpec],
                                  group_tree: pci_groups.GroupTree,
                                  static_groups: list,
@@ -356,7 +360,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
     """
     view = PlacementView(nodename, tree, topology, withheld)
     view.add_groups(group_tree)
-    by_address = {dev['address']: dev for dev in devices}
+    by_address = {dev.address: dev for dev in devices}
     view.add_group_localities(group_tree, by_address)
     in_static = {}
     for group in static_groups:
@@ -365,11 +369,11 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
     static_traits: dict[str, set[str]] = collections.defaultdict(set)
     static_used_once: set[str] = set()
     for dev in devices:
-        if dev['status'] == 'removed':
+        if dev.status == pci_device.REMOVED:
             continue
-        spec = specs.get(dev['address'])
+        spec = specs.get(dev.address)
         if spec is None:
-            if dev.get('instance_uuid'):
+            if dev.instance_uuid:
                 view.keep_allocated_device(dev)
             continue
         if spec.tags.get('physical_network') or spec.remote_managed:
@@ -377,10 +381,10 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
             # DPU): upstream never gives them to flavor aliases, and this
             # fork has no Neutron ports, so they get no provider.
             continue
-        group = in_static.get(dev['address'])
+        group = in_static.get(dev.address)
         if group is not None:
             static_traits[group.name] |= set(spec.traits)
-            if spec.one_time_use and dev.get('instance_uuid'):
+            if spec.one_time_use and dev.instance_uuid:
                 static_used_once.add(group.name)
             continue
         view.add_device(dev, spec, group_tree)
@@ -396,7 +400,8 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
 
 
 def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
-                        devices: dict[str, dict]) -> None:
+                        devices: dict[str, pci_device.TrackedDevice]
+                        ) -> None:
     """Put the host's free-device band traits on its root provider.
 
     Free units of a provider: its total less Placement's reservation less
@@ -405,8 +410,9 @@ def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
     """
     free: dict[str, int] = collections.Counter()
     for wanted in view.wanted.values():
-        busy = sum(devices.get(address, {}).get('status') !=
-                   pci_manager.AVAILABLE for address in wanted.addresses)
+        busy = sum(address not in devices or
+                   devices[address].status != pci_device.AVAILABLE
+                   for address in wanted.addresses)
         for rc, record in tree.data(wanted.name).inventory.items():
             free[rc] += max(record['total'] - record['reserved'] - busy, 0)
     root = tree.data(view.nodename)

@@ -430,8 +430,8 @@ def release_unowned(compute: ComputeManager, context) -> None:
 
 def _device_holders(compute: ComputeManager) -> set[str]:
     """Instances holding a PCI device of this host."""
-    return {dev['instance_uuid'] for dev in compute.rt.pci_tracker.pci_devs
-            if dev['instance_uuid']}
+    return {dev.instance_uuid for dev in compute.rt.pci_tracker.pci_devs
+            if dev.instance_uuid}
 
 
 def _holders(compute: ComputeManager) -> set[str]:

@@ -21,6 +21,7 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.db import api as db
 from nova.pci import config as pci_config
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import manager as pci_manager
@@ -103,7 +104,8 @@ class ResourceTracker:
             self.specs = specs
             self._update_placement(resources)
 
-    def report_claimed(self, devices: list[dict]) -> None:
+    def report_claimed(self, devices: list[pci_device.TrackedDevice]
+                       ) -> None:
         """Report just-claimed devices to Placement now, not at the next
         periodic update: the reservation of one-time-use devices (an
         instance deleted before the update would free such a device for a
@@ -112,8 +114,8 @@ class ResourceTracker:
         """
         if not self.report_in_placement or not devices:
             return
-        used_once = any(self.specs[dev['address']].one_time_use
-                        for dev in devices if dev['address'] in self.specs)
+        used_once = any(self.specs[dev.address].one_time_use
+                        for dev in devices if dev.address in self.specs)
         self._publish('a claim', must_reach=used_once)
 
     def free_instance(self, instance_uuid: str,
@@ -321,9 +323,9 @@ class ResourceTracker:
         """Remember on each device the provider that represents it, as the
         translator reported it (None: no provider)."""
         for dev in self.pci_tracker.pci_devs:
-            rp_uuid = rp_by_address.get(dev['address'])
-            if dev.get('rp_uuid') != rp_uuid:
-                self.pci_tracker.set_rp_uuid(dev['address'], rp_uuid)
+            rp_uuid = rp_by_address.get(dev.address)
+            if dev.rp_uuid != rp_uuid:
+                self.pci_tracker.set_rp_uuid(dev.address, rp_uuid)
 
 
 def _shape(tree: pci_groups.GroupTree) -> list[tuple]:

@@ -11,6 +11,7 @@ of that size can get.
 import dataclasses
 
 from nova.db import api as db
+from nova.pci import device as pci_device
 from nova.pci import manager as pci_manager
 from nova.pci import partitions as pci_partitions
 
@@ -18,13 +19,8 @@ from nova.pci import partitions as pci_partitions
 UNGROUPED = '(no group)'
 
 
-def withheld_reason(dev: dict) -> str | None:
-    """Why the device's compute does not offer it (None if it does)."""
-    return (dev.get('extra_info') or {}).get('withheld')
-
-
-def _withheld_entirely(dev: dict) -> bool:
-    reason = withheld_reason(dev)
+def _withheld_entirely(dev: pci_device.TrackedDevice) -> bool:
+    reason = dev.withheld
     return bool(reason) and not reason.startswith(pci_partitions.ALONE_PREFIX)
 
 
@@ -32,9 +28,10 @@ def _withheld_entirely(dev: dict) -> bool:
 class _Group:
     name: str
     children: dict[str, '_Group'] = dataclasses.field(default_factory=dict)
-    devices: list[dict] = dataclasses.field(default_factory=list)
+    devices: list[pci_device.TrackedDevice] = dataclasses.field(
+        default_factory=list)
 
-    def all_devices(self) -> list[dict]:
+    def all_devices(self) -> list[pci_device.TrackedDevice]:
         found = list(self.devices)
         for child in self.children.values():
             found.extend(child.all_devices())
@@ -46,34 +43,34 @@ class HostBoard:
     """The tracked PCI devices of one host and the names of instances."""
 
     host: str
-    devices: list[dict]
+    devices: list[pci_device.TrackedDevice]
     names: dict[str, str]
 
     def _tree(self) -> _Group:
         root = _Group(self.host)
-        for dev in sorted(self.devices, key=lambda d: d['address']):
+        for dev in sorted(self.devices, key=lambda d: d.address):
             node = root
-            for name in (dev.get('group_path') or UNGROUPED).split('/'):
+            for name in (dev.group_path or UNGROUPED).split('/'):
                 node = node.children.setdefault(name, _Group(name))
             node.devices.append(dev)
         return root
 
-    def holder(self, dev: dict) -> str:
+    def holder(self, dev: pci_device.TrackedDevice) -> str:
         """``free``, ``withheld``, the instance's name, or the device
         status."""
-        if dev['status'] == pci_manager.AVAILABLE:
+        if dev.status == pci_device.AVAILABLE:
             return 'withheld' if _withheld_entirely(dev) else 'free'
-        uuid = dev.get('instance_uuid')
+        uuid = dev.instance_uuid
         if uuid:
             return self.names.get(uuid) or uuid
-        return dev['status']
+        return dev.status
 
     def holders(self) -> dict[str, list[str]]:
         """Holder name -> addresses of the devices it holds."""
         held: dict[str, list[str]] = {}
-        for dev in sorted(self.devices, key=lambda d: d['address']):
-            if dev.get('instance_uuid'):
-                held.setdefault(self.holder(dev), []).append(dev['address'])
+        for dev in sorted(self.devices, key=lambda d: d.address):
+            if dev.instance_uuid:
+                held.setdefault(self.holder(dev), []).append(dev.address)
         return held
 
     def free_partitions(self) -> dict[int, int]:
@@ -81,7 +78,7 @@ class HostBoard:
         free; size 1 counts free devices offered alone."""
         counts = {1: 0}
         for dev in self.devices:
-            if self.holder(dev) == 'free' and not withheld_reason(dev):
+            if self.holder(dev) == 'free' and not dev.withheld:
                 counts[1] += 1
 
         def visit(group: _Group) -> None:
@@ -107,7 +104,7 @@ class HostBoard:
             for child in group.children.values():
                 indent = '  ' * depth
                 if child.devices:
-                    cells = ' | '.join('%s %-8s' % (d['address'],
+                    cells = ' | '.join('%s %-8s' % (d.address,
                                                     self.holder(d))
                                        for d in child.devices)
                     lines.append('%s%s [%s]' % (indent, child.name, cells))
@@ -115,10 +112,10 @@ class HostBoard:
                     lines.append('%s%s' % (indent, child.name))
                 visit(child, depth + 1)
         visit(self._tree(), 1)
-        for dev in sorted(self.devices, key=lambda d: d['address']):
-            if withheld_reason(dev):
+        for dev in sorted(self.devices, key=lambda d: d.address):
+            if dev.withheld:
                 lines.append('  %s not offered: %s' % (
-                    dev['address'], withheld_reason(dev)))
+                    dev.address, dev.withheld))
         return '\n'.join(lines)
 
 
@@ -127,7 +124,7 @@ def load(context, nodes: list[dict]) -> list[HostBoard]:
     names = {i['uuid']: i['display_name']
              for i in db.instance_get_all(context)}
     return [HostBoard(node['host'],
-                      db.pci_device_get_all_by_node(context, node['id']),
+                      pci_manager.devices_of_node(context, node['id']),
                       names)
             for node in sorted(nodes, key=lambda n: n['host'])]
 

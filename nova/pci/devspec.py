@@ -15,6 +15,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import placement_names
 from nova.pci import utils
 
@@ -105,12 +106,6 @@ def sysfs_pci_id(address: str, name: str) -> str | None:
         return None
 
 
-def card_serial_number(dev: dict) -> str | None:
-    """The VPD card serial number the driver reported for ``dev``."""
-    return ((dev.get('capabilities') or {}).get('vpd') or {}).get(
-        'card_serial_number') or None
-
-
 # value parsing --------------------------------------------------------------
 
 def _parse_hex(name: str, value: str, maximum: int) -> int:
@@ -190,11 +185,11 @@ def _pf_address(fields: tuple[str, ...]) -> str | None:
     return address if is_sriov_pf(address) else None
 
 
-def _is_vf_of(dev: dict, pf_address: str | None) -> bool:
+def _is_vf_of(dev: pci_device.HostDevice, pf_address: str | None) -> bool:
     """True when ``dev`` is a VF of the PF at ``pf_address``."""
-    if pf_address is None or not dev.get('parent_addr'):
+    if pf_address is None or not dev.parent_addr:
         return False
-    return _device_fields(dev['parent_addr']) == _device_fields(pf_address)
+    return _device_fields(dev.parent_addr) == _device_fields(pf_address)
 
 
 class _GlobAddress:
@@ -225,8 +220,8 @@ class _GlobAddress:
                     name, value, maximum)))
         return cls(tuple(fields))
 
-    def match(self, dev: dict) -> bool:
-        fields = _device_fields(dev.get('address'))
+    def match(self, dev: pci_device.HostDevice) -> bool:
+        fields = _device_fields(dev.address)
         if fields is None:
             return False
         if all(want in (ANY, got) for want, got in zip(self.fields, fields)):
@@ -272,8 +267,8 @@ class _RegexAddress:
             fields.append('%0*x' % (digits, int(pattern, 16)))
         return tuple(fields)
 
-    def match(self, dev: dict) -> bool:
-        fields = _device_fields(dev.get('address'))
+    def match(self, dev: pci_device.HostDevice) -> bool:
+        fields = _device_fields(dev.address)
         if fields is None:
             return False
         if all(p.match(value) for p, value in zip(self.patterns, fields)):
@@ -286,7 +281,7 @@ class _NoAddress:
 
     pf_address = None
 
-    def match(self, dev: dict) -> bool:
+    def match(self, dev: pci_device.HostDevice) -> bool:
         return False
 
 
@@ -452,18 +447,17 @@ class PciDeviceSpec:
                 self._text, self.vendor_id, self.product_id, pf,
                 pf_vendor or '(unknown)', vf_product or '(unknown)')))
 
-    def match(self, dev: dict) -> bool:
-        """Return True when host device ``dev`` (a device dict) is selected
+    def match(self, dev: pci_device.HostDevice) -> bool:
+        """Return True when host device ``dev`` is selected
         by this spec's vendor, product and address; a remote_managed spec
         also needs the device's VPD card serial number, by which the
         remote backend identifies the card."""
-        for want, key in ((self.vendor_id, 'vendor_id'),
-                          (self.product_id, 'product_id')):
-            got = dev.get(key)
+        for want, got in ((self.vendor_id, dev.vendor_id),
+                          (self.product_id, dev.product_id)):
             if want != ANY and (not isinstance(got, str) or
                                 got.lower() != want):
                 return False
-        if self.remote_managed and card_serial_number(dev) is None:
+        if self.remote_managed and not dev.card_serial_number:
             return False
         return self._address.match(dev)
 
@@ -524,13 +518,14 @@ class PciDeviceSpec:
         return placement_names.get_resource_class(
             explicit, self.vendor_id, self.product_id)
 
-    def resource_class_for(self, dev: dict) -> str:
+    def resource_class_for(
+            self, dev: pci_device.HostDevice | pci_device.TrackedDevice
+    ) -> str:
         """The Placement resource class of device ``dev`` matched by this
         spec; the default ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` uses the
         device's own ids."""
         return placement_names.get_resource_class(
-            self._explicit_resource_class(), dev.get('vendor_id'),
-            dev.get('product_id'))
+            self._explicit_resource_class(), dev.vendor_id, dev.product_id)
 
 
 class Whitelist:
@@ -592,7 +587,8 @@ class Whitelist:
                 classes.add(spec.resource_class)
         return classes
 
-    def device_assignable(self, dev: dict) -> PciDeviceSpec | None:
+    def device_assignable(self, dev: pci_device.HostDevice
+                          ) -> PciDeviceSpec | None:
         """Return the first spec, in config order, matching ``dev``, or
         None when nova must not manage the device."""
         for spec in self.specs:
@@ -600,7 +596,8 @@ class Whitelist:
                 return spec
         return None
 
-    def classify(self, devices: list[dict]) -> dict[str, PciDeviceSpec]:
+    def classify(self, devices: list[pci_device.HostDevice]
+                 ) -> dict[str, PciDeviceSpec]:
         """The spec of each assignable device among ``devices``, by
         normalized address; devices no spec matches are left out.
 
@@ -612,5 +609,5 @@ class Whitelist:
         for dev in devices:
             spec = self.device_assignable(dev)
             if spec is not None:
-                specs[utils.normalize_address(dev['address'])] = spec
+                specs[utils.normalize_address(dev.address)] = spec
         return specs

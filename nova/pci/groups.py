@@ -22,6 +22,7 @@ import json
 import re
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import placement_names
 from nova.pci import utils
@@ -35,7 +36,7 @@ _NAME_HELP = ('letters, digits, ".", "_" and "-", starting with a letter '
               'or digit')
 # Only whole devices have a provider of their own; a VF is inventory of its
 # parent PF's provider and cannot be placed in a group.
-_GROUPABLE_DEV_TYPES = placement_names.WHOLE_DEVICE_TYPES
+_GROUPABLE_DEV_TYPES = pci_device.WHOLE_DEVICE_TYPES
 
 
 def _invalid(reason: str) -> exception.PciGroupConfigInvalid:
@@ -356,7 +357,7 @@ class GroupTree:
         """Sizes of the declared groups of ``group_type``."""
         return {g.size for g in self.groups() if g.type == group_type}
 
-    def validate_devices(self, devices: list[dict],
+    def validate_devices(self, devices: list[pci_device.HostDevice],
                          specs: Mapping[str, devspec.PciDeviceSpec]
                          ) -> None:
         """Check the groups against the devices found on this host and
@@ -370,7 +371,7 @@ class GroupTree:
         providers.
         Raises PciGroupConfigInvalid.
         """
-        by_address = {utils.normalize_address(d['address']): d
+        by_address = {utils.normalize_address(d.address): d
                       for d in devices}
         resource_class: dict[str, str] = {}
         for group in self.groups():
@@ -380,11 +381,11 @@ class GroupTree:
                     raise _invalid('group %s lists %s, which is not a PCI '
                                    'device on this host' % (
                                        group.name, address))
-                if dev.get('dev_type') not in _GROUPABLE_DEV_TYPES:
+                if dev.dev_type not in _GROUPABLE_DEV_TYPES:
                     raise _invalid(
                         'group %s lists %s of type %s; only whole devices '
                         '(%s) can be grouped' % (
-                            group.name, address, dev.get('dev_type'),
+                            group.name, address, dev.dev_type,
                             ', '.join(_GROUPABLE_DEV_TYPES)))
                 spec = specs.get(address)
                 if spec is None:
@@ -431,7 +432,7 @@ class StaticGroup:
     resource_class: str
 
 
-def static_groups(devices: list[dict],
+def static_groups(devices: list[pci_device.HostDevice],
                   specs: Mapping[str, devspec.PciDeviceSpec]
                   ) -> list[StaticGroup]:
     """Collect the static groups formed by ``group_name`` spec tags
@@ -447,16 +448,16 @@ def static_groups(devices: list[dict],
     """
     found: dict[str, StaticGroup] = {}
     for dev in devices:
-        address = utils.normalize_address(dev['address'])
+        address = utils.normalize_address(dev.address)
         spec = specs.get(address)
         if spec is None or not spec.group_name:
             continue
         name, group_type = spec.group_name, spec.group_type
-        if dev.get('dev_type') not in _GROUPABLE_DEV_TYPES:
+        if dev.dev_type not in _GROUPABLE_DEV_TYPES:
             raise exception.PciConfigInvalidSpec(reason=(
                 'static group %s would contain %s of type %s; only whole '
                 'devices (%s) can be grouped' % (
-                    name, address, dev.get('dev_type'),
+                    name, address, dev.dev_type,
                     ', '.join(_GROUPABLE_DEV_TYPES))))
         # The spec gives a static group its explicit resource_class tag,
         # else CUSTOM_PCI_GROUP_<TYPE>.

@@ -17,7 +17,6 @@ memory only; if the service restarts meanwhile, the next sync notices the
 device is gone again).
 """
 
-import copy
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
@@ -25,17 +24,19 @@ from oslo_log import log as logging
 
 from nova.db import api as db_api
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import utils
 
 LOG = logging.getLogger(__name__)
 
-AVAILABLE = 'available'
-CLAIMED = 'claimed'
-ALLOCATED = 'allocated'
 
-# Statuses in which a device belongs to an instance.
-_IN_USE = (CLAIMED, ALLOCATED)
+def devices_of_node(context, compute_node_id: int
+                    ) -> list[pci_device.TrackedDevice]:
+    """The tracked devices of one compute node, by address, as the
+    database has them now."""
+    return [pci_device.TrackedDevice.from_row(row) for row in
+            db_api.pci_device_get_all_by_node(context, compute_node_id)]
 
 
 class PciDevTracker:
@@ -49,20 +50,22 @@ class PciDevTracker:
         # Serializes this tracker's read-check-write sequences.
         self._lock = threading.Lock()
         self._to_be_removed_when_freed: set[str] = set()
-        self._devices: dict[str, dict] = {}
+        self._devices: dict[str, pci_device.TrackedDevice] = {}
         self._load()
+
+    def _current(self) -> dict[str, pci_device.TrackedDevice]:
+        """The node's devices in the database, by address."""
+        return {device.address: device for device in
+                devices_of_node(self._context, self.compute_node_id)}
 
     def _load(self) -> None:
         """Refresh the in-memory copy from the database."""
-        self._devices = {device['address']: device for device in
-                         db_api.pci_device_get_all_by_node(
-                             self._context, self.compute_node_id)}
+        self._devices = self._current()
 
     @property
-    def pci_devs(self) -> list[dict]:
-        """Copies of all tracked devices (pci_devices rows), by address."""
-        return [copy.deepcopy(self._devices[address])
-                for address in sorted(self._devices)]
+    def pci_devs(self) -> list[pci_device.TrackedDevice]:
+        """All tracked devices, by address."""
+        return [self._devices[address] for address in sorted(self._devices)]
 
     @property
     def to_be_removed_when_freed(self) -> frozenset[str]:
@@ -70,63 +73,49 @@ class PciDevTracker:
         when their instance frees them."""
         return frozenset(self._to_be_removed_when_freed)
 
-    def get_by_address(self, address: str) -> dict | None:
-        """Return a copy of the tracked device at ``address``, or None."""
-        device = self._devices.get(utils.normalize_address(address))
-        return copy.deepcopy(device) if device is not None else None
+    def get_by_address(self, address: str
+                       ) -> pci_device.TrackedDevice | None:
+        """Return the tracked device at ``address``, or None."""
+        return self._devices.get(utils.normalize_address(address))
 
     # Sync with the hypervisor ----------------------------------------------
 
     @staticmethod
-    def _wanted_devices(devices: list[dict],
+    def _wanted_devices(devices: list[pci_device.HostDevice],
                         specs: Mapping[str, devspec.PciDeviceSpec],
                         group_path: Callable[[str], str] | None,
                         withheld: Callable[[str], str | None] | None
-                        ) -> dict[str, dict]:
+                        ) -> dict[str, pci_device.TrackedFields]:
         """Map address -> tracked fields of each assignable device."""
         wanted = {}
         for dev in devices:
-            address = utils.normalize_address(dev['address'])
+            address = utils.normalize_address(dev.address)
             spec = specs.get(address)
             if spec is None:
                 continue
-            parent = dev.get('parent_addr')
-            wanted[address] = {
-                'vendor_id': dev['vendor_id'],
-                'product_id': dev['product_id'],
-                'dev_type': dev['dev_type'],
-                'dev_id': dev.get('dev_id'),
-                'label': dev.get('label'),
-                'numa_node': dev.get('numa_node'),
-                'parent_addr': (utils.normalize_address(parent)
-                                if parent else None),
-                'group_path': group_path(address) if group_path else '',
-                # What the libvirt driver and live migration need to know
-                # about the device, from its spec (defaults as upstream).
-                'extra_info': {
-                    'managed': spec.tags.get('managed', 'true'),
-                    'live_migratable': spec.tags.get('live_migratable',
-                                                     'false'),
-                },
-            }
-            reason = withheld(address) if withheld else None
-            if reason:
-                # Why nova does not offer it (nova-manage pci list/board).
-                wanted[address]['extra_info']['withheld'] = reason
-            if spec.remote_managed:
-                # What a remote backend identifies the card by.
-                wanted[address]['extra_info'].update(
-                    remote_managed='true',
-                    card_serial_number=devspec.card_serial_number(dev))
+            parent = dev.parent_addr
+            # What the libvirt driver and live migration need to know
+            # about the device, from its spec (defaults as upstream), why
+            # nova does not offer it, and what a remote backend
+            # identifies the card by.
+            info = pci_device.extra_info(
+                managed=spec.tags.get('managed', 'true'),
+                live_migratable=spec.tags.get('live_migratable', 'false'),
+                withheld=withheld(address) if withheld else None,
+                card_serial_number=(dev.card_serial_number
+                                    if spec.remote_managed else None))
+            wanted[address] = pci_device.TrackedFields.of(
+                dev, utils.normalize_address(parent) if parent else None,
+                group_path(address) if group_path else '', info)
         return wanted
 
     def update_devices_from_hypervisor_resources(
-            self, devices: list[dict],
+            self, devices: list[pci_device.HostDevice],
             specs: Mapping[str, devspec.PciDeviceSpec],
             group_path: Callable[[str], str] | None = None,
             withheld: Callable[[str], str | None] | None = None) -> None:
         """Make the tracked devices match the hypervisor's ``devices``
-        (contract device dicts) that have a spec in ``specs``
+        that have a spec in ``specs``
         (``Whitelist.classify``).
 
         New devices are created available, changed fields are updated,
@@ -142,19 +131,18 @@ class PciDevTracker:
             # Only once the transaction has committed.
             self._to_be_removed_when_freed = pending
 
-    def _sync(self, wanted: dict[str, dict]) -> set[str]:
+    def _sync(self, wanted: dict[str, pci_device.TrackedFields]
+              ) -> set[str]:
         """Apply ``wanted`` in one transaction; return the addresses to
         remove when freed."""
         with db_api.context_manager.writer.using(self._context):
-            current = {device['address']: device for device in
-                       db_api.pci_device_get_all_by_node(
-                           self._context, self.compute_node_id)}
+            current = self._current()
             pending = set(self._to_be_removed_when_freed) & set(current)
             for address, device in current.items():
                 if address in wanted:
                     pending.discard(address)
                     self._update_fields(device, wanted[address])
-                elif device['status'] in _IN_USE:
+                elif device.in_use:
                     if address not in pending:
                         LOG.warning(
                             'Unable to remove PCI device %(address)s with '
@@ -162,36 +150,38 @@ class PciDevTracker:
                             'or assignable but instance %(instance)s uses '
                             'it. It will be removed when freed.',
                             {'address': address,
-                             'status': device['status'],
-                             'instance': device['instance_uuid']})
+                             'status': device.status,
+                             'instance': device.instance_uuid})
                     pending.add(address)
                 else:
                     LOG.info('Removing PCI device %s: no longer reported or '
                              'assignable.', address)
-                    db_api.pci_device_destroy(self._context, device['id'])
+                    db_api.pci_device_destroy(self._context, device.id)
             for address in sorted(set(wanted) - set(current)):
                 LOG.info('Tracking new PCI device %s.', address)
                 db_api.pci_device_create(self._context, {
-                    **wanted[address], 'address': address,
-                    'compute_node_id': self.compute_node_id,
-                    'status': AVAILABLE})
+                    **wanted[address].columns(),
+                    **pci_device.row_values(
+                        address=address,
+                        compute_node_id=self.compute_node_id,
+                        status=pci_device.AVAILABLE)})
         self._load()
         return pending
 
-    def _update_fields(self, device: dict, fields: dict) -> None:
-        changes = {key: value for key, value in fields.items()
-                   if device[key] != value}
+    def _update_fields(self, device: pci_device.TrackedDevice,
+                       fields: pci_device.TrackedFields) -> None:
+        changes = pci_device.changed_columns(device, fields)
         if changes:
-            LOG.info('Updating PCI device %s: %s', device['address'],
+            LOG.info('Updating PCI device %s: %s', device.address,
                      ', '.join(sorted(changes)))
-            db_api.pci_device_update(self._context, device['id'], changes)
+            db_api.pci_device_update(self._context, device.id, changes)
 
     # Claims ----------------------------------------------------------------
 
     def claim(self, instance_uuid: str, request_id: str,
-              addresses: list[str]) -> list[dict]:
+              addresses: list[str]) -> list[pci_device.TrackedDevice]:
         """Allocate the devices at ``addresses`` to one PCI request of an
-        instance, all or nothing, and return copies of them.
+        instance, all or nothing, and return them.
 
         Raises PciDeviceRequestFailed naming every address that is not
         available (in use, not tracked, or repeated) and changes nothing.
@@ -199,23 +189,25 @@ class PciDevTracker:
         wanted = [utils.normalize_address(address) for address in addresses]
         with self._lock:
             with db_api.context_manager.writer.using(self._context):
-                current = {device['address']: device for device in
-                           db_api.pci_device_get_all_by_node(
-                               self._context, self.compute_node_id)}
+                current = self._current()
                 problems = self._claim_problems(wanted, current)
                 if problems:
                     raise exception.PciDeviceRequestFailed(
                         requests='%s of instance %s (not available: %s)' % (
                             request_id, instance_uuid, '; '.join(problems)))
-                claimed = [db_api.pci_device_update(
-                    self._context, current[address]['id'],
-                    {'status': ALLOCATED, 'instance_uuid': instance_uuid,
-                     'request_id': request_id}) for address in wanted]
+                values = pci_device.row_values(
+                    status=pci_device.ALLOCATED,
+                    instance_uuid=instance_uuid, request_id=request_id)
+                claimed = [pci_device.TrackedDevice.from_row(
+                    db_api.pci_device_update(
+                        self._context, current[address].id, values))
+                    for address in wanted]
             self._load()
         return claimed
 
     def _claim_problems(self, wanted: list[str],
-                        current: dict[str, dict]) -> list[str]:
+                        current: dict[str, pci_device.TrackedDevice]
+                        ) -> list[str]:
         """Say why each of the ``wanted`` addresses cannot be claimed."""
         problems = []
         for index, address in enumerate(wanted):
@@ -225,9 +217,9 @@ class PciDevTracker:
             elif device is None:
                 problems.append('%s is not tracked on compute node %s' % (
                     address, self.compute_node_id))
-            elif device['status'] != AVAILABLE:
+            elif device.status != pci_device.AVAILABLE:
                 problems.append('%s is %s to instance %s' % (
-                    address, device['status'], device['instance_uuid']))
+                    address, device.status, device.instance_uuid))
         return problems
 
     def free_instance(self, instance_uuid: str,
@@ -248,25 +240,25 @@ class PciDevTracker:
               request_ids: Iterable[str] | None) -> list[str]:
         wanted = None if request_ids is None else set(request_ids)
         with db_api.context_manager.writer.using(self._context):
-            devices = [device for device in db_api.pci_device_get_all_by_node(
-                self._context, self.compute_node_id)
-                if device['instance_uuid'] == instance_uuid and
-                (wanted is None or device['request_id'] in wanted)]
+            devices = [device for device in self._current().values()
+                       if device.instance_uuid == instance_uuid and
+                       (wanted is None or device.request_id in wanted)]
             for device in devices:
-                if device['address'] in self._to_be_removed_when_freed:
+                if device.address in self._to_be_removed_when_freed:
                     LOG.info('Removing PCI device %s freed by instance %s: '
                              'it is no longer reported or assignable.',
-                             device['address'], instance_uuid)
-                    db_api.pci_device_destroy(self._context, device['id'])
+                             device.address, instance_uuid)
+                    db_api.pci_device_destroy(self._context, device.id)
                 else:
                     db_api.pci_device_update(
-                        self._context, device['id'],
-                        {'status': AVAILABLE, 'instance_uuid': None,
-                         'request_id': None})
+                        self._context, device.id, pci_device.row_values(
+                            status=pci_device.AVAILABLE,
+                            instance_uuid=None, request_id=None))
         self._load()
-        return sorted(device['address'] for device in devices)
+        return sorted(device.address for device in devices)
 
-    def set_rp_uuid(self, address: str, rp_uuid: str | None) -> dict:
+    def set_rp_uuid(self, address: str, rp_uuid: str | None
+                    ) -> pci_device.TrackedDevice:
         """Record the Placement resource provider of a device."""
         address = utils.normalize_address(address)
         with self._lock:
@@ -274,7 +266,9 @@ class PciDevTracker:
             if device is None:
                 raise exception.PciDeviceNotFound(
                     address=address, compute_node_id=self.compute_node_id)
-            updated = db_api.pci_device_update(
-                self._context, device['id'], {'rp_uuid': rp_uuid})
+            updated = pci_device.TrackedDevice.from_row(
+                db_api.pci_device_update(
+                    self._context, device.id,
+                    pci_device.row_values(rp_uuid=rp_uuid)))
             self._devices[address] = updated
-        return copy.deepcopy(updated)
+        return updated

@@ -18,7 +18,7 @@ and nowhere else:
   own class, ``CUSTOM_PCI_GROUP_<TYPE>`` for a static group;
 * request group suffixes: ``<request_id>-<i>`` per device,
   ``<request_id>-g`` for the group provider of a group request;
-* inventory records, and the libvirt device types.
+* inventory records.
 
 It sits below nova.compute and nova.scheduler so that both import it and
 neither imports the other.
@@ -30,15 +30,8 @@ import re
 import os_resource_classes as orc
 import os_traits
 
+from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
-
-# Device types, as libvirt and upstream Nova name them.
-DEV_TYPE_PCI = 'type-PCI'
-DEV_TYPE_PF = 'type-PF'
-DEV_TYPE_VF = 'type-VF'
-DEVICE_TYPES = (DEV_TYPE_PCI, DEV_TYPE_PF, DEV_TYPE_VF)
-# Devices with a provider of their own; a VF is a unit of its PF's.
-WHOLE_DEVICE_TYPES = (DEV_TYPE_PCI, DEV_TYPE_PF)
 
 # Ownership traits.
 OWNER_NOVA_TRAIT = 'OWNER_NOVA'
@@ -93,12 +86,13 @@ def group_rp_name(nodename: str, group_name: str) -> str:
     return '%s_%s' % (nodename, group_name)
 
 
-def provider_address(dev: dict) -> str | None:
+def provider_address(dev: pci_device.HostDevice | pci_device.TrackedDevice
+                     ) -> str | None:
     """Address of the device whose provider holds ``dev``: its own, or
     for a VF its parent PF's (None if the VF names no parent)."""
-    if dev['dev_type'] in WHOLE_DEVICE_TYPES:
-        return dev['address']
-    return dev.get('parent_addr') or None
+    if dev.dev_type in pci_device.WHOLE_DEVICE_TYPES:
+        return dev.address
+    return dev.parent_addr or None
 
 
 # Traits ------------------------------------------------------------------

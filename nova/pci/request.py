@@ -16,6 +16,7 @@ import jsonschema
 from oslo_utils import strutils
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import numa as pci_numa
 from nova.pci import placement_names
@@ -39,7 +40,7 @@ _ALIAS_SCHEMA = {
         'vendor_id': {'type': 'string', 'pattern': _HEX4},
         'product_id': {'type': 'string', 'pattern': _HEX4},
         'device_type': {'type': 'string',
-                        'enum': list(placement_names.DEVICE_TYPES)},
+                        'enum': list(pci_device.DEVICE_TYPES)},
         'numa_policy': {'type': 'string', 'enum': list(NUMA_POLICIES)},
         'resource_class': {'type': 'string'},
         'traits': {'type': 'string'},

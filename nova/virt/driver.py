@@ -7,6 +7,7 @@ driver) is a deployment choice.
 
 import abc
 
+from nova.pci import device as pci_device
 from nova.pci import partitions as pci_partitions
 # The power states get_power_state reports, defined with the other
 # states and named here for the drivers and their callers.
@@ -36,8 +37,8 @@ class ComputeDriver(abc.ABC):
         """
 
     @abc.abstractmethod
-    def get_pci_devices(self) -> list[dict]:
-        """Return a device dict for every PCI device of the host."""
+    def get_pci_devices(self) -> list[pci_device.HostDevice]:
+        """Return every PCI device of the host."""
 
     def get_numa_topology(self) -> hardware.HostNUMATopology:
         """Return the host's NUMA nodes (CPUs, memory, socket); no cells
@@ -46,12 +47,12 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict],
+              memory_mb: int, pci_devices: list[pci_device.Passthrough],
               numa_nodes: tuple[int, ...] = (),
               extra_specs: dict | None = None) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
-        ``pci_devices`` are device dicts plus "managed" ("true"/"false").
+        ``pci_devices`` are the devices to pass through.
         ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
         memory are confined to (none: not confined); with several, guest
         NUMA cell i is on ``numa_nodes[i % len(numa_nodes)]``.
@@ -81,7 +82,7 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
-                memory_mb: int, pci_devices: list[dict],
+                memory_mb: int, pci_devices: list[pci_device.Passthrough],
                 power_on: bool, numa_nodes: tuple[int, ...] = (),
                 extra_specs: dict | None = None) -> None:
         """Redefine the guest with the same ``pci_devices``,

@@ -63,14 +63,15 @@ class FunctionalTestCase(test.TestCase):
                    else [])
         self.flags('filter_scheduler', pci_in_placement=True)
 
-    def node_uri(self, host: str, devices: list[dict] | None = None) -> str:
+    def node_uri(self, host: str,
+                 devices: list[fakehost.NodeDevice] | None = None) -> str:
         xml = fakehost.node_xml_from_devices(
             devices if devices is not None else fakehost.hgx_h200_devices())
         return fakehost.write_node_xml(
             os.path.join(self.tmpdir, '%s.xml' % host), xml)
 
     def start_compute(self, host: str = 'cmp1',
-                      devices: list[dict] | None = None,
+                      devices: list[fakehost.NodeDevice] | None = None,
                       driver=None) -> compute_manager.ComputeManager:
         """Start (or restart, keeping the hypervisor) a compute on ``host``.
 

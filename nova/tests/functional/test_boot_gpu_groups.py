@@ -141,8 +141,8 @@ class BootTestBase(base.FunctionalTestCase):
         """1-based GPU numbers the compute assigned to the server."""
         host = server['OS-EXT-SRV-ATTR:host']
         devs = self.computes[host].rt.pci_tracker.pci_devs
-        return frozenset(GPUS.index(d['address']) + 1 for d in devs
-                         if d['instance_uuid'] == server['id'])
+        return frozenset(GPUS.index(d.address) + 1 for d in devs
+                         if d.instance_uuid == server['id'])
 
     def domain_gpus(self, server):
         """GPU numbers in the libvirt domain's hostdevs; the domain runs
@@ -154,7 +154,7 @@ class BootTestBase(base.FunctionalTestCase):
         self.assertEqual(server['OS-EXT-STS:power_state'] == 1,
                          bool(domain.isActive()), server)
         return frozenset(
-            GPUS.index(h['address']) + 1 for h in
+            GPUS.index(h.address) + 1 for h in
             libvirt_config.parse_guest_hostdevs(domain.XMLDesc()))
 
     def placement_gpus(self, server):
@@ -182,7 +182,7 @@ class BootTestBase(base.FunctionalTestCase):
             '/allocations/%s' % server_id)['allocations'])
         for compute in self.computes.values():
             self.assertEqual([], [d for d in compute.rt.pci_tracker.pci_devs
-                                  if d['instance_uuid'] == server_id])
+                                  if d.instance_uuid == server_id])
             self.assertIsNone(compute.driver.host.lookup_domain(server_id))
 
 
@@ -280,7 +280,7 @@ class TestNVLinkGroups(BootTestBase):
         # Nothing of it left on the failing host.
         failing = self.computes[bad]
         self.assertEqual([], [d for d in failing.rt.pci_tracker.pci_devs
-                              if d['instance_uuid'] == server['id']])
+                              if d.instance_uuid == server['id']])
         self.assertIsNone(failing.driver.host.lookup_domain(server['id']))
         allocs = self.placement_get('/allocations/%s' % server['id'])
         bad_rps = {rp['uuid'] for rp in self.provider_view(bad).values()}

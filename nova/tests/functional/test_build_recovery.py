@@ -130,15 +130,15 @@ class TestBuildRecovery(boot.BootTestBase):
 
         self.assert_nothing_held(victim['id'])
         self.assertEqual([], [d for d in restarted.rt.pci_tracker.pci_devs
-                              if d['instance_uuid'] == victim['id']])
+                              if d.instance_uuid == victim['id']])
         self.assertEqual('ERROR', self.api(
             'GET', '/servers/%s' % victim['id'])['server']['status'])
         self.assertEqual(survivor_gpus, self.domain_gpus(survivor))
         self.assertEqual(survivor_gpus, self.placement_gpus(survivor))
         self.assertEqual(survivor_gpus, frozenset(
-            GPUS.index(d['address']) + 1
+            GPUS.index(d.address) + 1
             for d in restarted.rt.pci_tracker.pci_devs
-            if d['instance_uuid'] == survivor['id']))
+            if d.instance_uuid == survivor['id']))
         self.assertEqual(1, len(self._repair_log()), self._repair_log())
         self.assertIn('failed build of instance %s torn down' %
                       victim['id'], self._repair_log()[0])
@@ -153,8 +153,8 @@ class TestBuildRecovery(boot.BootTestBase):
         half = db.instance_create(self.ctx, {
             'vm_state': 'building', 'task_state': 'spawning',
             'host': 'cmp1', 'node': 'cmp1', 'display_name': 'half'})
-        available = {d['address'] for d in compute.rt.pci_tracker.pci_devs
-                     if d['status'] == 'available'}
+        available = {d.address for d in compute.rt.pci_tracker.pci_devs
+                     if d.status == 'available'}
         free = [GPUS[gpu - 1] for pair in fakehost.H200_NVLINK_PAIRS
                 .values() for gpu in pair
                 if {GPUS[g - 1] for g in pair} <= available]
@@ -187,8 +187,8 @@ class TestBuildRecovery(boot.BootTestBase):
         self.assertEqual(('scheduling', 'cmp1'), tuple(
             db.instance_get_by_uuid(self.ctx, queued['uuid'])[key]
             for key in ('task_state', 'host')))
-        held = {d['instance_uuid'] for d in restarted.rt.pci_tracker.pci_devs
-                if d['instance_uuid']}
+        held = {d.instance_uuid for d in restarted.rt.pci_tracker.pci_devs
+                if d.instance_uuid}
         self.assertEqual({survivor['id']}, held)
         self.assertEqual([survivor['id']],
                          restarted.driver.list_instance_uuids())

@@ -61,9 +61,9 @@ class LivenessTestBase(boot.BootTestBase):
                 frozenset({g}) for g in range(1, 9)} | {boot.BOARD})
         pgpu_used = 0
         for host, compute in self.computes.items():
-            holders = {d['instance_uuid']
+            holders = {d.instance_uuid
                        for d in compute.rt.pci_tracker.pci_devs
-                       if d['instance_uuid']}
+                       if d.instance_uuid}
             self.assertLessEqual(holders, set(active), host)
             self.assertLessEqual(self.domain_uuids(host), set(active), host)
             for rp in self.provider_view(host).values():
@@ -152,7 +152,7 @@ class TestDeletesThatFinish(LivenessTestBase):
         compute = self.computes['cmp1']
         self.assertNotIn(server['id'], self.domain_uuids('cmp1'))
         self.assertEqual([], [d for d in compute.rt.pci_tracker.pci_devs
-                              if d['instance_uuid']])
+                              if d.instance_uuid])
         self.placement.start_server()
         # The allocation the delete could not free is the audit's.
         self.assertNotEqual({}, self.placement_get(
@@ -269,7 +269,7 @@ class TestPlacementOutage(LivenessTestBase):
             self.delete(server['id'])
         for compute in self.computes.values():
             self.assertEqual([], [d for d in compute.rt.pci_tracker.pci_devs
-                                  if d['instance_uuid']])
+                                  if d.instance_uuid])
             for rp in self.provider_view(compute.host).values():
                 self.assertEqual({}, {rc: n for rc, n in
                                       self.usages(rp['uuid']).items() if n})

@@ -48,12 +48,12 @@ class TestMixedFleet(boot.BootTestBase):
     def held(self, server):
         """Addresses the compute and the libvirt domain give the server."""
         compute = self.computes[server['OS-EXT-SRV-ATTR:host']]
-        tracked = frozenset(d['address'] for d in
+        tracked = frozenset(d.address for d in
                             compute.rt.pci_tracker.pci_devs
-                            if d['instance_uuid'] == server['id'])
+                            if d.instance_uuid == server['id'])
         domain = compute.driver.host.lookup_domain(server['id'])
         self.assertEqual(tracked, frozenset(
-            h['address'] for h in
+            h.address for h in
             libvirt_config.parse_guest_hostdevs(domain.XMLDesc())))
         return tracked
 

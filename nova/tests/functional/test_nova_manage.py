@@ -126,7 +126,7 @@ class TestPlacementAudit(base.FunctionalTestCase):
         self.ctx = nova_context.get_admin_context()
         self.compute = self.start_compute('cmp1')
         self.root = self.compute.rt.compute_node['uuid']
-        self.gpu_rps = {d['address']: d['rp_uuid']
+        self.gpu_rps = {d.address: d.rp_uuid
                         for d in self.compute.rt.pci_tracker.pci_devs}
 
     def _run(self, *args):

@@ -103,8 +103,8 @@ class TestUnplaceableGPU(OfferTestBase):
 
     def addresses(self, server):
         compute = self.computes[server['OS-EXT-SRV-ATTR:host']]
-        return {d['address'] for d in compute.rt.pci_tracker.pci_devs
-                if d['instance_uuid'] == server['id']}
+        return {d.address for d in compute.rt.pci_tracker.pci_devs
+                if d.instance_uuid == server['id']}
 
 
 class TestQuarantine(OfferTestBase):

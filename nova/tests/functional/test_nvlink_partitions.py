@@ -6,6 +6,7 @@ Manager per host that the compute reaches only through the ``fmpm`` and
 ``nvidia-smi`` executables.
 """
 
+import dataclasses
 import io
 import json
 import os
@@ -39,10 +40,9 @@ H100_MAP = fake.H100_WP12736_MAP
 
 def h100_devices():
     """The H200 host's devices moved to the published H100 addresses."""
-    devices = fakehost.hgx_h200_devices(extra_devices=False)
-    for dev, address in zip(devices, sorted(H100_MAP)):
-        dev['address'] = address
-    return devices
+    return [dataclasses.replace(dev, address=address) for dev, address in
+            zip(fakehost.hgx_h200_devices(extra_devices=False),
+                sorted(H100_MAP))]
 
 
 class NVLinkTestBase(boot.BootTestBase):
@@ -78,8 +78,8 @@ class NVLinkTestBase(boot.BootTestBase):
         GPUs, by the module map the fake holds."""
         host = server['OS-EXT-SRV-ATTR:host']
         compute = self.computes[host]
-        addresses = {d['address'] for d in compute.rt.pci_tracker.pci_devs
-                     if d['instance_uuid'] == server['id']}
+        addresses = {d.address for d in compute.rt.pci_tracker.pci_devs
+                     if d.instance_uuid == server['id']}
         modules = frozenset(self.module_map[a] for a in addresses)
         for pid, members in fake.H100_PARTITIONS.items():
             if frozenset(members) == modules:
@@ -150,7 +150,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         self.assertEqual(good, server['OS-EXT-SRV-ATTR:host'])
         self.assert_active(good, [server])
         self.assertEqual([], [d for d in self.computes[bad].rt.pci_tracker
-                              .pci_devs if d['instance_uuid'] ==
+                              .pci_devs if d.instance_uuid ==
                               server['id']])
 
     def test_partition_activated_behind_novas_back_fails_the_build(self):

@@ -310,5 +310,5 @@ class TestPlainAffinity(NumaTestBase):
         self.assert_nothing_held(failed['id'])
         self.assertEqual({4, 5}, set(
             gpu for gpu in range(1, 9) if self.computes['cmp1'].rt
-            .pci_tracker.get_by_address(GPUS[gpu - 1])['status'] ==
+            .pci_tracker.get_by_address(GPUS[gpu - 1]).status ==
             'available'))

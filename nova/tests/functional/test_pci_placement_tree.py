@@ -103,12 +103,12 @@ class TestGroupedTree(base.FunctionalTestCase):
         self.enable_h200_groups()
         compute = self.start_compute('cmp1')
         view = self.provider_view('cmp1')
-        devices = {d['address']: d for d in compute.rt.pci_tracker.pci_devs}
+        devices = {d.address: d for d in compute.rt.pci_tracker.pci_devs}
         self.assertEqual(sorted(GPUS), sorted(devices))
         self.assertEqual('board/quad-a/pair-a1',
-                         devices[GPUS[2]]['group_path'])
+                         devices[GPUS[2]].group_path)
         self.assertEqual(view[dev('cmp1', 3)]['uuid'],
-                         devices[GPUS[2]]['rp_uuid'])
+                         devices[GPUS[2]].rp_uuid)
 
 
 class TestFlatTree(base.FunctionalTestCase):
@@ -242,7 +242,7 @@ class TestReshape(base.FunctionalTestCase):
         self.enable_h200_groups(groups=False)
         self.start_compute('cmp1')
         devices = [d for d in fakehost.hgx_h200_devices()
-                   if d['address'] != GPUS[7]]
+                   if d.address != GPUS[7]]
         self.start_compute('cmp1', devices=devices)
         self.assertNotIn(dev('cmp1', 8), self.provider_view('cmp1'))
         self.assertEqual(9 - 1, len(self.provider_view('cmp1')))
@@ -250,7 +250,7 @@ class TestReshape(base.FunctionalTestCase):
     def test_group_naming_a_missing_device_fails_at_start(self):
         self.enable_h200_groups()
         devices = [d for d in fakehost.hgx_h200_devices()
-                   if d['address'] != GPUS[7]]
+                   if d.address != GPUS[7]]
         err = self.assertRaises(exception.PciGroupConfigInvalid,
                                 self.start_compute, 'cmp1', devices)
         self.assertIn(GPUS[7], str(err))
@@ -270,7 +270,7 @@ class TestStaticGroups(base.FunctionalTestCase):
                           MANAGED | numa(1) | LOCAL),
                          view['cmp1_hgx-left'])
         self.assertEqual({'cmp1', 'cmp1_hgx-left'}, set(view))
-        rp_uuids = {d['rp_uuid'] for d in compute.rt.pci_tracker.pci_devs}
+        rp_uuids = {d.rp_uuid for d in compute.rt.pci_tracker.pci_devs}
         self.assertEqual({self.provider_view('cmp1')['cmp1_hgx-left']
                           ['uuid']}, rp_uuids)
 

@@ -4,6 +4,7 @@
 reservation, and operator-set ``reserved`` values nova must keep.
 """
 
+import dataclasses
 import json
 import os
 
@@ -18,6 +19,13 @@ from nova.virt.fake import host as fakehost
 GPUS = base.GPUS
 NIC = fakehost.NIC_ADDRESS
 VF = '0000:4b:00.2'
+
+
+def vf(address: str, pf: str) -> fakehost.NodeDevice:
+    """A ConnectX-7 VF of ``pf``."""
+    return fakehost.NodeDevice(address=address, vendor_id='15b3',
+                               product_id='101e', dev_type='type-VF',
+                               parent_addr=pf, numa_node=0)
 
 
 def gpu_spec(address, **tags) -> str:
@@ -72,9 +80,7 @@ class TestTagTraits(PlacementReads, base.FunctionalTestCase):
             self.rp_uuid('cmp1', GPUS[0]))['reserved'])
 
     def test_one_time_use_on_vfs_is_refused_at_start(self):
-        devices = fakehost.hgx_h200_devices(num_gpus=1) + [{
-            'address': VF, 'vendor_id': '15b3', 'product_id': '101e',
-            'dev_type': 'type-VF', 'parent_addr': NIC, 'numa_node': 0}]
+        devices = fakehost.hgx_h200_devices(num_gpus=1) + [vf(VF, NIC)]
         self.flags('pci', report_in_placement=True, device_spec=[
             json.dumps({'vendor_id': '15b3', 'product_id': '101e',
                         'one_time_use': False})])
@@ -86,7 +92,7 @@ class TestTagTraits(PlacementReads, base.FunctionalTestCase):
 
 class TestSpecForms(base.FunctionalTestCase):
 
-    def nic_with_vfs(self) -> list[dict]:
+    def nic_with_vfs(self) -> list[fakehost.NodeDevice]:
         """The H200 host's ConnectX-7 PF (0000:4b:00.0) with 2 VFs, and a
         sysfs that says it is an SR-IOV PF."""
         sysfs = self.useFixture(fixtures.TempDir()).path
@@ -97,10 +103,8 @@ class TestSpecForms(base.FunctionalTestCase):
         with open(os.path.join(pf_dir, 'sriov_totalvfs'), 'w') as f:
             f.write('16\n')
         self.assertTrue(devspec.is_sriov_pf(NIC))
-        return fakehost.hgx_h200_devices(num_gpus=1) + [{
-            'address': '0000:4b:00.%d' % fn, 'vendor_id': '15b3',
-            'product_id': '101e', 'dev_type': 'type-VF',
-            'parent_addr': NIC, 'numa_node': 0} for fn in (2, 3)]
+        return fakehost.hgx_h200_devices(num_gpus=1) + [
+            vf('0000:4b:00.%d' % fn, NIC) for fn in (2, 3)]
 
     def test_exact_regex_dict_naming_a_pf_reports_its_vfs(self):
         devices = self.nic_with_vfs()
@@ -193,19 +197,18 @@ class TestRemoteManaged(base.FunctionalTestCase):
                 with open(os.path.join(path, name), 'w') as f:
                     f.write(value + '\n')
 
-    def devices(self) -> list[dict]:
+    def devices(self) -> list[fakehost.NodeDevice]:
         """The H200 host's ConnectX-7 with a VPD serial number and two
         VFs, and a second ConnectX-7 without VPD, also with two VFs."""
         devices = fakehost.hgx_h200_devices(num_gpus=1)
-        nic = next(d for d in devices if d['address'] == NIC)
-        nic['capabilities'] = {'vpd': {'card_serial_number': 'MT2243X0117'}}
-        devices.append(dict(nic, address=self.BARE_PF, iommu_group=42,
-                            capabilities=None))
+        index = next(i for i, d in enumerate(devices) if d.address == NIC)
+        nic = devices[index] = dataclasses.replace(
+            devices[index], card_serial_number='MT2243X0117')
+        devices.append(dataclasses.replace(
+            nic, address=self.BARE_PF, iommu_group=42,
+            card_serial_number=None))
         for pf in (NIC, self.BARE_PF):
-            devices += [{'address': pf[:-1] + str(fn), 'vendor_id': '15b3',
-                         'product_id': '101e', 'dev_type': 'type-VF',
-                         'parent_addr': pf, 'numa_node': 0}
-                        for fn in (2, 3)]
+            devices += [vf(pf[:-1] + str(fn), pf) for fn in (2, 3)]
         return devices
 
     def test_only_vfs_with_a_serial_number_are_tracked(self):
@@ -214,7 +217,7 @@ class TestRemoteManaged(base.FunctionalTestCase):
                         'remote_managed': 'true'}),
             gpu_spec(GPUS[0])])
         compute = self.start_compute('cmp1', self.devices())
-        tracked = {d['address']: d['extra_info']
+        tracked = {d.address: d.extra_info
                    for d in compute.rt.pci_tracker.pci_devs}
         self.assertEqual({GPUS[0], '0000:4b:00.2', '0000:4b:00.3'},
                          set(tracked))
@@ -240,7 +243,7 @@ class TestRemoteManaged(base.FunctionalTestCase):
                         'remote_managed': True})])
         compute = self.start_compute('cmp1', self.devices())
         self.assertEqual(['0000:4b:00.2', '0000:4b:00.3'],
-                         [d['address'] for d in
+                         [d.address for d in
                           compute.rt.pci_tracker.pci_devs])
 
     def test_missing_devname_stops_the_compute(self):

@@ -95,9 +95,9 @@ class TestUpdateCost(base.FunctionalTestCase):
         # The device now points at the provider made in its place.
         new_uuid = self.rp_uuid(tree_test.dev('cmp1', 8))
         self.assertNotEqual(gpu, new_uuid)
-        devices = {d['address']: d for d in
+        devices = {d.address: d for d in
                    self.compute.rt.pci_tracker.pci_devs}
-        self.assertEqual(new_uuid, devices[base.GPUS[7]]['rp_uuid'])
+        self.assertEqual(new_uuid, devices[base.GPUS[7]].rp_uuid)
         self.assertEqual(UNCHANGED_COST, self.cycle())
 
     def test_whole_tree_deleted_behind_its_back_is_rebuilt(self):

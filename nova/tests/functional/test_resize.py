@@ -109,9 +109,9 @@ class MoveTestBase(boot.BootTestBase):
 
     def gpus_on(self, host, consumer_rows_of):
         return frozenset(
-            boot.GPUS.index(d['address']) + 1
+            boot.GPUS.index(d.address) + 1
             for d in self.computes[host].rt.pci_tracker.pci_devs
-            if d['instance_uuid'] == consumer_rows_of)
+            if d.instance_uuid == consumer_rows_of)
 
     def allocated_gpus(self, consumer, host):
         names = {rp['uuid']: name for name, rp in

@@ -4,7 +4,7 @@ Nothing here describes real hardware nova runs on; it is for nova-all's
 generated hosts, the demo, the tools and the tests. The test driver reads a
 custom node file with the host CPU topology, memory and ``<device>`` node
 devices, which makes it a fake hypervisor that speaks real libvirt.
-``node_xml_from_devices`` builds such a file from plain dicts;
+``node_xml_from_devices`` builds such a file from ``NodeDevice`` records;
 ``hgx_h200_node_xml`` uses it for an NVIDIA HGX H200 8-GPU server so demos
 and functional tests share one realistic host, and ``h200_nvl_node_xml``
 for a 4-GPU PCIe server whose GPUs form two NVLink pairs. Each kind comes
@@ -15,11 +15,13 @@ product) are made by editing the list from ``hgx_h200_devices`` and passing
 it to ``node_xml_from_devices``.
 """
 
+import dataclasses
 import json
 import os
 import xml.etree.ElementTree as ET
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import utils as pci_utils
 from nova.virt.libvirt import pcie
 
@@ -44,6 +46,19 @@ NIC_ADDRESS = '0000:4b:00.0'
 
 # First IOMMU group number of the GPUs; each GPU has its own group.
 _GPU_IOMMU_BASE = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeDevice(pci_device.HostDevice):
+    """A device of a fake host: what the driver will report of it, plus
+    what only the node file shows (names, PCIe link, and ``max_vfs``, the
+    SR-IOV total VFs of a PF)."""
+
+    vendor_name: str = ''
+    product_name: str = ''
+    link_speed: str | None = None
+    link_width: str = '16'
+    max_vfs: int = 8
 
 
 def _split(address: str) -> tuple[int, int, int, int]:
@@ -78,40 +93,37 @@ def _switch_path(address: str) -> tuple[str, str]:
 
 
 def _gpu_devices(addresses: tuple[str, ...], product_id: str,
-                 product_name: str) -> list[dict]:
-    """Device dicts of NVIDIA GPUs bound to vfio-pci, each in its own IOMMU
-    group; the first half on NUMA node 0, the second half on node 1."""
+                 product_name: str) -> list[NodeDevice]:
+    """NVIDIA GPUs bound to vfio-pci, each in its own IOMMU group; the
+    first half on NUMA node 0, the second half on node 1."""
     half = (len(addresses) + 1) // 2
-    return [{
-        'address': address, 'vendor_id': H200_VENDOR_ID,
-        'product_id': product_id, 'dev_type': 'type-PCI',
-        'numa_node': 0 if index < half else 1,
-        'iommu_group': _GPU_IOMMU_BASE + index,
-        'driver': 'vfio-pci', 'class': '030200',
-        'vendor_name': 'NVIDIA Corporation',
-        'product_name': product_name,
-        'link_speed': '32', 'link_width': '16',
-    } for index, address in enumerate(addresses)]
+    return [NodeDevice(
+        address=address, vendor_id=H200_VENDOR_ID, product_id=product_id,
+        numa_node=0 if index < half else 1,
+        iommu_group=_GPU_IOMMU_BASE + index,
+        driver='vfio-pci', pci_class='030200',
+        vendor_name='NVIDIA Corporation', product_name=product_name,
+        link_speed='32', link_width='16',
+    ) for index, address in enumerate(addresses)]
 
 
-def _nic_and_nvme() -> list[dict]:
+def _nic_and_nvme() -> list[NodeDevice]:
     """A ConnectX-7 NIC (an SR-IOV PF) and a Samsung NVMe, which GPU device
     specs must not match."""
-    return [{
-        'address': NIC_ADDRESS, 'vendor_id': '15b3',
-        'product_id': '1021', 'dev_type': 'type-PF', 'numa_node': 0,
-        'iommu_group': 40, 'driver': 'mlx5_core', 'class': '020000',
-        'vendor_name': 'Mellanox Technologies',
-        'product_name': 'MT2910 Family [ConnectX-7]',
-        'link_speed': '32', 'link_width': '16', 'max_vfs': 16,
-    }, {
-        'address': NVME_ADDRESS, 'vendor_id': '144d',
-        'product_id': 'a80a', 'dev_type': 'type-PCI', 'numa_node': 1,
-        'iommu_group': 41, 'driver': 'nvme', 'class': '010802',
-        'vendor_name': 'Samsung Electronics Co Ltd',
-        'product_name': 'NVMe SSD Controller PM9A1/PM9A3/980PRO',
-        'link_speed': '16', 'link_width': '4',
-    }]
+    return [NodeDevice(
+        address=NIC_ADDRESS, vendor_id='15b3', product_id='1021',
+        dev_type=pci_device.DEV_TYPE_PF, numa_node=0, iommu_group=40,
+        driver='mlx5_core', pci_class='020000',
+        vendor_name='Mellanox Technologies',
+        product_name='MT2910 Family [ConnectX-7]',
+        link_speed='32', link_width='16', max_vfs=16,
+    ), NodeDevice(
+        address=NVME_ADDRESS, vendor_id='144d', product_id='a80a',
+        numa_node=1, iommu_group=41, driver='nvme', pci_class='010802',
+        vendor_name='Samsung Electronics Co Ltd',
+        product_name='NVMe SSD Controller PM9A1/PM9A3/980PRO',
+        link_speed='16', link_width='4',
+    )]
 
 
 # H200-like memory BARs (what sysfs ``resource`` shows on a real host):
@@ -136,12 +148,8 @@ def bar_sizes(address: str) -> tuple[pcie.Bar, ...] | None:
 
 
 def hgx_h200_devices(num_gpus: int = 8,
-                     extra_devices: bool = True) -> list[dict]:
-    """Return descriptions of the PCI devices of an HGX H200 host.
-
-    Each is a contract device dict subset (address, ids, dev_type,
-    numa_node, iommu_group, driver, class) plus the node-file-only keys
-    ``_device_element`` reads.
+                     extra_devices: bool = True) -> list[NodeDevice]:
+    """Return the PCI devices of an HGX H200 host.
 
     GPUs 1..``num_gpus`` (1-4 on NUMA node 0, 5-8 on node 1) bound to
     vfio-pci, each in its own IOMMU group; with ``extra_devices`` also a
@@ -171,63 +179,69 @@ def h200_nvl_node_xml(memory_mb: int = 1048576) -> str:
                                  cores_per_socket=32)
 
 
-def _device_element(dev: dict) -> ET.Element:
-    """Return the ``<device>`` node device for one device dict.
+def tracked_devices(devices: list[pci_device.HostDevice],
+                    compute_node_id: int = 1
+                    ) -> list[pci_device.TrackedDevice]:
+    """``devices`` as a PCI tracker that just found them tracks them: all
+    available, ungrouped, ids from 1 (for tools and tests that drive the
+    translator without a database)."""
+    tracked = []
+    for index, dev in enumerate(devices, 1):
+        fields = pci_device.TrackedFields.of(dev, dev.parent_addr, '', {})
+        tracked.append(pci_device.TrackedDevice(
+            id=index, compute_node_id=compute_node_id, address=dev.address,
+            **fields.columns()))
+    return tracked
 
-    Besides the contract's device dict keys (including
-    ``capabilities.vpd.card_serial_number``, written as the VPD capability
-    libvirt reports) it reads the optional ``vendor_name``,
-    ``product_name``, ``link_speed``, ``link_width`` and ``max_vfs``
-    (SR-IOV total VFs of a PF, default 8).
-    """
-    address = pci_utils.normalize_address(dev['address'])
+
+def _device_element(dev: NodeDevice) -> ET.Element:
+    """Return the ``<device>`` node device for one device (its card
+    serial number written as the VPD capability libvirt reports)."""
+    address = pci_utils.normalize_address(dev.address)
     domain, bus, slot, function = _split(address)
     path, parent = _switch_path(address)
-    if dev.get('dev_type') == 'type-VF':
-        parent = _nodedev_name(dev['parent_addr'])
+    if dev.dev_type == pci_device.DEV_TYPE_VF:
+        parent = _nodedev_name(dev.parent_addr)
     device = ET.Element('device')
     ET.SubElement(device, 'name').text = _nodedev_name(address)
     ET.SubElement(device, 'path').text = path
     ET.SubElement(device, 'parent').text = parent
-    if dev.get('driver'):
+    if dev.driver:
         drv = ET.SubElement(device, 'driver')
-        ET.SubElement(drv, 'name').text = dev['driver']
+        ET.SubElement(drv, 'name').text = dev.driver
     cap = ET.SubElement(device, 'capability', {'type': 'pci'})
-    if dev.get('class'):
-        ET.SubElement(cap, 'class').text = '0x' + dev['class']
+    if dev.pci_class:
+        ET.SubElement(cap, 'class').text = '0x' + dev.pci_class
     # libvirt writes the address fields in decimal.
     for field, value in (('domain', domain), ('bus', bus), ('slot', slot),
                          ('function', function)):
         ET.SubElement(cap, field).text = str(value)
-    ET.SubElement(cap, 'product', {'id': '0x' + dev['product_id']}).text = (
-        dev.get('product_name', ''))
-    ET.SubElement(cap, 'vendor', {'id': '0x' + dev['vendor_id']}).text = (
-        dev.get('vendor_name', ''))
-    if dev.get('dev_type') == 'type-PF':
+    ET.SubElement(cap, 'product', {'id': '0x' + dev.product_id}).text = (
+        dev.product_name)
+    ET.SubElement(cap, 'vendor', {'id': '0x' + dev.vendor_id}).text = (
+        dev.vendor_name)
+    if dev.dev_type == pci_device.DEV_TYPE_PF:
         ET.SubElement(cap, 'capability', {
-            'type': 'virt_functions',
-            'maxCount': str(dev.get('max_vfs', 8))})
-    elif dev.get('dev_type') == 'type-VF':
+            'type': 'virt_functions', 'maxCount': str(dev.max_vfs)})
+    elif dev.dev_type == pci_device.DEV_TYPE_VF:
         phys = ET.SubElement(cap, 'capability', {'type': 'phys_function'})
-        ET.SubElement(phys, 'address', _address_attrs(dev['parent_addr']))
-    serial = ((dev.get('capabilities') or {}).get('vpd') or {}).get(
-        'card_serial_number')
-    if serial:
+        ET.SubElement(phys, 'address', _address_attrs(dev.parent_addr))
+    if dev.card_serial_number:
         vpd = ET.SubElement(cap, 'capability', {'type': 'vpd'})
-        ET.SubElement(vpd, 'name').text = dev.get('product_name') or 'card'
+        ET.SubElement(vpd, 'name').text = dev.product_name or 'card'
         fields = ET.SubElement(vpd, 'fields', {'access': 'readonly'})
-        ET.SubElement(fields, 'serial_number').text = serial
-    if dev.get('iommu_group') is not None:
+        ET.SubElement(fields, 'serial_number').text = dev.card_serial_number
+    if dev.iommu_group is not None:
         group = ET.SubElement(cap, 'iommuGroup', {
-            'number': str(dev['iommu_group'])})
+            'number': str(dev.iommu_group)})
         ET.SubElement(group, 'address', _address_attrs(address))
-    if dev.get('numa_node') is not None:
-        ET.SubElement(cap, 'numa', {'node': str(dev['numa_node'])})
-    if dev.get('link_speed'):
+    if dev.numa_node is not None:
+        ET.SubElement(cap, 'numa', {'node': str(dev.numa_node)})
+    if dev.link_speed:
         pcie = ET.SubElement(cap, 'pci-express')
         for validity in ('cap', 'sta'):
-            attrs = {'validity': validity, 'speed': dev['link_speed'],
-                     'width': dev.get('link_width', '16')}
+            attrs = {'validity': validity, 'speed': dev.link_speed,
+                     'width': dev.link_width}
             if validity == 'cap':
                 attrs['port'] = '0'
             ET.SubElement(pcie, 'link', attrs)
@@ -240,16 +254,16 @@ def _address_attrs(address: str) -> dict:
             'slot': '0x%02x' % slot, 'function': '0x%x' % function}
 
 
-def node_xml_from_devices(devices: list[dict], memory_mb: int = 2097152,
-                          numa_nodes: int = 2, sockets_per_node: int = 1,
+def node_xml_from_devices(devices: list[NodeDevice],
+                          memory_mb: int = 2097152, numa_nodes: int = 2,
+                          sockets_per_node: int = 1,
                           cores_per_socket: int = 56,
                           threads_per_core: int = 2,
                           cpu_mhz: int = 2000) -> str:
     """Return a test-driver node XML with the given host and devices.
 
-    ``devices`` are descriptions as ``hgx_h200_devices`` returns them;
-    only address, vendor_id and product_id are required, a type-VF also
-    needs parent_addr.
+    ``devices`` are as ``hgx_h200_devices`` returns them; a type-VF needs
+    its parent_addr.
     All CPUs are online, so the host has ``numa_nodes * sockets_per_node *
     cores_per_socket * threads_per_core`` vCPUs.
     """
@@ -263,7 +277,7 @@ def node_xml_from_devices(devices: list[dict], memory_mb: int = 2097152,
             raise exception.Invalid(reason=(
                 '%s %r is not allowed; a positive integer is required' % (
                     what, value)))
-    addresses = [pci_utils.normalize_address(d['address']) for d in devices]
+    addresses = [pci_utils.normalize_address(d.address) for d in devices]
     if len(set(addresses)) != len(addresses):
         raise exception.Invalid(reason=(
             'device addresses %s are not allowed; each address must be '

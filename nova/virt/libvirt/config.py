@@ -1,7 +1,7 @@
 """Translation between libvirt XML documents and nova's plain data.
 
 Two directions are needed by the driver: node device XML (what the host
-has) becomes a device dict, and a spawn request becomes guest domain XML
+has) becomes a ``HostDevice``, and a spawn request becomes guest domain XML
 with one PCI ``<hostdev>`` per assigned device. ElementTree is enough for
 both; the documents are small and well-formed.
 """
@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 
 from nova import exception
-from nova.pci import placement_names
+from nova.pci import device as pci_device
 from nova.pci import utils as pci_utils
 from nova.virt import guest_hardware
 from nova.virt import hardware
@@ -56,16 +56,15 @@ def _address_from_element(element: ET.Element) -> str:
         for field in ('domain', 'bus', 'slot', 'function')))
 
 
-def parse_pci_nodedev(xml: str) -> dict | None:
-    """Return the device dict for a libvirt node device XML document.
+def parse_pci_nodedev(xml: str) -> pci_device.HostDevice | None:
+    """Return the device of a libvirt node device XML document.
 
     Returns None for node devices without a ``pci`` capability (the caller
     may list every device). Vendor and product ids are lower-case hex,
     ``numa_node`` is None when libvirt reports no NUMA affinity, and the
     device is type-PF when any ``virt_functions`` capability is present,
     type-VF (with ``parent_addr``) when it has a ``phys_function``. A VPD
-    card serial number, when reported, is in
-    ``capabilities.vpd.card_serial_number`` (upstream's shape).
+    card serial number is ``card_serial_number`` when reported.
     """
     try:
         root = ET.fromstring(xml)
@@ -88,13 +87,13 @@ def parse_pci_nodedev(xml: str) -> dict | None:
         # libvirt uses -1 where the kernel knows no affinity.
         numa_node = node if node >= 0 else None
 
-    dev_type = placement_names.DEV_TYPE_PCI
+    dev_type = pci_device.DEV_TYPE_PCI
     parent_addr = None
     if cap.find("capability[@type='virt_functions']") is not None:
-        dev_type = placement_names.DEV_TYPE_PF
+        dev_type = pci_device.DEV_TYPE_PF
     phys_fn = cap.find("capability[@type='phys_function']/address")
     if phys_fn is not None:
-        dev_type = placement_names.DEV_TYPE_VF
+        dev_type = pci_device.DEV_TYPE_VF
         parent_addr = _address_from_element(phys_fn)
 
     group = cap.find('iommuGroup')
@@ -104,23 +103,13 @@ def parse_pci_nodedev(xml: str) -> dict | None:
     if pci_class:
         pci_class = '%06x' % int(pci_class, 16)
 
-    device = {
-        'address': address,
-        'vendor_id': vendor_id,
-        'product_id': product_id,
-        'dev_type': dev_type,
-        'parent_addr': parent_addr,
-        'numa_node': numa_node,
-        'dev_id': 'pci_%s' % address.replace(':', '_').replace('.', '_'),
-        'label': 'label_%s_%s' % (vendor_id, product_id),
-        'iommu_group': iommu_group,
-        'driver': root.findtext('driver/name') or None,
-        'class': pci_class or None,
-    }
-    serial = _vpd_serial_number(cap)
-    if serial:
-        device['capabilities'] = {'vpd': {'card_serial_number': serial}}
-    return device
+    return pci_device.HostDevice(
+        address=address, vendor_id=vendor_id, product_id=product_id,
+        dev_type=dev_type, parent_addr=parent_addr, numa_node=numa_node,
+        iommu_group=iommu_group,
+        driver=root.findtext('driver/name') or None,
+        pci_class=pci_class or None,
+        card_serial_number=_vpd_serial_number(cap))
 
 
 def _vpd_serial_number(cap: ET.Element) -> str | None:
@@ -137,20 +126,19 @@ def domain_type_for_uri(uri: str) -> str:
     return 'test' if uri.startswith('test://') else 'kvm'
 
 
-def hostdev_element(device: dict) -> ET.Element:
+def hostdev_element(device: pci_device.Passthrough) -> ET.Element:
     """Return the ``<hostdev>`` element that passes ``device`` through.
 
     The source address fields are 0x-prefixed hex; libvirt picks the guest
-    side address itself. ``managed`` is 'yes' (libvirt detaches the device
-    from its host driver) unless the device dict says "false".
+    side address itself. ``managed`` is 'yes' when libvirt detaches the
+    device from its host driver.
     """
-    address = pci_utils.normalize_address(device.get('address', ''))
+    address = pci_utils.normalize_address(device.address)
     domain, bus, slot_fn = address.split(':')
     slot, function = slot_fn.split('.')
-    managed = str(device.get('managed', 'true')).lower() != 'false'
     hostdev = ET.Element('hostdev', {
         'mode': 'subsystem', 'type': 'pci',
-        'managed': 'yes' if managed else 'no'})
+        'managed': 'yes' if device.managed else 'no'})
     source = ET.SubElement(hostdev, 'source')
     ET.SubElement(source, 'address', {
         'domain': '0x' + domain, 'bus': '0x' + bus,
@@ -306,7 +294,8 @@ def _add_cpu(domain: ET.Element, has_devices: bool) -> ET.Element:
 
 
 def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
-                    memory_mb: int, pci_devices: list[dict],
+                    memory_mb: int,
+                    pci_devices: list[pci_device.Passthrough],
                     domain_type: str, numa_nodes: tuple[int, ...] = (),
                     host_cpus: tuple[int, ...] = (),
                     platform: GuestPlatform | None = None) -> str:
@@ -333,7 +322,7 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
             'required' % (name,)))
     _positive_int(vcpus, 'vcpus')
     _positive_int(memory_mb, 'memory_mb')
-    addresses = [pci_utils.normalize_address(dev.get('address', ''))
+    addresses = [pci_utils.normalize_address(dev.address)
                  for dev in pci_devices]
     if len(set(addresses)) != len(addresses):
         raise exception.Invalid(reason=(
@@ -368,31 +357,25 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     for dev in pci_devices:
         hostdev = hostdev_element(dev)
         devices.append(hostdev)
-        cell = cell_of_node.get(dev.get('numa_node'))
+        cell = cell_of_node.get(dev.numa_node)
         hostdevs.append((hostdev, None if cell is None else (
-            str(dev.get('request_id') or ''), cell)))
+            dev.request_id or '', cell)))
     if platform.hardware.is_q35:
         pcie.add_pcie_layout(devices, hostdevs, window,
                              platform.num_pcie_ports)
     return ET.tostring(domain, encoding='unicode')
 
 
-def parse_guest_hostdevs(xml: str) -> list[dict]:
-    """Return ``{"address", "managed"}`` for each PCI hostdev of a domain.
+def parse_guest_hostdevs(xml: str) -> list[pci_device.Passthrough]:
+    """Return each PCI hostdev of a domain as the spawn input has it.
 
-    Used to check what a running guest really got; ``managed`` is
-    "true"/"false" like the spawn input.
+    Used to check what a running guest really got.
     """
     root = ET.fromstring(xml)
-    result = []
-    for hostdev in root.findall("devices/hostdev[@type='pci']"):
-        source = hostdev.find('source/address')
-        result.append({
-            'address': _address_from_element(source),
-            'managed': ('true' if hostdev.get('managed', 'no') == 'yes'
-                        else 'false'),
-        })
-    return result
+    return [pci_device.Passthrough(
+        address=_address_from_element(hostdev.find('source/address')),
+        managed=hostdev.get('managed', 'no') == 'yes')
+        for hostdev in root.findall("devices/hostdev[@type='pci']")]
 
 
 def parse_guest_numa(xml: str) -> dict:

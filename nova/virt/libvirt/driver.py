@@ -5,7 +5,6 @@ Guests are plain domains whose uuid is the instance uuid and whose name is
 adds are the PCI ``<hostdev>`` entries of the assigned devices.
 """
 
-import copy
 import dataclasses
 import os
 import platform
@@ -17,6 +16,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import guest_hardware
@@ -40,10 +40,10 @@ def _canonical_uuid(instance_uuid: str) -> str:
             'instance uuid %r is not a valid UUID' % (instance_uuid,)))
 
 
-def _is_nvidia_gpu(dev: dict) -> bool:
+def _is_nvidia_gpu(dev: pci_device.HostDevice) -> bool:
     """An NVIDIA display/3D controller (NVSwitches are bridges)."""
-    return dev.get('vendor_id') == nvlink_partitions.NVIDIA_VENDOR_ID and \
-        (dev.get('class') or '').startswith('03')
+    return dev.vendor_id == nvlink_partitions.NVIDIA_VENDOR_ID and \
+        (dev.pci_class or '').startswith('03')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +157,7 @@ class LibvirtDriver(driver.ComputeDriver):
         self.host.get_connection()
         if self.nvlink is None and self.module_reader is None:
             return
-        gpus = [dev['address'] for dev in self.get_pci_devices()
+        gpus = [dev.address for dev in self.get_pci_devices()
                 if _is_nvidia_gpu(dev)]
         if self.nvlink is not None:
             self.nvlink.start(host, gpus)
@@ -209,8 +209,8 @@ class LibvirtDriver(driver.ComputeDriver):
             'numa_nodes': info.numa_nodes,
         }
 
-    def get_pci_devices(self) -> list[dict]:
-        """Return the device dict of every host PCI device, by address.
+    def get_pci_devices(self) -> list[pci_device.HostDevice]:
+        """Return every host PCI device, by address.
 
         A VF whose own node device has no VPD serial number gets its PF's:
         the card serial number identifies the card, which the VFs share.
@@ -220,20 +220,21 @@ class LibvirtDriver(driver.ComputeDriver):
             dev = config.parse_pci_nodedev(xml)
             if dev is not None:
                 devices.append(dev)
-        by_address = {dev['address']: dev for dev in devices}
-        for dev in devices:
-            parent = by_address.get(dev.get('parent_addr'))
-            if 'capabilities' not in dev and parent is not None and \
-                    'capabilities' in parent:
-                dev['capabilities'] = copy.deepcopy(parent['capabilities'])
-        return sorted(devices, key=lambda dev: dev['address'])
+        by_address = {dev.address: dev for dev in devices}
+        for index, dev in enumerate(devices):
+            parent = by_address.get(dev.parent_addr)
+            if not dev.card_serial_number and parent is not None and \
+                    parent.card_serial_number:
+                devices[index] = dataclasses.replace(
+                    dev, card_serial_number=parent.card_serial_number)
+        return sorted(devices, key=lambda dev: dev.address)
 
     def get_numa_topology(self) -> hardware.HostNUMATopology:
         """The host's NUMA nodes, as libvirt reports them."""
         return self.host.get_numa_topology()
 
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[dict],
+              memory_mb: int, pci_devices: list[pci_device.Passthrough],
               numa_nodes: tuple[int, ...] = (),
               extra_specs: dict | None = None) -> None:
         """Define and start the guest; undefine it again on any failure.
@@ -257,7 +258,7 @@ class LibvirtDriver(driver.ComputeDriver):
             # runs on GPUs whose partition is not active.
             if self.nvlink is not None:
                 self.nvlink.activate(instance_uuid, [
-                    dev['address'] for dev in pci_devices])
+                    dev.address for dev in pci_devices])
             domain.create()
         except BaseException as err:
             self._remove_failed_domain(domain, instance_uuid)
@@ -267,7 +268,7 @@ class LibvirtDriver(driver.ComputeDriver):
                     uuid=instance_uuid, uri=self.uri, error=err) from err
             raise
         LOG.info('Spawned instance %s with PCI devices %s', instance_uuid,
-                 [dev['address'] for dev in pci_devices])
+                 [dev.address for dev in pci_devices])
 
     # Power actions ----------------------------------------------------------
     #
@@ -292,7 +293,7 @@ class LibvirtDriver(driver.ComputeDriver):
             return
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
-                dev['address'] for dev in
+                dev.address for dev in
                 config.parse_guest_hostdevs(domain.XMLDesc())])
         domain.create()
 
@@ -343,7 +344,7 @@ class LibvirtDriver(driver.ComputeDriver):
                     power_cycle if hard else soft)
 
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
-                memory_mb: int, pci_devices: list[dict],
+                memory_mb: int, pci_devices: list[pci_device.Passthrough],
                 power_on: bool, numa_nodes: tuple[int, ...] = (),
                 extra_specs: dict | None = None) -> None:
         """Redefine the guest from scratch with the same devices (and NUMA
@@ -358,7 +359,7 @@ class LibvirtDriver(driver.ComputeDriver):
         conn = self.host.get_connection()
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
-                dev['address'] for dev in pci_devices])
+                dev.address for dev in pci_devices])
         try:
             with self._define_lock:
                 old = self.host.lookup_domain(instance_uuid)
@@ -374,7 +375,7 @@ class LibvirtDriver(driver.ComputeDriver):
                 action='rebuild', uuid=instance_uuid, uri=self.uri,
                 error=err) from err
         LOG.info('Rebuilt instance %s with PCI devices %s', instance_uuid,
-                 [dev['address'] for dev in pci_devices])
+                 [dev.address for dev in pci_devices])
 
     def get_power_state(self, instance_uuid: str) -> int:
         """1 (running), 4 (shut down) or 0 (no domain), as upstream."""
@@ -384,7 +385,7 @@ class LibvirtDriver(driver.ComputeDriver):
         return driver.RUNNING if domain.isActive() else driver.SHUTDOWN
 
     def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
-                   memory_mb: int, pci_devices: list[dict],
+                   memory_mb: int, pci_devices: list[pci_device.Passthrough],
                    numa_nodes: tuple[int, ...],
                    extra_specs: dict | None) -> str:
         """The domain XML of a guest (spawned or rebuilt), confined to
@@ -399,7 +400,8 @@ class LibvirtDriver(driver.ComputeDriver):
             config.domain_type_for_uri(self.uri), tuple(numa_nodes),
             host_cpus, self._platform(pci_devices, extra_specs, node_cpus))
 
-    def _platform(self, pci_devices: list[dict], extra_specs: dict | None,
+    def _platform(self, pci_devices: list[pci_device.Passthrough],
+                  extra_specs: dict | None,
                   node_cpus: dict[int, tuple[int, ...]]
                   ) -> config.GuestPlatform:
         """The machine a guest gets: options, flavor, device BARs, the
@@ -407,7 +409,7 @@ class LibvirtDriver(driver.ComputeDriver):
         arch = platform.machine() or 'x86_64'
         bars = {}
         for dev in pci_devices:
-            address = dev['address']
+            address = dev.address
             found = self.bar_reader(address)
             if found is None:
                 LOG.warning('The BARs of PCI device %s cannot be read; '

@@ -5,6 +5,7 @@ resources, NUMA topology)."""
 
 from nova.compute import provider_tree as ptree
 from nova import exception
+from nova.pci import device as pci_device
 from nova.virt import driver as virt_driver
 from nova.virt import hardware
 
@@ -13,7 +14,8 @@ class FakeDriver(virt_driver.ComputeDriver):
     """A hypervisor with the given host, whose guests are a dict: uuid ->
     power state. Calls that change guests are recorded in ``calls``."""
 
-    def __init__(self, devices: list[dict], resources: dict,
+    def __init__(self, devices: list[pci_device.HostDevice],
+                 resources: dict,
                  topology: hardware.HostNUMATopology | None = None
                  ) -> None:
         self.devices = devices
@@ -30,8 +32,8 @@ class FakeDriver(virt_driver.ComputeDriver):
     def get_available_resource(self) -> dict:
         return dict(self.resources)
 
-    def get_pci_devices(self) -> list[dict]:
-        return [dict(dev) for dev in self.devices]
+    def get_pci_devices(self) -> list[pci_device.HostDevice]:
+        return list(self.devices)
 
     def get_numa_topology(self) -> hardware.HostNUMATopology:
         return self.topology
@@ -45,7 +47,7 @@ class FakeDriver(virt_driver.ComputeDriver):
         if self.fail_spawn is not None:
             raise self.fail_spawn
         self.spawned.append((instance_uuid,
-                             sorted(d['address'] for d in pci_devices)))
+                             sorted(d.address for d in pci_devices)))
 
     def destroy(self, instance_uuid):
         self.calls.append(('destroy', instance_uuid))

@@ -22,6 +22,7 @@ from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import request as pci_request
 from nova import test
 from nova.tests.fixtures import database as db_fixture
@@ -35,12 +36,10 @@ FLAVOR = {'id': 1, 'flavorid': 'gpu', 'name': 'gpu', 'vcpus': 4,
           'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
 
 
-def gpu(address: str) -> dict:
-    """A device dict as the libvirt driver reports an H200 GPU."""
-    name = address.replace(':', '_').replace('.', '_')
-    return {'address': address, 'vendor_id': '10de', 'product_id': '2335',
-            'dev_type': 'type-PCI', 'parent_addr': None, 'numa_node': 0,
-            'dev_id': 'pci_' + name, 'label': 'label_10de_2335'}
+def gpu(address: str) -> pci_device.HostDevice:
+    """An H200 GPU as the libvirt driver reports it."""
+    return pci_device.HostDevice(address=address, vendor_id='10de',
+                                 product_id='2335', numa_node=0)
 
 
 class ComputeManagerTestCase(test.TestCase):
@@ -93,14 +92,14 @@ class ComputeManagerTestCase(test.TestCase):
         """What the scheduler hands the compute for ``instance``: the
         provider Placement allocated to each device of its PCI request."""
         [request] = instance['pci_requests']
-        rp_by_address = {dev['address']: dev['rp_uuid']
+        rp_by_address = {dev.address: dev.rp_uuid
                          for dev in self.compute.rt.pci_tracker.pci_devs}
         return {request['request_id']:
                 [rp_by_address[address] for address in addresses]}
 
     def holders(self) -> dict[str, str | None]:
         """Device address -> instance holding it."""
-        return {dev['address']: dev['instance_uuid']
+        return {dev.address: dev.instance_uuid
                 for dev in self.compute.rt.pci_tracker.pci_devs}
 
     def build(self, instance: dict, addresses=(GPUS[0],),
@@ -131,7 +130,7 @@ class TestStart(ComputeManagerTestCase):
         for dev in self.compute.rt.pci_tracker.pci_devs:
             # Each GPU knows the provider that represents it.
             self.assertEqual(root.uuid,
-                             tree.data(dev['rp_uuid']).parent_uuid)
+                             tree.data(dev.rp_uuid).parent_uuid)
         self.assertEqual(set(GPUS), set(self.holders()))
 
 

@@ -7,6 +7,7 @@ from nova import test
 from nova import exception
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import groups
 from nova.pci import partitions
@@ -30,16 +31,24 @@ def pair_of(gpu: int) -> tuple[str, tuple[int, int]]:
                 fakehost.H200_NVLINK_PAIRS.items() if gpu in gpus)
 
 
-def gpu_devices(**overrides) -> list[dict]:
-    devices = []
-    for address in GPUS:
-        dev = {'address': address, 'vendor_id': '10de',
-               'product_id': '2335', 'dev_type': 'type-PCI',
-               'parent_addr': None, 'status': 'available',
-               'instance_uuid': None, 'request_id': None}
-        dev.update(overrides.get(address, {}))
-        devices.append(dev)
-    return devices
+def tracked(address, vendor_id='10de', product_id='2335',
+            dev_type='type-PCI', **row) -> pci_device.TrackedDevice:
+    """A tracked device (available unless ``row`` says otherwise)."""
+    return pci_device.TrackedDevice(
+        id=1, compute_node_id=1, address=address, vendor_id=vendor_id,
+        product_id=product_id, dev_type=dev_type, **row)
+
+
+def reported(dev: pci_device.TrackedDevice) -> pci_device.HostDevice:
+    """What the driver reported of a tracked device."""
+    return pci_device.HostDevice(dev.address, dev.vendor_id,
+                                 dev.product_id, dev.dev_type,
+                                 dev.parent_addr, dev.numa_node)
+
+
+def gpu_devices(**overrides) -> list[pci_device.TrackedDevice]:
+    return [tracked(address, **overrides.get(address, {}))
+            for address in GPUS]
 
 
 class TranslatorTestBase(test.TestCase):
@@ -54,7 +63,8 @@ class TranslatorTestBase(test.TestCase):
                   allocations=None, whitelist=None, withheld=None):
         return translator.update_provider_tree_for_pci(
             self.tree, HOST, devices,
-            (whitelist or self.whitelist).classify(devices),
+            (whitelist or self.whitelist).classify(
+                [reported(dev) for dev in devices]),
             groups.GroupTree.from_config(list(group_config)), list(statics),
             lambda: allocations or {}, withheld=withheld)
 
@@ -83,10 +93,7 @@ class TestFlatTree(TranslatorTestBase):
 
     def test_removed_and_unmatched_devices_get_no_provider(self):
         devices = gpu_devices(**{GPUS[0]: {'status': 'removed'}})
-        devices.append({'address': '0000:c1:00.0', 'vendor_id': '144d',
-                        'product_id': 'a80a', 'dev_type': 'type-PCI',
-                        'parent_addr': None, 'status': 'available',
-                        'instance_uuid': None, 'request_id': None})
+        devices.append(tracked('0000:c1:00.0', '144d', 'a80a'))
         self.translate(devices)
         self.assertEqual(7, len(self.tree.children(HOST)))
         self.assertFalse(self.tree.exists(self.dev_name(1)))
@@ -344,10 +351,8 @@ class TestUpstreamTags(TranslatorTestBase):
     def test_one_time_use_on_a_vf_is_refused(self):
         spec = json.dumps({'vendor_id': '15b3', 'one_time_use': 'false'})
         whitelist = devspec.Whitelist.from_config([spec], True)
-        vf = {'address': '0000:4b:00.2', 'vendor_id': '15b3',
-              'product_id': '101e', 'dev_type': 'type-VF',
-              'parent_addr': '0000:4b:00.0', 'status': 'available',
-              'instance_uuid': None, 'request_id': None}
+        vf = tracked('0000:4b:00.2', '15b3', '101e', 'type-VF',
+                     parent_addr='0000:4b:00.0')
         err = self.assertRaises(exception.PlacementPciException,
                                 self.translate, [vf], whitelist=whitelist)
         self.assertIn('one_time_use', str(err))

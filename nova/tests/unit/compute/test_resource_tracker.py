@@ -19,6 +19,7 @@ from nova.compute import provider_tree as ptree
 from nova.compute import resource_tracker
 from nova.db import api as db
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import placement_names as names
 from nova import test
 from nova.tests.fixtures import database as db_fixture
@@ -79,7 +80,7 @@ class ResourceTrackerTestCase(test.TestCase):
         return resource_tracker.ResourceTracker(
             conf or make_conf(), HOST, self.driver, self.client)
 
-    def device(self, rt, address: str) -> dict:
+    def device(self, rt, address: str) -> pci_device.TrackedDevice:
         return rt.pci_tracker.get_by_address(address)
 
 
@@ -119,7 +120,7 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         self.assertEqual(names.inventory_record(h200_placement.VCPUS),
                          root.inventory['VCPU'])
         # 8 GPUs tracked, the NIC and NVMe match no spec.
-        self.assertEqual(sorted(GPUS), [d['address']
+        self.assertEqual(sorted(GPUS), [d.address
                                         for d in rt.pci_tracker.pci_devs])
         # Nothing shrank: Placement's allocations were never read.
         self.assertEqual(0, self.client.allocation_reads)
@@ -131,7 +132,7 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         for address in GPUS:
             self.assertEqual(
                 sent.data(names.device_rp_name(HOST, address)).uuid,
-                self.device(rt, address)['rp_uuid'])
+                self.device(rt, address).rp_uuid)
 
     def test_steady_state_resends_the_same_tree(self):
         rt = self.tracker()
@@ -149,12 +150,12 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         assignable = rt.whitelist.device_assignable
 
         def counting(dev):
-            matched.append(dev['address'])
+            matched.append(dev.address)
             return assignable(dev)
 
         rt.whitelist.device_assignable = counting
         rt.update_available_resource(self.context)
-        self.assertEqual(sorted(d['address'] for d in self.driver.devices),
+        self.assertEqual(sorted(d.address for d in self.driver.devices),
                          sorted(matched))
 
     def test_node_known_to_placement_keeps_its_uuid(self):
@@ -241,7 +242,7 @@ class TestRefusals(ResourceTrackerTestCase):
         self.client.allocations = {'vm1': {'allocations': {
             gpu8.uuid: {'resources': {'PGPU': 1}}}}}
         self.driver.devices = [d for d in self.driver.devices
-                               if d['address'] != GPUS[7]]
+                               if d.address != GPUS[7]]
         err = self.assertRaises(exception.PlacementPciException,
                                 rt.update_available_resource, self.context)
         self.assertIn('consumer vm1', str(err))
@@ -267,7 +268,7 @@ class TestRefusals(ResourceTrackerTestCase):
         rt.update_available_resource(self.context)
         self.assertEqual([HOST], [p.name for p in
                                   self.client.sent[-1].providers()])
-        self.assertIsNone(self.device(rt, GPUS[0])['rp_uuid'])
+        self.assertIsNone(self.device(rt, GPUS[0]).rp_uuid)
 
 
 class TestOneTimeUse(ResourceTrackerTestCase):

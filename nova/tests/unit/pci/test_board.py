@@ -2,12 +2,15 @@
 
 from nova import test
 from nova.pci import board
+from nova.pci import device as pci_device
 
 
 def _dev(address, path, instance=None, status=None):
-    return {'address': address, 'group_path': path,
-            'instance_uuid': instance,
-            'status': status or ('allocated' if instance else 'available')}
+    return pci_device.TrackedDevice(
+        id=1, compute_node_id=1, address=address, vendor_id='10de',
+        product_id='2335', dev_type=pci_device.DEV_TYPE_PCI,
+        group_path=path, instance_uuid=instance,
+        status=status or ('allocated' if instance else 'available'))
 
 
 class HostBoardTest(test.TestCase):

@@ -1,5 +1,6 @@
 """Tests for [pci]device_spec parsing and device matching."""
 
+import dataclasses
 import json
 import os
 
@@ -7,6 +8,7 @@ import fixtures
 
 from nova import test
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import devspec
 
 H200_ADDRESSES = ('0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
@@ -16,11 +18,9 @@ H200_ADDRESSES = ('0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
 
 def _dev(address='0000:1b:00.0', vendor_id='10de', product_id='2335',
          dev_type='type-PCI', parent_addr=None):
-    return {'address': address, 'vendor_id': vendor_id,
-            'product_id': product_id, 'dev_type': dev_type,
-            'parent_addr': parent_addr, 'numa_node': 0,
-            'dev_id': 'pci_' + address.replace(':', '_').replace('.', '_'),
-            'label': 'label_%s_%s' % (vendor_id, product_id)}
+    return pci_device.HostDevice(
+        address=address, vendor_id=vendor_id, product_id=product_id,
+        dev_type=dev_type, parent_addr=parent_addr, numa_node=0)
 
 
 class _Base(test.TestCase):
@@ -64,7 +64,7 @@ class TestIds(_Base):
         self.assertTrue(spec.match(_dev(vendor_id='10DE')))
         self.assertFalse(spec.match(_dev(product_id='2336')))
         self.assertFalse(spec.match(_dev(vendor_id='10df')))
-        self.assertFalse(spec.match({'address': '0000:1b:00.0'}))
+        self.assertFalse(spec.match(_dev(vendor_id='', product_id='')))
 
     def test_not_hex(self):
         for key in ('vendor_id', 'product_id'):
@@ -119,7 +119,8 @@ class TestGlobAddress(_Base):
     def test_unparsable_device_address_never_matches(self):
         spec = devspec.PciDeviceSpec({})
         for address in ('10000:1b:00.0', 'nonsense', None):
-            self.assertFalse(spec.match(_dev() | {'address': address}))
+            self.assertFalse(spec.match(
+                dataclasses.replace(_dev(), address=address)))
 
     def test_too_many_fields(self):
         for bad in ('0:0:1b:00.0', ':::'):
@@ -343,11 +344,10 @@ class TestRemoteManaged(_SysfsMixin, _Base):
     PF = '0000:3b:00.0'
 
     def _vf(self, serial=None, address='0000:3b:00.4'):
-        dev = _dev(address=address, vendor_id='15b3', product_id='101e',
-                   dev_type='type-VF', parent_addr=self.PF)
-        if serial is not None:
-            dev['capabilities'] = {'vpd': {'card_serial_number': serial}}
-        return dev
+        return dataclasses.replace(
+            _dev(address=address, vendor_id='15b3', product_id='101e',
+                 dev_type='type-VF', parent_addr=self.PF),
+            card_serial_number=serial)
 
     def make_pf_ids(self, vendor='0x15b3', device='0xa2d6', vf='101e'):
         self.make_pf(self.PF)

@@ -1,11 +1,13 @@
 """Tests for PCI device groups: the device_group tree, its checks against
 the host's devices and static spec groups."""
 
+import dataclasses
 import json
 
 
 from nova import test
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import groups
 
@@ -43,12 +45,10 @@ H200_CONFIG = [
 
 def device(address, dev_type='type-PCI', vendor_id='10de',
            product_id='2335'):
-    return {'address': address, 'vendor_id': vendor_id,
-            'product_id': product_id, 'dev_type': dev_type,
-            'parent_addr': None, 'numa_node': 0,
-            'dev_id': 'pci_' + address.replace(':', '_').replace('.', '_'),
-            'label': 'label_%s_%s' % (vendor_id, product_id),
-            'iommu_group': None, 'driver': 'vfio-pci', 'class': '030200'}
+    return pci_device.HostDevice(
+        address=address, vendor_id=vendor_id, product_id=product_id,
+        dev_type=dev_type, numa_node=0, driver='vfio-pci',
+        pci_class='030200')
 
 
 def host_devices():
@@ -433,7 +433,7 @@ class TestValidateDevices(test.TestCase):
 
     def test_vf_cannot_be_grouped(self):
         devices = host_devices()
-        devices[0]['dev_type'] = 'type-VF'
+        devices[0] = dataclasses.replace(devices[0], dev_type='type-VF')
         self.assertInvalid(whitelist(),
                            'group pair-a1 lists %s of type type-VF' % gpu(1),
                            devices=devices)
@@ -525,7 +525,7 @@ class TestStaticGroups(test.TestCase):
 
     def test_vf(self):
         devices = host_devices()
-        devices[1]['dev_type'] = 'type-VF'
+        devices[1] = dataclasses.replace(devices[1], dev_type='type-VF')
         static = dict(group_name='g', group_type='x')
         self.assertInvalid(
             whitelist({'address': gpu(1), **static},

@@ -1,5 +1,6 @@
 """Tests for the PCI device tracker (nova.pci.manager)."""
 
+import dataclasses
 import logging
 import threading
 
@@ -9,6 +10,7 @@ from nova import test
 from nova import context as nova_context
 from nova.db import api as db_api
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import manager
 from nova.tests.fixtures import database as db_fixture
@@ -21,18 +23,16 @@ GPU_SPEC = '{"vendor_id": "10de", "product_id": "2335"}'
 
 
 def gpu(address, **overrides):
-    """A device dict as the libvirt driver reports an H200 GPU."""
-    name = address.replace(':', '_').replace('.', '_')
-    return {'address': address, 'vendor_id': '10de', 'product_id': '2335',
-            'dev_type': 'type-PCI', 'parent_addr': None, 'numa_node': 0,
-            'dev_id': 'pci_' + name, 'label': 'label_10de_2335',
-            'iommu_group': 29, 'driver': 'vfio-pci', 'class': '030200',
-            **overrides}
+    """An H200 GPU as the libvirt driver reports it."""
+    return pci_device.HostDevice(**{
+        'address': address, 'vendor_id': '10de', 'product_id': '2335',
+        'numa_node': 0, 'iommu_group': 29, 'driver': 'vfio-pci',
+        'pci_class': '030200', **overrides})
 
 
 def nvme():
-    return {**gpu(NVME_ADDRESS), 'vendor_id': '144d', 'product_id': 'a80a',
-            'label': 'label_144d_a80a', 'class': '010802'}
+    return dataclasses.replace(gpu(NVME_ADDRESS), vendor_id='144d',
+                               product_id='a80a', pci_class='010802')
 
 
 def whitelist(*values):
@@ -60,26 +60,25 @@ class TestPciDevTracker(test.TestCase):
             devices, (wl or whitelist()).classify(devices), group_path)
 
     def _db_devices(self):
-        return {device['address']: device for device in
-                db_api.pci_device_get_all_by_node(self.ctx,
-                                                  self.node['id'])}
+        return {device.address: device for device in
+                manager.devices_of_node(self.ctx, self.node['id'])}
 
     def test_new_devices_are_available_and_filtered(self):
         groups = {'0000:18:00.0': 'quad-a/pair-a1'}
         self._sync(group_path=lambda address: groups.get(address, ''))
         self.assertEqual(list(GPU_ADDRESSES),
-                         [d['address'] for d in self.tracker.pci_devs])
+                         [d.address for d in self.tracker.pci_devs])
         stored = self._db_devices()
         self.assertNotIn(NVME_ADDRESS, stored)
         first = stored['0000:18:00.0']
-        self.assertEqual('available', first['status'])
-        self.assertEqual('quad-a/pair-a1', first['group_path'])
-        self.assertEqual('', stored['0000:2a:00.0']['group_path'])
-        self.assertEqual('pci_0000_18_00_0', first['dev_id'])
-        self.assertEqual(0, first['numa_node'])
-        self.assertIsNone(first['instance_uuid'])
+        self.assertEqual('available', first.status)
+        self.assertEqual('quad-a/pair-a1', first.group_path)
+        self.assertEqual('', stored['0000:2a:00.0'].group_path)
+        self.assertEqual('pci_0000_18_00_0', first.dev_id)
+        self.assertEqual(0, first.numa_node)
+        self.assertIsNone(first.instance_uuid)
         self.assertEqual({'managed': 'true', 'live_migratable': 'false'},
-                         first['extra_info'])
+                         first.extra_info)
 
     def test_extra_info_from_spec_tags(self):
         self._sync(wl=whitelist(
@@ -87,7 +86,7 @@ class TestPciDevTracker(test.TestCase):
             '"managed": "no", "live_migratable": "yes"}'))
         device = self.tracker.get_by_address('0000:18:00.0')
         self.assertEqual({'managed': 'false', 'live_migratable': 'true'},
-                         device['extra_info'])
+                         device.extra_info)
 
     def test_existing_devices_loaded_at_start(self):
         self._sync()
@@ -97,25 +96,26 @@ class TestPciDevTracker(test.TestCase):
     def test_get_by_address(self):
         self._sync()
         self.assertEqual('0000:2a:00.0',
-                         self.tracker.get_by_address('0:2A:0.0')['address'])
+                         self.tracker.get_by_address('0:2A:0.0').address)
         self.assertIsNone(self.tracker.get_by_address(NVME_ADDRESS))
-        # Callers get copies: changing one leaves the tracker unchanged.
-        self.tracker.get_by_address('0000:2a:00.0')['status'] = 'allocated'
-        self.tracker.pci_devs[0]['status'] = 'allocated'
+        # Callers cannot change the tracker's devices.
+        self.assertRaises(dataclasses.FrozenInstanceError, setattr,
+                          self.tracker.get_by_address('0000:2a:00.0'),
+                          'status', 'allocated')
         self.assertEqual({'available'},
-                         {d['status'] for d in self.tracker.pci_devs})
+                         {d.status for d in self.tracker.pci_devs})
 
     def test_changed_fields_are_updated(self):
         self._sync()
         before = self.tracker.get_by_address('0000:18:00.0')
         self.devices[0] = gpu('0000:18:00.0', numa_node=1,
-                              label='label_new')
+                              dev_type='type-PF')
         self._sync(group_path=lambda address: 'pair-a1')
         after = self._db_devices()['0000:18:00.0']
-        self.assertEqual(before['id'], after['id'])
-        self.assertEqual(1, after['numa_node'])
-        self.assertEqual('label_new', after['label'])
-        self.assertEqual('pair-a1', after['group_path'])
+        self.assertEqual(before.id, after.id)
+        self.assertEqual(1, after.numa_node)
+        self.assertEqual('type-PF', after.dev_type)
+        self.assertEqual('pair-a1', after.group_path)
         self.assertEqual(after, self.tracker.get_by_address('0000:18:00.0'))
 
     def test_unchanged_sync_writes_nothing(self):
@@ -141,15 +141,15 @@ class TestPciDevTracker(test.TestCase):
         self._sync(devices=self.devices[1:])
         self._sync()
         self.assertEqual('available',
-                         self._db_devices()['0000:18:00.0']['status'])
+                         self._db_devices()['0000:18:00.0'].status)
 
     def test_allocated_device_gone_is_kept_until_freed(self):
         self._sync()
         self.tracker.claim('inst-1', 'req-1', ['0000:18:00.0'])
         self._sync(devices=self.devices[1:])
         device = self._db_devices()['0000:18:00.0']
-        self.assertEqual('allocated', device['status'])
-        self.assertEqual('inst-1', device['instance_uuid'])
+        self.assertEqual('allocated', device.status)
+        self.assertEqual('inst-1', device.instance_uuid)
         self.assertIn('Unable to remove PCI device 0000:18:00.0 with '
                       'status allocated', self.log.output)
         self.assertIn('instance inst-1 uses it', self.log.output)
@@ -169,22 +169,22 @@ class TestPciDevTracker(test.TestCase):
         self.assertEqual(frozenset(), self.tracker.to_be_removed_when_freed)
         self.tracker.free_instance('inst-1')
         self.assertEqual('available',
-                         self._db_devices()['0000:18:00.0']['status'])
+                         self._db_devices()['0000:18:00.0'].status)
 
     def test_claim(self):
         self._sync()
         claimed = self.tracker.claim('inst-1', 'req-1',
                                      ['0000:3a:00.0', '0000:18:00.0'])
         self.assertEqual(['0000:3a:00.0', '0000:18:00.0'],
-                         [d['address'] for d in claimed])
+                         [d.address for d in claimed])
         stored = self._db_devices()
         for address in ('0000:18:00.0', '0000:3a:00.0'):
-            self.assertEqual('allocated', stored[address]['status'])
-            self.assertEqual('inst-1', stored[address]['instance_uuid'])
-            self.assertEqual('req-1', stored[address]['request_id'])
+            self.assertEqual('allocated', stored[address].status)
+            self.assertEqual('inst-1', stored[address].instance_uuid)
+            self.assertEqual('req-1', stored[address].request_id)
             self.assertEqual('allocated',
-                             self.tracker.get_by_address(address)['status'])
-        self.assertEqual('available', stored['0000:2a:00.0']['status'])
+                             self.tracker.get_by_address(address).status)
+        self.assertEqual('available', stored['0000:2a:00.0'].status)
 
     def test_claim_partly_unavailable_changes_nothing(self):
         self._sync()
@@ -202,8 +202,8 @@ class TestPciDevTracker(test.TestCase):
         self.assertIn('req-2', message)
         self.assertEqual(before, self._db_devices())
         self.assertEqual('available',
-                         self.tracker.get_by_address('0000:2a:00.0')[
-                             'status'])
+                         self.tracker.get_by_address(
+                             '0000:2a:00.0').status)
 
     def test_claim_same_device_twice_fails(self):
         self._sync()
@@ -212,7 +212,7 @@ class TestPciDevTracker(test.TestCase):
                                   ['0000:18:00.0', '0000:18:00.0'])
         self.assertIn('requested twice', str(error))
         self.assertEqual('available',
-                         self._db_devices()['0000:18:00.0']['status'])
+                         self._db_devices()['0000:18:00.0'].status)
 
     def test_concurrent_claims_of_one_device(self):
         self._sync()
@@ -234,8 +234,8 @@ class TestPciDevTracker(test.TestCase):
             thread.join()
         winners = [result for result in results if result]
         self.assertEqual(1, len(winners))
-        self.assertEqual(winners[0], self._db_devices()['0000:18:00.0'][
-            'instance_uuid'])
+        self.assertEqual(winners[0],
+                         self._db_devices()['0000:18:00.0'].instance_uuid)
 
     def test_free_instance(self):
         self._sync()
@@ -246,10 +246,10 @@ class TestPciDevTracker(test.TestCase):
                          self.tracker.free_instance('inst-1'))
         stored = self._db_devices()
         for address in ('0000:18:00.0', '0000:3a:00.0'):
-            self.assertEqual('available', stored[address]['status'])
-            self.assertIsNone(stored[address]['instance_uuid'])
-            self.assertIsNone(stored[address]['request_id'])
-        self.assertEqual('inst-2', stored['0000:2a:00.0']['instance_uuid'])
+            self.assertEqual('available', stored[address].status)
+            self.assertIsNone(stored[address].instance_uuid)
+            self.assertIsNone(stored[address].request_id)
+        self.assertEqual('inst-2', stored['0000:2a:00.0'].instance_uuid)
         self.assertEqual([], self.tracker.free_instance('inst-1'))
         # Freed devices can be claimed again.
         self.tracker.claim('inst-3', 'req-3', ['0000:18:00.0'])
@@ -259,9 +259,9 @@ class TestPciDevTracker(test.TestCase):
         rp_uuid = '4f7a1ad6-4e0c-4d6f-9a38-3b0f1c1e9e11'
         self.tracker.set_rp_uuid('0000:18:00.0', rp_uuid)
         self.assertEqual(rp_uuid,
-                         self._db_devices()['0000:18:00.0']['rp_uuid'])
+                         self._db_devices()['0000:18:00.0'].rp_uuid)
         self.assertEqual(rp_uuid, self.tracker.get_by_address(
-            '0000:18:00.0')['rp_uuid'])
+            '0000:18:00.0').rp_uuid)
         error = self.assertRaises(exception.PciDeviceNotFound,
                                   self.tracker.set_rp_uuid, NVME_ADDRESS,
                                   rp_uuid)
@@ -269,4 +269,4 @@ class TestPciDevTracker(test.TestCase):
         # The RP uuid survives a sync that changes nothing else.
         self._sync()
         self.assertEqual(rp_uuid,
-                         self._db_devices()['0000:18:00.0']['rp_uuid'])
+                         self._db_devices()['0000:18:00.0'].rp_uuid)

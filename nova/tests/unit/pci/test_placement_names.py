@@ -1,5 +1,6 @@
 """Tests for the names and records of the PCI provider tree."""
 
+from nova.pci import device as pci_device
 from nova.pci import numa
 from nova.pci import placement_names as names
 from nova import test
@@ -16,16 +17,17 @@ class TestNames(test.TestCase):
                          names.group_rp_name('cmp1', 'pair-a1'))
 
     def test_provider_address(self):
+        def dev(address, dev_type, parent_addr=None):
+            return pci_device.HostDevice(address, '10de', '2335', dev_type,
+                                         parent_addr)
         self.assertEqual('0000:1b:00.0', names.provider_address(
-            {'address': '0000:1b:00.0', 'dev_type': 'type-PCI'}))
+            dev('0000:1b:00.0', 'type-PCI')))
         self.assertEqual('0000:1b:00.0', names.provider_address(
-            {'address': '0000:1b:00.0', 'dev_type': 'type-PF'}))
+            dev('0000:1b:00.0', 'type-PF')))
         self.assertEqual('0000:1b:00.0', names.provider_address(
-            {'address': '0000:1b:00.4', 'dev_type': 'type-VF',
-             'parent_addr': '0000:1b:00.0'}))
+            dev('0000:1b:00.4', 'type-VF', '0000:1b:00.0')))
         self.assertIsNone(names.provider_address(
-            {'address': '0000:1b:00.4', 'dev_type': 'type-VF',
-             'parent_addr': None}))
+            dev('0000:1b:00.4', 'type-VF')))
 
     def test_resource_class(self):
         self.assertEqual('PGPU', names.get_resource_class('pgpu', None, None))

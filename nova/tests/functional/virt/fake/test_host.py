@@ -58,8 +58,8 @@ class TestDriverAcceptsNodeXmlTest(test.TestCase):
         devices = [config.parse_pci_nodedev(d.XMLDesc()) for d in
                    conn.listAllDevices(
                        libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_PCI_DEV)]
-        gpus = sorted(d['address'] for d in devices
-                      if d['product_id'] == fakehost.H200_NVL_PRODUCT_ID)
+        gpus = sorted(d.address for d in devices
+                      if d.product_id == fakehost.H200_NVL_PRODUCT_ID)
         self.assertEqual(list(fakehost.H200_NVL_GPU_ADDRESSES), gpus)
 
     def test_unknown_kind(self):

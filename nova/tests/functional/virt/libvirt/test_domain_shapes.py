@@ -20,6 +20,7 @@ import libvirt
 
 from nova import exception
 from nova import test
+from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
 from nova.tests.functional import real_hypervisor
 from nova.virt.fake import host as fakehost
@@ -42,11 +43,12 @@ def _driver(uri: str, ports: int) -> libvirt_driver.LibvirtDriver:
             {'x86_64': 'q35'}, ports), bar_reader=fakehost.bar_sizes)
 
 
-def _gpus(driver, count: int, request_id: str = 'req-1') -> list[dict]:
+def _gpus(driver, count: int, request_id: str = 'req-1'
+          ) -> list[pci_device.Passthrough]:
     gpus = [dev for dev in driver.get_pci_devices()
-            if dev['address'] in fakehost.H200_GPU_ADDRESSES]
-    return [dict(dev, managed='true', request_id=request_id)
-            for dev in gpus[:count]]
+            if dev.address in fakehost.H200_GPU_ADDRESSES]
+    return [pci_device.Passthrough(dev.address, True, dev.numa_node,
+                                   request_id) for dev in gpus[:count]]
 
 
 def _guest_nodes(driver, devices, policy, cells) -> tuple[int, ...]:
@@ -55,7 +57,7 @@ def _guest_nodes(driver, devices, policy, cells) -> tuple[int, ...]:
     return pci_numa.guest_nodes([pci_numa.PlacedRequest(
         policy=policy, label='h200:%d' % len(devices),
         devices=tuple(pci_numa.Locality(
-            dev['numa_node'], topology.socket_of(dev['numa_node']))
+            dev.numa_node, topology.socket_of(dev.numa_node))
             for dev in devices))], cells or 1)
 
 
@@ -188,7 +190,7 @@ class RealLibvirtDomainTest(test.TestCase):
             "devices/controller[@model='pcie-root']/pcihole64"))
         bars = sum(bar.size for dev in devices
                    for bar in pcie.large_bars(fakehost.bar_sizes(
-                       dev['address'])))
+                       dev.address)))
         self.assertGreaterEqual(window_kib * 1024, bars)
 
         cells = {c.get('id') for c in root.findall('cpu/numa/cell')}
@@ -197,7 +199,7 @@ class RealLibvirtDomainTest(test.TestCase):
                     for m in root.findall('numatune/memnode')}
         for dev, hostdev, port in zip(devices, hostdevs, ports):
             source = hostdev.find('source/address')
-            self.assertEqual(dev['address'], '%04x:%02x:%02x.%x' % tuple(
+            self.assertEqual(dev.address, '%04x:%02x:%02x.%x' % tuple(
                 int(source.get(f), 16) for f in ('domain', 'bus', 'slot',
                                                  'function')))
             expander = controllers[str(int(port.find('address').get('bus'),
@@ -205,4 +207,4 @@ class RealLibvirtDomainTest(test.TestCase):
             self.assertEqual('pcie-expander-bus', expander.get('model'))
             cell = expander.findtext('target/node')
             # The expander's guest cell is bound to the GPU's host node.
-            self.assertEqual(str(dev['numa_node']), memnodes[cell])
+            self.assertEqual(str(dev.numa_node), memnodes[cell])

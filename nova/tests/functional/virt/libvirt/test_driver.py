@@ -1,5 +1,6 @@
 """LibvirtDriver and Host against libvirt's real test:/// driver."""
 
+import dataclasses
 import os
 import shutil
 import threading
@@ -10,6 +11,7 @@ import libvirt
 
 from nova import test
 from nova import exception
+from nova.pci import device as pci_device
 from nova.tests.fixtures import libvirt_faults
 from nova.virt import driver as virt_driver
 from nova.virt.fake import host as fakehost
@@ -36,8 +38,9 @@ class _LibvirtTestCase(test.TestCase):
         return fakehost.write_node_xml(os.path.join(self.tmp, name), xml)
 
     def gpus(self, *indexes):
-        by_address = {d['address']: d for d in self.driver.get_pci_devices()}
-        return [dict(by_address[GPUS[i]], managed='true') for i in indexes]
+        by_address = {d.address: d for d in self.driver.get_pci_devices()}
+        return [pci_device.Passthrough(by_address[GPUS[i]].address)
+                for i in indexes]
 
     def domain(self, instance_uuid):
         return self.driver.host.lookup_domain(instance_uuid)
@@ -48,38 +51,36 @@ class DiscoveryTest(_LibvirtTestCase):
     def test_pci_devices(self):
         devices = self.driver.get_pci_devices()
         self.assertEqual(sorted(GPUS + ['0000:4b:00.0', '0000:c1:00.0']),
-                         [d['address'] for d in devices])
-        gpus = [d for d in devices if d['address'] in GPUS]
+                         [d.address for d in devices])
+        gpus = [d for d in devices if d.address in GPUS]
         for index, dev in enumerate(gpus):
-            self.assertEqual({
-                'address': GPUS[index], 'vendor_id': '10de',
-                'product_id': '2335', 'dev_type': 'type-PCI',
-                'parent_addr': None, 'numa_node': 0 if index < 4 else 1,
-                'dev_id': 'pci_' + GPUS[index].replace(
-                    ':', '_').replace('.', '_'),
-                'label': 'label_10de_2335', 'iommu_group': 20 + index,
+            self.assertEqual(pci_device.HostDevice(
+                address=GPUS[index], vendor_id='10de', product_id='2335',
+                dev_type='type-PCI', parent_addr=None,
+                numa_node=0 if index < 4 else 1, iommu_group=20 + index,
                 # The test driver does not keep <driver> of node devices.
-                'driver': None, 'class': '030200',
-            }, dev)
+                driver=None, pci_class='030200',
+            ), dev)
         nic = devices[3]
         self.assertEqual(('0000:4b:00.0', '15b3', '1021', 'type-PF'),
-                         (nic['address'], nic['vendor_id'],
-                          nic['product_id'], nic['dev_type']))
+                         (nic.address, nic.vendor_id,
+                          nic.product_id, nic.dev_type))
 
     def test_vpd_serial_numbers_vfs_inherit_their_pfs(self):
         nic = fakehost.NIC_ADDRESS
         devices = fakehost.hgx_h200_devices(num_gpus=0)
-        devices[0]['capabilities'] = {'vpd': {'card_serial_number': 'PF-SN'}}
-        devices += [{'address': '0000:4b:00.%d' % fn, 'vendor_id': '15b3',
-                     'product_id': '101e', 'dev_type': 'type-VF',
-                     'parent_addr': nic, 'numa_node': 0} for fn in (2, 3)]
-        devices[-1]['capabilities'] = {'vpd': {'card_serial_number': 'VF'}}
+        devices[0] = dataclasses.replace(devices[0],
+                                         card_serial_number='PF-SN')
+        devices += [fakehost.NodeDevice(
+            address='0000:4b:00.%d' % fn, vendor_id='15b3',
+            product_id='101e', dev_type='type-VF', parent_addr=nic,
+            numa_node=0, card_serial_number=serial)
+            for fn, serial in ((2, None), (3, 'VF'))]
         driver = libvirt_driver.LibvirtDriver(self.write_host(
             fakehost.node_xml_from_devices(devices), 'vpd.xml'))
         driver.init_host('cmp3')
-        serials = {d['address']: d.get('capabilities', {}).get(
-            'vpd', {}).get('card_serial_number')
-            for d in driver.get_pci_devices()}
+        serials = {d.address: d.card_serial_number
+                   for d in driver.get_pci_devices()}
         self.assertEqual({nic: 'PF-SN', '0000:4b:00.2': 'PF-SN',
                           '0000:4b:00.3': 'VF', fakehost.NVME_ADDRESS: None},
                          serials)
@@ -90,7 +91,7 @@ class DiscoveryTest(_LibvirtTestCase):
         driver = libvirt_driver.LibvirtDriver(self.write_host(
             fakehost.node_xml_from_devices(devices), 'other.xml'))
         driver.init_host('cmp2')
-        addresses = [d['address'] for d in driver.get_pci_devices()]
+        addresses = [d.address for d in driver.get_pci_devices()]
         self.assertEqual(9, len(addresses))
         self.assertNotIn(GPUS[5], addresses)
 
@@ -127,7 +128,7 @@ class SpawnDestroyTest(_LibvirtTestCase):
 
     def test_spawn_two_gpus(self):
         devices = self.gpus(0, 2)
-        devices[1]['managed'] = 'false'
+        devices[1] = dataclasses.replace(devices[1], managed=False)
         self.driver.spawn(UUID1, 'vm1', 16, 65536, devices)
         domain = self.domain(UUID1)
         self.assertTrue(domain.isActive())
@@ -136,8 +137,8 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.assertEqual(16, domain.info()[3])
         self.assertEqual(65536 * 1024, domain.maxMemory())
         self.assertEqual(
-            [{'address': '0000:18:00.0', 'managed': 'true'},
-             {'address': '0000:3a:00.0', 'managed': 'false'}],
+            [pci_device.Passthrough('0000:18:00.0', managed=True),
+             pci_device.Passthrough('0000:3a:00.0', managed=False)],
             config.parse_guest_hostdevs(domain.XMLDesc(0)))
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
 
@@ -182,7 +183,7 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.assertTrue(domain.isActive())
         self.assertEqual(
             ['0000:18:00.0', '0000:3a:00.0'],
-            [h['address'] for h in config.parse_guest_hostdevs(
+            [h.address for h in config.parse_guest_hostdevs(
                 domain.XMLDesc(0))])
 
     def test_same_display_name_boots_twice(self):
@@ -262,7 +263,7 @@ class PowerActionsTest(_LibvirtTestCase):
         self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
 
     def hostdevs(self):
-        return [h['address'] for h in
+        return [h.address for h in
                 config.parse_guest_hostdevs(self.domain(UUID1).XMLDesc())]
 
     def test_power_off_keeps_the_defined_guest_and_power_on_starts_it(self):

@@ -28,14 +28,14 @@ class NodeXmlTest(test.TestCase):
 
     def test_gpus(self):
         devs = self._devices(fakehost.hgx_h200_node_xml(extra_devices=False))
-        self.assertEqual(GPUS, [d['address'] for d in devs])
+        self.assertEqual(GPUS, [d.address for d in devs])
         for index, dev in enumerate(devs):
             self.assertEqual(('10de', '2335', 'type-PCI', 'vfio-pci',
                               '030200'),
-                             (dev['vendor_id'], dev['product_id'],
-                              dev['dev_type'], dev['driver'], dev['class']))
-            self.assertEqual(0 if index < 4 else 1, dev['numa_node'])
-        self.assertEqual(8, len({d['iommu_group'] for d in devs}))
+                             (dev.vendor_id, dev.product_id,
+                              dev.dev_type, dev.driver, dev.pci_class))
+            self.assertEqual(0 if index < 4 else 1, dev.numa_node)
+        self.assertEqual(8, len({d.iommu_group for d in devs}))
 
     def test_gpu_topology_elements(self):
         root = ET.fromstring(fakehost.hgx_h200_node_xml())
@@ -52,21 +52,21 @@ class NodeXmlTest(test.TestCase):
 
     def test_extra_devices(self):
         devs = self._devices(fakehost.hgx_h200_node_xml())
-        extras = {d['address']: d for d in devs
-                  if d['address'] not in GPUS}
+        extras = {d.address: d for d in devs
+                  if d.address not in GPUS}
         self.assertEqual({'0000:4b:00.0', '0000:c1:00.0'}, set(extras))
         self.assertEqual(('15b3', '1021', 'type-PF'), (
-            extras['0000:4b:00.0']['vendor_id'],
-            extras['0000:4b:00.0']['product_id'],
-            extras['0000:4b:00.0']['dev_type']))
+            extras['0000:4b:00.0'].vendor_id,
+            extras['0000:4b:00.0'].product_id,
+            extras['0000:4b:00.0'].dev_type))
         self.assertEqual(('144d', 'a80a'), (
-            extras['0000:c1:00.0']['vendor_id'],
-            extras['0000:c1:00.0']['product_id']))
+            extras['0000:c1:00.0'].vendor_id,
+            extras['0000:c1:00.0'].product_id))
 
     def test_fewer_gpus(self):
         devs = self._devices(fakehost.hgx_h200_node_xml(
             num_gpus=3, extra_devices=False))
-        self.assertEqual(GPUS[:3], [d['address'] for d in devs])
+        self.assertEqual(GPUS[:3], [d.address for d in devs])
 
     def test_bad_gpu_count(self):
         for count in (9, -1, '8'):
@@ -78,25 +78,25 @@ class NodeXmlTest(test.TestCase):
     def test_custom_devices(self):
         devices = fakehost.hgx_h200_devices(extra_devices=False)
         del devices[2]
-        devices.append({'address': '0000:4b:00.3', 'vendor_id': '15b3',
-                        'product_id': '101e', 'dev_type': 'type-VF',
-                        'parent_addr': '0000:4b:00.0'})
+        devices.append(fakehost.NodeDevice(
+            address='0000:4b:00.3', vendor_id='15b3', product_id='101e',
+            dev_type='type-VF', parent_addr='0000:4b:00.0'))
         root = ET.fromstring(fakehost.node_xml_from_devices(
             devices, memory_mb=1024, numa_nodes=1, cores_per_socket=4,
             threads_per_core=1))
         self.assertEqual('4', root.findtext('cpu/active'))
         self.assertEqual('1048576', root.findtext('memory'))
         devs = self._devices(ET.tostring(root, encoding='unicode'))
-        self.assertNotIn(GPUS[2], [d['address'] for d in devs])
+        self.assertNotIn(GPUS[2], [d.address for d in devs])
         self.assertEqual(('type-VF', '0000:4b:00.0'),
-                         (devs[-1]['dev_type'], devs[-1]['parent_addr']))
+                         (devs[-1].dev_type, devs[-1].parent_addr))
         vf = root.findall('device')[-1]
         self.assertEqual('pci_0000_4b_00_0', vf.findtext('parent'))
 
     def test_root_bus_device(self):
-        root = ET.fromstring(fakehost.node_xml_from_devices([{
-            'address': '0000:00:1f.2', 'vendor_id': '8086',
-            'product_id': '1bf2'}]))
+        root = ET.fromstring(fakehost.node_xml_from_devices([
+            fakehost.NodeDevice(address='0000:00:1f.2', vendor_id='8086',
+                                product_id='1bf2')]))
         dev = root.find('device')
         self.assertEqual('/sys/devices/pci0000:00/0000:00:1f.2',
                          dev.findtext('path'))

@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 
 from nova import test
 from nova import exception
+from nova.pci import device as pci_device
 from nova.virt import guest_hardware
 from nova.virt.libvirt import config
 from nova.virt.libvirt import pcie
@@ -52,8 +53,7 @@ class ParseNodedevTest(test.TestCase):
                "<fields access='readwrite'><serial_number>RW1"
                "</serial_number></fields></capability>")
         dev = config.parse_pci_nodedev(_pci_xml(vpd))
-        self.assertEqual({'vpd': {'card_serial_number': 'MT2113X00000'}},
-                         dev['capabilities'])
+        self.assertEqual('MT2113X00000', dev.card_serial_number)
 
     def test_vpd_without_readonly_serial_number(self):
         for vpd in ("<capability type='vpd'><name>x</name></capability>",
@@ -63,59 +63,60 @@ class ParseNodedevTest(test.TestCase):
                     "<serial_number>RW</serial_number></fields>"
                     "</capability>", ''):
             dev = config.parse_pci_nodedev(_pci_xml(vpd))
-            self.assertNotIn('capabilities', dev, vpd)
+            self.assertIsNone(dev.card_serial_number, vpd)
 
     def test_gpu(self):
-        self.assertEqual({
-            'address': '0000:1b:00.0', 'vendor_id': '10de',
-            'product_id': '2335', 'dev_type': 'type-PCI',
-            'parent_addr': None, 'numa_node': 0,
-            'dev_id': 'pci_0000_1b_00_0', 'label': 'label_10de_2335',
-            'iommu_group': 29, 'driver': 'vfio-pci', 'class': '030200',
-        }, config.parse_pci_nodedev(GPU_XML))
+        dev = config.parse_pci_nodedev(GPU_XML)
+        self.assertEqual(pci_device.HostDevice(
+            address='0000:1b:00.0', vendor_id='10de', product_id='2335',
+            dev_type='type-PCI', parent_addr=None, numa_node=0,
+            iommu_group=29, driver='vfio-pci', pci_class='030200',
+        ), dev)
+        self.assertEqual(('pci_0000_1b_00_0', 'label_10de_2335'),
+                         (dev.dev_id, dev.label))
 
     def test_decimal_fields_become_hex_address(self):
         dev = config.parse_pci_nodedev(_pci_xml('', bus=219, slot=31,
                                                 function=7))
-        self.assertEqual('0000:db:1f.7', dev['address'])
-        self.assertEqual('pci_0000_db_1f_7', dev['dev_id'])
+        self.assertEqual('0000:db:1f.7', dev.address)
+        self.assertEqual('pci_0000_db_1f_7', dev.dev_id)
 
     def test_optional_fields_absent(self):
         dev = config.parse_pci_nodedev(_pci_xml(''))
-        self.assertIsNone(dev['numa_node'])
-        self.assertIsNone(dev['iommu_group'])
-        self.assertIsNone(dev['driver'])
-        self.assertIsNone(dev['class'])
+        self.assertIsNone(dev.numa_node)
+        self.assertIsNone(dev.iommu_group)
+        self.assertIsNone(dev.driver)
+        self.assertIsNone(dev.pci_class)
 
     def test_negative_numa_node_is_none(self):
         dev = config.parse_pci_nodedev(_pci_xml("<numa node='-1'/>"))
-        self.assertIsNone(dev['numa_node'])
+        self.assertIsNone(dev.numa_node)
 
     def test_numa_node_one(self):
         dev = config.parse_pci_nodedev(_pci_xml("<numa node='1'/>"))
-        self.assertEqual(1, dev['numa_node'])
+        self.assertEqual(1, dev.numa_node)
 
     def test_pf_with_only_max_count(self):
         dev = config.parse_pci_nodedev(_pci_xml(
             "<capability type='virt_functions' maxCount='8'/>"))
-        self.assertEqual('type-PF', dev['dev_type'])
-        self.assertIsNone(dev['parent_addr'])
+        self.assertEqual('type-PF', dev.dev_type)
+        self.assertIsNone(dev.parent_addr)
 
     def test_pf_with_vfs(self):
         dev = config.parse_pci_nodedev(_pci_xml(
             "<capability type='virt_functions' maxCount='8'>"
             "<address domain='0x0000' bus='0x1b' slot='0x00' "
             "function='0x1'/></capability>"))
-        self.assertEqual('type-PF', dev['dev_type'])
+        self.assertEqual('type-PF', dev.dev_type)
 
     def test_vf(self):
         dev = config.parse_pci_nodedev(_pci_xml(
             "<capability type='phys_function'>"
             "<address domain='0x0000' bus='0x4B' slot='0x00' "
             "function='0x0'/></capability>", function=2))
-        self.assertEqual('type-VF', dev['dev_type'])
-        self.assertEqual('0000:4b:00.0', dev['parent_addr'])
-        self.assertEqual('0000:1b:00.2', dev['address'])
+        self.assertEqual('type-VF', dev.dev_type)
+        self.assertEqual('0000:4b:00.0', dev.parent_addr)
+        self.assertEqual('0000:1b:00.2', dev.address)
 
     def test_not_pci(self):
         xml = ("<device><name>net_eth0</name><capability type='net'>"
@@ -183,9 +184,9 @@ class GuestXmlTest(test.TestCase):
 
     def test_hostdevs(self):
         root = self._build([
-            {'address': '0000:1B:00.0', 'managed': 'true'},
-            {'address': '0000:db:1f.7', 'managed': 'false'},
-            {'address': '0000:2a:00.0'},
+            pci_device.Passthrough('0000:1B:00.0', managed=True),
+            pci_device.Passthrough('0000:db:1f.7', managed=False),
+            pci_device.Passthrough('0000:2a:00.0'),
         ])
         hostdevs = root.findall('devices/hostdev')
         self.assertEqual(3, len(hostdevs))
@@ -211,8 +212,8 @@ class GuestXmlTest(test.TestCase):
             hostdevs[1].find('source/address').attrib)
 
     def test_parse_guest_hostdevs_round_trip(self):
-        devices = [{'address': '0000:18:00.0', 'managed': 'false'},
-                   {'address': '0000:9a:00.0', 'managed': 'true'}]
+        devices = [pci_device.Passthrough('0000:18:00.0', managed=False),
+                   pci_device.Passthrough('0000:9a:00.0', managed=True)]
         xml = config.build_guest_xml(self.UUID, 'vm', 1, 1, devices, 'test')
         self.assertEqual(devices, config.parse_guest_hostdevs(xml))
 
@@ -233,12 +234,14 @@ class GuestXmlTest(test.TestCase):
 
     def test_bad_address(self):
         self.assertRaises(exception.PciDeviceWrongAddressFormat,
-                          self._build, [{'address': '0000:1b:*.0'}])
+                          self._build,
+                          [pci_device.Passthrough('0000:1b:*.0')])
 
     def test_duplicate_device(self):
         exc = self.assertRaises(
             exception.Invalid, self._build,
-            [{'address': '0000:1b:00.0'}, {'address': '0000:1B:00.0'}])
+            [pci_device.Passthrough('0000:1b:00.0'),
+             pci_device.Passthrough('0000:1B:00.0')])
         self.assertIn('0000:1b:00.0', str(exc))
 
 
@@ -247,8 +250,8 @@ H200_BARS = (pcie.Bar(0, 16 << 20, False, False),
              pcie.Bar(1, 256 * GiB, True, True),
              pcie.Bar(3, 32 << 20, True, True))
 # Four GPUs on host node 0, four on node 1, one PCI request (a group).
-BOARD = [{'address': '0000:%02x:00.0' % bus, 'managed': 'true',
-          'numa_node': 0 if index < 4 else 1, 'request_id': 'r1'}
+BOARD = [pci_device.Passthrough('0000:%02x:00.0' % bus, True,
+                                0 if index < 4 else 1, 'r1')
          for index, bus in enumerate(
              (0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb))]
 
@@ -258,7 +261,7 @@ def _platform(machine='q35', firmware=None, cells=None, ports=0,
     return config.GuestPlatform(
         hardware=guest_hardware.GuestHardware(machine, firmware, cells),
         num_pcie_ports=ports,
-        bars={dev['address']: H200_BARS for dev in devices},
+        bars={dev.address: H200_BARS for dev in devices},
         node_cpus={0: tuple(range(32)), 1: tuple(range(32, 64))})
 
 
@@ -309,7 +312,7 @@ class GuestMachineTest(test.TestCase):
                                        16))]
             self.assertEqual('pcie-root-port', port.get('model'))
             expander = str(int(port.find('address').get('bus'), 16))
-            self.assertEqual(str(dev['numa_node']), expanders[expander])
+            self.assertEqual(str(dev.numa_node), expanders[expander])
 
     def test_one_cell_when_confined_without_numa_nodes(self):
         devices = BOARD[:2]
