@@ -6,6 +6,7 @@ driver) is a deployment choice.
 """
 
 import abc
+import dataclasses
 
 from nova.pci import partitions as pci_partitions
 # The power states get_power_state reports, defined with the other
@@ -14,6 +15,15 @@ from nova.states import NOSTATE  # noqa: F401
 from nova.states import RUNNING  # noqa: F401
 from nova.states import SHUTDOWN  # noqa: F401
 from nova.virt import hardware
+
+
+@dataclasses.dataclass(frozen=True)
+class RootDisk:
+    """The root disk a guest boots from: the image ``image_ref`` names,
+    in a disk of ``size_gb`` GiB (the flavor's ``disk``; 0: the image's
+    own size)."""
+    image_ref: str
+    size_gb: int = 0
 
 
 class ComputeDriver(abc.ABC):
@@ -47,13 +57,15 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
               memory_mb: int, pci_devices: list[dict],
-              numa_nodes: tuple[int, ...] = ()) -> None:
+              numa_nodes: tuple[int, ...] = (),
+              root_disk: RootDisk | None = None) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
         ``pci_devices`` are device dicts plus "managed" ("true"/"false").
         ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
-        memory are confined to (none: not confined). On failure nothing
-        of the guest stays on the hypervisor.
+        memory are confined to (none: not confined). ``root_disk``: the
+        image it boots from (None: no disk). On failure nothing of the
+        guest stays on the hypervisor.
         """
 
     @abc.abstractmethod
@@ -77,9 +89,14 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
                 memory_mb: int, pci_devices: list[dict],
-                power_on: bool, numa_nodes: tuple[int, ...] = ()) -> None:
+                power_on: bool, numa_nodes: tuple[int, ...] = (),
+                root_disk: RootDisk | None = None,
+                keep_disk: bool = False) -> None:
         """Redefine the guest with the same ``pci_devices`` and
-        ``numa_nodes`` (as for ``spawn``), started if ``power_on``."""
+        ``numa_nodes`` (as for ``spawn``), started if ``power_on``. Its
+        root disk is made again from ``root_disk``'s image, unless
+        ``keep_disk`` and the disk exists (a guest the hypervisor lost is
+        defined again on its disk)."""
 
     @abc.abstractmethod
     def get_power_state(self, instance_uuid: str) -> int:
@@ -88,6 +105,12 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def list_instance_uuids(self) -> list[str]:
         """Return the uuids of the guests nova created on the hypervisor."""
+
+    def get_console_output(self, instance_uuid: str) -> str:
+        """The end of the guest's serial console log ('' before it wrote
+        any); NotImplementedError where the driver keeps none."""
+        raise NotImplementedError(
+            'this hypervisor driver keeps no console log')
 
     def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """The NVLink partitions Fabric Manager defines, with the GPU

@@ -6,6 +6,7 @@ with one PCI ``<hostdev>`` per assigned device. ElementTree is enough for
 both; the documents are small and well-formed.
 """
 
+import dataclasses
 import uuid as uuidlib
 import xml.etree.ElementTree as ET
 
@@ -128,9 +129,11 @@ def _vpd_serial_number(cap: ET.Element) -> str | None:
     return text.strip() if text and text.strip() else None
 
 
-def domain_type_for_uri(uri: str) -> str:
-    """Return the guest domain type the hypervisor at ``uri`` accepts."""
-    return 'test' if uri.startswith('test://') else 'kvm'
+def domain_type_for_uri(uri: str, virt_type: str = 'kvm') -> str:
+    """Return the guest domain type the hypervisor at ``uri`` accepts:
+    'test' on libvirt's test driver, else ``virt_type`` ('kvm' or
+    'qemu', ``[libvirt]virt_type``)."""
+    return 'test' if uri.startswith('test://') else virt_type
 
 
 def hostdev_element(device: dict) -> ET.Element:
@@ -209,10 +212,70 @@ def _confine_to_numa_nodes(domain: ET.Element, vcpus: int, memory_mb: int,
         'memory': str(memory_mb), 'unit': 'MiB'})
 
 
+@dataclasses.dataclass(frozen=True)
+class GuestIO:
+    """A guest's root disk (a qcow2 file), serial console log file and
+    NIC's libvirt network; None where the guest has none."""
+    disk_path: str | None = None
+    console_log: str | None = None
+    network: str | None = None
+
+
+def disk_element(path: str) -> ET.Element:
+    """The virtio root disk backed by the qcow2 file ``path``, first in
+    the boot order."""
+    disk = ET.Element('disk', {'type': 'file', 'device': 'disk'})
+    ET.SubElement(disk, 'driver', {'name': 'qemu', 'type': 'qcow2'})
+    ET.SubElement(disk, 'source', {'file': path})
+    ET.SubElement(disk, 'target', {'dev': 'vda', 'bus': 'virtio'})
+    ET.SubElement(disk, 'boot', {'order': '1'})
+    return disk
+
+
+def serial_console_element(log_path: str) -> ET.Element:
+    """The first serial port (the guest's ttyS0, and libvirt's console),
+    logged by virtlogd to ``log_path``, appended across boots."""
+    serial = ET.Element('serial', {'type': 'pty'})
+    ET.SubElement(serial, 'log', {'file': log_path, 'append': 'on'})
+    ET.SubElement(serial, 'target', {'port': '0'})
+    return serial
+
+
+def interface_element(network: str) -> ET.Element:
+    """A virtio NIC on the libvirt network ``network``."""
+    interface = ET.Element('interface', {'type': 'network'})
+    ET.SubElement(interface, 'source', {'network': network})
+    ET.SubElement(interface, 'model', {'type': 'virtio'})
+    return interface
+
+
+def _add_acpi(domain: ET.Element) -> None:
+    """ACPI and the APIC, as upstream gives every x86 guest: without ACPI
+    the guest has no power button, so a soft reboot (libvirt presses it)
+    does nothing."""
+    features = domain.find('features')
+    if features is None:
+        features = ET.SubElement(domain, 'features')
+    for name in ('acpi', 'apic'):
+        if features.find(name) is None:
+            ET.SubElement(features, name)
+
+
+def _add_guest_io(devices: ET.Element, io: GuestIO) -> None:
+    """Add the disk, console and NIC ``io`` names to ``<devices>``."""
+    if io.disk_path:
+        devices.append(disk_element(io.disk_path))
+    if io.network:
+        devices.append(interface_element(io.network))
+    if io.console_log:
+        devices.append(serial_console_element(io.console_log))
+
+
 def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
                     memory_mb: int, pci_devices: list[dict],
                     domain_type: str, numa_nodes: tuple[int, ...] = (),
-                    host_cpus: tuple[int, ...] = ()) -> str:
+                    host_cpus: tuple[int, ...] = (),
+                    io: GuestIO = GuestIO()) -> str:
     """Return the domain XML of a guest with the given PCI devices.
 
     The domain uuid is the instance uuid and its name ``domain_name()``,
@@ -220,6 +283,7 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     bookkeeping; the display ``name`` is the domain's title. With
     ``numa_nodes`` the guest is confined to those host NUMA nodes, its
     vCPUs to ``host_cpus`` (see nova.pci.numa for how they are chosen).
+    ``io`` adds a root disk, a console log and a NIC.
     """
     try:
         canonical_uuid = str(uuidlib.UUID(str(instance_uuid)))
@@ -248,10 +312,12 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     ET.SubElement(domain, 'vcpu').text = str(vcpus)
     os_el = ET.SubElement(domain, 'os')
     ET.SubElement(os_el, 'type').text = 'hvm'
+    _add_acpi(domain)
     if numa_nodes:
         _confine_to_numa_nodes(domain, vcpus, memory_mb, tuple(numa_nodes),
                                tuple(host_cpus))
     devices = ET.SubElement(domain, 'devices')
+    _add_guest_io(devices, io)
     for dev in pci_devices:
         devices.append(hostdev_element(dev))
     return ET.tostring(domain, encoding='unicode')
