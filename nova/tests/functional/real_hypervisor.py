@@ -1,0 +1,47 @@
+"""Whether this machine can run the real-hypervisor tests, and the skip
+(or, where it is required, the failure) when it cannot.
+
+The real-hypervisor tests boot guests on ``qemu:///system``: they need
+``/dev/kvm`` usable by this user and a running ``libvirtd`` (with
+``virtlogd``; ``.ci/run`` starts both). Where the machine lacks them the
+tests skip, the reason shows in ``tools/test_summary.py``'s output; with
+``NOVA_REQUIRE_REAL_HYPERVISOR=1`` (``.ci/run`` sets it: the project's
+machines have ``/dev/kvm``) the skip is a failure instead.
+"""
+
+import os
+
+from nova import exception
+from nova.virt.libvirt import host as libvirt_host
+
+URI = 'qemu:///system'
+KVM_DEVICE = '/dev/kvm'
+REQUIRE_ENV = 'NOVA_REQUIRE_REAL_HYPERVISOR'
+
+
+def unavailable_reason() -> str | None:
+    """Why the real hypervisor cannot be used here, or None."""
+    if not os.path.exists(KVM_DEVICE):
+        return '%s is missing (no KVM on this machine)' % KVM_DEVICE
+    if not os.access(KVM_DEVICE, os.R_OK | os.W_OK):
+        return ('%s is not readable and writable by this user (give it to '
+                'group kvm with mode 0660, and this user to group kvm)' %
+                KVM_DEVICE)
+    try:
+        libvirt_host.Host(URI).get_connection().close()
+    except exception.HypervisorUnavailable as err:
+        return 'libvirtd does not answer: %s' % err
+    return None
+
+
+def skip_unless_real_hypervisor(testcase) -> None:
+    """Skip ``testcase`` (a running test) naming why the real hypervisor
+    is unavailable; fail it instead when ``NOVA_REQUIRE_REAL_HYPERVISOR``
+    is 1."""
+    reason = unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == '1':
+        testcase.fail('the real hypervisor is required (%s=1) but %s' % (
+            REQUIRE_ENV, reason))
+    testcase.skipTest('no real hypervisor: %s' % reason)
