@@ -8,7 +8,10 @@ only program is busybox. Its init prints ``MARKER``, one line
 ``/sys/bus/pci/devices`` and ``MARKER-END`` to the serial console
 (``console=ttyS0``), and stays up; the ACPI power button powers it off,
 so libvirt's soft reboot (a power button press turned into a reset)
-reboots it. It boots with BIOS firmware (SeaBIOS) only.
+reboots it. It boots with BIOS firmware (SeaBIOS, through SYSLINUX) and
+with UEFI (OVMF without Secure Boot: OVMF's shell runs ``startup.nsh``,
+which starts the kernel, an EFI stub, with the initramfs and command
+line).
 
 Everything comes from Debian packages: the kernel and its ACPI ``button``
 module from the ``linux-image-amd64`` package's kernel (the
@@ -64,6 +67,7 @@ while sleep 1; do
 done
 """.format(marker=MARKER)
 
+CMDLINE = 'console=ttyS0,115200 panic=-1 loglevel=4'
 SYSLINUX_CFG = """SERIAL 0 115200
 DEFAULT nova
 PROMPT 0
@@ -71,8 +75,11 @@ TIMEOUT 0
 LABEL nova
   KERNEL vmlinuz
   INITRD initrd.gz
-  APPEND console=ttyS0,115200 panic=-1 loglevel=4
-"""
+  APPEND {cmdline}
+""".format(cmdline=CMDLINE)
+# What OVMF's shell runs when no boot option works (UEFI boot).
+STARTUP_NSH = 'fs0:\\vmlinuz initrd=\\initrd.gz {cmdline}\r\n'.format(
+    cmdline=CMDLINE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +184,7 @@ def _cache_key(kernel: Kernel) -> str:
     for path in (kernel.vmlinuz, BUSYBOX) + kernel.modules:
         with open(path, 'rb') as f:
             digest.update(hashlib.sha256(f.read()).digest())
-    digest.update(INIT.encode() + SYSLINUX_CFG.encode())
+    digest.update((INIT + SYSLINUX_CFG + STARTUP_NSH).encode())
     return digest.hexdigest()[:16]
 
 
@@ -199,7 +206,8 @@ def build(cache_dir: str = DEFAULT_CACHE_DIR) -> str:
              str(IMAGE_MIB * 1024))
         files = {'vmlinuz': kernel.vmlinuz}
         for name, text in (('initrd.gz', initramfs(kernel)),
-                           ('syslinux.cfg', SYSLINUX_CFG.encode())):
+                           ('syslinux.cfg', SYSLINUX_CFG.encode()),
+                           ('startup.nsh', STARTUP_NSH.encode())):
             files[name] = os.path.join(tmp, name)
             with open(files[name], 'wb') as f:
                 f.write(text)
