@@ -176,6 +176,30 @@ class InstanceDestroyFailed(NovaException):
     msg_fmt = 'Failed to destroy instance %(uuid)s on %(uri)s: %(error)s'
 
 
+class ImageNotFound(NotFound):
+    msg_fmt = ('Image %(image_ref)r is not in %(path)s: %(reason)s')
+
+
+class ImageUnacceptable(Invalid):
+    msg_fmt = 'Image %(image_ref)r cannot be used: %(reason)s'
+
+
+class FlavorDiskSmallerThanImage(Invalid):
+    msg_fmt = ("The flavor's disk (%(flavor_gb)d GB) is smaller than the "
+               'image %(image_ref)r (%(image_bytes)d bytes); use a flavor '
+               'whose disk is at least as large, or disk 0')
+
+
+class ConsoleOutputNotSupported(NovaException):
+    msg_fmt = ('The hypervisor driver of %(host)s keeps no console log of '
+               'its guests')
+    code = 501
+
+
+class InstanceNotReady(Conflict):
+    msg_fmt = 'Instance %(instance_uuid)s is not ready: %(reason)s'
+
+
 # NVIDIA Fabric Manager ----------------------------------------------------
 
 class FabricManagerError(NovaException):

@@ -1,14 +1,28 @@
-"""Print the last stestr run as one 'N passed, N failed' line.
+"""Print the last stestr run as one 'N passed, N failed' line, then one
+line per skip reason with the number of tests it skipped.
 
 CI reads that plain line; stestr's own totals are a multi-line block.
+The skip reasons say what a run did not prove (e.g. the real-hypervisor
+tests on a machine without /dev/kvm).
 """
 
+import collections
 import io
 import subprocess
 import sys
 
 import subunit
 import testtools
+
+
+def skip_lines(skipped: list) -> list[str]:
+    """``skipped (N): reason`` per distinct reason, most tests first."""
+    reasons = collections.Counter(reason.strip() or 'no reason given'
+                                  for _case, reason in skipped)
+    return ['skipped (%d): %s' % (count, reason)
+            for reason, count in sorted(reasons.items(),
+                                        key=lambda item: (-item[1],
+                                                          item[0]))]
 
 
 def main() -> int:
@@ -26,6 +40,8 @@ def main() -> int:
     passed = summary.testsRun - failed - skipped
     print('tests: %d passed, %d failed, %d skipped' % (
         passed, failed, skipped))
+    for line in skip_lines(summary.skipped):
+        print(line)
     return 0 if failed == 0 else 1
 
 

@@ -1,7 +1,7 @@
 """Server actions (``POST /servers/{id}/action``): reboot, os-stop,
 os-start, rebuild, shelve, shelveOffload, unshelve, resize,
-confirmResize, revertResize, migrate and evacuate, with upstream Nova's
-bodies, policies, microversions and responses.
+confirmResize, revertResize, migrate, evacuate and os-getConsoleOutput,
+with upstream Nova's bodies, policies, microversions and responses.
 
 The body names one action, e.g. ``{"reboot": {"type": "HARD"}}``. The
 handler validates it, checks the policy and hands it to the compute API,
@@ -14,6 +14,8 @@ Moves are driven by the conductor's move workflow
 ``ACTIONS`` maps each body key to its handler ``handler(req, instance,
 value) -> (status, body)``; other server actions register there too.
 """
+
+import re
 
 from nova.api import servers
 from nova.api import validation
@@ -31,12 +33,13 @@ _REBOOT_SCHEMA = {
     'additionalProperties': False,
 }
 
-# This deployment has no image service: the image reference is accepted
-# unchecked and the guest is redefined on the devices it has.
+# This deployment has no image service: the image reference names a file
+# of the compute's [libvirt]local_images_path (see nova.api.servers); the
+# guest is redefined on the devices it has, its root disk made again.
 _REBUILD_SCHEMA = {
     'type': 'object',
     'properties': {
-        'imageRef': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+        'imageRef': dict(servers.IMAGE_REF_SCHEMA, minLength=1),
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
                  'pattern': r'^\S(.*\S)?$'},
         'adminPass': {'type': 'string'},
@@ -88,7 +91,7 @@ def _rebuild(req, instance: dict, value) -> tuple:
             field='rebuild/description',
             reason='description is allowed from microversion 2.19 on')
     instance = req.compute_api.rebuild(req.context, instance['uuid'],
-                                       value.get('name'))
+                                       value.get('name'), value['imageRef'])
     return 202, {'server': servers.detail_view(req, instance)}
 
 
@@ -101,6 +104,38 @@ def _unshelve(req, instance: dict, value) -> tuple:
     _check('unshelve', value, _UNSHELVE_SCHEMA)
     req.compute_api.unshelve(req.context, instance['uuid'])
     return 202, None
+
+
+# ``length``: how many lines from the end (an integer, also as a string;
+# -1 or absent: all), as upstream.
+_CONSOLE_OUTPUT_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'length': {'type': ['integer', 'string', 'null'],
+                   'pattern': '^-?[0-9]+$', 'minimum': -1},
+    },
+    'additionalProperties': False,
+}
+# Control characters other than tab and line feed are dropped from the
+# console output, as upstream does (they would garble a terminal).
+_CONSOLE_CONTROL = re.compile('[\x00-\x08\x0b-\x1f]')
+
+
+def _console_output(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.CONSOLE_OUTPUT,
+                         _target(instance))
+    _check('os-getConsoleOutput', value, _CONSOLE_OUTPUT_SCHEMA)
+    length = value.get('length')
+    if length is not None:
+        length = int(length)
+        if length < -1:
+            raise exception.APIValidationError(
+                field='os-getConsoleOutput/length',
+                reason='%d is not allowed; -1 (all) or a number of lines '
+                       'is required' % length)
+    output = req.compute_api.get_console_output(
+        req.context, instance, None if length == -1 else length)
+    return 200, {'output': _CONSOLE_CONTROL.sub('', output)}
 
 
 _RESIZE_SCHEMA = {
@@ -221,6 +256,7 @@ ACTIONS = {
     'revertResize': _revert,
     'migrate': _migrate,
     'evacuate': _evacuate,
+    'os-getConsoleOutput': _console_output,
 }
 
 

@@ -16,6 +16,7 @@ import hashlib
 
 from nova.api import validation
 from nova.compute import task_states
+from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
@@ -58,15 +59,20 @@ def status(instance: dict) -> str:
     return _STATUS.get(vm_state, 'UNKNOWN')
 
 
-# This deployment has no Glance and no Neutron: the image reference is
-# passed through unchecked, networks are accepted and not configured.
+# This deployment has no Glance and no Neutron. The image reference is the
+# name of an image file in the compute's [libvirt]local_images_path (so no
+# "/", and not "." or ".."), or "none" (or empty) for a server without a
+# disk; networks are accepted and not configured.
+IMAGE_REF_SCHEMA = {'type': 'string', 'maxLength': 255,
+                    'pattern': r'^(?!\.\.?$)[^/]*$'}
+
 _CREATE_SCHEMA = {
     'type': 'object',
     'properties': {
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
                  'pattern': r'^\S(.*\S)?$'},
         'flavorRef': {'type': ['string', 'integer'], 'minLength': 1},
-        'imageRef': {'type': 'string', 'maxLength': 255},
+        'imageRef': IMAGE_REF_SCHEMA,
         'metadata': {
             'type': 'object',
             'propertyNames': {'minLength': 1, 'maxLength': 255},
@@ -89,6 +95,17 @@ def _links(req, uuid: str) -> list[dict]:
     return [{'rel': 'self', 'href': req.link('servers', uuid)},
             {'rel': 'bookmark',
              'href': req.link('servers', uuid, versioned=False)}]
+
+
+def _image_view(req, instance: dict) -> dict | str:
+    """The server's image as upstream shows it: id and link, or '' for a
+    server without one."""
+    image_ref = instance.get('image_ref') or ''
+    if image_ref in ('', compute_utils.NO_IMAGE):
+        return ''
+    return {'id': image_ref, 'links': [{
+        'rel': 'bookmark',
+        'href': req.link('images', image_ref, versioned=False)}]}
 
 
 def _flavor_view(req, instance: dict) -> dict:
@@ -149,7 +166,7 @@ def detail_view(req, instance: dict) -> dict:
         'user_id': instance.get('user_id'),
         'metadata': {},
         'hostId': _host_id(instance),
-        'image': '',
+        'image': _image_view(req, instance),
         'flavor': _flavor_view(req, instance),
         'created': instance.get('created_at'),
         'updated': instance.get('updated_at') or instance.get('created_at'),

@@ -109,8 +109,10 @@ class API:
         flavor, PciRequestAliasNotDefined / PciInvalidFlavorRequest /
         InvalidPCINUMAAffinity for a bad ``pci_passthrough:alias`` and
         FlavorExtraSpecInvalid for other bad extra specs. ``image_ref``
-        and ``metadata`` are accepted but not stored: this deployment has
-        no image service and the instance record has no metadata.
+        is stored: the compute looks it up as a local image file (see
+        ``[libvirt]local_images_path``; ``none`` or empty: no image).
+        ``metadata`` is accepted but not stored: the instance record has
+        none.
         """
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
         pci_requests = pci_request.get_pci_requests_from_flavor(
@@ -129,10 +131,11 @@ class API:
             'task_state': task_states.SCHEDULING,
             'power_state': virt_driver.NOSTATE,
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
+            'image_ref': image_ref,
         })
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
-        LOG.info('Instance %s (%s) created with flavor %s; image %r and '
+        LOG.info('Instance %s (%s) created with flavor %s and image %r; '
                  '%d metadata item(s) are not stored', instance['uuid'],
                  name, flavor['flavorid'], image_ref, len(metadata or {}))
         try:
@@ -481,20 +484,39 @@ class API:
                                 [vm_states.STOPPED])
         self.compute_rpcapi.start_instance(context, instance['host'], uuid)
 
-    def rebuild(self, context, uuid: str, name: str | None = None) -> dict:
-        """Rebuild an ACTIVE or SHUTOFF server on its devices, renamed to
-        ``name`` if given; return it.
+    def rebuild(self, context, uuid: str, name: str | None = None,
+                image_ref: str | None = None) -> dict:
+        """Rebuild an ACTIVE or SHUTOFF server on its devices from
+        ``image_ref`` (its root disk made again), renamed to ``name`` if
+        given; return it.
 
-        The name is written with the task state, before the compute is
-        told: the guest it redefines carries the new name.
+        Name and image are written with the task state, before the
+        compute is told: the guest it redefines carries them.
         """
+        values = {}
+        if name is not None:
+            values['display_name'] = name
+        if image_ref is not None:
+            values['image_ref'] = image_ref
         instance = self._accept(context, uuid, instance_actions.REBUILD,
                                 task_states.REBUILDING,
                                 [vm_states.ACTIVE, vm_states.STOPPED],
-                                values=None if name is None else
-                                {'display_name': name})
+                                values=values)
         self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
         return instance
+
+    def get_console_output(self, context, instance: dict,
+                           tail_length: int | None) -> str:
+        """The server's console log (its last ``tail_length`` lines), read
+        by its compute; InstanceNotReady (409) while it is on no host
+        (being scheduled, shelved offloaded), as upstream."""
+        if not instance.get('host'):
+            raise exception.InstanceNotReady(
+                instance_uuid=instance['uuid'],
+                reason='it is %s and on no compute host' %
+                       instance.get('vm_state'))
+        return self.compute_rpcapi.get_console_output(
+            context, instance['host'], instance['uuid'], tail_length)
 
     def shelve(self, context, uuid: str) -> None:
         """Shelve an ACTIVE or SHUTOFF server."""

@@ -376,7 +376,8 @@ class ComputeManager(manager.Manager):
                 flavor['vcpus'], flavor['memory_mb'],
                 _guest_devices(devices),
                 self._guest_numa_nodes(pci_requests, devices, flavor),
-                extra_specs=flavor.get('extra_specs'))
+                extra_specs=flavor.get('extra_specs'),
+                root_disk=compute_utils.root_disk(instance))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -449,6 +450,20 @@ class ComputeManager(manager.Manager):
                                            instance_uuid, self.host)
         self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
+
+    @oslo_messaging.expected_exceptions(exception.ConsoleOutputNotSupported)
+    def get_console_output(self, context, instance_uuid: str,
+                           tail_length: int | None = None) -> str:
+        """The guest's console log, its last ``tail_length`` lines if
+        given (as upstream: whole lines from the end)."""
+        try:
+            output = self.driver.get_console_output(instance_uuid)
+        except NotImplementedError:
+            raise exception.ConsoleOutputNotSupported(host=self.host)
+        if tail_length is None:
+            return output
+        lines = output.splitlines(keepends=True)
+        return ''.join(lines[-tail_length:]) if tail_length > 0 else ''
 
     # Server actions ---------------------------------------------------------
     #
@@ -549,7 +564,7 @@ class ComputeManager(manager.Manager):
         LOG.warning('Instance %s has no guest on %s; defining it again on '
                     'the devices it holds', instance['uuid'], self.host)
         self._rebuild(dict(instance, vm_state=vm_states.ACTIVE if power_on
-                           else vm_states.STOPPED))
+                           else vm_states.STOPPED), keep_disk=True)
         return True
 
     def stop_instance(self, context, instance_uuid: str) -> None:
@@ -570,12 +585,13 @@ class ComputeManager(manager.Manager):
                   'compute_start_instance', work)
 
     def rebuild_instance(self, context, instance_uuid: str) -> None:
-        """Redefine the guest with the same devices; a stopped server
-        stays stopped (as upstream)."""
+        """Redefine the guest with the same devices and a root disk made
+        again from its image; a stopped server stays stopped (as
+        upstream)."""
         self._act(context, instance_uuid, task_states.REBUILDING,
                   'compute_rebuild_instance', self._rebuild)
 
-    def _rebuild(self, instance: dict) -> dict:
+    def _rebuild(self, instance: dict, keep_disk: bool = False) -> dict:
         stopped = instance['vm_state'] == vm_states.STOPPED
         flavor = instance['flavor']
         devices = self._held_devices(instance['uuid'])
@@ -586,7 +602,9 @@ class ComputeManager(manager.Manager):
             numa_nodes=self._guest_numa_nodes(
                 pci_request.requests_from_primitive(
                     instance.get('pci_requests')), devices, flavor),
-            extra_specs=flavor.get('extra_specs'))
+            extra_specs=flavor.get('extra_specs'),
+            root_disk=compute_utils.root_disk(instance),
+            keep_disk=keep_disk)
         return (compute_utils.SETTLED_STOPPED if stopped
                 else compute_utils.SETTLED_ACTIVE)
 
@@ -665,23 +683,26 @@ class ComputeManager(manager.Manager):
     # device claims (the migration's old requests) from the destination's
     # (its new ones) when both ends are this host.
 
-    def _spawn_claimed(self, instance_uuid: str, name: str | None,
-                       flavor: dict, pci_requests: list | None
+    def _spawn_claimed(self, instance: dict, flavor: dict,
+                       pci_requests: list | None
                        ) -> list[pci_device.TrackedDevice]:
         """Start the guest with the devices claimed here for
         ``pci_requests`` (one side of a move), confined to their NUMA
-        nodes as at a boot; returns the devices."""
+        nodes as at a boot, on a root disk made from its image (a move
+        copies no disk); returns the devices."""
+        instance_uuid = instance['uuid']
         request_ids = _request_ids(pci_requests)
         devices = [dev for dev in self.rt.pci_tracker.pci_devs
                    if dev.instance_uuid == instance_uuid and
                    dev.request_id in request_ids]
         self.driver.spawn(
-            instance_uuid, name, flavor['vcpus'], flavor['memory_mb'],
-            _guest_devices(devices),
+            instance_uuid, instance['display_name'], flavor['vcpus'],
+            flavor['memory_mb'], _guest_devices(devices),
             self._guest_numa_nodes(
                 pci_request.requests_from_primitive(pci_requests), devices,
                 flavor),
-            extra_specs=flavor.get('extra_specs'))
+            extra_specs=flavor.get('extra_specs'),
+            root_disk=compute_utils.root_disk(instance, flavor))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -732,8 +753,9 @@ class ComputeManager(manager.Manager):
                                     states.MIGRATION_PRE_MIGRATING))
             db.instance_update(context, instance_uuid,
                                {'task_state': task_states.RESIZE_MIGRATING})
-            # The guest has no local disks to copy: stopping it is the
-            # whole source side. Its domain goes (a guest of the same
+            # No disk is copied (the destination makes the root disk
+            # again from the image): stopping the guest is the whole
+            # source side. Its domain and files go (a guest of the same
             # UUID is defined on the destination, possibly this host).
             self.driver.destroy(instance_uuid)
             db.migration_update(context, migration_uuid,
@@ -763,8 +785,7 @@ class ComputeManager(manager.Manager):
             stopped = instance['vm_state'] == vm_states.STOPPED
             try:
                 devices = self._spawn_claimed(
-                    instance_uuid, instance['display_name'], flavor,
-                    migration['new_pci_requests'])
+                    instance, flavor, migration['new_pci_requests'])
                 if stopped:
                     self.driver.power_off(instance_uuid)
             except Exception as exc:
@@ -842,8 +863,7 @@ class ComputeManager(manager.Manager):
                 instance['power_state'] == virt_driver.SHUTDOWN)
             self.driver.destroy(instance_uuid)
             devices = self._spawn_claimed(
-                instance_uuid, instance['display_name'], flavor,
-                migration['old_pci_requests'])
+                instance, flavor, migration['old_pci_requests'])
             if stopped:
                 self.driver.power_off(instance_uuid)
             # A revert is over once the guest runs here again (a rolled

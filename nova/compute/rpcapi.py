@@ -13,6 +13,8 @@ the version that introduced it, see nova.rpc):
   per-PCI-request providers as ``pci_providers`` (``mappings`` before,
   which the manager still accepts); under an ``[upgrade_levels]compute``
   cap below 1.3 they are sent in their older form.
+* 1.4: get_console_output; under a cap below 1.4 it is refused (409,
+  RPCVersionCapped) as no older compute can answer it.
 """
 
 from oslo_config import cfg
@@ -21,11 +23,12 @@ import nova.conf
 from nova import rpc
 
 TOPIC = 'compute'
-VERSION = '1.3'
+VERSION = '1.4'
 _ACTIONS = '1.1'
 _MOVES = '1.2'
 # The version that names the scheduler's PCI providers ``pci_providers``.
 _PCI_PROVIDERS = '1.3'
+_CONSOLE = '1.4'
 # The services row of a compute (liveness) is under this binary name.
 BINARY = 'nova-compute'
 # A build may wait for devices to be bound, the guest to start and the
@@ -79,6 +82,16 @@ class ComputeAPI:
                                     server=host)
         cctxt.call(context, 'terminate_instance',
                    instance_uuid=instance_uuid)
+
+    def get_console_output(self, context, host: str, instance_uuid: str,
+                           tail_length: int | None) -> str:
+        """The last ``tail_length`` lines (None: all) of the console log
+        of the instance's guest on ``host``."""
+        cctxt = self.client.prepare('get_console_output', _CONSOLE,
+                                    server=host)
+        return cctxt.call(context, 'get_console_output',
+                          instance_uuid=instance_uuid,
+                          tail_length=tail_length)
 
     # Server actions: casts, as upstream; the compute clears the task state
     # nova-api set when it is done.

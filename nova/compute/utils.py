@@ -13,6 +13,21 @@ SETTLED_ACTIVE = {'vm_state': vm_states.ACTIVE,
 SETTLED_STOPPED = {'vm_state': vm_states.STOPPED,
                    'power_state': virt_driver.SHUTDOWN}
 
+# The image reference of a server without an image (``--image none``).
+NO_IMAGE = 'none'
+
+
+def root_disk(instance: dict,
+              flavor: dict | None = None) -> virt_driver.RootDisk | None:
+    """The root disk of ``instance`` with ``flavor`` (default: its own):
+    its image in a disk of the flavor's ``root_gb``; None without an
+    image."""
+    image_ref = instance.get('image_ref') or ''
+    if image_ref in ('', NO_IMAGE):
+        return None
+    flavor = flavor if flavor is not None else instance['flavor']
+    return virt_driver.RootDisk(image_ref, int(flavor.get('root_gb') or 0))
+
 
 def free_and_destroy(context, reportclient, instance_uuid: str,
                      host: str | None) -> None:

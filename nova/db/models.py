@@ -212,6 +212,8 @@ class Instance(Base):
     fault_message: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     fault_details: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     pci_requests: orm.Mapped[list | None] = orm.mapped_column(JSONEncoded)
+    # The image the server boots from (see nova.compute.utils.root_disk).
+    image_ref: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

@@ -40,6 +40,7 @@ SERVERS_REBUILD = 'os_compute_api:servers:rebuild'
 SHELVE = 'os_compute_api:os-shelve:shelve'
 SHELVE_OFFLOAD = 'os_compute_api:os-shelve:shelve_offload'
 UNSHELVE = 'os_compute_api:os-shelve:unshelve'
+CONSOLE_OUTPUT = 'os_compute_api:os-console-output'
 INSTANCE_ACTIONS_LIST = 'os_compute_api:os-instance-actions:list'
 INSTANCE_ACTIONS_SHOW = 'os_compute_api:os-instance-actions:show'
 INSTANCE_ACTIONS_EVENTS = 'os_compute_api:os-instance-actions:events'
@@ -141,6 +142,8 @@ def list_rules() -> list[policy.RuleDefault]:
               [('POST', action)]),
         _rule(UNSHELVE, PROJECT_MEMBER_OR_ADMIN,
               'Unshelve a shelved server.', [('POST', action)]),
+        _rule(CONSOLE_OUTPUT, PROJECT_MEMBER_OR_ADMIN,
+              "Show a server's console output.", [('POST', action)]),
         _rule(INSTANCE_ACTIONS_LIST, PROJECT_READER_OR_ADMIN,
               'List the actions of a server.',
               [('GET', '/servers/{server_id}/os-instance-actions')]),

@@ -6,6 +6,7 @@ driver) is a deployment choice.
 """
 
 import abc
+import dataclasses
 
 from nova.pci import device as pci_device
 from nova.pci import partitions as pci_partitions
@@ -15,6 +16,15 @@ from nova.states import NOSTATE  # noqa: F401
 from nova.states import RUNNING  # noqa: F401
 from nova.states import SHUTDOWN  # noqa: F401
 from nova.virt import hardware
+
+
+@dataclasses.dataclass(frozen=True)
+class RootDisk:
+    """The root disk a guest boots from: the image ``image_ref`` names,
+    in a disk of ``size_gb`` GiB (the flavor's ``disk``; 0: the image's
+    own size)."""
+    image_ref: str
+    size_gb: int = 0
 
 
 class ComputeDriver(abc.ABC):
@@ -49,7 +59,8 @@ class ComputeDriver(abc.ABC):
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
               memory_mb: int, pci_devices: list[pci_device.Passthrough],
               numa_nodes: tuple[int, ...] = (),
-              extra_specs: dict | None = None) -> None:
+              extra_specs: dict | None = None,
+              root_disk: RootDisk | None = None) -> None:
         """Create and start a guest with ``pci_devices`` passed through.
 
         ``pci_devices`` are the devices to pass through.
@@ -57,9 +68,10 @@ class ComputeDriver(abc.ABC):
         memory are confined to (none: not confined); with several, guest
         NUMA cell i is on ``numa_nodes[i % len(numa_nodes)]``.
         ``extra_specs`` are the flavor's (machine type, firmware, NUMA
-        cells: see nova.virt.guest_hardware). GuestHardwareUnsupported
-        when the guest could not work on any host; on failure nothing of
-        the guest stays on the hypervisor.
+        cells: see nova.virt.guest_hardware). ``root_disk``: the image it
+        boots from (None: no disk). GuestHardwareUnsupported when the
+        guest could not work on any host; on failure nothing of the guest
+        stays on the hypervisor.
         """
 
     @abc.abstractmethod
@@ -84,10 +96,14 @@ class ComputeDriver(abc.ABC):
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
                 memory_mb: int, pci_devices: list[pci_device.Passthrough],
                 power_on: bool, numa_nodes: tuple[int, ...] = (),
-                extra_specs: dict | None = None) -> None:
+                extra_specs: dict | None = None,
+                root_disk: RootDisk | None = None,
+                keep_disk: bool = False) -> None:
         """Redefine the guest with the same ``pci_devices``,
         ``numa_nodes`` and ``extra_specs`` (as for ``spawn``), started if
-        ``power_on``."""
+        ``power_on``. Its root disk is made again from ``root_disk``'s
+        image, unless ``keep_disk`` and the disk exists (a guest the
+        hypervisor lost is defined again on its disk)."""
 
     @abc.abstractmethod
     def get_power_state(self, instance_uuid: str) -> int:
@@ -96,6 +112,12 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     def list_instance_uuids(self) -> list[str]:
         """Return the uuids of the guests nova created on the hypervisor."""
+
+    def get_console_output(self, instance_uuid: str) -> str:
+        """The end of the guest's serial console log ('' before it wrote
+        any); NotImplementedError where the driver keeps none."""
+        raise NotImplementedError(
+            'this hypervisor driver keeps no console log')
 
     def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """The NVLink partitions Fabric Manager defines, with the GPU

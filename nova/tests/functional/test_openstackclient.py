@@ -96,6 +96,24 @@ class TestOpenStackClient(boot.BootTestBase):
         self.assertIn('conductor_unshelve_instance',
                       [e['event'] for e in detail['events']])
 
+    def test_console_log_show(self):
+        self.osc('flavor', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '0', 'tiny')
+        server = self.osc_json('server', 'create', '--flavor', 'tiny',
+                               '--image', 'none', '--wait', 'vm1')
+        host = self.api('GET', '/servers/%s' % server['id'])['server'][
+            'OS-EXT-SRV-ATTR:host']
+        # libvirt's test driver runs no guest: write what virtlogd would.
+        drv = self.allinone.computes[host].driver
+        log = os.path.join(drv.instances_path, server['id'], 'console.log')
+        with open(log, 'w') as f:
+            f.write('booting\nlogin:\n')
+        shown = self.osc('console', 'log', 'show', '--lines', '1',
+                         server['id']).stdout
+        self.assertEqual('login:', shown.strip())
+        self.assertIn('booting', self.osc('console', 'log', 'show',
+                                          server['id']).stdout)
+
     def wait_osc_status(self, server_id, status):
         deadline = time.monotonic() + boot.TIMEOUT
         server = self.osc_json('server', 'show', server_id)

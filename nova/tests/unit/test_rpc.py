@@ -184,6 +184,16 @@ class TestVersionCap(test.TestCase):
             'raise or unset the cap once every nova-compute serves 1.2.',
             str(error))
 
+    def test_console_output_needs_1_4(self):
+        self.conf.set_override('compute', '1.3', group='upgrade_levels')
+        api = compute_rpcapi.ComputeAPI(self.conf)
+        error = self.assertRaises(
+            exception.RPCVersionCapped, api.get_console_output,
+            self.context, 'host1', 'instance-1', 10)
+        self.assertIn('get_console_output needs nova-compute RPC API 1.4',
+                      str(error))
+        self.assertEqual(409, error.code)
+
     def test_cap_of_another_major_version_refuses_everything(self):
         self.conf.set_override('scheduler', '2.0', group='upgrade_levels')
         api = scheduler_rpcapi.SchedulerAPI(self.conf)

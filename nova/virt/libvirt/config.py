@@ -121,9 +121,11 @@ def _vpd_serial_number(cap: ET.Element) -> str | None:
     return text.strip() if text and text.strip() else None
 
 
-def domain_type_for_uri(uri: str) -> str:
-    """Return the guest domain type the hypervisor at ``uri`` accepts."""
-    return 'test' if uri.startswith('test://') else 'kvm'
+def domain_type_for_uri(uri: str, virt_type: str = 'kvm') -> str:
+    """Return the guest domain type the hypervisor at ``uri`` accepts:
+    'test' on libvirt's test driver, else ``virt_type`` ('kvm' or
+    'qemu', ``[libvirt]virt_type``)."""
+    return 'test' if uri.startswith('test://') else virt_type
 
 
 def hostdev_element(device: pci_device.Passthrough) -> ET.Element:
@@ -264,7 +266,9 @@ def _add_machine(domain: ET.Element, platform: GuestPlatform,
     PCIe/UEFI guest needs. UEFI is libvirt's firmware autoselection
     (``firmware='efi'``), which picks OVMF from the QEMU firmware
     descriptors; Secure Boot is not asked for (it needs SMM and enrolled
-    keys)."""
+    keys). ACPI and the APIC as upstream gives every x86 guest: without
+    ACPI the guest has no power button, so a soft reboot (libvirt presses
+    it) does nothing."""
     os_el = domain.find('os')
     type_el = os_el.find('type')
     type_el.set('arch', platform.arch)
@@ -293,12 +297,60 @@ def _add_cpu(domain: ET.Element, has_devices: bool) -> ET.Element:
     return cpu
 
 
+@dataclasses.dataclass(frozen=True)
+class GuestIO:
+    """A guest's root disk (a qcow2 file), serial console log file and
+    NIC's libvirt network; None where the guest has none."""
+    disk_path: str | None = None
+    console_log: str | None = None
+    network: str | None = None
+
+
+def disk_element(path: str) -> ET.Element:
+    """The virtio root disk backed by the qcow2 file ``path``, first in
+    the boot order."""
+    disk = ET.Element('disk', {'type': 'file', 'device': 'disk'})
+    ET.SubElement(disk, 'driver', {'name': 'qemu', 'type': 'qcow2'})
+    ET.SubElement(disk, 'source', {'file': path})
+    ET.SubElement(disk, 'target', {'dev': 'vda', 'bus': 'virtio'})
+    ET.SubElement(disk, 'boot', {'order': '1'})
+    return disk
+
+
+def serial_console_element(log_path: str) -> ET.Element:
+    """The first serial port (the guest's ttyS0, and libvirt's console),
+    logged by virtlogd to ``log_path``, appended across boots."""
+    serial = ET.Element('serial', {'type': 'pty'})
+    ET.SubElement(serial, 'log', {'file': log_path, 'append': 'on'})
+    ET.SubElement(serial, 'target', {'port': '0'})
+    return serial
+
+
+def interface_element(network: str) -> ET.Element:
+    """A virtio NIC on the libvirt network ``network``."""
+    interface = ET.Element('interface', {'type': 'network'})
+    ET.SubElement(interface, 'source', {'network': network})
+    ET.SubElement(interface, 'model', {'type': 'virtio'})
+    return interface
+
+
+def _add_guest_io(devices: ET.Element, io: GuestIO) -> None:
+    """Add the disk, console and NIC ``io`` names to ``<devices>``."""
+    if io.disk_path:
+        devices.append(disk_element(io.disk_path))
+    if io.network:
+        devices.append(interface_element(io.network))
+    if io.console_log:
+        devices.append(serial_console_element(io.console_log))
+
+
 def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
                     memory_mb: int,
                     pci_devices: list[pci_device.Passthrough],
                     domain_type: str, numa_nodes: tuple[int, ...] = (),
                     host_cpus: tuple[int, ...] = (),
-                    platform: GuestPlatform | None = None) -> str:
+                    platform: GuestPlatform | None = None,
+                    io: GuestIO = GuestIO()) -> str:
     """Return the domain XML of a guest with the given PCI devices.
 
     The domain uuid is the instance uuid and its name ``domain_name()``,
@@ -308,7 +360,8 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     vCPUs to ``host_cpus`` (see nova.pci.numa for how they are chosen).
     ``platform`` gives machine type, firmware, NUMA cell count and the
     PCIe layout's inputs (default: q35); a guest whose devices could not
-    work on it raises GuestHardwareUnsupported saying why.
+    work on it raises GuestHardwareUnsupported saying why. ``io`` adds a
+    root disk, a console log and a NIC.
     """
     platform = platform or GuestPlatform()
     try:
@@ -353,6 +406,7 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     if not len(cpu):
         domain.remove(cpu)
     devices = ET.SubElement(domain, 'devices')
+    _add_guest_io(devices, io)
     hostdevs = []
     for dev in pci_devices:
         hostdev = hostdev_element(dev)

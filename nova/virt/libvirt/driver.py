@@ -1,8 +1,12 @@
 """Compute driver that runs guests through libvirt.
 
 Guests are plain domains whose uuid is the instance uuid and whose name is
-``instance-<uuid>`` (the display name is the title); the only devices nova
-adds are the PCI ``<hostdev>`` entries of the assigned devices.
+``instance-<uuid>`` (the display name is the title). Their devices are the
+PCI ``<hostdev>`` entries of the assigned devices and, with an
+``instances_path``, a serial console logged to
+``<instances_path>/<uuid>/console.log``, a root disk (a qcow2 overlay of a
+local image, see ``imagebackend``) when the server has an image, and a NIC
+when ``[libvirt]guest_network`` names a network.
 """
 
 import dataclasses
@@ -22,7 +26,9 @@ from nova.virt import driver
 from nova.virt import guest_hardware
 from nova.virt import hardware
 from nova.virt.libvirt import config
+from nova.virt.libvirt import guest_files
 from nova.virt.libvirt import host as libvirt_host
+from nova.virt.libvirt import imagebackend
 from nova.virt.libvirt import nvlink as nvlink_partitions
 from nova.virt.libvirt import pcie
 
@@ -87,18 +93,26 @@ class LibvirtDriver(driver.ComputeDriver):
     declared groups can be checked against the board's partitions.
     ``guest_options`` shape the guests' machines; ``bar_reader`` gives
     the BARs of a host device (default: sysfs), which size a guest's
-    64-bit MMIO window.
+    64-bit MMIO window. ``virt_type`` is the domain type on a
+    ``qemu://`` hypervisor, ``images_path`` the directory of local images
+    (empty: none), ``network`` the libvirt network of the guests' NIC
+    (empty: no NIC).
     """
 
     def __init__(self, uri: str, instances_path: str | None = None,
                  nvlink: nvlink_partitions.NVLinkPartitions | None = None,
                  module_reader: nvlink_partitions.ModuleMapReader | None
                  = None, guest_options: GuestOptions | None = None,
-                 bar_reader: pcie.BarReader | None = None) -> None:
+                 bar_reader: pcie.BarReader | None = None,
+                 virt_type: str = 'kvm', images_path: str = '',
+                 network: str = '') -> None:
         self.host = libvirt_host.Host(uri)
         self.guest_options = guest_options or GuestOptions()
         self.bar_reader = bar_reader or pcie.sysfs_bar_reader()
         self.instances_path = instances_path
+        self.domain_type = config.domain_type_for_uri(uri, virt_type)
+        self.images_path = images_path
+        self.network = network
         self.nvlink = nvlink
         self.module_reader = module_reader
         # GPU module IDs module_reader found at start (address -> ID).
@@ -124,7 +138,9 @@ class LibvirtDriver(driver.ComputeDriver):
         when given, replace ``[libvirt]fmpm_path`` and
         ``nvidia_smi_path`` (nova-all's generated hosts with their own
         fake Fabric Manager); ``bar_reader`` replaces sysfs as the source
-        of device BARs (nova-all's generated hosts).
+        of device BARs (nova-all's generated hosts). ``[libvirt]
+        virt_type``, ``local_images_path`` and ``guest_network`` shape the
+        guests' hypervisor, root disk and NIC.
         """
         return cls(uri or conf.libvirt.connection_uri or DEFAULT_URI,
                    conf.instances_path,
@@ -134,7 +150,10 @@ class LibvirtDriver(driver.ComputeDriver):
                    module_reader=nvlink_partitions.module_reader_from_config(
                        conf),
                    guest_options=GuestOptions.from_config(conf),
-                   bar_reader=bar_reader)
+                   bar_reader=bar_reader,
+                   virt_type=conf.libvirt.virt_type,
+                   images_path=conf.libvirt.local_images_path,
+                   network=conf.libvirt.guest_network)
 
     @property
     def uri(self) -> str:
@@ -236,23 +255,32 @@ class LibvirtDriver(driver.ComputeDriver):
     def spawn(self, instance_uuid: str, name: str, vcpus: int,
               memory_mb: int, pci_devices: list[pci_device.Passthrough],
               numa_nodes: tuple[int, ...] = (),
-              extra_specs: dict | None = None) -> None:
-        """Define and start the guest; undefine it again on any failure.
-        With ``numa_nodes`` its vCPUs and memory stay on those nodes;
-        ``extra_specs`` (the flavor's) choose its machine (see
-        nova.virt.guest_hardware)."""
+              extra_specs: dict | None = None,
+              root_disk: driver.RootDisk | None = None) -> None:
+        """Define and start the guest; undefine it again (and remove its
+        files) on any failure. With ``numa_nodes`` its vCPUs and memory
+        stay on those nodes; ``extra_specs`` (the flavor's) choose its
+        machine (see nova.virt.guest_hardware); with ``root_disk`` it
+        boots from an overlay of that image."""
         instance_uuid = _canonical_uuid(instance_uuid)
-        xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
-                              pci_devices, numa_nodes, extra_specs)
+        # GuestHardwareUnsupported before anything is made.
+        guest_platform = self._platform(pci_devices, extra_specs, numa_nodes)
         conn = self.host.get_connection()
         with self._define_lock:
             if self.host.lookup_domain(instance_uuid) is not None:
                 raise exception.InstanceExists(uuid=instance_uuid)
             try:
+                io = self._prepare_files(instance_uuid, root_disk)
+                xml = self._guest_xml(instance_uuid, name, vcpus,
+                                      memory_mb, pci_devices, numa_nodes,
+                                      guest_platform, io)
                 domain = conn.defineXML(xml)
-            except libvirt.libvirtError as err:
-                raise exception.InstanceSpawnFailed(
-                    uuid=instance_uuid, uri=self.uri, error=err)
+            except BaseException as err:
+                self._remove_files(instance_uuid)
+                if isinstance(err, libvirt.libvirtError):
+                    raise exception.InstanceSpawnFailed(
+                        uuid=instance_uuid, uri=self.uri, error=err)
+                raise
         try:
             # The partition is live before the guest starts: a guest never
             # runs on GPUs whose partition is not active.
@@ -262,6 +290,7 @@ class LibvirtDriver(driver.ComputeDriver):
             domain.create()
         except BaseException as err:
             self._remove_failed_domain(domain, instance_uuid)
+            self._remove_files(instance_uuid)
             self._release_partition(instance_uuid)
             if isinstance(err, libvirt.libvirtError):
                 raise exception.InstanceSpawnFailed(
@@ -346,16 +375,20 @@ class LibvirtDriver(driver.ComputeDriver):
     def rebuild(self, instance_uuid: str, name: str, vcpus: int,
                 memory_mb: int, pci_devices: list[pci_device.Passthrough],
                 power_on: bool, numa_nodes: tuple[int, ...] = (),
-                extra_specs: dict | None = None) -> None:
+                extra_specs: dict | None = None,
+                root_disk: driver.RootDisk | None = None,
+                keep_disk: bool = False) -> None:
         """Redefine the guest from scratch with the same devices (and NUMA
         confinement), and start it if ``power_on``. The partition stays
         the instance's throughout, and is made active if it is not (a
         guest defined again after the hypervisor lost it, started or
         not, holds its partition as any defined guest does); a missing
-        domain (a rebuild cut short, a host restart) is defined."""
+        domain (a rebuild cut short, a host restart) is defined. The
+        root disk is a new overlay of ``root_disk``'s image, unless
+        ``keep_disk`` and the disk is there; the console log is kept."""
         instance_uuid = _canonical_uuid(instance_uuid)
-        xml = self._guest_xml(instance_uuid, name, vcpus, memory_mb,
-                              pci_devices, numa_nodes, extra_specs)
+        # GuestHardwareUnsupported before the old guest is touched.
+        guest_platform = self._platform(pci_devices, extra_specs, numa_nodes)
         conn = self.host.get_connection()
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
@@ -367,7 +400,11 @@ class LibvirtDriver(driver.ComputeDriver):
                     if old.isActive():
                         old.destroy()
                     old.undefine()
-                domain = conn.defineXML(xml)
+                io = self._prepare_files(instance_uuid, root_disk,
+                                         keep_disk=keep_disk)
+                domain = conn.defineXML(self._guest_xml(
+                    instance_uuid, name, vcpus, memory_mb, pci_devices,
+                    numa_nodes, guest_platform, io))
             if power_on:
                 self._start(domain, instance_uuid)
         except libvirt.libvirtError as err:
@@ -387,25 +424,27 @@ class LibvirtDriver(driver.ComputeDriver):
     def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
                    memory_mb: int, pci_devices: list[pci_device.Passthrough],
                    numa_nodes: tuple[int, ...],
-                   extra_specs: dict | None) -> str:
-        """The domain XML of a guest (spawned or rebuilt), confined to
-        ``numa_nodes`` and their host CPUs when given;
-        GuestHardwareUnsupported when its devices could not work."""
-        topology = self.host.get_numa_topology() if numa_nodes else None
-        host_cpus = topology.cpus_of(tuple(numa_nodes)) if topology else ()
-        node_cpus = {node: topology.cpus_of((node,))
-                     for node in numa_nodes} if topology else {}
+                   guest_platform: config.GuestPlatform,
+                   io: config.GuestIO) -> str:
+        """The domain XML of a guest (spawned or rebuilt) on
+        ``guest_platform`` with ``io``, confined to ``numa_nodes`` and
+        their host CPUs when given."""
+        host_cpus = self.host.get_numa_topology().cpus_of(
+            tuple(numa_nodes)) if numa_nodes else ()
         return config.build_guest_xml(
             instance_uuid, name, vcpus, memory_mb, pci_devices,
-            config.domain_type_for_uri(self.uri), tuple(numa_nodes),
-            host_cpus, self._platform(pci_devices, extra_specs, node_cpus))
+            self.domain_type, tuple(numa_nodes), host_cpus, guest_platform,
+            io=io)
 
     def _platform(self, pci_devices: list[pci_device.Passthrough],
                   extra_specs: dict | None,
-                  node_cpus: dict[int, tuple[int, ...]]
-                  ) -> config.GuestPlatform:
+                  numa_nodes: tuple[int, ...]) -> config.GuestPlatform:
         """The machine a guest gets: options, flavor, device BARs, the
-        host CPUs of its NUMA nodes."""
+        host CPUs of its NUMA nodes; GuestHardwareUnsupported when its
+        devices could not work."""
+        topology = self.host.get_numa_topology() if numa_nodes else None
+        node_cpus = {node: topology.cpus_of((node,))
+                     for node in numa_nodes} if topology else {}
         arch = platform.machine() or 'x86_64'
         bars = {}
         for dev in pci_devices:
@@ -428,6 +467,53 @@ class LibvirtDriver(driver.ComputeDriver):
             num_pcie_ports=self.guest_options.num_pcie_ports, bars=bars,
             node_cpus=node_cpus)
 
+    # Guest files ------------------------------------------------------------
+
+    def _files(self, instance_uuid: str) -> guest_files.GuestFiles | None:
+        if not self.instances_path:
+            return None
+        return guest_files.GuestFiles.of(self.instances_path, instance_uuid)
+
+    def _prepare_files(self, instance_uuid: str,
+                       root_disk: driver.RootDisk | None,
+                       keep_disk: bool = False) -> config.GuestIO:
+        """Create the guest's directory and root disk overlay (an existing
+        disk is replaced unless ``keep_disk``); return what its domain
+        gets. Without an ``instances_path`` a guest has no files."""
+        files = self._files(instance_uuid)
+        if files is None:
+            if root_disk is not None:
+                LOG.warning('Instance %s: image %r ignored: this host has '
+                            'no instances_path', instance_uuid,
+                            root_disk.image_ref)
+            return config.GuestIO(network=self.network or None)
+        files.create_directory()
+        disk = None
+        if root_disk is not None and not self.images_path:
+            LOG.warning('Instance %s: image %r ignored: '
+                        '[libvirt]local_images_path is not set, so guests '
+                        'have no disk', instance_uuid, root_disk.image_ref)
+        elif root_disk is not None:
+            disk = files.disk
+            if not (keep_disk and os.path.exists(disk)):
+                image = imagebackend.image_info(imagebackend.image_path(
+                    self.images_path, root_disk.image_ref))
+                files.remove_disk()
+                imagebackend.create_overlay(image, disk, root_disk.size_gb)
+        return config.GuestIO(disk_path=disk, console_log=files.console_log,
+                              network=self.network or None)
+
+    def _remove_files(self, instance_uuid: str) -> None:
+        files = self._files(instance_uuid)
+        if files is not None:
+            files.remove()
+
+    def get_console_output(self, instance_uuid: str) -> str:
+        """The end of the guest's console log ('' before it wrote any, or
+        on a host without an ``instances_path``)."""
+        files = self._files(_canonical_uuid(instance_uuid))
+        return files.read_console() if files is not None else ''
+
     def _remove_failed_domain(self, domain: libvirt.virDomain,
                               instance_uuid: str) -> None:
         """Undo a define whose start failed; the start error matters more.
@@ -441,7 +527,8 @@ class LibvirtDriver(driver.ComputeDriver):
                       '%s', instance_uuid, err)
 
     def destroy(self, instance_uuid: str) -> None:
-        """Stop and undefine the guest; a missing guest is fine."""
+        """Stop and undefine the guest and remove its files; a missing
+        guest is fine."""
         instance_uuid = _canonical_uuid(instance_uuid)
         domain = self.host.lookup_domain(instance_uuid)
         if domain is not None:
@@ -457,7 +544,8 @@ class LibvirtDriver(driver.ComputeDriver):
                     raise exception.InstanceDestroyFailed(
                         uuid=instance_uuid, uri=self.uri,
                         error=err) from err
-        # Only once the guest is gone may its partition go.
+        # Only once the guest is gone may its files and partition go.
+        self._remove_files(instance_uuid)
         self._release_partition(instance_uuid)
 
     def _release_partition(self, instance_uuid: str) -> None:

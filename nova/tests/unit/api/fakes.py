@@ -33,7 +33,7 @@ class FakeComputeAPI(object):
             'display_name': name, 'project_id': context.project_id,
             'user_id': context.user_id, 'flavor_id': flavor['id'],
             'flavor': flavor, 'vm_state': 'building',
-            'task_state': 'scheduling'})
+            'task_state': 'scheduling', 'image_ref': image_ref})
 
     def get(self, context, uuid):
         self.calls.append(('get', uuid))
@@ -58,12 +58,17 @@ class FakeComputeAPI(object):
     def start(self, context, uuid):
         self.calls.append(('start', uuid))
 
-    def rebuild(self, context, uuid, name=None):
+    def rebuild(self, context, uuid, name=None, image_ref=None):
         self.calls.append(('rebuild', uuid))
-        values = {'task_state': 'rebuilding'}
+        values = {'task_state': 'rebuilding', 'image_ref': image_ref}
         if name is not None:
             values['display_name'] = name
         return db.instance_update(context, uuid, values)
+
+    def get_console_output(self, context, instance, tail_length):
+        self.calls.append(('get_console_output', instance['uuid'],
+                           tail_length))
+        return 'line 1\x1b[0m\x07\nline 2\tend\n'
 
     def shelve(self, context, uuid):
         self.calls.append(('shelve', uuid))

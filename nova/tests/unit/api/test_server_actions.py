@@ -42,6 +42,51 @@ class TestServerActions(fakes.APITestCase):
         self.assertEqual(('rebuild', self.server),
                          self.compute_api.calls[-1])
 
+    def test_rebuild_takes_the_new_image(self):
+        response = self.act({'rebuild': {'imageRef': 'debian.qcow2'}})
+        self.assertEqual(202, response.status_int, response.text)
+        self.assertEqual('debian.qcow2',
+                         response.json['server']['image']['id'])
+
+    def test_rebuild_refuses_an_image_path(self):
+        for ref in ('../etc/passwd', '/var/lib/image', '..', ''):
+            self.assertFault(self.act({'rebuild': {'imageRef': ref}}),
+                             400, 'badRequest', 'imageRef')
+        self.assertNotIn('rebuild', [c[0] for c in self.compute_api.calls])
+
+    def test_console_output(self):
+        response = self.act({'os-getConsoleOutput': {'length': 5}})
+        self.assertEqual(200, response.status_int, response.text)
+        # Control characters other than tab and newline are dropped.
+        self.assertEqual({'output': 'line 1[0m\nline 2\tend\n'},
+                         response.json)
+        self.assertEqual(('get_console_output', self.server, 5),
+                         self.compute_api.calls[-1])
+
+    def test_console_output_length_forms(self):
+        for length, sent in ((None, None), (-1, None), ('-1', None),
+                             ('12', 12), (0, 0)):
+            body = {} if length is None else {'length': length}
+            response = self.act({'os-getConsoleOutput': body})
+            self.assertEqual(200, response.status_int, response.text)
+            self.assertEqual(sent, self.compute_api.calls[-1][2])
+
+    def test_console_output_bad_length(self):
+        for length in (-2, '-2', 'ten', 1.5, '1.5'):
+            self.assertFault(
+                self.act({'os-getConsoleOutput': {'length': length}}), 400,
+                'badRequest', 'length')
+        self.assertFault(
+            self.act({'os-getConsoleOutput': {'lines': 3}}), 400,
+            'badRequest', 'lines')
+        self.assertNotIn('get_console_output',
+                         [c[0] for c in self.compute_api.calls])
+
+    def test_console_output_of_another_project_is_refused(self):
+        self.assertFault(
+            self.act({'os-getConsoleOutput': {}}, token=fakes.OTHER), 404,
+            'itemNotFound')
+
     def test_bad_bodies(self):
         for body, fragments in (
                 ({'reboot': {'type': 'MEDIUM'}}, ('MEDIUM',)),

@@ -18,6 +18,20 @@ class TestServers(fakes.APITestCase):
         self.assertEqual(202, response.status_int, response.text)
         return response
 
+    def test_server_without_image_shows_none(self):
+        for ref in ('none', ''):
+            uuid = self.boot(imageRef=ref).json['server']['id']
+            server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                                  token=fakes.MEMBER).json['server']
+            self.assertEqual('', server['image'])
+
+    def test_create_refuses_an_image_path(self):
+        for ref in ('../disk', 'a/b', '.'):
+            response = self.request('POST', '/v2.1/servers', {'server': {
+                'name': 'vm', 'flavorRef': 'f1', 'imageRef': ref}},
+                token=fakes.MEMBER)
+            self.assertFault(response, 400, 'badRequest', 'imageRef')
+
     def test_create_returns_id_links_location(self):
         response = self.boot(metadata={'k': 'v'}, networks='none')
         server = response.json['server']
@@ -71,9 +85,12 @@ class TestServers(fakes.APITestCase):
                           'swap': 0,
                           'extra_specs': {'pci_passthrough:alias': 'h200:2'}},
                          server['flavor'])
-        self.assertEqual(({}, '', 'proj-a', 'alice'),
-                         (server['addresses'], server['image'],
+        # The image as upstream shows it: its id and a bookmark link.
+        self.assertEqual(({}, 'cirros', 'proj-a', 'alice'),
+                         (server['addresses'], server['image']['id'],
                           server['tenant_id'], server['user_id']))
+        self.assertEqual('http://localhost/images/cirros',
+                         server['image']['links'][0]['href'])
         self.assertNotIn('OS-EXT-SRV-ATTR:host', server)
         self.assertNotIn('OS-EXT-SRV-ATTR:hypervisor_hostname', server)
         self.assertNotIn('fault', server)

@@ -12,7 +12,9 @@ from nova.virt import hardware
 
 class FakeDriver(virt_driver.ComputeDriver):
     """A hypervisor with the given host, whose guests are a dict: uuid ->
-    power state. Calls that change guests are recorded in ``calls``."""
+    power state. Calls that change guests are recorded in ``calls``,
+    the root disk each spawn or rebuild got in ``root_disks``, and
+    ``console`` is every guest's console output."""
 
     def __init__(self, devices: list[pci_device.HostDevice],
                  resources: dict,
@@ -25,6 +27,8 @@ class FakeDriver(virt_driver.ComputeDriver):
         self.spawned: list[tuple[str, list[str]]] = []
         self.calls: list[tuple[str, str]] = []
         self.fail_spawn: Exception | None = None
+        self.root_disks: list[tuple[str, object, bool]] = []
+        self.console = ''
 
     def init_host(self, host):
         self.calls.append(('init_host', host))
@@ -39,8 +43,9 @@ class FakeDriver(virt_driver.ComputeDriver):
         return self.topology
 
     def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-              numa_nodes=(), extra_specs=None):
+              numa_nodes=(), extra_specs=None, root_disk=None):
         self.calls.append(('spawn', instance_uuid))
+        self.root_disks.append((instance_uuid, root_disk, False))
         # The guest exists when the failure hits: the manager must
         # destroy it.
         self.guests[instance_uuid] = virt_driver.RUNNING
@@ -71,8 +76,10 @@ class FakeDriver(virt_driver.ComputeDriver):
         self.guests[instance_uuid] = virt_driver.RUNNING
 
     def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-                power_on, numa_nodes=(), extra_specs=None):
+                power_on, numa_nodes=(), extra_specs=None, root_disk=None,
+                keep_disk=False):
         self.calls.append(('rebuild', instance_uuid))
+        self.root_disks.append((instance_uuid, root_disk, keep_disk))
         self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
                                       else virt_driver.SHUTDOWN)
 
@@ -81,6 +88,9 @@ class FakeDriver(virt_driver.ComputeDriver):
 
     def list_instance_uuids(self):
         return sorted(self.guests)
+
+    def get_console_output(self, instance_uuid):
+        return self.console
 
     def _existing(self, instance_uuid):
         if instance_uuid not in self.guests:

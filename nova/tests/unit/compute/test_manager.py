@@ -330,6 +330,54 @@ class TestLifecycle(ComputeManagerTestCase):
                           stored['power_state']))
         self.assertIn('device busy', stored['fault_message'])
 
+    def test_root_disk_from_the_image_and_flavor(self):
+        instance = self.create_instance(gpus=0, image_ref='debian.qcow2')
+        self.build(instance, addresses=(), mappings={})
+        self.assertEqual(
+            (instance['uuid'], virt_driver.RootDisk(
+                'debian.qcow2', 0), False),
+            self.driver.root_disks[-1])
+
+    def test_no_image_no_root_disk(self):
+        # setUp built an instance without an image_ref; "none" is none.
+        instance = self.create_instance(gpus=0, image_ref='none')
+        self.build(instance, addresses=(), mappings={})
+        self.assertEqual([(self.uuid, None, False),
+                          (instance['uuid'], None, False)],
+                         self.driver.root_disks)
+
+    def test_rebuild_makes_the_disk_again_a_lost_guest_keeps_it(self):
+        db.instance_update(self.context, self.uuid, {'image_ref': 'img'})
+        self.accept(task_states.REBUILDING)
+        self.compute.rebuild_instance(self.context, self.uuid)
+        self.assertEqual((self.uuid, virt_driver.RootDisk(
+            'img', 0), False),
+            self.driver.root_disks[-1])
+
+        del self.driver.guests[self.uuid]
+        self.accept(task_states.REBOOTING_HARD)
+        self.compute.reboot_instance(self.context, self.uuid, hard=True)
+        self.assertTrue(self.driver.root_disks[-1][2])
+
+    def test_console_output_tail(self):
+        self.driver.console = 'one\ntwo\nthree\n'
+        for tail, expected in ((None, 'one\ntwo\nthree\n'),
+                               (2, 'two\nthree\n'), (10, 'one\ntwo\nthree\n'),
+                               (0, '')):
+            self.assertEqual(expected, self.compute.get_console_output(
+                self.context, self.uuid, tail))
+
+    def test_console_output_unsupported_by_the_driver(self):
+        self.useFixture(fixtures.MockPatchObject(
+            self.driver, 'get_console_output',
+            side_effect=NotImplementedError('no log')))
+        try:
+            self.compute.get_console_output(self.context, self.uuid, None)
+        except oslo_messaging.ExpectedException as wrapped:
+            err = wrapped.exc_info[1]
+        self.assertIsInstance(err, exception.ConsoleOutputNotSupported)
+        self.assertEqual(501, err.code)
+
     def test_stop_of_a_lost_guest_is_done(self):
         del self.driver.guests[self.uuid]
         self.accept(task_states.POWERING_OFF)

@@ -395,6 +395,49 @@ class GuestMachineTest(test.TestCase):
                                               "[@model='pcie-expander-bus']")])
 
 
+class GuestIOTest(test.TestCase):
+    """Root disk, console log and NIC in the domain."""
+
+    UUID = GuestXmlTest.UUID
+    _build = GuestXmlTest._build
+
+    def test_none_by_default(self):
+        root = self._build([])
+        self.assertEqual([], root.findall('devices/disk'))
+        self.assertEqual([], root.findall('devices/serial'))
+        self.assertEqual([], root.findall('devices/interface'))
+        # ACPI always: a soft reboot presses the guest's power button.
+        self.assertIsNotNone(root.find('features/acpi'))
+
+    def test_disk_console_nic(self):
+        root = self._build([], io=config.GuestIO(
+            disk_path='/i/u/disk', console_log='/i/u/console.log',
+            network='default'))
+        disk = root.find('devices/disk')
+        self.assertEqual(('file', 'disk', 'qcow2', '/i/u/disk', 'vda',
+                          'virtio', '1'),
+                         (disk.get('type'), disk.get('device'),
+                          disk.find('driver').get('type'),
+                          disk.find('source').get('file'),
+                          disk.find('target').get('dev'),
+                          disk.find('target').get('bus'),
+                          disk.find('boot').get('order')))
+        serial = root.find('devices/serial')
+        self.assertEqual(('pty', '/i/u/console.log', 'on', '0'),
+                         (serial.get('type'), serial.find('log').get('file'),
+                          serial.find('log').get('append'),
+                          serial.find('target').get('port')))
+        nic = root.find('devices/interface')
+        self.assertEqual(('network', 'default', 'virtio'),
+                         (nic.get('type'), nic.find('source').get('network'),
+                          nic.find('model').get('type')))
+
+    def test_console_without_disk(self):
+        root = self._build([], io=config.GuestIO(console_log='/c.log'))
+        self.assertEqual([], root.findall('devices/disk'))
+        self.assertEqual(1, len(root.findall('devices/serial')))
+
+
 class DomainTypeTest(test.TestCase):
 
     def test_test_uri(self):
@@ -404,3 +447,9 @@ class DomainTypeTest(test.TestCase):
     def test_other_uris(self):
         for uri in ('qemu:///system', 'qemu+ssh://h/system'):
             self.assertEqual('kvm', config.domain_type_for_uri(uri))
+            self.assertEqual('qemu',
+                             config.domain_type_for_uri(uri, 'qemu'))
+
+    def test_virt_type_does_not_change_the_test_driver(self):
+        self.assertEqual('test', config.domain_type_for_uri(
+            'test:///tmp/node.xml', 'qemu'))

@@ -1,0 +1,106 @@
+"""Root disks from local image files: which file an ``imageRef`` names,
+what ``qemu-img`` says it is, and the qcow2 overlay a guest boots from.
+
+Until nova has an image service, ``[libvirt]local_images_path`` is the
+image store: ``imageRef`` is the name of a file there. A guest never
+writes to that file: its root disk is a qcow2 overlay backed by it, so
+many guests share one image and a rebuild starts again from the image.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+
+from nova import exception
+
+GiB = 1024 ** 3
+# Image formats an overlay may be backed by.
+FORMATS = ('raw', 'qcow2')
+# qemu-img answers in well under a second; this bounds a hung NFS mount.
+QEMU_IMG_TIMEOUT = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageInfo:
+    """An image file as ``qemu-img info`` describes it."""
+    path: str
+    format: str
+    virtual_size: int
+
+
+def _qemu_img(image_ref: str, *args: str) -> str:
+    """Run ``qemu-img`` on ``image_ref``'s file; its output, or
+    ImageUnacceptable with qemu-img's error."""
+    cmd = ('qemu-img',) + args
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True,
+                                check=True, timeout=QEMU_IMG_TIMEOUT)
+    except FileNotFoundError as err:
+        raise exception.ImageUnacceptable(
+            image_ref=image_ref, reason='qemu-img is not installed '
+            '(Debian package qemu-utils)') from err
+    except subprocess.TimeoutExpired as err:
+        raise exception.ImageUnacceptable(
+            image_ref=image_ref, reason='%s took over %d s' % (
+                ' '.join(cmd), QEMU_IMG_TIMEOUT)) from err
+    except subprocess.CalledProcessError as err:
+        raise exception.ImageUnacceptable(
+            image_ref=image_ref, reason='%s failed: %s' % (
+                ' '.join(cmd), err.stderr.strip())) from err
+    return result.stdout
+
+
+def image_path(images_path: str, image_ref: str) -> str:
+    """The file ``image_ref`` names in ``images_path``.
+
+    ImageNotFound names the reference and the directory when it is not a
+    plain file name or no such file exists.
+    """
+    if not image_ref or image_ref in ('.', '..') or '/' in image_ref or \
+            '\0' in image_ref:
+        raise exception.ImageNotFound(
+            image_ref=image_ref, path=images_path,
+            reason='an image reference is the name of a file in '
+                   '[libvirt]local_images_path, without "/"')
+    path = os.path.join(images_path, image_ref)
+    if not os.path.isfile(path):
+        raise exception.ImageNotFound(image_ref=image_ref, path=images_path,
+                                      reason='no such file')
+    return path
+
+
+def image_info(path: str) -> ImageInfo:
+    """Format and virtual size of the image at ``path``; an image that
+    is not raw or qcow2, or has a backing file of its own, is refused
+    (an image is one self-contained file)."""
+    info = json.loads(_qemu_img(
+        os.path.basename(path), 'info', '--output=json', path))
+    fmt = info.get('format')
+    if fmt not in FORMATS:
+        raise exception.ImageUnacceptable(
+            image_ref=os.path.basename(path),
+            reason='format %r is not allowed; allowed: %s' % (
+                fmt, ', '.join(FORMATS)))
+    if info.get('backing-filename'):
+        raise exception.ImageUnacceptable(
+            image_ref=os.path.basename(path),
+            reason='it has a backing file (%s); an image must be one '
+                   'file' % info['backing-filename'])
+    return ImageInfo(path, fmt, int(info['virtual-size']))
+
+
+def create_overlay(image: ImageInfo, overlay: str, size_gb: int) -> None:
+    """Write a qcow2 overlay at ``overlay`` backed by ``image``: of
+    ``size_gb`` GiB, or the image's own size when ``size_gb`` is 0.
+
+    FlavorDiskSmallerThanImage when ``size_gb`` cannot hold the image.
+    """
+    size = size_gb * GiB
+    if size and size < image.virtual_size:
+        raise exception.FlavorDiskSmallerThanImage(
+            flavor_gb=size_gb, image_ref=os.path.basename(image.path),
+            image_bytes=image.virtual_size)
+    _qemu_img(os.path.basename(image.path), 'create', '-q', '-f', 'qcow2',
+              '-b', image.path, '-F', image.format, overlay,
+              str(size or image.virtual_size))
