@@ -3,10 +3,10 @@
 nova-api, the Placement that nova-all embeds and the test fixtures need an
 HTTP listener inside a nova process, without eventlet. cheroot (CherryPy's
 server) is maintained, pure Python and threaded: a fixed pool of worker
-threads serves requests, HTTP/1.1 keep-alive connections wait in a
-selector without holding a thread, and its stop closes the listening
-socket, then lets the requests in progress finish. This module only sets
-the limits nova wants and routes cheroot's error log to oslo.log.
+threads serves requests, and its stop closes the listening socket, then
+lets the requests in progress finish. This module only sets the limits
+nova wants (one request per connection, see KEEPALIVE_LIMIT) and routes
+cheroot's error log to oslo.log.
 
 Multi-process deployments do not use this: they run the applications of
 :mod:`nova.wsgi` (and Placement's own) under gunicorn or uWSGI, see
@@ -34,13 +34,16 @@ LISTEN_BACKLOG = 1024
 # Requests a server handles at once (worker threads) unless told otherwise.
 DEFAULT_MAX_REQUESTS = 64
 # Idle keep-alive connections kept open; past it a response closes its
-# connection. Each costs a file descriptor, not a thread.
-KEEPALIVE_LIMIT = 256
+# connection. 0: one request per connection, as nova served before. With
+# keep-alive, tools/bench_wsgi.py measured the p99 latency of
+# GET /servers/detail at 100 clients three times worse: idle connections
+# wait for cheroot's one selector thread, which competes for the GIL with
+# every busy worker thread.
+KEEPALIVE_LIMIT = 0
 # Longest request line plus headers; a longer request line is answered
 # 414, longer headers 413.
 MAX_REQUEST_HEADER_SIZE = 128 * 1024
-# Seconds a connection may wait for the client between reads, or idle
-# between keep-alive requests.
+# Seconds a connection may wait for the client between reads.
 CONNECTION_TIMEOUT = 10
 # Seconds the accept loop waits between its checks for stop (and for
 # idle connections past CONNECTION_TIMEOUT); a stop takes up to this long
