@@ -47,45 +47,82 @@ def default_connection(state_path: str) -> str:
                                          'placement.sqlite')
 
 
-def build_conf(connection: str) -> cfg.ConfigOpts:
-    """A private Placement ``ConfigOpts`` for an embedded deployment."""
-    conf = cfg.ConfigOpts()
-    placement_conf.register_opts(conf)
-    conf.set_override('connection', connection, group='placement_database')
-    conf.set_override('sync_on_startup', True, group='placement_database')
-    conf.set_override('auth_strategy', 'noauth2', group='api')
+# The settings of nova's Placement: the embedded one, and what a Placement
+# deployed on its own needs in its placement.conf (see
+# doc/source/admin/deployment.rst and :func:`config_file`).
+SETTINGS: dict[str, dict[str, object]] = {
+    'api': {'auth_strategy': 'noauth2'},
     # Nova's device RPs make wide trees (one child per GPU, many same-RC
     # siblings); without these Placement enumerates permutations and a
     # multi-device query can take minutes.
-    conf.set_override('optimize_for_wide_provider_trees', True,
-                      group='workarounds')
-    conf.set_override('allocation_candidates_generation_strategy',
-                      'breadth-first', group='placement')
-    # Placement 16.0.0 retries a conflicting allocation write inside the
-    # request's still-open transaction: the failed attempt's allocation
-    # rows are not rolled back, so the retry counts them as usage that was
-    # already there, its "over capacity but no worse than before" rule
-    # lets the claim through, and a provider of total 1 ends up used
-    # several times over (MariaDB, PostgreSQL). One attempt per request
-    # makes a conflict roll the whole transaction back and answer 409
-    # placement.concurrent_update; the client retries from scratch.
-    conf.set_override('allocation_conflict_retry_count', 1,
-                      group='placement')
+    'workarounds': {'optimize_for_wide_provider_trees': True},
+    'placement': {
+        'allocation_candidates_generation_strategy': 'breadth-first',
+        # Placement 16.0.0 retries a conflicting allocation write inside
+        # the request's still-open transaction: the failed attempt's
+        # allocation rows are not rolled back, so the retry counts them as
+        # usage that was already there, its "over capacity but no worse
+        # than before" rule lets the claim through, and a provider of
+        # total 1 ends up used several times over (MariaDB, PostgreSQL).
+        # One attempt per request makes a conflict roll the whole
+        # transaction back and answer 409 placement.concurrent_update;
+        # the client retries from scratch.
+        'allocation_conflict_retry_count': 1,
+    },
     # A request holds up to two database connections at once (its write
     # transaction and, when Placement retries a conflicting allocation
     # write, an independent read), so the pool has room for two per
     # request served at once; a request waits for a connection rather
     # than failing with a pool timeout.
-    conf.set_override('max_pool_size', MAX_CONCURRENT_REQUESTS,
-                      group='placement_database')
-    conf.set_override('max_overflow', MAX_CONCURRENT_REQUESTS,
-                      group='placement_database')
-    conf.set_override('pool_timeout', POOL_TIMEOUT,
-                      group='placement_database')
+    'placement_database': {
+        'max_pool_size': MAX_CONCURRENT_REQUESTS,
+        'max_overflow': MAX_CONCURRENT_REQUESTS,
+        'pool_timeout': POOL_TIMEOUT,
+    },
+}
+
+
+def build_conf(connection: str) -> cfg.ConfigOpts:
+    """A private Placement ``ConfigOpts`` for an embedded deployment."""
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    for group, options in SETTINGS.items():
+        for name, value in options.items():
+            conf.set_override(name, value, group=group)
+    conf.set_override('connection', connection, group='placement_database')
+    conf.set_override('sync_on_startup', True, group='placement_database')
     # Parse no files: everything Placement needs is set above.
     conf([], project='placement', default_config_files=[],
          default_config_dirs=[])
     return conf
+
+
+def config_file(connection: str,
+                extra: dict[str, dict[str, object]] | None = None) -> str:
+    """The text of a placement.conf with :data:`SETTINGS` and the database
+    ``connection``, for Placement's own WSGI application
+    (``placement.wsgi.api:application``) under a multi-process server.
+
+    The schema is not synced on start-up (every worker process would
+    race to do it): run ``placement-manage db sync`` first. ``extra``
+    adds or overrides options by group.
+    """
+    sections: dict[str, dict[str, object]] = {
+        group: dict(options) for group, options in SETTINGS.items()}
+    if connection.startswith('sqlite'):
+        # SQLAlchemy refuses pool options for SQLite (no pool to size).
+        sections['placement_database'] = {}
+    sections['placement_database'].update(
+        connection=connection, sync_on_startup=False)
+    for group, options in (extra or {}).items():
+        sections.setdefault(group, {}).update(options)
+    lines = []
+    for group, options in sections.items():
+        lines.append('[%s]' % group)
+        lines += ['%s = %s' % (name, value)
+                  for name, value in options.items()]
+        lines.append('')
+    return '\n'.join(lines)
 
 
 def configure_facade(manager, conf: cfg.ConfigOpts) -> None:
@@ -149,6 +186,11 @@ class EmbeddedPlacement:
     @property
     def url(self) -> str:
         return self._server.url
+
+    @property
+    def app(self):
+        """The WSGI application served (None before :meth:`start`)."""
+        return self._server.app
 
     def start(self) -> None:
         """Create or upgrade the schema, load the app and start serving."""

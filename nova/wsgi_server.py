@@ -1,204 +1,145 @@
-"""A small threaded WSGI HTTP server for in-process services.
+"""Serve a WSGI application in-process with cheroot.
 
-nova-api and the embedded Placement need an HTTP listener without pulling
-in eventlet or an external server. This wraps the standard library's
-``wsgiref`` server with one daemon thread per connection, binds to a
-loopback port (0 picks a free one) and routes access logs and errors to
-the service log (oslo.log) instead of stderr.
+nova-api, the Placement that nova-all embeds and the test fixtures need an
+HTTP listener inside a nova process, without eventlet. cheroot (CherryPy's
+server) is maintained, pure Python and threaded: a fixed pool of worker
+threads serves requests, and its stop closes the listening socket, then
+lets the requests in progress finish. This module only sets the limits
+nova wants (one request per connection, see KEEPALIVE_LIMIT) and routes
+cheroot's error log to oslo.log.
 
-Each connection carries one request and is closed after the response
-(``Connection: close``). A response sent before the request body was
-read (a 413 for a body over the limit, say) is followed by a lingering
-close: the server half-closes, discards the rest of the body, bounded in
-bytes and time, and only then closes, so a client still sending the body
-reads the response instead of a connection reset.
+Multi-process deployments do not use this: they run the applications of
+:mod:`nova.wsgi` (and Placement's own) under gunicorn or uWSGI, see
+doc/source/admin/deployment.rst.
+
+A response sent before the request body was read (a 413 for a body over
+the limit, say) first discards the unread rest, bounded in bytes and time,
+so a client still sending the body reads the response instead of a
+connection reset; past either bound the connection is closed after the
+response instead.
 """
 
-import io
-import socket
-import socketserver
 import threading
 import time
-from wsgiref import simple_server
 
+from cheroot import wsgi as cheroot_wsgi
+from cheroot.workers import threadpool
 from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 
-# Pending connections the kernel queues (capped by net.core.somaxconn).
+# Pending connections the kernel queues (capped by net.core.somaxconn),
+# and accepted connections that wait for a free worker thread.
 LISTEN_BACKLOG = 1024
-# Requests a server handles at once unless told otherwise.
+# Requests a server handles at once (worker threads) unless told otherwise.
 DEFAULT_MAX_REQUESTS = 64
-# Longest request line read; a longer one is answered 414.
-MAX_REQUEST_LINE = 65536
-# An unread request body is discarded up to this many bytes and for at
-# most LINGER_TIMEOUT seconds before the connection is closed; a client
-# sending more, or slower, may see a reset instead of the response.
+# Idle keep-alive connections kept open; past it a response closes its
+# connection. 0: one request per connection, as nova served before. With
+# keep-alive, tools/bench_wsgi.py measured the p99 latency of
+# GET /servers/detail at 100 clients three times worse: idle connections
+# wait for cheroot's one selector thread, which competes for the GIL with
+# every busy worker thread.
+KEEPALIVE_LIMIT = 0
+# Longest request line plus headers; a longer request line is answered
+# 414, longer headers 413.
+MAX_REQUEST_HEADER_SIZE = 128 * 1024
+# Seconds a connection may wait for the client between reads.
+CONNECTION_TIMEOUT = 10
+# Seconds the accept loop waits between its checks for stop (and for
+# idle connections past CONNECTION_TIMEOUT); a stop takes up to this long
+# to close the listening socket. cheroot's default is 0.5.
+STOP_CHECK_INTERVAL = 0.1
+# An unread request body is discarded up to this many bytes; a read
+# waits at most until LINGER_TIMEOUT seconds after the response started.
 DRAIN_LIMIT = 32 * 1024 * 1024
 LINGER_TIMEOUT = 10.0
 DRAIN_CHUNK = 65536
 
 
-class _RequestBody(io.RawIOBase):
-    """``wsgi.input``: the declared ``length`` bytes of the request body,
-    and how many of them the application left unread."""
+class _Gateway(cheroot_wsgi.Gateway_10):
+    """cheroot's WSGI 1.0 gateway, discarding the unread request body
+    (within the bounds above) once the application answers."""
 
-    def __init__(self, stream, length: int) -> None:
-        super().__init__()
-        self._stream = stream
-        self.unread = length
+    def start_response(self, status, headers, exc_info=None):
+        self._discard_unread_body()
+        return super().start_response(status, headers, exc_info)
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        # Stop at the declared length: the socket itself never ends while
-        # the client waits for the response.
-        size = min(len(buffer), self.unread)
-        if size <= 0:
-            return 0
-        data = self._stream.read(size)
-        buffer[:len(data)] = data
-        self.unread -= len(data)
-        return len(data)
-
-
-class _ServerHandler(simple_server.ServerHandler):
-    """Runs the application for one request; the connection then ends."""
-
-    def cleanup_headers(self) -> None:
-        super().cleanup_headers()
-        self.headers['Connection'] = 'close'
-
-
-class _RequestHandler(simple_server.WSGIRequestHandler):
-    """Serves one request per connection, logging through oslo.log.
-    """
-
-    def handle(self) -> None:
-        self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
-        if len(self.raw_requestline) > MAX_REQUEST_LINE:
-            self.requestline = self.request_version = self.command = ''
-            self.send_error(414)
+    def _discard_unread_body(self) -> None:
+        req = self.req
+        unread = getattr(req.rfile, 'remaining', 0)
+        if unread <= 0:
             return
-        if not self.parse_request():
-            return    # parse_request answered the error already
-        body = _RequestBody(self.rfile, self._content_length())
-        handler = _ServerHandler(body, self.wfile, self.get_stderr(),
-                                 self.get_environ(), multithread=True)
-        handler.request_handler = self
-        handler.run(self.server.get_app())
-        if body.unread:
-            self._linger(body.unread)
-
-    def _content_length(self) -> int:
-        """The declared body length; 0 without a valid one (the request
-        guard answers a malformed Content-Length itself)."""
-        value = (self.headers.get('Content-Length') or '').strip()
-        return int(value) if value.isdecimal() else 0
-
-    def _linger(self, unread: int) -> None:
-        """Discard the ``unread`` rest of the request body before the
-        connection is closed (see the module docstring)."""
         if unread > DRAIN_LIMIT:
-            LOG.debug('Not draining %d unread request body bytes from %s '
-                      '(more than %d)', unread, self.address_string(),
+            LOG.debug('Closing the connection after the response: %d '
+                      'request body bytes unread (more than %d)', unread,
                       DRAIN_LIMIT)
+            req.close_connection = True
             return
+        sock = req.conn.socket
+        deadline = time.monotonic() + LINGER_TIMEOUT
         try:
-            # The response is complete: tell the client, which may read it
-            # while it is still sending.
-            self.connection.shutdown(socket.SHUT_WR)
-            deadline = time.monotonic() + LINGER_TIMEOUT
-            while unread > 0:
+            while req.rfile.remaining > 0:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    raise TimeoutError('linger timeout')
+                sock.settimeout(left)
+                if not req.rfile.read(min(req.rfile.remaining,
+                                          DRAIN_CHUNK)):
                     break
-                self.connection.settimeout(left)
-                data = self.rfile.read1(min(unread, DRAIN_CHUNK))
-                if not data:
-                    break
-                unread -= len(data)
         except OSError as err:
-            LOG.debug('Stopped draining the request body from %s: %s',
-                      self.address_string(), err)
-
-    def log_message(self, format: str, *args) -> None:
-        LOG.debug('%s - %s', self.address_string(), format % args)
-
-    def address_string(self) -> str:
-        # The stdlib default resolves the client address; skip the lookup.
-        return self.client_address[0]
-
-    def get_stderr(self):
-        # wsgiref writes application tracebacks here; send them to logging.
-        return _LogStream()
-
-
-class _LogStream:
-    """File-like sink turning wsgiref's stderr writes into log records."""
-
-    def write(self, text: str) -> None:
-        text = text.rstrip()
-        if text:
-            LOG.error('%s', text)
-
-    def flush(self) -> None:
-        pass
-
-
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
-                           simple_server.WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    # The listen backlog. The stdlib default of 5 makes the kernel refuse
-    # connections of a burst (clients see resets) while the accept loop
-    # is busy; connections beyond the request slots wait here too.
-    request_queue_size = LISTEN_BACKLOG
-    # Limits the requests handled at once; set by WSGIServer.start.
-    slots: threading.BoundedSemaphore
-
-    def process_request(self, request, client_address) -> None:
-        # Stop accepting while every slot is taken: the next connections
-        # wait in the backlog instead of each starting a thread that would
-        # compete for the same database connections.
-        self.slots.acquire()
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
+            LOG.debug('Stopped discarding the request body: %s', err)
+            req.close_connection = True
         finally:
-            self.slots.release()
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind calls socket.getfqdn(), a reverse DNS
-        # lookup that can stall for seconds; the host name is enough.
-        socketserver.TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name = host
-        self.server_port = port
-        self.setup_environ()
-
-    def handle_error(self, request, client_address) -> None:
-        LOG.exception('Error while serving a request from %s',
-                      client_address[0])
+            sock.settimeout(req.server.timeout)
 
 
-class _ThreadingWSGIServer6(_ThreadingWSGIServer):
-    address_family = socket.AF_INET6
+class _Workers(threadpool.ThreadPool):
+    """cheroot's worker pool, telling when its server stops taking
+    connections: cheroot closes the listening socket and the idle
+    connections before it stops the pool."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopping = threading.Event()
+
+    def stop(self, timeout=None) -> None:
+        self.stopping.set()
+        super().stop(timeout)
+
+
+class _Server(cheroot_wsgi.Server):
+    """cheroot with nova's limits, logging through oslo.log."""
+
+    def __init__(self, bind_addr: tuple, app, max_requests: int) -> None:
+        super().__init__(
+            bind_addr, app, numthreads=max_requests,
+            server_name=bind_addr[0],
+            request_queue_size=LISTEN_BACKLOG,
+            timeout=CONNECTION_TIMEOUT,
+            # The pool's stop waits for every request in progress;
+            # WSGIServer.stop bounds its own wait.
+            shutdown_timeout=None,
+            accepted_queue_size=LISTEN_BACKLOG)
+        self.gateway = _Gateway
+        self.keep_alive_conn_limit = KEEPALIVE_LIMIT
+        self.max_request_header_size = MAX_REQUEST_HEADER_SIZE
+        self.expiration_interval = STOP_CHECK_INTERVAL
+        self.requests = _Workers(
+            self, min=max_requests, max=max_requests,
+            accepted_queue_size=LISTEN_BACKLOG,
+            accepted_queue_timeout=CONNECTION_TIMEOUT)
+
+    def error_log(self, msg: str = '', level: int = 20,
+                  traceback: bool = False) -> None:
+        LOG.log(level, 'WSGI server: %s', msg, exc_info=traceback)
 
 
 class WSGIServer:
-    """Serve a WSGI ``app`` on ``host``:``port`` from a background thread.
+    """Serve a WSGI ``app`` on ``host``:``port`` from background threads.
 
     ``port=0`` binds a free port; ``url`` then reports the real one.
-    At most ``max_requests`` requests are handled at once (one thread
-    each); further connections wait in the listen backlog.
+    At most ``max_requests`` requests are handled at once (one worker
+    thread each); further connections wait in the backlog.
     """
 
     def __init__(self, app, host: str = '127.0.0.1', port: int = 0,
@@ -207,7 +148,7 @@ class WSGIServer:
         self.host = host
         self.port = port
         self.max_requests = max_requests
-        self._server: _ThreadingWSGIServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -218,20 +159,19 @@ class WSGIServer:
         host = self.host
         if ':' in host:
             host = '[%s]' % host
-        return 'http://%s:%d' % (host, self._server.server_port)
+        return 'http://%s:%d' % (host, self._server.bind_addr[1])
 
     def start(self) -> None:
-        """Bind the socket and start serving in a daemon thread."""
+        """Bind the socket and start serving in background threads."""
         if self._server is not None:
             raise RuntimeError('WSGIServer is already started')
-        server_class = (_ThreadingWSGIServer6 if ':' in self.host
-                        else _ThreadingWSGIServer)
-        server = server_class((self.host, self.port), _RequestHandler)
-        server.set_app(self.app)
-        server.slots = threading.BoundedSemaphore(self.max_requests)
+        server = _Server((self.host, self.port), self.app,
+                         self.max_requests)
+        # Binds and listens here, so the port is known and taken on return.
+        server.prepare()
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name='wsgi-%d' % server.server_port,
+            target=server.serve, name='wsgi-%d' % server.bind_addr[1],
             daemon=True)
         self._thread.start()
         LOG.debug('WSGI server listening on %s', self.url)
@@ -244,17 +184,16 @@ class WSGIServer:
         server, self._server = self._server, None
         if server is None:
             return True
-        server.shutdown()
-        server.server_close()
+        stopper = threading.Thread(target=server.stop, daemon=True,
+                                   name='wsgi-stop')
+        stopper.start()
+        # The listening socket is closed once the pool starts stopping
+        # (or the stop failed before it).
+        while not server.requests.stopping.wait(0.05):
+            if not stopper.is_alive():
+                break
+        stopper.join(timeout)
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
             self._thread = None
-        # A request holds its slot until its connection is closed: all
-        # slots free means nothing is in progress.
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for _ in range(self.max_requests):
-            left = None if deadline is None else \
-                max(0.0, deadline - time.monotonic())
-            if not server.slots.acquire(timeout=left):
-                return False
-        return True
+        return not stopper.is_alive()

@@ -2,8 +2,9 @@
 """Reliability soak: concurrent bursts and faults, then the invariants.
 
 Against ``nova-all`` (one process: SQLite, embedded Placement) and against
-the separate-process deployment (nova-api, nova-conductor, two
-nova-schedulers, two nova-computes, standalone Placement on MariaDB and a
+the separate-process deployment (the Compute API and Placement as WSGI
+applications under gunicorn with two worker processes each,
+nova-conductor, two nova-schedulers, two nova-computes, on MariaDB and a
 private RabbitMQ vhost), both started here as subprocesses (see
 nova/tests/functional/deployment.py):
 

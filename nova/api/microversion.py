@@ -5,8 +5,7 @@ or the legacy ``X-OpenStack-Nova-API-Version: X.Y``; without either it gets
 the minimum, so old clients keep the behaviour they were written for.
 """
 
-import dataclasses
-import re
+import microversion_parse
 
 from nova import exception
 
@@ -18,26 +17,25 @@ NEW_HEADER = 'OpenStack-API-Version'
 LEGACY_HEADER = 'X-OpenStack-Nova-API-Version'
 SERVICE_TYPE = 'compute'
 
-_VERSION_RE = re.compile(r'^([1-9]\d*)\.([1-9]\d*|0)$')
 
-
-@dataclasses.dataclass(frozen=True, order=True)
-class APIVersion:
-    """A microversion as a comparable (major, minor) pair."""
-
-    major: int
-    minor: int
+class APIVersion(microversion_parse.Version):
+    """A microversion: microversion-parse's comparable (major, minor)."""
 
     @classmethod
     def parse(cls, text: str) -> 'APIVersion':
-        """Parse ``"X.Y"``; InvalidAPIVersionString if malformed."""
-        match = _VERSION_RE.match(text.strip())
-        if not match:
-            raise exception.InvalidAPIVersionString(version=text)
-        return cls(int(match.group(1)), int(match.group(2)))
+        """Parse ``"X.Y"``; InvalidAPIVersionString if malformed.
 
-    def __str__(self) -> str:
-        return '%d.%d' % (self.major, self.minor)
+        Stricter than microversion-parse alone: a version is written
+        canonically (``2.1``, not ``2.01`` or ``-2.1``).
+        """
+        text = text.strip()
+        try:
+            version = cls(*microversion_parse.parse_version_string(text))
+        except TypeError:
+            raise exception.InvalidAPIVersionString(version=text) from None
+        if str(version) != text or version.major < 1 or version.minor < 0:
+            raise exception.InvalidAPIVersionString(version=text)
+        return version
 
     def at_least(self, text: str) -> bool:
         """True if this version is ``text`` or newer."""
@@ -48,32 +46,23 @@ MIN = APIVersion.parse(MIN_VERSION)
 MAX = APIVersion.parse(MAX_VERSION)
 
 
-def _requested(headers) -> str | None:
-    """The version string the client asked for, or None."""
-    value = headers.get(NEW_HEADER)
-    if value:
-        # The header may name several services: "compute 2.60, volume 3.5".
-        for item in value.split(','):
-            parts = item.strip().split(None, 1)
-            if len(parts) == 2 and parts[0].lower() == SERVICE_TYPE:
-                return parts[1].strip()
-    return headers.get(LEGACY_HEADER) or None
-
-
 def from_headers(headers) -> APIVersion:
     """The microversion a request runs at.
 
-    ``latest`` means MAX. A malformed value is InvalidAPIVersionString
-    (400); a well-formed one outside [MIN, MAX] is
-    APIVersionNotSupported (406).
+    The header is read by microversion-parse, as Placement reads its
+    own: the ``compute`` entry of ``OpenStack-API-Version``, else the
+    legacy header. ``latest`` means MAX. A malformed value is
+    InvalidAPIVersionString (400); a well-formed one outside [MIN, MAX]
+    is APIVersionNotSupported (406).
     """
-    text = _requested(headers)
-    if text is None:
+    text = microversion_parse.get_version(
+        headers, SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
+    if not text:
         return MIN
     if text.strip().lower() == 'latest':
         return MAX
     version = APIVersion.parse(text)
-    if not MIN <= version <= MAX:
+    if not version.matches(MIN, MAX):
         raise exception.APIVersionNotSupported(
             version=text, min_version=MIN_VERSION, max_version=MAX_VERSION)
     return version

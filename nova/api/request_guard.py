@@ -6,51 +6,30 @@ a body larger than ``[api]max_request_body_size`` is a 413: refused
 unread when ``Content-Length`` says so, and cut off once the limit is
 passed when the body arrives without a length (chunked). The body limit
 alone (:class:`BodyLimit`) also guards the Placement nova hosts.
+
+The size limit is oslo.middleware's ``RequestBodySizeLimiter``; this
+module keeps what it lacks: refusing a malformed ``Content-Length`` and
+answering in the caller's fault format with nova's message (the API's
+JSON depth check is ``nova.api.wsgi_app.Request.body_object``).
 """
 
 from collections.abc import Callable
-import io
 from urllib import parse
+
+from oslo_config import cfg
+from oslo_middleware import sizelimit
+import webob.dec
+import webob.exc
 
 from nova.api import faults
 from nova import exception
 
 
-class LimitedInput(io.RawIOBase):
-    """``wsgi.input`` that raises RequestBodyTooLarge past ``limit`` bytes
-    (for bodies sent without a Content-Length)."""
-
-    def __init__(self, stream, limit: int) -> None:
-        super().__init__()
-        self._stream = stream
-        self._limit = limit
-        self._read = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def _count(self, data: bytes) -> bytes:
-        self._read += len(data)
-        if self._read > self._limit:
-            raise exception.RequestBodyTooLarge(
-                size='more than %d' % self._limit, limit=self._limit)
-        return data
-
-    def read(self, size: int = -1) -> bytes:
-        # Never ask for more than one byte past the limit.
-        room = self._limit - self._read + 1
-        size = room if size is None or size < 0 else min(size, room)
-        return self._count(self._stream.read(size))
-
-    def readline(self, size: int = -1) -> bytes:
-        room = self._limit - self._read + 1
-        size = room if size is None or size < 0 else min(size, room)
-        return self._count(self._stream.readline(size))
-
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
+def too_large(limit: int, size: int | None = None) -> exception.NovaException:
+    """The 413 error for a body over ``limit`` bytes; ``size`` None: a
+    body without a length, cut off past the limit."""
+    return exception.RequestBodyTooLarge(
+        size='more than %d' % limit if size is None else size, limit=limit)
 
 
 def _undecodable(environ: dict) -> str | None:
@@ -73,7 +52,11 @@ class BodyLimit:
     """WSGI middleware refusing a body over ``max_body_size`` bytes.
 
     ``refuse(status, message)`` makes the WSGI app answering the refusal,
-    in the fault format of ``application`` (nova's by default).
+    in the fault format of ``application`` (nova's by default). A body
+    without a length raises webob's HTTPRequestEntityTooLarge once the
+    application reads past the limit; refused here too unless the
+    application answers it itself (nova's API does, see
+    ``wsgi_app.Request.body_object``).
     """
 
     def __init__(self, application, max_body_size: int,
@@ -81,23 +64,25 @@ class BodyLimit:
         self.application = application
         self.max_body_size = max_body_size
         self.refuse = refuse
+        # A private configuration: the limit of one app never leaks into
+        # another's (nova-all serves two) through the global cfg.CONF.
+        conf = cfg.ConfigOpts()
+        self._limiter = sizelimit.RequestBodySizeLimiter(application, conf)
+        conf.set_override('max_request_body_size', max_body_size,
+                          group='oslo_middleware')
 
-    def __call__(self, environ: dict, start_response):
-        length = (environ.get('CONTENT_LENGTH') or '').strip()
-        if length:
-            if not length.isdecimal():
-                return self.refuse(
-                    400, 'Content-Length %r is not a non-negative '
-                    'integer.' % length)(environ, start_response)
-            if int(length) > self.max_body_size:
-                exc = exception.RequestBodyTooLarge(
-                    size=int(length), limit=self.max_body_size)
-                return self.refuse(413, exc.message)(environ,
-                                                     start_response)
-        elif 'wsgi.input' in environ:
-            environ['wsgi.input'] = LimitedInput(environ['wsgi.input'],
-                                                 self.max_body_size)
-        return self.application(environ, start_response)
+    @webob.dec.wsgify
+    def __call__(self, req: webob.Request):
+        length = (req.environ.get('CONTENT_LENGTH') or '').strip()
+        if length and not length.isdecimal():
+            return self.refuse(400, 'Content-Length %r is not a '
+                               'non-negative integer.' % length)
+        try:
+            # Called with the request, the limiter raises its refusal.
+            return self._limiter(req)
+        except webob.exc.HTTPRequestEntityTooLarge:
+            return self.refuse(413, too_large(self.max_body_size,
+                                              req.content_length).message)
 
 
 class RequestGuard:

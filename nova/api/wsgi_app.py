@@ -22,6 +22,7 @@ from oslo_middleware import request_id
 import routes
 import webob
 import webob.dec
+import webob.exc
 
 from nova.api import auth
 from nova.api import faults
@@ -96,7 +97,14 @@ class Request(webob.Request):
             field='body', reason='JSON nested more than %d levels deep' %
             MAX_BODY_DEPTH)
         try:
-            body = json.loads(self.body or b'null')
+            raw = self.body
+        except webob.exc.HTTPRequestEntityTooLarge:
+            # oslo.middleware's limit on a body without a length (see
+            # nova.api.request_guard), answered as nova answers it.
+            raise request_guard.too_large(
+                self.conf.api.max_request_body_size) from None
+        try:
+            body = json.loads(raw or b'null')
         except ValueError as exc:
             raise exception.APIValidationError(
                 field='body', reason='malformed JSON: %s' % exc)

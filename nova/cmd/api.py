@@ -1,4 +1,9 @@
-"""nova-api: the Compute API (v2.1 subset) over HTTP."""
+"""nova-api: the Compute API (v2.1 subset) over HTTP, in one process.
+
+A deployment with several API worker processes runs
+``nova.wsgi.osapi_compute:application`` under a WSGI server instead (see
+:mod:`nova.wsgi`).
+"""
 
 import sys
 
@@ -6,9 +11,8 @@ from oslo_log import log as logging
 
 from nova import cmd
 from nova import rpc
+from nova import wsgi
 from nova import wsgi_server
-from nova.api import wsgi_app
-from nova.compute import api as compute_api
 
 LOG = logging.getLogger(__name__)
 
@@ -18,8 +22,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(conf) -> int:
-    rpc.init(conf)
-    app = wsgi_app.make_app(conf, compute_api.API(conf))
+    app = wsgi.compute_api_app(conf)
     server = wsgi_server.WSGIServer(app, host=conf.api.listen,
                                     port=conf.api.listen_port)
     server.start()

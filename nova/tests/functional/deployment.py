@@ -3,22 +3,23 @@
 One module for the deployment tests and ``tools/soak.py``, so both drive
 the same process set:
 
-- :class:`Deployment`: Placement (the real Placement WSGI app, hosted as
-  ``nova-all`` hosts it and with the same settings, but in its own process
-  on a fixed port, so it can be stopped and started again where nova
-  expects it), nova-api, nova-conductor, two nova-schedulers and one
-  nova-compute per host (``hgx-1``, ``hgx-2``, each with its own generated
-  HGX H200 node file), on MariaDB and a private RabbitMQ vhost;
+- :class:`Deployment`: Placement (its own WSGI application,
+  ``placement.wsgi.api:application``, configured like the Placement
+  ``nova-all`` embeds) and the Compute API
+  (``nova.wsgi.osapi_compute:application``), each under gunicorn with
+  ``WSGI_WORKERS`` worker processes, as operators run them under a WSGI
+  server; nova-conductor, two nova-schedulers and one nova-compute per
+  host (``hgx-1``, ``hgx-2``, each with its own generated HGX H200 node
+  file), on MariaDB and a private RabbitMQ vhost;
 - :class:`AllInOne`: ``nova-all`` (one process, SQLite and in-process
   messaging under a temporary ``state_path``).
 
-Every process is a :class:`ServiceProcess`: SIGKILL it, start it again,
-read its log. It dies with the process that started it, so a test run
-that is killed leaves no service processes behind. Both are fixtures;
-used as context managers outside tests.
+Every service is a :class:`ServiceProcess`: SIGKILL it (with its worker
+processes), start it again, read its log. It dies with the process that
+started it, so a test run that is killed leaves no service processes
+behind. Both are fixtures; used as context managers outside tests.
 """
 
-import argparse
 import os
 import re
 import signal
@@ -28,12 +29,11 @@ import sys
 import time
 
 import fixtures
-from oslo_config import cfg
 from oslo_log import log as logging
 import requests
 
-from nova import cmd
 from nova import embedded_placement
+from nova import wsgi
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import process as process_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
@@ -52,6 +52,33 @@ STOP_TIMEOUT = 20
 RPC_READY = 'serving topic'
 # The token nova-api (noauth) and Placement (noauth2) take as the admin.
 TOKEN = 'admin'
+# Worker processes, and threads in each, of the Compute API and Placement.
+WSGI_WORKERS = 2
+WSGI_THREADS = 8
+# Placement's own WSGI entry point, and the environment variable naming
+# the directory of its placement.conf.
+PLACEMENT_APP = 'placement.wsgi.api:application'
+PLACEMENT_CONFIG_DIR_ENV = 'OS_PLACEMENT_CONFIG_DIR'
+COMPUTE_API_APP = 'nova.wsgi.osapi_compute:application'
+# The processes that are gunicorn masters, and what one logs on SIGTERM.
+WSGI_SERVICES = ('placement', 'nova-api')
+WSGI_SIGTERM_LOGGED = 'Handling signal: term'
+
+
+# Seconds requests in progress get after a SIGTERM, unless the
+# deployment's [DEFAULT]graceful_shutdown_timeout says otherwise (the
+# default of that option, and the guide's --graceful-timeout).
+DEFAULT_GRACE = 60
+
+
+def gunicorn_argv(app: str, port: int,
+                  grace: int = DEFAULT_GRACE) -> list[str]:
+    """Serve the WSGI ``app`` (``module:attribute``) on a loopback
+    ``port`` with gunicorn, as deployment.rst tells operators to."""
+    return [os.path.join(BIN, 'gunicorn'), '--workers', str(WSGI_WORKERS),
+            '--threads', str(WSGI_THREADS),
+            '--bind', '127.0.0.1:%d' % port,
+            '--graceful-timeout', str(grace), app]
 
 
 def free_port() -> int:
@@ -108,15 +135,17 @@ class ServiceProcess:
     """One service process that can be killed and started again.
 
     Output goes to ``log_path`` (appended across restarts). ``ready``
-    tells whether a started process is serving.
+    tells whether a started process is serving; ``env`` adds to the
+    environment it starts with.
     """
 
     def __init__(self, name: str, argv: list[str], log_path: str,
-                 ready) -> None:
+                 ready, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.argv = argv
         self.log_path = log_path
         self.ready = ready
+        self.env = dict(env or {})
         self.popen: subprocess.Popen | None = None
         self._start_offset = 0
 
@@ -132,12 +161,14 @@ class ServiceProcess:
             log.write('==== %s: starting %s\n' % (
                 time.strftime('%X'), ' '.join(self.argv)))
             self._start_offset = log.tell()
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            env = dict(os.environ, **self.env)
+            env['PYTHONPATH'] = os.pathsep.join(
                 [SOURCE_ROOT] + [p for p in os.environ.get(
-                    'PYTHONPATH', '').split(os.pathsep) if p]))
+                    'PYTHONPATH', '').split(os.pathsep) if p])
+            # Its own process group: a kill takes its workers too.
             self.popen = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=env,
+                stdin=subprocess.DEVNULL, env=env, start_new_session=True,
                 preexec_fn=process_fixture.die_with_parent())
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
@@ -154,11 +185,15 @@ class ServiceProcess:
             time.sleep(0.3)
 
     def kill(self) -> None:
-        """SIGKILL: no cleanup, no goodbye, as a crash or OOM kill."""
-        if self.running:
-            self.popen.send_signal(signal.SIGKILL)
-        if self.popen is not None:
-            self.popen.wait()
+        """SIGKILL to the process and its workers: no cleanup, no
+        goodbye, as a crash or OOM kill of the service."""
+        if self.popen is None:
+            return
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass    # the whole group is gone already
+        self.popen.wait()
 
     def terminate(self) -> None:
         """SIGTERM: ask the service to shut down (see :meth:`stop`)."""
@@ -205,10 +240,11 @@ class _Processes(fixtures.Fixture):
         self.processes: dict[str, ServiceProcess] = {}
         self.addCleanup(self._stop_all)
 
-    def _add(self, name: str, argv: list[str], ready) -> ServiceProcess:
+    def _add(self, name: str, argv: list[str], ready,
+             env: dict[str, str] | None = None) -> ServiceProcess:
         proc = ServiceProcess(name, argv,
                               os.path.join(self.workdir, name + '.log'),
-                              ready)
+                              ready, env)
         self.processes[name] = proc
         return proc
 
@@ -275,10 +311,7 @@ class Deployment(_Processes):
         self.placement_port = free_port()
         super()._setUp()
 
-        self._add('placement', [
-            sys.executable, '-m', __name__, 'placement',
-            '--connection', placement_db, '--port',
-            str(self.placement_port)], http_ready(self.placement_url))
+        self._add_placement(placement_db)
         common = self._common_conf()
         self._add_nova('nova-conductor', 'nova-conductor', common, {})
         for index in range(1, self.schedulers + 1):
@@ -292,11 +325,39 @@ class Deployment(_Processes):
             self._add_nova('nova-compute-%s' % host, 'nova-compute', common,
                            {'DEFAULT': {'host': host},
                             'libvirt': {'connection_uri': node}})
-        self._add_nova('nova-api', 'nova-api', common, {},
-                       http_ready(self.api_root))
+        self._add('nova-api', gunicorn_argv(COMPUTE_API_APP, self.api_port,
+                                            self._grace()),
+                  http_ready(self.api_root),
+                  env={wsgi.CONFIG_FILES_ENV: common})
         self._start_all(['placement'])
         self._start_all([name for name in self.processes
                          if name != 'placement'])
+
+    def _grace(self) -> int:
+        """The WSGI servers' graceful timeout: the nova services'."""
+        return int(self.extra_conf.get('DEFAULT', {}).get(
+            'graceful_shutdown_timeout', DEFAULT_GRACE))
+
+    def _add_placement(self, connection: str) -> None:
+        """Placement's own application under gunicorn, on its database
+        (schema synced here, as ``placement-manage db sync`` does)."""
+        conf_dir = os.path.join(self.workdir, 'placement')
+        os.makedirs(conf_dir, exist_ok=True)
+        conf_file = os.path.join(conf_dir, 'placement.conf')
+        with open(conf_file, 'w') as f:
+            # Logged as a nova service logs (oslo.log, to stderr): each
+            # request line carries the request ids Placement received.
+            f.write(embedded_placement.config_file(
+                connection, {'DEFAULT': {'use_stderr': True}}))
+        subprocess.run([os.path.join(BIN, 'placement-manage'),
+                        '--config-file', conf_file, 'db', 'sync'],
+                       check=True, capture_output=True,
+                       timeout=READY_TIMEOUT)
+        self._add('placement', gunicorn_argv(PLACEMENT_APP,
+                                             self.placement_port,
+                                             self._grace()),
+                  http_ready(self.placement_url),
+                  env={PLACEMENT_CONFIG_DIR_ENV: conf_dir})
 
     def _common_conf(self) -> str:
         return write_conf(os.path.join(self.workdir, 'nova.conf'), _merge({
@@ -376,36 +437,3 @@ class AllInOne(_Processes):
         if not found:
             raise RuntimeError('nova-all did not say where Placement is')
         return found[-1]
-
-
-def _serve_placement(argv: list[str]) -> int:
-    """Serve Placement on a fixed port until SIGTERM (the ``placement``
-    process of a Deployment)."""
-    parser = argparse.ArgumentParser(prog='placement')
-    parser.add_argument('--connection', required=True)
-    parser.add_argument('--port', type=int, required=True)
-    args = parser.parse_args(argv)
-    # Logged as a nova service logs (oslo.log, to stderr): each request
-    # line carries the request ids Placement received.
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
-    conf([], project='placement', default_config_files=[],
-         default_config_dirs=[])
-    conf.set_default('use_stderr', True)
-    logging.setup(conf, 'placement')
-    placement = embedded_placement.EmbeddedPlacement(
-        connection=args.connection, port=args.port)
-    placement.start()
-    LOG.info('Placement listening at %s', placement.url)
-    try:
-        cmd.wait_for_signal(STOP_TIMEOUT)
-    finally:
-        placement.stop(timeout=None)
-    return 0
-
-
-if __name__ == '__main__':
-    if sys.argv[1:2] != ['placement']:
-        sys.exit('usage: python -m %s placement --connection URL --port N'
-                 % __spec__.name)
-    sys.exit(_serve_placement(sys.argv[2:]))

@@ -249,7 +249,11 @@ class TestDeploymentFaults(DeploymentTestCase):
             process = self.deployment.processes[name]
             process.terminate()
             codes[name] = process.popen.wait(timeout=GRACE + 30)
-            self.assertIn('SIGTERM received', process.log(since_start=True))
+            # The WSGI server's master says so for the API.
+            self.assertIn(deployment.WSGI_SIGTERM_LOGGED
+                          if name in deployment.WSGI_SERVICES
+                          else 'SIGTERM received',
+                          process.log(since_start=True))
         burst.join()
         self.assertEqual(dict.fromkeys(codes, 0), codes)
         for name in codes:

@@ -11,7 +11,8 @@ The layers, lowest first: the state vocabulary (``nova.states``, which
 imports nothing from nova); the shared base (configuration, database,
 context, RPC plumbing, PCI device model, virt hardware helpers); the virt
 drivers; the compute service and the scheduler, side by side; the
-conductor, which drives both; the REST API; the console commands. A
+conductor, which drives both; the REST API; the console commands and
+the WSGI entry points (``nova.wsgi``). A
 service reaches a layer above, or its sibling, only through that layer's
 RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
 upstream's home for it), never by importing its code.
@@ -36,7 +37,7 @@ SHARED = (
     'nova.compute.task_states', 'nova.compute.vm_states',
 )
 
-ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd')
+ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd', 'nova.wsgi')
 
 # (package, packages it must not import from). ``nova.compute.api`` is
 # the REST API's side of the compute service and counts as API layer.
@@ -56,8 +57,8 @@ RULES = [
     ('nova.context', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
     ('nova.compute', ('nova.scheduler',) + ABOVE_SERVICES),
     ('nova.scheduler', ('nova.compute',) + ABOVE_SERVICES),
-    ('nova.conductor', ('nova.api', 'nova.cmd')),
-    ('nova.api', ('nova.cmd',)),
+    ('nova.conductor', ('nova.api', 'nova.cmd', 'nova.wsgi')),
+    ('nova.api', ('nova.cmd', 'nova.wsgi')),
 ]
 
 # Test code, which no production module may import.
