@@ -24,6 +24,7 @@ from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
 from nova.tests.functional import real_hypervisor
 from nova.virt.fake import host as fakehost
+from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import pcie
 
@@ -49,6 +50,20 @@ def _gpus(driver, count: int, request_id: str = 'req-1'
             if dev.address in fakehost.H200_GPU_ADDRESSES]
     return [pci_device.Passthrough(dev.address, True, dev.numa_node,
                                    request_id) for dev in gpus[:count]]
+
+
+# Every shape also gets a root disk, a console log and a NIC, so the
+# schema check covers the guest IO elements too.
+FULL_IO = libvirt_config.GuestIO(
+    disk_path='/var/lib/nova/instances/x/disk',
+    console_log='/var/lib/nova/instances/x/console.log', network='default')
+
+
+def _domain_xml(driver, name: str, devices, nodes, extra_specs) -> str:
+    """The domain XML the driver writes for this guest."""
+    return driver._guest_xml(
+        str(uuid.uuid4()), name, VCPUS, MEMORY_MB, devices, nodes,
+        driver._platform(devices, extra_specs, nodes), FULL_IO)
 
 
 def _guest_nodes(driver, devices, policy, cells) -> tuple[int, ...]:
@@ -108,9 +123,8 @@ class DomainSchemaTest(test.TestCase):
                 self.assertIn(policy, (pci_numa.REQUIRED, pci_numa.SOCKET))
                 continue
             try:
-                xml = driver._guest_xml(
-                    str(uuid.uuid4()), name, VCPUS, MEMORY_MB, devices,
-                    nodes, _extra_specs(machine, firmware, cells))
+                xml = _domain_xml(driver, name, devices, nodes,
+                                  _extra_specs(machine, firmware, cells))
             except exception.GuestHardwareUnsupported:
                 refused.add((gpus > 0, machine, firmware))
                 continue
@@ -162,9 +176,8 @@ class RealLibvirtDomainTest(test.TestCase):
         devices = _gpus(self.fake, 8)
         nodes = _guest_nodes(self.fake, devices, pci_numa.REQUIRED, 2)
         self.assertEqual((0, 1), nodes)
-        xml = self.real._guest_xml(
-            str(uuid.uuid4()), 'hgx guest', VCPUS, MEMORY_MB, devices, nodes,
-            _extra_specs('q35', 'uefi', 2))
+        xml = _domain_xml(self.real, 'hgx guest', devices, nodes,
+                          _extra_specs('q35', 'uefi', 2))
         root = self._define(xml)
 
         # libvirt expands q35 to its versioned name.
