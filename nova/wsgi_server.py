@@ -19,6 +19,7 @@ connection reset; past either bound the connection is closed after the
 response instead.
 """
 
+import socket
 import threading
 import time
 
@@ -128,6 +129,17 @@ class _Server(cheroot_wsgi.Server):
             self, min=max_requests, max=max_requests,
             accepted_queue_size=LISTEN_BACKLOG,
             accepted_queue_timeout=CONNECTION_TIMEOUT)
+
+    @staticmethod
+    def bind_socket(socket_, bind_addr):
+        """Bind with SO_REUSEADDR even on port 0 (cheroot sets it only on
+        a fixed port): connections of a server that asked for a free port
+        linger in TIME_WAIT, and without the flag on them a server
+        started again on that port (a restart, Placement coming back in
+        the tests) could not bind it."""
+        socket_.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        socket_.bind(bind_addr)
+        return socket_
 
     def error_log(self, msg: str = '', level: int = 20,
                   traceback: bool = False) -> None:

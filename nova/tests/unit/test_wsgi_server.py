@@ -80,6 +80,22 @@ class WSGIServerTestCase(ServerTestCase):
                           timeout=5)
         self.assertRaises(RuntimeError, getattr, server, 'url')
 
+    def test_restarts_on_the_port_it_was_given_after_serving(self):
+        # A server on a free port, stopped after serving (its connection
+        # lingers in TIME_WAIT), comes back on that same port.
+        def app(environ, start_response):
+            start_response('200 OK', [])
+            return [b'ok']
+
+        server = wsgi_server.WSGIServer(app)
+        server.start()
+        port = int(server.url.rsplit(':', 1)[1])
+        self.assertEqual(200, requests.get(server.url, timeout=10)
+                         .status_code)
+        server.stop()
+        again = self.start(app, port=port)
+        self.assertEqual('ok', requests.get(again.url, timeout=10).text)
+
     def test_one_request_per_connection(self):
         # Keep-alive is off (see KEEPALIVE_LIMIT): the answer says the
         # connection ends, and it does (_raw_request reads until then).
