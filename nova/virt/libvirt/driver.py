@@ -428,9 +428,10 @@ class LibvirtDriver(driver.ComputeDriver):
                    io: config.GuestIO) -> str:
         """The domain XML of a guest (spawned or rebuilt) on
         ``guest_platform`` with ``io``, confined to ``numa_nodes`` and
-        their host CPUs when given."""
-        host_cpus = self.host.get_numa_topology().cpus_of(
-            tuple(numa_nodes)) if numa_nodes else ()
+        their host CPUs (read once, by ``_platform``) when given."""
+        host_cpus = tuple(sorted(
+            cpu for cpus in guest_platform.node_cpus.values()
+            for cpu in cpus))
         return config.build_guest_xml(
             instance_uuid, name, vcpus, memory_mb, pci_devices,
             self.domain_type, tuple(numa_nodes), host_cpus, guest_platform,
