@@ -16,10 +16,13 @@ For each endpoint (``GET /v2.1/servers/detail`` and the
 flavor), each number of concurrent clients (``--clients``) and each
 server, a client process runs that many threads, each sending requests
 one after the other for ``--seconds`` (HTTP/1.1, keeping the connection
-when the server does). The two servers take turns per cell. Output: a
-table of requests/s, p50 and p99 latency in ms, and errors (any answer
-but 200, or no answer). On a shared machine the numbers are noisy: run
-it twice. Example::
+when the server does). Each cell is measured ``--rounds`` times, the two
+servers taking turns and swapping who goes first each round, so a load
+that comes and goes on a shared machine falls on both alike; the round
+with the median requests/s stands for the server. Output: a table of
+requests/s, p50 and p99 latency in ms, and errors (any answer but 200,
+or no answer), and per cell the ratio of cheroot's requests/s to the
+baseline's. Example::
 
     .venv/bin/python tools/bench_wsgi.py --seconds 5
 """
@@ -166,6 +169,32 @@ def summarize(latencies: list[float], errors: int, elapsed: float) -> dict:
             'p99_ms': p99 * 1000, 'errors': errors}
 
 
+def median_round(results: list[dict]) -> dict:
+    """The round with the median requests/s (the lower middle one of an
+    even count): one real measurement, its latencies kept with it."""
+    ordered = sorted(results, key=lambda r: r['rps'])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def round_order(round_index: int) -> tuple[str, ...]:
+    """Who is measured first alternates, so neither always follows the
+    other's load."""
+    return SERVERS if round_index % 2 == 0 else SERVERS[::-1]
+
+
+def format_ratios(rows: list[dict]) -> str:
+    """Per endpoint and clients, cheroot's requests/s over the baseline's."""
+    cells: dict[tuple, dict] = {}
+    for row in rows:
+        cells.setdefault((row['endpoint'], row['clients']), {})[
+            row['server']] = row['rps']
+    return '\n'.join(
+        '%s, %d clients: cheroot/baseline = %.2f' % (
+            endpoint, clients, rps['cheroot'] / rps['baseline'])
+        for (endpoint, clients), rps in cells.items()
+        if rps.get('baseline') and 'cheroot' in rps)
+
+
 def format_table(rows: list[dict]) -> str:
     """The results as an RST simple table."""
     header = ('endpoint', 'clients', 'server', 'req/s', 'p50 ms', 'p99 ms',
@@ -227,6 +256,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='length of each measurement (default 5)')
     parser.add_argument('--servers', type=int, default=20,
                         help='servers booted before measuring (default 20)')
+    parser.add_argument('--rounds', type=int, default=3,
+                        help='measurements per cell and server; the '
+                             'median stands (default 3)')
     parser.add_argument('--json', metavar='PATH',
                         help='also write the rows as JSON to PATH')
     args = parser.parse_args(argv)
@@ -235,9 +267,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     except ValueError:
         parser.error('--clients %r is not a comma-separated list of '
                      'integers' % args.clients)
-    if min(args.clients) < 1 or args.seconds <= 0 or args.servers < 0:
+    if min(args.clients) < 1 or args.seconds <= 0 or args.servers < 0 \
+            or args.rounds < 1:
         parser.error('--clients must be at least 1, --seconds above 0, '
-                     '--servers at least 0')
+                     '--servers at least 0, --rounds at least 1')
     return args
 
 
@@ -266,13 +299,20 @@ def main(argv: list[str] | None = None) -> int:
             for server in servers.values():
                 server.start()
             for clients in args.clients:
+                results: dict[str, list[dict]] = {n: [] for n in SERVERS}
+                for round_index in range(args.rounds):
+                    for name in round_order(round_index):
+                        result = pool.apply(run_clients, (
+                            servers[name].url + path, clients,
+                            args.seconds))
+                        results[name].append(result)
+                        print('%s, %d clients, %s, round %d: %.0f req/s' % (
+                            endpoint, clients, name, round_index + 1,
+                            result['rps']), flush=True)
                 for name in SERVERS:
-                    result = pool.apply(run_clients, (
-                        servers[name].url + path, clients, args.seconds))
-                    rows.append(dict(result, endpoint=endpoint,
-                                     clients=clients, server=name))
-                    print('%s, %d clients, %s: %.0f req/s' % (
-                        endpoint, clients, name, result['rps']), flush=True)
+                    rows.append(dict(median_round(results[name]),
+                                     endpoint=endpoint, clients=clients,
+                                     server=name))
             for server in servers.values():
                 server.stop()
     finally:
@@ -280,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         allinone.stop()
         placement.stop()
     print(format_table(rows))
+    print(format_ratios(rows))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rows, f, indent=1)

@@ -63,3 +63,27 @@ class TestOutput(test.TestCase):
         self.assertRaises(SystemExit, bench.parse_args, ['--clients', 'a'])
         self.assertRaises(SystemExit, bench.parse_args, ['--clients', '0'])
         self.assertEqual([1, 10, 100], bench.parse_args([]).clients)
+
+
+class TestRounds(test.TestCase):
+
+    def test_median_round_is_a_measured_round(self):
+        rounds = [{'rps': 30, 'p99_ms': 1}, {'rps': 10, 'p99_ms': 2},
+                  {'rps': 20, 'p99_ms': 3}]
+        self.assertEqual({'rps': 20, 'p99_ms': 3}, bench.median_round(rounds))
+        self.assertEqual(10, bench.median_round(rounds[:2])['rps'])
+
+    def test_servers_swap_who_goes_first(self):
+        self.assertEqual(('baseline', 'cheroot'), bench.round_order(0))
+        self.assertEqual(('cheroot', 'baseline'), bench.round_order(1))
+
+    def test_ratios(self):
+        rows = [{'endpoint': 'GET /x', 'clients': 10, 'server': 'baseline',
+                 'rps': 40.0},
+                {'endpoint': 'GET /x', 'clients': 10, 'server': 'cheroot',
+                 'rps': 50.0}]
+        self.assertEqual('GET /x, 10 clients: cheroot/baseline = 1.25',
+                         bench.format_ratios(rows))
+
+    def test_rounds_must_be_positive(self):
+        self.assertRaises(SystemExit, bench.parse_args, ['--rounds', '0'])
