@@ -178,6 +178,12 @@ class BootTestBase(base.FunctionalTestCase):
         return gpus
 
     def assert_nothing_held(self, server_id):
+        # A failed build goes to ERROR first and is freed after (see
+        # ConductorManager._fail): wait for the free, then check it all.
+        deadline = time.monotonic() + TIMEOUT
+        while self.placement_get('/allocations/%s' % server_id)[
+                'allocations'] and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.assertEqual({}, self.placement_get(
             '/allocations/%s' % server_id)['allocations'])
         for compute in self.computes.values():
