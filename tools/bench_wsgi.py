@@ -20,7 +20,8 @@ when the server does). Each cell is measured ``--rounds`` times, the two
 servers taking turns and swapping who goes first each round, so a load
 that comes and goes on a shared machine falls on both alike; the round
 with the median requests/s stands for the server. Output: a table of
-requests/s, p50 and p99 latency in ms, and errors (any answer but 200,
+requests/s (the median, and the lowest and highest round), p50 and p99
+latency in ms, and errors (any answer but 200,
 or no answer), and per cell the ratio of cheroot's requests/s to the
 baseline's. Example::
 
@@ -197,10 +198,12 @@ def format_ratios(rows: list[dict]) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """The results as an RST simple table."""
-    header = ('endpoint', 'clients', 'server', 'req/s', 'p50 ms', 'p99 ms',
-              'errors')
+    header = ('endpoint', 'clients', 'server', 'req/s', 'rounds',
+              'p50 ms', 'p99 ms', 'errors')
     lines = [[r['endpoint'], str(r['clients']), r['server'],
-              '%.0f' % r['rps'], '%.1f' % r['p50_ms'],
+              '%.0f' % r['rps'], '%.0f-%.0f' % (min(r['rounds_rps']),
+                                                max(r['rounds_rps'])),
+              '%.1f' % r['p50_ms'],
               '%.1f' % r['p99_ms'], str(r['errors'])] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines))
               for i, h in enumerate(header)]
@@ -310,9 +313,10 @@ def main(argv: list[str] | None = None) -> int:
                             endpoint, clients, name, round_index + 1,
                             result['rps']), flush=True)
                 for name in SERVERS:
-                    rows.append(dict(median_round(results[name]),
-                                     endpoint=endpoint, clients=clients,
-                                     server=name))
+                    rows.append(dict(
+                        median_round(results[name]), endpoint=endpoint,
+                        clients=clients, server=name,
+                        rounds_rps=[r['rps'] for r in results[name]]))
             for server in servers.values():
                 server.stop()
     finally:

@@ -52,12 +52,13 @@ class TestOutput(test.TestCase):
     def test_table(self):
         table = bench.format_table([{
             'endpoint': 'GET /servers/detail', 'clients': 100,
-            'server': 'cheroot', 'rps': 120.4, 'p50_ms': 8.04,
+            'server': 'cheroot', 'rps': 120.4,
+            'rounds_rps': [99.6, 120.4, 130.2], 'p50_ms': 8.04,
             'p99_ms': 30.0, 'errors': 0}])
         lines = table.splitlines()
         self.assertEqual(5, len(lines))
         self.assertEqual(['GET', '/servers/detail', '100', 'cheroot', '120',
-                          '8.0', '30.0', '0'], lines[3].split())
+                          '100-130', '8.0', '30.0', '0'], lines[3].split())
 
     def test_bad_clients_refused(self):
         self.assertRaises(SystemExit, bench.parse_args, ['--clients', 'a'])
