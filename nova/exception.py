@@ -177,7 +177,40 @@ class InstanceDestroyFailed(NovaException):
 
 
 class ImageNotFound(NotFound):
-    msg_fmt = ('Image %(image_ref)r is not in %(path)s: %(reason)s')
+    msg_fmt = 'Image %(image_id)s could not be found.'
+
+
+class ImageNotActive(Invalid):
+    msg_fmt = ('Image %(image_id)s is not active (its status is '
+               '%(status)s); only an active image can be used')
+
+
+class ImageServiceUnavailable(NovaException):
+    msg_fmt = ('The image service (Glance) at %(url)s could not be '
+               'reached: %(error)s')
+    code = 503
+
+
+class ImageServiceError(NovaException):
+    msg_fmt = ('The image service (Glance) answered %(method)s %(url)s '
+               'with %(status)s: %(detail)s')
+    code = 502
+
+
+class ImageDownloadFailed(NovaException):
+    msg_fmt = 'Image %(image_id)s could not be downloaded: %(reason)s'
+
+
+class FlavorDiskSmallerThanMinDisk(Invalid):
+    msg_fmt = ("The flavor's disk (%(flavor_gb)d GB) is smaller than the "
+               "minimum disk of image %(image_ref)s (min_disk "
+               "%(min_disk)d GB)")
+
+
+class FlavorMemoryTooSmall(Invalid):
+    msg_fmt = ("The flavor's memory (%(flavor_mb)d MB) is smaller than the "
+               "minimum memory of image %(image_ref)s (min_ram "
+               "%(min_ram)d MB)")
 
 
 class ImageUnacceptable(Invalid):
