@@ -33,6 +33,12 @@ START_TIMEOUT = 120
 # (owner-based) rules apply instead.
 _NOAUTH_POLICY = {'enforce_new_defaults': False, 'enforce_scope': False}
 
+# The [keystone_authtoken] options nova-all gives its Glance.
+_AUTHTOKEN_OPTIONS = (
+    'www_authenticate_uri', 'auth_url', 'auth_type', 'username', 'password',
+    'project_name', 'user_domain_id', 'project_domain_id',
+    'user_domain_name', 'project_domain_name', 'interface', 'region_name')
+
 _PASTE = """\
 [pipeline:glance-api]
 pipeline = cors http_proxy_to_wsgi versionnegotiation unauthenticated-context rootapp
@@ -130,6 +136,25 @@ class GlanceService:
         self.keystone_authtoken = keystone_authtoken
         self.url: str | None = None
         self._process: subprocess.Popen | None = None
+
+    @classmethod
+    def for_nova_all(cls, conf, port: int) -> 'GlanceService':
+        """nova-all's Glance: under ``$state_path/glance``, with Keystone
+        (nova's ``[keystone_authtoken]``) when nova-api uses it."""
+        authtoken = None
+        if conf.api.auth_strategy == 'keystone':
+            authtoken = {name: value for name, value in
+                         conf.keystone_authtoken.items()
+                         if name in _AUTHTOKEN_OPTIONS and value is not None}
+        return cls(os.path.join(conf.state_path, 'glance'), port=port,
+                   keystone_authtoken=authtoken)
+
+    def configure_nova(self, conf) -> None:
+        """Point ``conf``'s ``[glance]`` at this Glance: no credentials
+        unless Glance uses Keystone (then ``[glance]``'s own)."""
+        if self.keystone_authtoken is None:
+            conf.set_override('auth_type', 'none', group='glance')
+        conf.set_override('endpoint_override', self.url, group='glance')
 
     @property
     def config_file(self) -> str:

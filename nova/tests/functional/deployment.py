@@ -414,7 +414,8 @@ class AllInOne(_Processes):
             'DEFAULT': {'state_path': self.workdir, 'host': 'hgx'},
             'api': {'listen': '127.0.0.1', 'listen_port': self.api_port},
             # Not Placement's usual 8778: runs side by side never clash.
-            'all_in_one': {'placement_listen_port': free_port()},
+            'all_in_one': {'placement_listen_port': free_port(),
+                           'glance_listen_port': free_port()},
         }, h200_sections(), self.extra_conf))
         self._add('nova-all', [
             os.path.join(BIN, 'nova-all'), '--config-file', conf,
@@ -432,7 +433,7 @@ class AllInOne(_Processes):
     @property
     def placement_url(self) -> str:
         """The embedded Placement's URL, as the running nova-all says."""
-        found = re.findall(r'nova-all is running: .*, Placement (\S+)',
+        found = re.findall(r'nova-all is running: .*, Placement ([^,\s]+)',
                            self.processes['nova-all'].log(since_start=True))
         if not found:
             raise RuntimeError('nova-all did not say where Placement is')
