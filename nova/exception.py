@@ -153,6 +153,12 @@ class InvalidPCINUMAAffinity(Invalid):
                'hw:pci_numa_affinity_policy; allowed values are %(allowed)s')
 
 
+class ImagePCINUMAPolicyForbidden(Invalid):
+    msg_fmt = ("Image property 'hw_pci_numa_affinity_policy' "
+               "%(image_policy)r may not override the flavor's "
+               "hw:pci_numa_affinity_policy %(flavor_policy)r")
+
+
 class PciNumaAffinityViolation(Invalid):
     msg_fmt = ('PCI request %(label)s with NUMA affinity policy '
                '%(policy)s cannot be met: %(reason)s')

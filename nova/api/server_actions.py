@@ -33,9 +33,9 @@ _REBOOT_SCHEMA = {
     'additionalProperties': False,
 }
 
-# This deployment has no image service: the image reference names a file
-# of the compute's [libvirt]local_images_path (see nova.api.servers); the
-# guest is redefined on the devices it has, its root disk made again.
+# The image reference is a Glance image id, checked as on create (see
+# nova.api.servers); the guest is redefined on the devices it has, its
+# root disk made again from the image.
 _REBUILD_SCHEMA = {
     'type': 'object',
     'properties': {

@@ -2,8 +2,9 @@
 run server actions (reboot, stop, start, rebuild, shelve, unshelve).
 
 ``create`` checks everything that can be checked without a host (the
-flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
-400 naming the bad value, not a server in ERROR. It then records the
+flavor, its PCI aliases and extra specs, the image in Glance) so that
+a bad request is an HTTP 400 naming the bad value, not a server in
+ERROR. It then records the
 instance and hands the build to nova-conductor.
 """
 
@@ -21,6 +22,7 @@ from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
+from nova.image import glance
 from nova import states
 from nova.pci import config as pci_config
 from nova.pci import request as pci_request
@@ -31,6 +33,8 @@ from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware
 
 LOG = logging.getLogger(__name__)
+
+GiB = 1024 ** 3
 
 # Flavor fields copied into the instance: later flavor edits or deletion
 # must not change what a running instance was built with.
@@ -72,6 +76,25 @@ def _hand_over(task_state: str | None) -> dict:
             'build_heartbeat': timeutils.utcnow()}
 
 
+def check_image_for_flavor(image: glance.ImageMeta, flavor: dict) -> None:
+    """Refuse (400) an image a server of ``flavor`` cannot boot from, as
+    upstream: larger than the flavor's disk, or asking for more disk
+    (``min_disk``) or memory (``min_ram``) than the flavor has. A flavor
+    disk of 0 takes the image's own size."""
+    root_gb = int(flavor.get('root_gb') or 0)
+    if root_gb and root_gb * GiB < image.disk_bytes:
+        raise exception.FlavorDiskSmallerThanImage(
+            flavor_gb=root_gb, image_ref=image.id,
+            image_bytes=image.disk_bytes)
+    if root_gb and root_gb < image.min_disk:
+        raise exception.FlavorDiskSmallerThanMinDisk(
+            flavor_gb=root_gb, image_ref=image.id, min_disk=image.min_disk)
+    if int(flavor.get('memory_mb') or 0) < image.min_ram:
+        raise exception.FlavorMemoryTooSmall(
+            flavor_mb=int(flavor.get('memory_mb') or 0), image_ref=image.id,
+            min_ram=image.min_ram)
+
+
 class API:
     """Server lifecycle entry points used by ``nova.api.servers``."""
 
@@ -87,6 +110,30 @@ class API:
             conf)
         self.conductor_api = conductor_rpcapi.ConductorAPI(conf)
         self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
+        # Built on first use: a deployment whose servers have no image
+        # needs no [glance].
+        self._glance: glance.GlanceClient | None = None
+
+    def image(self, image_ref: str, flavor: dict) -> glance.ImageMeta | None:
+        """The Glance image ``image_ref`` a server of ``flavor`` boots
+        from, checked (400 naming the image and the reason: missing or
+        deleted, not active, a format a guest cannot boot, too big or
+        asking for more than the flavor has); None for no image (empty
+        or ``none``). ImageServiceUnavailable (503) when Glance cannot
+        be reached."""
+        if image_ref in ('', compute_utils.NO_IMAGE):
+            return None
+        if self._glance is None:
+            self._glance = glance.GlanceClient(self.conf)
+        try:
+            image = self._glance.show(image_ref)
+        except exception.ImageNotFound as err:
+            raise exception.APIValidationError(
+                field='imageRef', reason=err.message) from err
+        image.check_bootable()
+        guest_hardware.check_image_properties(image.properties)
+        check_image_for_flavor(image, flavor)
+        return image
 
     def _flavor(self, context, flavor_ref: str) -> dict:
         try:
@@ -108,15 +155,17 @@ class API:
         Raises (HTTP 400) APIValidationError for an unknown or disabled
         flavor, PciRequestAliasNotDefined / PciInvalidFlavorRequest /
         InvalidPCINUMAAffinity for a bad ``pci_passthrough:alias`` and
-        FlavorExtraSpecInvalid for other bad extra specs. ``image_ref``
-        is stored: the compute looks it up as a local image file (see
-        ``[libvirt]local_images_path``; ``none`` or empty: no image).
-        ``metadata`` is accepted but not stored: the instance record has
-        none.
+        FlavorExtraSpecInvalid for other bad extra specs, and the
+        errors of :meth:`image` for ``image_ref`` (a Glance image id;
+        ``none`` or empty: no image). The instance keeps the image's
+        metadata (its properties shape the guest). ``metadata`` is
+        accepted but not stored: the instance record has none.
         """
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
+        image = self.image(image_ref, flavor)
         pci_requests = pci_request.get_pci_requests_from_flavor(
-            flavor['extra_specs'], self.aliases)
+            flavor['extra_specs'], self.aliases,
+            image_properties=image.properties if image else None)
         # The remaining extra specs the scheduler and compute will use.
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
@@ -131,7 +180,8 @@ class API:
             'task_state': task_states.SCHEDULING,
             'power_state': virt_driver.NOSTATE,
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
-            'image_ref': image_ref,
+            'image_ref': image.id if image else image_ref,
+            'image_meta': image.to_primitive() if image else None,
         })
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
@@ -491,13 +541,17 @@ class API:
         given; return it.
 
         Name and image are written with the task state, before the
-        compute is told: the guest it redefines carries them.
+        compute is told: the guest it redefines carries them. The image
+        is checked as :meth:`create` checks it.
         """
         values = {}
         if name is not None:
             values['display_name'] = name
         if image_ref is not None:
-            values['image_ref'] = image_ref
+            image = self.image(image_ref,
+                               self.get(context, uuid)['flavor'] or {})
+            values['image_ref'] = image.id if image else image_ref
+            values['image_meta'] = image.to_primitive() if image else None
         instance = self._accept(context, uuid, instance_actions.REBUILD,
                                 task_states.REBUILDING,
                                 [vm_states.ACTIVE, vm_states.STOPPED],

@@ -211,7 +211,16 @@ class ComputeManager(manager.Manager):
                  self.conf.libvirt.nvlink_repair_interval),
                 ('offload_shelved_instances', self.offload_shelved_instances,
                  self.conf.shelved_poll_interval
-                 if self.conf.shelved_offload_time > 0 else 0)]
+                 if self.conf.shelved_offload_time > 0 else 0),
+                ('manage_image_cache', self.manage_image_cache,
+                 _image_cache_interval(self.conf))]
+
+    def manage_image_cache(self) -> list[str]:
+        """Age out unused base images ([image_cache]); their ids."""
+        options = self.conf.image_cache
+        return self.driver.manage_image_cache(
+            options.remove_unused_base_images,
+            options.remove_unused_original_minimum_age_seconds)
 
     # Instances --------------------------------------------------------------
 
@@ -901,3 +910,14 @@ def _sent_providers(pci_providers: dict[str, list[str]] | None,
 def _request_ids(pci_requests: list | None) -> set[str]:
     """The request ids of PCI requests in primitive form."""
     return {request['request_id'] for request in pci_requests or []}
+
+
+def _image_cache_interval(conf) -> int:
+    """Seconds between image cache manager runs: ``[image_cache]
+    manager_interval``; 0 means the resource update interval, as upstream
+    (the default periodic spacing), and a negative value never (0 to
+    nova.service)."""
+    interval = conf.image_cache.manager_interval
+    if interval < 0:
+        return 0
+    return interval or conf.update_resources_interval

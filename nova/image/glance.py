@@ -55,6 +55,7 @@ class ImageMeta:
     disk_format: str | None = None
     container_format: str | None = None
     size: int | None = None
+    virtual_size: int | None = None
     min_disk: int = 0
     min_ram: int = 0
     properties: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -71,6 +72,7 @@ class ImageMeta:
             disk_format=body.get('disk_format'),
             container_format=body.get('container_format'),
             size=body.get('size'),
+            virtual_size=body.get('virtual_size'),
             min_disk=int(body.get('min_disk') or 0),
             min_ram=int(body.get('min_ram') or 0),
             properties={k: str(v) for k, v in body.items()
@@ -78,6 +80,20 @@ class ImageMeta:
             checksum=body.get('checksum'),
             os_hash_algo=body.get('os_hash_algo'),
             os_hash_value=body.get('os_hash_value'))
+
+    def to_primitive(self) -> dict:
+        """A JSON-ready copy (what an instance keeps of its image)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_primitive(cls, value: dict) -> 'ImageMeta':
+        """The image :meth:`to_primitive` wrote."""
+        return cls(**value)
+
+    @property
+    def disk_bytes(self) -> int:
+        """The size a disk made from this image needs at least."""
+        return max(self.size or 0, self.virtual_size or 0)
 
     def check_bootable(self) -> None:
         """ImageNotActive or ImageUnacceptable unless a guest can boot
