@@ -114,6 +114,13 @@ class API:
         # needs no [glance].
         self._glance: glance.GlanceClient | None = None
 
+    @property
+    def glance_client(self) -> glance.GlanceClient:
+        """The Glance client (``[glance]``), built on first use."""
+        if self._glance is None:
+            self._glance = glance.GlanceClient(self.conf)
+        return self._glance
+
     def image(self, image_ref: str, flavor: dict) -> glance.ImageMeta | None:
         """The Glance image ``image_ref`` a server of ``flavor`` boots
         from, checked (400 naming the image and the reason: missing or
@@ -123,10 +130,8 @@ class API:
         be reached."""
         if image_ref in ('', compute_utils.NO_IMAGE):
             return None
-        if self._glance is None:
-            self._glance = glance.GlanceClient(self.conf)
         try:
-            image = self._glance.show(image_ref)
+            image = self.glance_client.show(image_ref)
         except exception.ImageNotFound as err:
             raise exception.APIValidationError(
                 field='imageRef', reason=err.message) from err
@@ -505,6 +510,56 @@ class API:
         instance_actions.start(context, uuid, action)
         return instance
 
+    def _check_state(self, context, uuid: str, action: str,
+                     vm_state: list[str]) -> dict:
+        """The instance, if ``action`` may run on it now (one of
+        ``vm_state``, no task); InstanceInvalidState (409) otherwise. A
+        look before talking to Glance, as upstream refuses a server in
+        the wrong state first; :meth:`_accept` checks again atomically."""
+        instance = self.get(context, uuid)
+        for attr, allowed in (('vm_state', vm_state), ('task_state', [None])):
+            if instance[attr] not in allowed:
+                raise exception.InstanceInvalidState(
+                    action=action, instance_uuid=uuid, attr=attr,
+                    state=instance[attr])
+        return instance
+
+    def snapshot(self, context, uuid: str, name: str,
+                 metadata: dict[str, str] | None = None) -> str:
+        """createImage: a new Glance image ``name`` of an ACTIVE or
+        SHUTOFF server's root disk; its id. The image is created
+        (queued) here and its data uploaded by the compute; it inherits
+        the properties of the server's image, plus ``metadata``, as
+        upstream. A server without an image has no disk to snapshot
+        (400)."""
+        allowed = [vm_states.ACTIVE, vm_states.STOPPED]
+        instance = self._check_state(context, uuid,
+                                     instance_actions.CREATE_IMAGE, allowed)
+        meta = instance.get('image_meta')
+        if not meta:
+            raise exception.Invalid(reason=(
+                'server %s has no root disk to snapshot: it was created '
+                'without an image' % uuid))
+        base = glance.ImageMeta.from_primitive(meta)
+        properties = dict(base.properties, **(metadata or {}))
+        properties.update(instance_uuid=uuid, image_type='snapshot',
+                          base_image_ref=base.id)
+        image = self.glance_client.create(
+            name, properties=properties, min_ram=base.min_ram,
+            min_disk=max(base.min_disk,
+                         int((instance['flavor'] or {}).get('root_gb')
+                             or 0)))
+        try:
+            instance = self._accept(context, uuid,
+                                    instance_actions.CREATE_IMAGE,
+                                    task_states.IMAGE_SNAPSHOT, allowed)
+            self.compute_rpcapi.snapshot_instance(context, instance['host'],
+                                                  uuid, image.id)
+        except Exception:
+            self.glance_client.delete(image.id)
+            raise
+        return image.id
+
     def reboot(self, context, uuid: str, hard: bool) -> None:
         """Soft reboot an ACTIVE server; hard reboot an ACTIVE or SHUTOFF
         one (also while a soft reboot runs), as upstream."""
@@ -545,16 +600,17 @@ class API:
         is checked as :meth:`create` checks it.
         """
         values = {}
+        allowed = [vm_states.ACTIVE, vm_states.STOPPED]
         if name is not None:
             values['display_name'] = name
         if image_ref is not None:
-            image = self.image(image_ref,
-                               self.get(context, uuid)['flavor'] or {})
+            current = self._check_state(context, uuid,
+                                        instance_actions.REBUILD, allowed)
+            image = self.image(image_ref, current['flavor'] or {})
             values['image_ref'] = image.id if image else image_ref
             values['image_meta'] = image.to_primitive() if image else None
         instance = self._accept(context, uuid, instance_actions.REBUILD,
-                                task_states.REBUILDING,
-                                [vm_states.ACTIVE, vm_states.STOPPED],
+                                task_states.REBUILDING, allowed,
                                 values=values)
         self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
         return instance

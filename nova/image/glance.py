@@ -172,6 +172,10 @@ class GlanceClient:
             method=method, url=self._endpoint().rstrip('/') + path,
             status=resp.status_code, detail=resp.text[:500].strip())
 
+    def image_url(self, image_id: str) -> str:
+        """The URL of the image in Glance's v2 API."""
+        return '%s/v2/images/%s' % (self._endpoint().rstrip('/'), image_id)
+
     # Reading ---------------------------------------------------------------
 
     def show(self, image_id: str) -> ImageMeta:

@@ -122,6 +122,12 @@ class ComputeDriver(abc.ABC):
         raise NotImplementedError(
             'this hypervisor driver keeps no console log')
 
+    def snapshot(self, instance_uuid: str, target: str) -> None:
+        """Write the guest's root disk, as one self-contained qcow2 file,
+        to ``target`` (createImage). Invalid when the guest has no root
+        disk; NotImplementedError where the driver cannot."""
+        raise NotImplementedError('this hypervisor driver cannot snapshot')
+
     def manage_image_cache(self, remove_unused: bool,
                            min_age_seconds: int) -> list[str]:
         """Age out the cached base images no guest uses (see

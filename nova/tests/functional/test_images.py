@@ -230,3 +230,113 @@ class ImageFaultsTest(ImageTestBase):
         self.assertIn('could not be reached', server['fault']['message'])
         self.assertIn(self.glance.url, server['fault']['message'])
         self.assertEqual([], self.cached())
+
+
+class RebuildAndSnapshotTest(ImageTestBase):
+
+    def action(self, server_id, body, expect=(202,), version=None):
+        headers = {'OpenStack-API-Version': 'compute %s' % version} \
+            if version else {}
+        resp = self.session.post(
+            '%s/servers/%s/action' % (self.allinone.api_url, server_id),
+            data=json.dumps(body), headers=headers)
+        self.assertIn(resp.status_code, expect, resp.text)
+        return resp
+
+    def wait_image_active(self, image_id):
+        deadline = time.monotonic() + boot.TIMEOUT
+        while time.monotonic() < deadline:
+            image = self.glance.client.show(image_id)
+            if image.status == 'active':
+                return image
+            time.sleep(0.05)
+        self.fail('image %s never became active' % image_id)
+
+    def wait_settled(self, server_id, status):
+        """The server once its task is done, in ``status``."""
+        deadline = time.monotonic() + boot.TIMEOUT
+        while time.monotonic() < deadline:
+            server = self.api('GET', '/servers/%s' % server_id)['server']
+            if server['OS-EXT-STS:task_state'] is None and \
+                    server['status'] == status:
+                return server
+            time.sleep(0.05)
+        self.fail('server %s never settled in %s' % (server_id, status))
+
+    def test_rebuild_with_a_new_image_keeps_gpus_and_allocation(self):
+        first = self.glance.upload('first')
+        second = self.glance.upload('second', hw_machine_type='q35')
+        flavor = self.sized_flavor('gpu.2x', disk=1, ram=4096,
+                                   alias='h200:2')
+        server = self.boot(flavor, image=first.id)
+        gpus = self.assert_server_holds(server, boot.PAIRS)
+        allocation = self.placement_get('/allocations/%s' % server['id'])
+        self.action(server['id'], {'rebuild': {'imageRef': second.id}})
+        server = self.wait_settled(server['id'], 'ACTIVE')
+        self.assertEqual(second.id, server['image']['id'])
+        self.assertEqual(gpus, self.assert_server_holds(server, boot.PAIRS))
+        self.assertEqual(allocation['allocations'], self.placement_get(
+            '/allocations/%s' % server['id'])['allocations'])
+        self.assertEqual(('qcow2', os.path.join(self.base_dir(), second.id)),
+                         self.disk_backing(server['id']))
+
+    def test_rebuild_with_a_bad_image_changes_nothing(self):
+        image = self.glance.upload('first')
+        server = self.boot(self.flavor_id, image=image.id)
+        resp = self.action(server['id'], {'rebuild': {'imageRef': 'nope'}},
+                           expect=(400,))
+        self.assertIn('nope', resp.text)
+        server = self.wait_settled(server['id'], 'ACTIVE')
+        self.assertEqual(image.id, server['image']['id'])
+
+    def test_snapshot_of_active_and_shutoff_servers_boots_again(self):
+        image = self.glance.upload('base', self.qcow2('base'),
+                                   hw_firmware_type='bios')
+        server = self.boot(self.flavor_id, image=image.id)
+        # From 2.45 the image id is in the body.
+        resp = self.action(server['id'], {'createImage': {
+            'name': 'snap-active', 'metadata': {'purpose': 'test'}}},
+            version='2.45')
+        active_snap = resp.json()['image_id']
+        self.assertNotIn('Location', resp.headers)
+        snap = self.wait_image_active(active_snap)
+        self.assertEqual(('snap-active', 'qcow2'),
+                         (snap.name, snap.disk_format))
+        self.assertEqual(
+            {'purpose': 'test', 'instance_uuid': server['id'],
+             'image_type': 'snapshot', 'base_image_ref': image.id,
+             'hw_firmware_type': 'bios'},
+            {key: snap.properties.get(key) for key in (
+                'purpose', 'instance_uuid', 'image_type', 'base_image_ref',
+                'hw_firmware_type')})
+        self.wait_settled(server['id'], 'ACTIVE')
+        # Before 2.45 it is in the Location header; a stopped server
+        # stays stopped.
+        self.action(server['id'], {'os-stop': None})
+        self.wait_settled(server['id'], 'SHUTOFF')
+        resp = self.action(server['id'], {'createImage': {
+            'name': 'snap-shutoff'}}, version='2.44')
+        location = resp.headers['Location']
+        self.assertTrue(location.startswith(self.glance.url + '/v2/images/'),
+                        location)
+        shutoff_snap = location.rsplit('/', 1)[1]
+        self.wait_image_active(shutoff_snap)
+        self.wait_settled(server['id'], 'SHUTOFF')
+        for snap_id in (active_snap, shutoff_snap):
+            again = self.boot(self.flavor_id, name='again', image=snap_id)
+            fmt, backing = self.disk_backing(again['id'])
+            self.assertEqual(os.path.join(self.base_dir(), snap_id),
+                             backing)
+
+    def test_snapshot_refused_without_disk_or_glance(self):
+        server = self.boot(self.flavor_id)
+        resp = self.action(server['id'], {'createImage': {'name': 's'}},
+                           expect=(400,))
+        self.assertIn('no root disk', resp.text)
+        image = self.glance.upload('base')
+        server = self.boot(self.flavor_id, name='vm2', image=image.id)
+        self.glance.stop()
+        resp = self.action(server['id'], {'createImage': {'name': 's'}},
+                           expect=(503,))
+        self.assertIn('could not be reached', resp.text)
+        self.wait_settled(server['id'], 'ACTIVE')

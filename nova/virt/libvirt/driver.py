@@ -517,6 +517,26 @@ class LibvirtDriver(driver.ComputeDriver):
         return config.GuestIO(disk_path=disk, console_log=files.console_log,
                               network=self.network or None)
 
+    def snapshot(self, instance_uuid: str, target: str) -> None:
+        """Flatten the guest's overlay and its base into a qcow2 file at
+        ``target``; a running guest is paused while its disk is read, so
+        the copy is consistent, and resumed after."""
+        instance_uuid = _canonical_uuid(instance_uuid)
+        files = self._files(instance_uuid)
+        if files is None or not os.path.exists(files.disk):
+            raise exception.Invalid(reason=(
+                'instance %s has no root disk on %s to snapshot' % (
+                    instance_uuid, self._hostname)))
+        domain = self.host.lookup_domain(instance_uuid)
+        paused = domain is not None and domain.isActive()
+        if paused:
+            domain.suspend()
+        try:
+            imagebackend.convert_to_qcow2(files.disk, target)
+        finally:
+            if paused:
+                domain.resume()
+
     def manage_image_cache(self, remove_unused: bool,
                            min_age_seconds: int) -> list[str]:
         """Remove cached base images no guest's disk is backed by and

@@ -92,3 +92,10 @@ def create_overlay(image: ImageInfo, overlay: str, size_gb: int) -> None:
     _qemu_img(os.path.basename(image.path), 'create', '-q', '-f', 'qcow2',
               '-b', image.path, '-F', image.format, overlay,
               str(size or image.virtual_size))
+
+
+def convert_to_qcow2(disk: str, target: str) -> None:
+    """Write ``disk`` with its backing chain flattened into one qcow2 file
+    at ``target`` (a snapshot; ``-U``: QEMU may hold the disk open)."""
+    _qemu_img(os.path.basename(disk), 'convert', '-U', '-O', 'qcow2',
+              disk, target)
