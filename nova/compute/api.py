@@ -553,9 +553,18 @@ class API:
             instance = self._accept(context, uuid,
                                     instance_actions.CREATE_IMAGE,
                                     task_states.IMAGE_SNAPSHOT, allowed)
+        except Exception:
+            self.glance_client.delete(image.id)
+            raise
+        try:
             self.compute_rpcapi.snapshot_instance(context, instance['host'],
                                                   uuid, image.id)
         except Exception:
+            # Not sent (an RPC cap below 1.5, messaging down): the server
+            # is left as it was, and so is Glance.
+            db.instance_update(context, uuid, {'task_state': None},
+                               expected={'task_state':
+                                         task_states.IMAGE_SNAPSHOT})
             self.glance_client.delete(image.id)
             raise
         return image.id
