@@ -164,6 +164,11 @@ class GlanceClient:
                 LOG.warning('Glance at %s: %s (attempt %d of %d)',
                             self._endpoint(), err, attempt + 1,
                             self._retries + 1)
+            except ks_exc.HttpError as err:
+                # Authentication with Keystone failed (bad credentials).
+                raise exception.ImageServiceError(
+                    method=method, url=self._endpoint().rstrip('/') + path,
+                    status=err.http_status, detail=err.message) from err
         if resp.status_code < 300 or resp.status_code in allow:
             return resp
         if resp.status_code == 404 and image_id is not None:
