@@ -197,12 +197,18 @@ class GlanceClient:
         try:
             return self.show(image_ref)
         except exception.ImageNotFound:
-            resp = self._request('GET', '/v2/images', image_id=None,
-                                 params={'name': image_ref})
-            found = resp.json().get('images', [])
+            found = self.list(name=image_ref)
             if len(found) != 1:
                 raise
-            return ImageMeta.from_glance(found[0])
+            return found[0]
+
+    def list(self, **filters: str) -> list[ImageMeta]:
+        """The images Glance lists with ``filters`` (e.g. ``name``; the
+        first page, Glance's default page size)."""
+        resp = self._request('GET', '/v2/images', image_id=None,
+                             params=filters)
+        return [ImageMeta.from_glance(body)
+                for body in resp.json().get('images', [])]
 
     def download(self, image_id: str, path: str) -> ImageMeta:
         """Write the data of the active image ``image_id`` to ``path``.

@@ -13,6 +13,7 @@ import threading
 import time
 
 from nova import context as nova_context
+from nova import exception
 from nova.db import api as db
 from nova.tests.fixtures import glance as glance_fixture
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -24,11 +25,16 @@ MiB = 1024 ** 2
 
 class ImageTestBase(boot.BootTestBase):
 
+    # [upgrade_levels]compute of the services, if any.
+    compute_rpc_cap = None
+
     def setUp(self):
         super().setUp()
         self.glance = self.useFixture(glance_fixture.GlanceFixture())
         self.glance.configure_nova(self.conf)
         self.enable_h200_groups()
+        if self.compute_rpc_cap:
+            self.flags('upgrade_levels', compute=self.compute_rpc_cap)
         self.start_services()
         self.tmp = self.useFixture(boot.fixtures.TempDir()).path
         self.flavor_id = self.sized_flavor('small', disk=1, ram=4096)
@@ -340,3 +346,37 @@ class RebuildAndSnapshotTest(ImageTestBase):
                            expect=(503,))
         self.assertIn('could not be reached', resp.text)
         self.wait_settled(server['id'], 'ACTIVE')
+
+    def test_failed_snapshot_deletes_its_image_and_keeps_the_server(self):
+        image = self.glance.upload('base')
+        server = self.boot(self.flavor_id, image=image.id)
+        # The disk is gone: the compute cannot copy it.
+        os.unlink(guest_files.GuestFiles.of(self.conf.instances_path,
+                                            server['id']).disk)
+        snap = self.action(server['id'], {'createImage': {'name': 's'}},
+                           version='2.45').json()['image_id']
+        self.wait_settled(server['id'], 'ACTIVE')
+        instance = db.instance_get_by_uuid(
+            nova_context.get_admin_context(), server['id'])
+        self.assertIn('no root disk', instance['fault_message'])
+        self.assertRaises(exception.ImageNotFound, self.glance.client.show,
+                          snap)
+
+
+class SnapshotUnderRPCCapTest(ImageTestBase):
+
+    compute_rpc_cap = '1.4'
+
+    def test_refused_and_nothing_left(self):
+        image = self.glance.upload('base')
+        server = self.boot(self.flavor_id, image=image.id)
+        resp = self.session.post(
+            '%s/servers/%s/action' % (self.allinone.api_url, server['id']),
+            data=json.dumps({'createImage': {'name': 'snap'}}))
+        self.assertEqual(409, resp.status_code, resp.text)
+        self.assertIn('1.5', resp.text)
+        server = self.api('GET', '/servers/%s' % server['id'])['server']
+        self.assertEqual(('ACTIVE', None), (
+            server['status'], server['OS-EXT-STS:task_state']))
+        self.assertEqual([image.id],
+                         [i.id for i in self.glance.client.list()])
