@@ -542,7 +542,8 @@ class LibvirtDriver(driver.ComputeDriver):
         """Remove cached base images no guest's disk is backed by and
         last used over ``min_age_seconds`` ago (when ``remove_unused``);
         the image ids removed."""
-        if self.image_cache is None or not remove_unused:
+        if self.image_cache is None or not remove_unused or \
+                not os.path.isdir(self.instances_path):
             return []
         in_use = set()
         for name in os.listdir(self.instances_path):

@@ -43,7 +43,8 @@ class ImageCache:
 
     def __init__(self, directory: str,
                  client_factory: Callable[[], glance.GlanceClient]) -> None:
-        self.directory = directory
+        # Absolute: overlays name their base by this path.
+        self.directory = os.path.abspath(directory)
         self._client_factory = client_factory
         self._client: glance.GlanceClient | None = None
         self._guard = threading.Lock()
