@@ -35,6 +35,10 @@ from nova.virt import guest_hardware
 LOG = logging.getLogger(__name__)
 
 GiB = 1024 ** 3
+# Image properties a snapshot does not take from the server's image, as
+# upstream: Glance's own (reserved), the uploader's checksums and
+# signature of the original data.
+_NOT_INHERITED = ('os_glance', 'owner_specified.', 'img_signature')
 
 # Flavor fields copied into the instance: later flavor edits or deletion
 # must not change what a running instance was built with.
@@ -541,7 +545,9 @@ class API:
                 'server %s has no root disk to snapshot: it was created '
                 'without an image' % uuid))
         base = glance.ImageMeta.from_primitive(meta)
-        properties = dict(base.properties, **(metadata or {}))
+        properties = {key: value for key, value in base.properties.items()
+                      if not key.startswith(_NOT_INHERITED)}
+        properties.update(metadata or {})
         properties.update(instance_uuid=uuid, image_type='snapshot',
                           base_image_ref=base.id)
         image = self.glance_client.create(

@@ -297,7 +297,8 @@ class RebuildAndSnapshotTest(ImageTestBase):
 
     def test_snapshot_of_active_and_shutoff_servers_boots_again(self):
         image = self.glance.upload('base', self.qcow2('base'),
-                                   hw_firmware_type='bios')
+                                   hw_firmware_type='bios', **{
+                                       'owner_specified.openstack.md5': 'x'})
         server = self.boot(self.flavor_id, image=image.id)
         # From 2.45 the image id is in the body.
         resp = self.action(server['id'], {'createImage': {
@@ -315,6 +316,8 @@ class RebuildAndSnapshotTest(ImageTestBase):
             {key: snap.properties.get(key) for key in (
                 'purpose', 'instance_uuid', 'image_type', 'base_image_ref',
                 'hw_firmware_type')})
+        # The uploader's checksum was of the base image's data.
+        self.assertNotIn('owner_specified.openstack.md5', snap.properties)
         self.wait_settled(server['id'], 'ACTIVE')
         # Before 2.45 it is in the Location header; a stopped server
         # stays stopped.
