@@ -299,7 +299,8 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
         conf, port=0 if args.demo else conf.all_in_one.glance_listen_port)
     try:
         glance.start()
-        glance.configure_nova(conf)
+        for service_conf in [conf, *compute_confs.values()]:
+            glance.configure_nova(service_conf)
         use_noauth_placement(conf, placement.url)
         hosts = list(compute_files) or [
             '%s-%d' % (conf.host, i + 1) for i in range(args.computes or 2)]

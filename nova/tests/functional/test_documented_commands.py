@@ -142,14 +142,20 @@ class TestDocumentedCommands(test.TestCase):
             self.assertIn(' %s ' % name, out)
         [server] = self.servers()
         self.assertEqual('ACTIVE', server['status'])
+        # The server booted from the Glance image, and its snapshot is one.
+        self.assertEqual('tiny', requests.get(
+            'http://127.0.0.1:%d/v2/images/%s' % (
+                self.glance_port, server['image']['id']),
+            timeout=30).json()['name'])
+        self.assertRegex(out, r'\| name +\| vm1-snap ')
 
     def test_deployment_guide(self):
         guide = doc_commands.commands(doc_commands.DEPLOYMENT_GUIDE)
         fake_hosts = [c for c in guide if 'tools/fake_hosts.py' in c]
         nova_all = [c for c in guide if c.startswith('nova-all --config')]
-        clients = [c for c in guide if c.startswith(('export ',
-                                                     'openstack '))]
-        self.assertEqual((1, 1, 3),
+        clients = [c for c in guide if c.startswith((
+            'export ', 'qemu-img ', 'openstack '))]
+        self.assertEqual((1, 1, 5),
                          (len(fake_hosts), len(nova_all), len(clients)))
         self.bash(fake_hosts)
         self.start_nova_all(nova_all[0])
