@@ -24,8 +24,9 @@ glance_opts = [
     cfg.IntOpt('num_retries',
                default=3, min=0,
                help='How many times a request that could not reach Glance '
-                    '(or an image download cut short) is retried before '
-                    'the operation fails.'),
+                    'is retried before the operation fails. A download '
+                    'cut short is not retried: the build fails with a '
+                    'fault.'),
 ]
 
 
