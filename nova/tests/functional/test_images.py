@@ -27,6 +27,7 @@ class ImageTestBase(boot.BootTestBase):
 
     # [upgrade_levels]compute of the services, if any.
     compute_rpc_cap = None
+    hosts = ('cmp1',)
 
     def setUp(self):
         super().setUp()
@@ -35,7 +36,7 @@ class ImageTestBase(boot.BootTestBase):
         self.enable_h200_groups()
         if self.compute_rpc_cap:
             self.flags('upgrade_levels', compute=self.compute_rpc_cap)
-        self.start_services()
+        self.start_services(hosts=self.hosts)
         self.tmp = self.useFixture(boot.fixtures.TempDir()).path
         self.flavor_id = self.sized_flavor('small', disk=1, ram=4096)
 
@@ -44,9 +45,14 @@ class ImageTestBase(boot.BootTestBase):
         driver = super().make_driver(host, devices)
         client = glance_fixture.CountingClient(self.conf)
         self.downloads = client.downloads
+        driver.instances_path = self.instances_path_of(host)
         driver.image_cache = imagecache.ImageCache(
-            driver.image_cache.directory, lambda: client)
+            os.path.join(driver.instances_path, '_base'), lambda: client)
         return driver
+
+    def instances_path_of(self, host):
+        """The instances_path of ``host``'s driver."""
+        return self.conf.instances_path
 
     def sized_flavor(self, name, disk, ram, alias=None):
         flavor = self.api('POST', '/flavors', {'flavor': {
@@ -383,3 +389,46 @@ class SnapshotUnderRPCCapTest(ImageTestBase):
             server['status'], server['OS-EXT-STS:task_state']))
         self.assertEqual([image.id],
                          [i.id for i in self.glance.client.list()])
+
+
+class MoveWithImageTest(ImageTestBase):
+    """Two computes, each with an instances_path (and image cache) of its
+    own, as on two machines."""
+
+    hosts = ('cmp1', 'cmp2')
+
+    def instances_path_of(self, host):
+        return os.path.join(self.tmpdir, host, 'instances')
+
+    def host_disk_backing(self, server):
+        driver = self.computes[server['OS-EXT-SRV-ATTR:host']].driver
+        disk = guest_files.GuestFiles.of(driver.instances_path,
+                                         server['id']).disk
+        info = json.loads(subprocess.run(
+            ['qemu-img', 'info', '--output=json', '-U', disk],
+            check=True, capture_output=True, text=True).stdout)
+        return info.get('backing-filename')
+
+    def test_cold_migration_remakes_the_disk_from_the_image(self):
+        image = self.glance.upload('cuda')
+        flavor = self.sized_flavor('gpu.2x', disk=1, ram=4096,
+                                   alias='h200:2')
+        server = self.boot(flavor, image=image.id)
+        source = server['OS-EXT-SRV-ATTR:host']
+        self.api('POST', '/servers/%s/action' % server['id'],
+                 {'migrate': None})
+        deadline = time.monotonic() + boot.TIMEOUT
+        while self.api('GET', '/servers/%s' % server['id'])['server'][
+                'status'] != 'VERIFY_RESIZE':
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.api('POST', '/servers/%s/action' % server['id'],
+                 {'confirmResize': None})
+        server = self.wait_for(server['id'], 'ACTIVE')
+        self.assertNotEqual(source, server['OS-EXT-SRV-ATTR:host'])
+        self.assert_server_holds(server, boot.PAIRS)
+        # The destination downloaded the image into its own cache.
+        destination = self.computes[server['OS-EXT-SRV-ATTR:host']].driver
+        self.assertEqual(destination.image_cache.path(image.id),
+                         self.host_disk_backing(server))
+        self.assertEqual(image.id, server['image']['id'])
