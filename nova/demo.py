@@ -1,13 +1,17 @@
 """The nova-all demo: one flavor per GPU count always gets an NVLink group.
 
-Creates flavors gpu.1x/2x/4x/8x (``pci_passthrough:alias=h200:N``) through
-the REST API, boots a mix of servers on HGX H200 hosts, deletes one and
+Uploads a small test image to nova-all's Glance, creates flavors
+gpu.1x/2x/4x/8x (``pci_passthrough:alias=h200:N``) through the REST API,
+boots a mix of servers from the image on HGX H200 hosts (each gets a
+qcow2 overlay of the image, downloaded once per host), deletes one and
 boots into the hole it left, then prints every host's GPU board (which
 server holds which GPU) and checks that each server got exactly one
 declared partition.
 """
 
 import json
+import os
+import subprocess
 import tempfile
 import time
 
@@ -15,6 +19,7 @@ import requests
 
 from nova import context as nova_context
 from nova.db import api as db
+from nova.image import glance
 from nova.pci import board as pci_board
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import nvlink
@@ -68,9 +73,9 @@ class _Client:
             'extra_specs': {'pci_passthrough:alias': 'h200:%d' % gpus}})
         return flavor['id']
 
-    def boot(self, name: str, flavor_id: str) -> dict:
+    def boot(self, name: str, flavor_id: str, image_id: str) -> dict:
         server = self.call('POST', '/servers', {'server': {
-            'name': name, 'flavorRef': flavor_id, 'imageRef': 'none'}})
+            'name': name, 'flavorRef': flavor_id, 'imageRef': image_id}})
         return self.wait(server['server']['id'])
 
     def wait(self, server_id: str) -> dict:
@@ -92,6 +97,17 @@ class _Client:
                 return
             time.sleep(0.2)
         raise RuntimeError('server %s not deleted' % server_id)
+
+
+def upload_image(conf) -> glance.ImageMeta:
+    """A small empty qcow2 disk (1 GiB virtual) as the Glance image
+    ``demo-image``, as ``openstack image create`` would upload it."""
+    path = os.path.join(conf.state_path, 'demo-image.qcow2')
+    subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', path, '1G'],
+                   check=True)
+    client = glance.GlanceClient(conf)
+    image = client.create('demo-image', disk_format='qcow2')
+    return client.upload(image.id, path)
 
 
 def _module_ids(addresses) -> frozenset[int]:
@@ -137,19 +153,22 @@ def fabric_state(driver, held: dict[str, frozenset[int]],
 def run(allinone) -> int:
     """Run the scenario against a started AllInOne; 0 if all is valid."""
     client = _Client(allinone.api_url)
+    image = upload_image(allinone.conf)
+    print('Image: %s (%s, %d bytes) uploaded to Glance' % (
+        image.name, image.id, image.size))
     flavors = {n: client.create_flavor(n) for n in _SIZES}
     print('Flavors: %s (one per GPU count, no topology in them)' % ', '.join(
         'gpu.%dx = pci_passthrough:alias=h200:%d' % (n, n) for n in _SIZES))
     servers = {}
     for name, gpus in _BOOTS:
-        servers[name] = server = client.boot(name, flavors[gpus])
+        servers[name] = server = client.boot(name, flavors[gpus], image.id)
         where = server.get('OS-EXT-SRV-ATTR:host') or '-'
         fault = server.get('fault', {}).get('message', '')
         print('  boot %-8s gpu.%dx -> %-6s %s %s' % (
             name, gpus, server['status'], where, fault))
     print('Deleting train-a frees its quad; booting pair-3 (gpu.2x) into it')
     client.delete(servers.pop('train-a')['id'])
-    servers['pair-3'] = server = client.boot('pair-3', flavors[2])
+    servers['pair-3'] = server = client.boot('pair-3', flavors[2], image.id)
     print('  boot pair-3   gpu.2x -> %-6s %s' % (
         server['status'], server.get('OS-EXT-SRV-ATTR:host')))
 

@@ -153,6 +153,12 @@ class InvalidPCINUMAAffinity(Invalid):
                'hw:pci_numa_affinity_policy; allowed values are %(allowed)s')
 
 
+class ImagePCINUMAPolicyForbidden(Invalid):
+    msg_fmt = ("Image property 'hw_pci_numa_affinity_policy' "
+               "%(image_policy)r may not override the flavor's "
+               "hw:pci_numa_affinity_policy %(flavor_policy)r")
+
+
 class PciNumaAffinityViolation(Invalid):
     msg_fmt = ('PCI request %(label)s with NUMA affinity policy '
                '%(policy)s cannot be met: %(reason)s')
@@ -177,7 +183,40 @@ class InstanceDestroyFailed(NovaException):
 
 
 class ImageNotFound(NotFound):
-    msg_fmt = ('Image %(image_ref)r is not in %(path)s: %(reason)s')
+    msg_fmt = 'Image %(image_id)s could not be found.'
+
+
+class ImageNotActive(Invalid):
+    msg_fmt = ('Image %(image_id)s is not active (its status is '
+               '%(status)s); only an active image can be used')
+
+
+class ImageServiceUnavailable(NovaException):
+    msg_fmt = ('The image service (Glance) at %(url)s could not be '
+               'reached: %(error)s')
+    code = 503
+
+
+class ImageServiceError(NovaException):
+    msg_fmt = ('The image service (Glance) answered %(method)s %(url)s '
+               'with %(status)s: %(detail)s')
+    code = 502
+
+
+class ImageDownloadFailed(NovaException):
+    msg_fmt = 'Image %(image_id)s could not be downloaded: %(reason)s'
+
+
+class FlavorDiskSmallerThanMinDisk(Invalid):
+    msg_fmt = ("The flavor's disk (%(flavor_gb)d GB) is smaller than the "
+               "minimum disk of image %(image_ref)s (min_disk "
+               "%(min_disk)d GB)")
+
+
+class FlavorMemoryTooSmall(Invalid):
+    msg_fmt = ("The flavor's memory (%(flavor_mb)d MB) is smaller than the "
+               "minimum memory of image %(image_ref)s (min_ram "
+               "%(min_ram)d MB)")
 
 
 class ImageUnacceptable(Invalid):

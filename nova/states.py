@@ -45,6 +45,8 @@ REBUILDING = 'rebuilding'
 SHELVING = 'shelving'
 SHELVING_OFFLOADING = 'shelving_offloading'
 UNSHELVING = 'unshelving'
+# createImage: the root disk is copied and uploaded to Glance.
+IMAGE_SNAPSHOT = 'image_snapshot'
 # The steps of a resize or cold migration (see nova.conductor.migrate).
 RESIZE_PREP = 'resize_prep'
 RESIZE_MIGRATING = 'resize_migrating'

@@ -33,9 +33,9 @@ _REBOOT_SCHEMA = {
     'additionalProperties': False,
 }
 
-# This deployment has no image service: the image reference names a file
-# of the compute's [libvirt]local_images_path (see nova.api.servers); the
-# guest is redefined on the devices it has, its root disk made again.
+# The image reference is a Glance image id, checked as on create (see
+# nova.api.servers); the guest is redefined on the devices it has, its
+# root disk made again from the image.
 _REBUILD_SCHEMA = {
     'type': 'object',
     'properties': {
@@ -93,6 +93,37 @@ def _rebuild(req, instance: dict, value) -> tuple:
     instance = req.compute_api.rebuild(req.context, instance['uuid'],
                                        value.get('name'), value['imageRef'])
     return 202, {'server': servers.detail_view(req, instance)}
+
+
+# createImage: a snapshot's name and the properties it gets besides those
+# of the server's image, as upstream.
+_CREATE_IMAGE_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
+                 'pattern': r'^\S(.*\S)?$'},
+        'metadata': {'type': 'object',
+                     'additionalProperties': {'type': 'string',
+                                              'maxLength': 255}},
+    },
+    'required': ['name'],
+    'additionalProperties': False,
+}
+
+
+def _create_image(req, instance: dict, value) -> tuple:
+    """202 with the new image's id: in the body from 2.45 on, before that
+    in the Location header (the image's URL in Glance), as upstream."""
+    req.policy.authorize(req.context, policies.SERVERS_CREATE_IMAGE,
+                         _target(instance))
+    _check('createImage', value, _CREATE_IMAGE_SCHEMA)
+    image_id = req.compute_api.snapshot(req.context, instance['uuid'],
+                                        value['name'],
+                                        value.get('metadata'))
+    if req.api_version.at_least('2.45'):
+        return 202, {'image_id': image_id}
+    return 202, None, {
+        'Location': req.compute_api.glance_client.image_url(image_id)}
 
 
 def _unshelve(req, instance: dict, value) -> tuple:
@@ -247,6 +278,7 @@ ACTIONS = {
     'os-start': _null_body_action('os-start', policies.SERVERS_START,
                                   'start'),
     'rebuild': _rebuild,
+    'createImage': _create_image,
     'shelve': _null_body_action('shelve', policies.SHELVE, 'shelve'),
     'shelveOffload': _null_body_action(
         'shelveOffload', policies.SHELVE_OFFLOAD, 'shelve_offload'),

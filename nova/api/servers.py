@@ -59,10 +59,10 @@ def status(instance: dict) -> str:
     return _STATUS.get(vm_state, 'UNKNOWN')
 
 
-# This deployment has no Glance and no Neutron. The image reference is the
-# name of an image file in the compute's [libvirt]local_images_path (so no
-# "/", and not "." or ".."), or "none" (or empty) for a server without a
-# disk; networks are accepted and not configured.
+# The image reference is a Glance image id (checked against Glance before
+# scheduling, see nova.compute.api.API.image), or "none" (or empty) for a
+# server without a disk (the GPU tests on libvirt's test driver). This
+# deployment has no Neutron: networks are accepted and not configured.
 IMAGE_REF_SCHEMA = {'type': 'string', 'maxLength': 255,
                     'pattern': r'^(?!\.\.?$)[^/]*$'}
 

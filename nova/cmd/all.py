@@ -1,9 +1,11 @@
-"""nova-all: every nova service plus an embedded Placement in one process.
+"""nova-all: every nova service plus an embedded Placement in one process,
+and the real Glance in a child process.
 
 The single-node default and the demo: SQLite under ``$state_path``,
 in-process messaging (``fake:/``), the REST API on ``[api]listen_port``,
 Placement on ``[all_in_one]placement_listen_port`` (8778, as a standalone
-Placement), and
+Placement), Glance on ``[all_in_one]glance_listen_port`` (9292; images and
+database under ``$state_path/glance``), and
 either ``--computes N`` computes sharing the configuration or one compute
 per ``--compute NAME=CONFIG_FILE``, each with its own ``[pci]`` and
 ``[libvirt]`` on top of the shared configuration. A compute uses
@@ -38,6 +40,7 @@ from nova.conf import per_compute
 from nova.conductor import manager as conductor_manager
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import migration
+from nova.image import glance_service
 from nova.scheduler import manager as scheduler_manager
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
@@ -248,6 +251,13 @@ def osc_placement_hint(placement_url: str) -> str:
             'resource provider list' % placement_url)
 
 
+def osc_image_hint(glance_url: str) -> str:
+    """How ``openstack image ...`` (and ``server create --image NAME``)
+    reach nova-all's Glance with the Compute API's environment."""
+    return ('Glance (openstack image ...): export '
+            'OS_IMAGE_ENDPOINT_OVERRIDE=%s' % glance_url)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
@@ -285,7 +295,12 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
         port=0 if args.demo else conf.all_in_one.placement_listen_port,
         max_body_size=conf.api.max_request_body_size)
     placement.start()
+    glance = glance_service.GlanceService.for_nova_all(
+        conf, port=0 if args.demo else conf.all_in_one.glance_listen_port)
     try:
+        glance.start()
+        for service_conf in [conf, *compute_confs.values()]:
+            glance.configure_nova(service_conf)
         use_noauth_placement(conf, placement.url)
         hosts = list(compute_files) or [
             '%s-%d' % (conf.host, i + 1) for i in range(args.computes or 2)]
@@ -296,14 +311,16 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
             if args.demo:
                 from nova import demo
                 return demo.run(allinone)
-            print('nova-all is running: Compute API %s, Placement %s' % (
-                allinone.api_url, placement.url))
-            print(osc_placement_hint(placement.url), flush=True)
+            print('nova-all is running: Compute API %s, Placement %s, '
+                  'Glance %s' % (allinone.api_url, placement.url, glance.url))
+            print(osc_placement_hint(placement.url))
+            print(osc_image_hint(glance.url), flush=True)
             cmd.wait_for_signal(conf.graceful_shutdown_timeout)
             return 0
         finally:
             allinone.stop(timeout=None)
     finally:
+        glance.stop()
         placement.stop(timeout=None)
 
 

@@ -2,8 +2,9 @@
 run server actions (reboot, stop, start, rebuild, shelve, unshelve).
 
 ``create`` checks everything that can be checked without a host (the
-flavor, its PCI aliases and extra specs) so that a bad request is an HTTP
-400 naming the bad value, not a server in ERROR. It then records the
+flavor, its PCI aliases and extra specs, the image in Glance) so that
+a bad request is an HTTP 400 naming the bad value, not a server in
+ERROR. It then records the
 instance and hands the build to nova-conductor.
 """
 
@@ -21,6 +22,7 @@ from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova import exception
+from nova.image import glance
 from nova import states
 from nova.pci import config as pci_config
 from nova.pci import request as pci_request
@@ -31,6 +33,12 @@ from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware
 
 LOG = logging.getLogger(__name__)
+
+GiB = 1024 ** 3
+# Image properties a snapshot does not take from the server's image, as
+# upstream: Glance's own (reserved), the uploader's checksums and
+# signature of the original data.
+_NOT_INHERITED = ('os_glance', 'owner_specified.', 'img_signature')
 
 # Flavor fields copied into the instance: later flavor edits or deletion
 # must not change what a running instance was built with.
@@ -72,6 +80,25 @@ def _hand_over(task_state: str | None) -> dict:
             'build_heartbeat': timeutils.utcnow()}
 
 
+def check_image_for_flavor(image: glance.ImageMeta, flavor: dict) -> None:
+    """Refuse (400) an image a server of ``flavor`` cannot boot from, as
+    upstream: larger than the flavor's disk, or asking for more disk
+    (``min_disk``) or memory (``min_ram``) than the flavor has. A flavor
+    disk of 0 takes the image's own size."""
+    root_gb = int(flavor.get('root_gb') or 0)
+    if root_gb and root_gb * GiB < image.disk_bytes:
+        raise exception.FlavorDiskSmallerThanImage(
+            flavor_gb=root_gb, image_ref=image.id,
+            image_bytes=image.disk_bytes)
+    if root_gb and root_gb < image.min_disk:
+        raise exception.FlavorDiskSmallerThanMinDisk(
+            flavor_gb=root_gb, image_ref=image.id, min_disk=image.min_disk)
+    if int(flavor.get('memory_mb') or 0) < image.min_ram:
+        raise exception.FlavorMemoryTooSmall(
+            flavor_mb=int(flavor.get('memory_mb') or 0), image_ref=image.id,
+            min_ram=image.min_ram)
+
+
 class API:
     """Server lifecycle entry points used by ``nova.api.servers``."""
 
@@ -87,6 +114,35 @@ class API:
             conf)
         self.conductor_api = conductor_rpcapi.ConductorAPI(conf)
         self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
+        # Built on first use: a deployment whose servers have no image
+        # needs no [glance].
+        self._glance: glance.GlanceClient | None = None
+
+    @property
+    def glance_client(self) -> glance.GlanceClient:
+        """The Glance client (``[glance]``), built on first use."""
+        if self._glance is None:
+            self._glance = glance.GlanceClient(self.conf)
+        return self._glance
+
+    def image(self, image_ref: str, flavor: dict) -> glance.ImageMeta | None:
+        """The Glance image ``image_ref`` a server of ``flavor`` boots
+        from, checked (400 naming the image and the reason: missing or
+        deleted, not active, a format a guest cannot boot, too big or
+        asking for more than the flavor has); None for no image (empty
+        or ``none``). ImageServiceUnavailable (503) when Glance cannot
+        be reached."""
+        if image_ref in ('', compute_utils.NO_IMAGE):
+            return None
+        try:
+            image = self.glance_client.show(image_ref)
+        except exception.ImageNotFound as err:
+            raise exception.APIValidationError(
+                field='imageRef', reason=err.message) from err
+        image.check_bootable()
+        guest_hardware.check_image_properties(image.properties)
+        check_image_for_flavor(image, flavor)
+        return image
 
     def _flavor(self, context, flavor_ref: str) -> dict:
         try:
@@ -108,15 +164,17 @@ class API:
         Raises (HTTP 400) APIValidationError for an unknown or disabled
         flavor, PciRequestAliasNotDefined / PciInvalidFlavorRequest /
         InvalidPCINUMAAffinity for a bad ``pci_passthrough:alias`` and
-        FlavorExtraSpecInvalid for other bad extra specs. ``image_ref``
-        is stored: the compute looks it up as a local image file (see
-        ``[libvirt]local_images_path``; ``none`` or empty: no image).
-        ``metadata`` is accepted but not stored: the instance record has
-        none.
+        FlavorExtraSpecInvalid for other bad extra specs, and the
+        errors of :meth:`image` for ``image_ref`` (a Glance image id;
+        ``none`` or empty: no image). The instance keeps the image's
+        metadata (its properties shape the guest). ``metadata`` is
+        accepted but not stored: the instance record has none.
         """
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
+        image = self.image(image_ref, flavor)
         pci_requests = pci_request.get_pci_requests_from_flavor(
-            flavor['extra_specs'], self.aliases)
+            flavor['extra_specs'], self.aliases,
+            image_properties=image.properties if image else None)
         # The remaining extra specs the scheduler and compute will use.
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
@@ -131,7 +189,8 @@ class API:
             'task_state': task_states.SCHEDULING,
             'power_state': virt_driver.NOSTATE,
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
-            'image_ref': image_ref,
+            'image_ref': image.id if image else image_ref,
+            'image_meta': image.to_primitive() if image else None,
         })
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
@@ -455,6 +514,67 @@ class API:
         instance_actions.start(context, uuid, action)
         return instance
 
+    def _check_state(self, context, uuid: str, action: str,
+                     vm_state: list[str]) -> dict:
+        """The instance, if ``action`` may run on it now (one of
+        ``vm_state``, no task); InstanceInvalidState (409) otherwise. A
+        look before talking to Glance, as upstream refuses a server in
+        the wrong state first; :meth:`_accept` checks again atomically."""
+        instance = self.get(context, uuid)
+        for attr, allowed in (('vm_state', vm_state), ('task_state', [None])):
+            if instance[attr] not in allowed:
+                raise exception.InstanceInvalidState(
+                    action=action, instance_uuid=uuid, attr=attr,
+                    state=instance[attr])
+        return instance
+
+    def snapshot(self, context, uuid: str, name: str,
+                 metadata: dict[str, str] | None = None) -> str:
+        """createImage: a new Glance image ``name`` of an ACTIVE or
+        SHUTOFF server's root disk; its id. The image is created
+        (queued) here and its data uploaded by the compute; it inherits
+        the properties of the server's image, plus ``metadata``, as
+        upstream. A server without an image has no disk to snapshot
+        (400)."""
+        allowed = [vm_states.ACTIVE, vm_states.STOPPED]
+        instance = self._check_state(context, uuid,
+                                     instance_actions.CREATE_IMAGE, allowed)
+        meta = instance.get('image_meta')
+        if not meta:
+            raise exception.Invalid(reason=(
+                'server %s has no root disk to snapshot: it was created '
+                'without an image' % uuid))
+        base = glance.ImageMeta.from_primitive(meta)
+        properties = {key: value for key, value in base.properties.items()
+                      if not key.startswith(_NOT_INHERITED)}
+        properties.update(metadata or {})
+        properties.update(instance_uuid=uuid, image_type='snapshot',
+                          base_image_ref=base.id)
+        image = self.glance_client.create(
+            name, properties=properties, min_ram=base.min_ram,
+            min_disk=max(base.min_disk,
+                         int((instance['flavor'] or {}).get('root_gb')
+                             or 0)))
+        try:
+            instance = self._accept(context, uuid,
+                                    instance_actions.CREATE_IMAGE,
+                                    task_states.IMAGE_SNAPSHOT, allowed)
+        except Exception:
+            self.glance_client.delete(image.id)
+            raise
+        try:
+            self.compute_rpcapi.snapshot_instance(context, instance['host'],
+                                                  uuid, image.id)
+        except Exception:
+            # Not sent (an RPC cap below 1.5, messaging down): the server
+            # is left as it was, and so is Glance.
+            db.instance_update(context, uuid, {'task_state': None},
+                               expected={'task_state':
+                                         task_states.IMAGE_SNAPSHOT})
+            self.glance_client.delete(image.id)
+            raise
+        return image.id
+
     def reboot(self, context, uuid: str, hard: bool) -> None:
         """Soft reboot an ACTIVE server; hard reboot an ACTIVE or SHUTOFF
         one (also while a soft reboot runs), as upstream."""
@@ -491,16 +611,21 @@ class API:
         given; return it.
 
         Name and image are written with the task state, before the
-        compute is told: the guest it redefines carries them.
+        compute is told: the guest it redefines carries them. The image
+        is checked as :meth:`create` checks it.
         """
         values = {}
+        allowed = [vm_states.ACTIVE, vm_states.STOPPED]
         if name is not None:
             values['display_name'] = name
         if image_ref is not None:
-            values['image_ref'] = image_ref
+            current = self._check_state(context, uuid,
+                                        instance_actions.REBUILD, allowed)
+            image = self.image(image_ref, current['flavor'] or {})
+            values['image_ref'] = image.id if image else image_ref
+            values['image_meta'] = image.to_primitive() if image else None
         instance = self._accept(context, uuid, instance_actions.REBUILD,
-                                task_states.REBUILDING,
-                                [vm_states.ACTIVE, vm_states.STOPPED],
+                                task_states.REBUILDING, allowed,
                                 values=values)
         self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
         return instance

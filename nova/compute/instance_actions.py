@@ -52,6 +52,7 @@ MIGRATE = 'migrate'
 EVACUATE = 'evacuate'
 CONFIRM_RESIZE = 'confirmResize'
 REVERT_RESIZE = 'revertResize'
+CREATE_IMAGE = 'createImage'
 
 SUCCESS = 'Success'
 ERROR = 'Error'

@@ -25,11 +25,13 @@ from nova.compute import instance_actions
 from nova.compute import repair
 from nova.compute import resource_tracker
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import snapshot
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.image import glance
 from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
@@ -65,6 +67,9 @@ class ComputeManager(manager.Manager):
         self.rt = resource_tracker.ResourceTracker(
             conf, self.host, driver, self.reportclient)
         self._conductor_api: conductor_rpcapi.ConductorAPI | None = None
+        # Built on first snapshot: a compute that never snapshots
+        # needs no [glance] credentials of its own.
+        self._glance: glance.GlanceClient | None = None
         # One build or delete at a time per instance.
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -211,7 +216,16 @@ class ComputeManager(manager.Manager):
                  self.conf.libvirt.nvlink_repair_interval),
                 ('offload_shelved_instances', self.offload_shelved_instances,
                  self.conf.shelved_poll_interval
-                 if self.conf.shelved_offload_time > 0 else 0)]
+                 if self.conf.shelved_offload_time > 0 else 0),
+                ('manage_image_cache', self.manage_image_cache,
+                 _image_cache_interval(self.conf))]
+
+    def manage_image_cache(self) -> list[str]:
+        """Age out unused base images ([image_cache]); their ids."""
+        options = self.conf.image_cache
+        return self.driver.manage_image_cache(
+            options.remove_unused_base_images,
+            options.remove_unused_original_minimum_age_seconds)
 
     # Instances --------------------------------------------------------------
 
@@ -450,6 +464,22 @@ class ComputeManager(manager.Manager):
                                            instance_uuid, self.host)
         self._forget_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
+
+    def snapshot_instance(self, context, instance_uuid: str,
+                          image_id: str) -> None:
+        """createImage: upload the guest's root disk as the queued image
+        ``image_id`` (see nova.compute.snapshot); the server keeps its
+        state, and gets a fault if the snapshot fails."""
+        if self._glance is None:
+            self._glance = glance.GlanceClient(self.conf)
+
+        def work(instance):
+            snapshot.upload(self.driver, self._glance,
+                            self.conf.instances_path, instance_uuid,
+                            image_id)
+            return {}
+        self._act(context, instance_uuid, task_states.IMAGE_SNAPSHOT,
+                  'compute_snapshot_instance', work)
 
     @oslo_messaging.expected_exceptions(exception.ConsoleOutputNotSupported)
     def get_console_output(self, context, instance_uuid: str,
@@ -901,3 +931,14 @@ def _sent_providers(pci_providers: dict[str, list[str]] | None,
 def _request_ids(pci_requests: list | None) -> set[str]:
     """The request ids of PCI requests in primitive form."""
     return {request['request_id'] for request in pci_requests or []}
+
+
+def _image_cache_interval(conf) -> int:
+    """Seconds between image cache manager runs: ``[image_cache]
+    manager_interval``; 0 means the resource update interval, as upstream
+    (the default periodic spacing), and a negative value never (0 to
+    nova.service)."""
+    interval = conf.image_cache.manager_interval
+    if interval < 0:
+        return 0
+    return interval or conf.update_resources_interval

@@ -15,6 +15,7 @@ the version that introduced it, see nova.rpc):
   cap below 1.3 they are sent in their older form.
 * 1.4: get_console_output; under a cap below 1.4 it is refused (409,
   RPCVersionCapped) as no older compute can answer it.
+* 1.5: snapshot_instance (createImage); refused likewise below 1.5.
 """
 
 from oslo_config import cfg
@@ -23,12 +24,13 @@ import nova.conf
 from nova import rpc
 
 TOPIC = 'compute'
-VERSION = '1.4'
+VERSION = '1.5'
 _ACTIONS = '1.1'
 _MOVES = '1.2'
 # The version that names the scheduler's PCI providers ``pci_providers``.
 _PCI_PROVIDERS = '1.3'
 _CONSOLE = '1.4'
+_SNAPSHOT = '1.5'
 # The services row of a compute (liveness) is under this binary name.
 BINARY = 'nova-compute'
 # A build may wait for devices to be bound, the guest to start and the
@@ -92,6 +94,15 @@ class ComputeAPI:
         return cctxt.call(context, 'get_console_output',
                           instance_uuid=instance_uuid,
                           tail_length=tail_length)
+
+    def snapshot_instance(self, context, host: str, instance_uuid: str,
+                          image_id: str) -> None:
+        """Upload the guest's root disk as the data of the queued
+        Glance image ``image_id``."""
+        self.client.prepare('snapshot_instance', _SNAPSHOT,
+                            server=host).cast(
+            context, 'snapshot_instance', instance_uuid=instance_uuid,
+            image_id=image_id)
 
     # Server actions: casts, as upstream; the compute clears the task state
     # nova-api set when it is done.

@@ -3,6 +3,7 @@
 from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
+from nova.image import glance
 from nova.scheduler.client import frees
 from nova.virt import driver as virt_driver
 
@@ -20,13 +21,17 @@ NO_IMAGE = 'none'
 def root_disk(instance: dict,
               flavor: dict | None = None) -> virt_driver.RootDisk | None:
     """The root disk of ``instance`` with ``flavor`` (default: its own):
-    its image in a disk of the flavor's ``root_gb``; None without an
-    image."""
+    its image in a disk of the flavor's ``root_gb``, with the properties
+    the image had when the server was built; None without an image."""
     image_ref = instance.get('image_ref') or ''
     if image_ref in ('', NO_IMAGE):
         return None
     flavor = flavor if flavor is not None else instance['flavor']
-    return virt_driver.RootDisk(image_ref, int(flavor.get('root_gb') or 0))
+    meta = instance.get('image_meta')
+    properties = glance.ImageMeta.from_primitive(meta).properties \
+        if meta else {}
+    return virt_driver.RootDisk(image_ref, int(flavor.get('root_gb') or 0),
+                                properties=properties)
 
 
 def free_and_destroy(context, reportclient, instance_uuid: str,

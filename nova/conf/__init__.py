@@ -12,6 +12,8 @@ from nova.conf import api
 from nova.conf import compute
 from nova.conf import conductor
 from nova.conf import database
+from nova.conf import glance
+from nova.conf import image_cache
 from nova.conf import libvirt
 from nova.conf import paths
 from nova.conf import pci
@@ -22,8 +24,9 @@ from nova.conf import upgrade_levels
 
 CONF = cfg.CONF
 
-_MODULES = (paths, all_in_one, api, compute, conductor, database, libvirt,
-            pci, placement, scheduler, service, upgrade_levels)
+_MODULES = (paths, all_in_one, api, compute, conductor, database, glance,
+            image_cache, libvirt, pci, placement, scheduler, service,
+            upgrade_levels)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -1,4 +1,4 @@
-"""[all_in_one] options of nova-all, which embeds Placement."""
+"""[all_in_one] options of nova-all, which embeds Placement and runs Glance."""
 
 from oslo_config import cfg
 
@@ -14,6 +14,13 @@ all_in_one_opts = [
                 help='TCP port on 127.0.0.1 of the Placement that nova-all '
                      'embeds; 8778 is where a standalone Placement listens '
                      'by default. 0 picks a free port.'),
+    cfg.PortOpt('glance_listen_port',
+                default=9292,
+                help='TCP port on 127.0.0.1 of the Glance (image service) '
+                     'that nova-all runs as a child process; 9292 is where '
+                     'a standalone Glance listens by default. 0 picks a '
+                     'free port. Its images and database are under '
+                     '$state_path/glance.'),
 ]
 
 

@@ -114,18 +114,6 @@ own devices need.
                help='Domain type of the guests on a qemu:// hypervisor, as '
                     "upstream's option. libvirt's test:/// driver always "
                     "gets domain type 'test'."),
-    cfg.StrOpt('local_images_path',
-               default='',
-               help="""
-Directory on this compute holding the image files a server's ``imageRef``
-may name, until nova has an image service. ``imageRef`` is then the name of
-a file in this directory (raw or qcow2; no ``/``), and the guest boots from
-a qcow2 overlay of it at ``$instances_path/<uuid>/disk``, sized to the
-flavor's ``disk`` (the image's own size when the flavor's is 0). The
-``imageRef`` ``none`` means a guest without a disk. Empty (the default):
-no image is used, every guest has no disk, and an ``imageRef`` other than
-``none`` is logged as ignored.
-"""),
     cfg.StrOpt('guest_network',
                default='',
                help='Name of a libvirt network (``virsh net-list``) every '

@@ -298,8 +298,28 @@ def parse_alias_extra_spec(value: str) -> list[tuple[str, int]]:
     return result
 
 
-def _numa_policy(extra_specs: dict, alias: PciAlias) -> str:
+# The image property of the same meaning as EXTRA_SPEC_NUMA_POLICY.
+IMAGE_PROP_NUMA_POLICY = 'hw_pci_numa_affinity_policy'
+
+
+def _numa_policy(extra_specs: dict, alias: PciAlias,
+                 image_properties: dict) -> str:
     policy = extra_specs.get(EXTRA_SPEC_NUMA_POLICY)
+    image_policy = image_properties.get(IMAGE_PROP_NUMA_POLICY)
+    if policy is not None and image_policy is not None and \
+            image_policy != policy:
+        # As upstream: an image may not change the flavor's policy.
+        raise exception.ImagePCINUMAPolicyForbidden(
+            image_policy=image_policy, flavor_policy=policy)
+    if policy is None and image_policy is not None:
+        if image_policy not in NUMA_POLICIES:
+            raise exception.InvalidPCINUMAAffinity(
+                message='Invalid PCI NUMA affinity policy %r in image '
+                        'property %s; allowed values are %s' % (
+                            image_policy, IMAGE_PROP_NUMA_POLICY,
+                            ', '.join(NUMA_POLICIES)),
+                policy=image_policy)
+        return image_policy
     if policy is None:
         return alias.numa_policy
     if policy not in NUMA_POLICIES:
@@ -309,13 +329,16 @@ def _numa_policy(extra_specs: dict, alias: PciAlias) -> str:
 
 
 def get_pci_requests_from_flavor(extra_specs: dict,
-                                 aliases: dict[str, PciAlias]
+                                 aliases: dict[str, PciAlias],
+                                 image_properties: dict | None = None
                                  ) -> list[InstancePCIRequest]:
     """Build the PCI requests a flavor's extra specs ask for.
 
     One request per ``name:count`` item, each with a fresh request id (the
     same alias listed twice gives two requests). The flavor's
-    ``hw:pci_numa_affinity_policy`` overrides the alias NUMA policy.
+    ``hw:pci_numa_affinity_policy``, else the image property
+    ``hw_pci_numa_affinity_policy``, overrides the alias NUMA policy
+    (InvalidPCINUMAAffinity when both are set and differ).
     Raises PciRequestAliasNotDefined for an unknown alias name.
     """
     value = extra_specs.get(EXTRA_SPEC_ALIAS)
@@ -335,7 +358,8 @@ def get_pci_requests_from_flavor(extra_specs: dict,
             alias_name=name,
             count=count,
             spec=copy.deepcopy(list(alias.specs)),
-            numa_policy=_numa_policy(extra_specs, alias),
+            numa_policy=_numa_policy(extra_specs, alias,
+                                     image_properties or {}),
             group_type=alias.group_type,
             resource_class=alias.resource_class,
             traits=alias.traits))

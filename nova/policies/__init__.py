@@ -37,6 +37,7 @@ SERVERS_REBOOT = 'os_compute_api:servers:reboot'
 SERVERS_STOP = 'os_compute_api:servers:stop'
 SERVERS_START = 'os_compute_api:servers:start'
 SERVERS_REBUILD = 'os_compute_api:servers:rebuild'
+SERVERS_CREATE_IMAGE = 'os_compute_api:servers:create_image'
 SHELVE = 'os_compute_api:os-shelve:shelve'
 SHELVE_OFFLOAD = 'os_compute_api:os-shelve:shelve_offload'
 UNSHELVE = 'os_compute_api:os-shelve:unshelve'
@@ -135,6 +136,9 @@ def list_rules() -> list[policy.RuleDefault]:
               [('POST', action)]),
         _rule(SERVERS_REBUILD, PROJECT_MEMBER_OR_ADMIN,
               'Rebuild a server.', [('POST', action)]),
+        _rule(SERVERS_CREATE_IMAGE, PROJECT_MEMBER_OR_ADMIN,
+              'Create an image (snapshot) of a server.',
+              [('POST', action)]),
         _rule(SHELVE, PROJECT_MEMBER_OR_ADMIN, 'Shelve a server.',
               [('POST', action)]),
         _rule(SHELVE_OFFLOAD, ADMIN,

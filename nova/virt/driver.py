@@ -7,6 +7,7 @@ driver) is a deployment choice.
 
 import abc
 import dataclasses
+from collections.abc import Mapping
 
 from nova.pci import device as pci_device
 from nova.pci import partitions as pci_partitions
@@ -20,11 +21,13 @@ from nova.virt import hardware
 
 @dataclasses.dataclass(frozen=True)
 class RootDisk:
-    """The root disk a guest boots from: the image ``image_ref`` names,
+    """The root disk a guest boots from: the Glance image ``image_ref``,
     in a disk of ``size_gb`` GiB (the flavor's ``disk``; 0: the image's
-    own size)."""
+    own size). ``properties`` are the image's (``hw_machine_type``,
+    ``hw_firmware_type``: see nova.virt.guest_hardware)."""
     image_ref: str
     size_gb: int = 0
+    properties: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 class ComputeDriver(abc.ABC):
@@ -118,6 +121,19 @@ class ComputeDriver(abc.ABC):
         any); NotImplementedError where the driver keeps none."""
         raise NotImplementedError(
             'this hypervisor driver keeps no console log')
+
+    def snapshot(self, instance_uuid: str, target: str) -> None:
+        """Write the guest's root disk, as one self-contained qcow2 file,
+        to ``target`` (createImage). Invalid when the guest has no root
+        disk; NotImplementedError where the driver cannot."""
+        raise NotImplementedError('this hypervisor driver cannot snapshot')
+
+    def manage_image_cache(self, remove_unused: bool,
+                           min_age_seconds: int) -> list[str]:
+        """Age out the cached base images no guest uses (see
+        ``[image_cache]``); the image ids removed. Drivers without an
+        image cache remove nothing."""
+        return []
 
     def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """The NVLink partitions Fabric Manager defines, with the GPU

@@ -2,12 +2,11 @@
 
 Upstream nova reads the machine type and firmware from the image
 properties ``hw_machine_type`` and ``hw_firmware_type`` and the NUMA cell
-count from the flavor's ``hw:numa_nodes``. This fork has no image service
-yet, so the flavor carries all three, spelt the way upstream spells
-flavor-side ``hw`` options: ``hw:machine_type``, ``hw:firmware_type``,
-``hw:numa_nodes``. ``resolve`` is the one place they are combined with
-``[libvirt]hw_machine_type``; image properties of the same meaning will be
-a further argument to it once images exist.
+count from the flavor's ``hw:numa_nodes``. This fork also lets the flavor
+carry the first two, spelt the way upstream spells flavor-side ``hw``
+options: ``hw:machine_type``, ``hw:firmware_type``. ``resolve`` is the one
+place they are combined: the flavor first, then the image's properties,
+then ``[libvirt]hw_machine_type``.
 
 The API checks the values (``check_extra_specs``, ``check_flavor``) so a
 bad one is refused when written, not when a guest is built.
@@ -22,6 +21,9 @@ from nova import exception
 MACHINE_TYPE_SPEC = 'hw:machine_type'
 FIRMWARE_TYPE_SPEC = 'hw:firmware_type'
 NUMA_NODES_SPEC = 'hw:numa_nodes'
+# The image properties of the same meaning, as upstream names them.
+MACHINE_TYPE_PROP = 'hw_machine_type'
+FIRMWARE_TYPE_PROP = 'hw_firmware_type'
 
 BIOS = 'bios'
 UEFI = 'uefi'
@@ -138,17 +140,38 @@ def check_flavor(flavor: Mapping) -> None:
                 flavor['vcpus'], flavor['memory_mb'])))
 
 
+def check_image_properties(properties: Mapping[str, str]) -> None:
+    """Refuse a bad ``hw_machine_type`` or ``hw_firmware_type`` image
+    property, naming the value and what is allowed."""
+    machine = properties.get(MACHINE_TYPE_PROP)
+    if machine is not None:
+        _machine_type(machine, 'image property %s' % MACHINE_TYPE_PROP)
+    firmware = properties.get(FIRMWARE_TYPE_PROP)
+    if firmware is not None and firmware not in FIRMWARE_TYPES:
+        raise exception.Invalid(reason=(
+            'image property %s %r is not allowed; allowed values are %s' %
+            (FIRMWARE_TYPE_PROP, firmware, ', '.join(FIRMWARE_TYPES))))
+
+
 def resolve(machine_types: Mapping[str, str], arch: str,
-            extra_specs: Mapping[str, object] | None) -> GuestHardware:
-    """The guest hardware of a flavor on a host of ``arch``: the flavor's
-    ``hw:machine_type``, else ``machine_types[arch]`` (from
+            extra_specs: Mapping[str, object] | None,
+            image_properties: Mapping[str, str] | None = None
+            ) -> GuestHardware:
+    """The guest hardware of a flavor and image on a host of ``arch``:
+    the flavor's ``hw:machine_type``, else the image's
+    ``hw_machine_type``, else ``machine_types[arch]`` (from
     ``[libvirt]hw_machine_type``), else the hypervisor's default; the
-    flavor's ``hw:firmware_type`` and ``hw:numa_nodes``. Values are
-    checked again (a flavor written before this check existed)."""
+    flavor's ``hw:firmware_type``, else the image's ``hw_firmware_type``;
+    the flavor's ``hw:numa_nodes``. Values are checked again (a flavor
+    written before this check existed)."""
     extra_specs = extra_specs or {}
+    image_properties = image_properties or {}
     check_extra_specs(extra_specs)
-    machine = extra_specs.get(MACHINE_TYPE_SPEC)
-    firmware = extra_specs.get(FIRMWARE_TYPE_SPEC)
+    check_image_properties(image_properties)
+    machine = extra_specs.get(MACHINE_TYPE_SPEC) or \
+        image_properties.get(MACHINE_TYPE_PROP)
+    firmware = extra_specs.get(FIRMWARE_TYPE_SPEC) or \
+        image_properties.get(FIRMWARE_TYPE_PROP)
     return GuestHardware(
         machine_type=str(machine) if machine else machine_types.get(arch),
         firmware_type=str(firmware) if firmware else None,

@@ -410,11 +410,13 @@ class AllInOne(_Processes):
         self._make_workdir()
         super()._setUp()
         self.api_port = free_port()
+        self.glance_port = free_port()
         conf = write_conf(os.path.join(self.workdir, 'nova.conf'), _merge({
             'DEFAULT': {'state_path': self.workdir, 'host': 'hgx'},
             'api': {'listen': '127.0.0.1', 'listen_port': self.api_port},
             # Not Placement's usual 8778: runs side by side never clash.
-            'all_in_one': {'placement_listen_port': free_port()},
+            'all_in_one': {'placement_listen_port': free_port(),
+                           'glance_listen_port': self.glance_port},
         }, h200_sections(), self.extra_conf))
         self._add('nova-all', [
             os.path.join(BIN, 'nova-all'), '--config-file', conf,
@@ -430,9 +432,14 @@ class AllInOne(_Processes):
         return 'http://127.0.0.1:%d/v2.1' % self.api_port
 
     @property
+    def glance_url(self) -> str:
+        """The URL of the Glance nova-all runs."""
+        return 'http://127.0.0.1:%d' % self.glance_port
+
+    @property
     def placement_url(self) -> str:
         """The embedded Placement's URL, as the running nova-all says."""
-        found = re.findall(r'nova-all is running: .*, Placement (\S+)',
+        found = re.findall(r'nova-all is running: .*, Placement ([^,\s]+)',
                            self.processes['nova-all'].log(since_start=True))
         if not found:
             raise RuntimeError('nova-all did not say where Placement is')

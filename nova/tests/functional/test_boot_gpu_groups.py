@@ -26,6 +26,7 @@ from nova.tests.functional import base
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import imagecache
 
 GPUS = base.GPUS
 PAIRS = {frozenset(p) for p in fakehost.H200_NVLINK_PAIRS.values()}
@@ -58,9 +59,10 @@ class BootTestBase(base.FunctionalTestCase):
 
     def make_driver(self, host, devices=None):
         """The hypervisor of ``host``: a libvirt test:/// host."""
-        return libvirt_driver.LibvirtDriver(self.node_uri(host, devices),
-                                            self.conf.instances_path,
-                                            bar_reader=fakehost.bar_sizes)
+        return libvirt_driver.LibvirtDriver(
+            self.node_uri(host, devices), self.conf.instances_path,
+            bar_reader=fakehost.bar_sizes,
+            image_cache=imagecache.ImageCache.from_config(self.conf))
 
     def start_services(self, hosts=('cmp1',), devices=None):
         self.start_allinone(hosts, drivers={
@@ -87,10 +89,10 @@ class BootTestBase(base.FunctionalTestCase):
         return {n: self.flavor('gpu.%dx' % n, 'h200:%d' % n)
                 for n in (1, 2, 4, 8)}
 
-    def boot(self, flavor_id, name='vm', status='ACTIVE'):
+    def boot(self, flavor_id, name='vm', status='ACTIVE', image='none'):
         server = self.api('POST', '/servers', {'server': {
             'name': name, 'flavorRef': flavor_id,
-            'imageRef': 'none'}})['server']
+            'imageRef': image}})['server']
         return self.wait_for(server['id'], status)
 
     def wait_for(self, server_id, status):

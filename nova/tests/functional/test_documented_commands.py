@@ -5,7 +5,8 @@ Each test makes a directory that looks like a fresh clone after
 starts the documented ``nova-all`` command in the background and runs the
 documented client commands in a second shell, in order. Only the ports
 differ: nova-all gets free ports through oslo.config's environment
-variables, and the client commands get them in place of 8774 and 8778.
+variables, and the client commands get them in place of 8774, 8778 and
+9292.
 """
 
 import os
@@ -60,6 +61,7 @@ class TestDocumentedCommands(test.TestCase):
                    os.path.join(self.clone, 'tools'))
         self.api_port = deployment.free_port()
         self.placement_port = deployment.free_port()
+        self.glance_port = deployment.free_port()
         self.env = dict(
             os.environ, PYTHONPATH=doc_commands.ROOT, TMPDIR=self.clone,
             # The deployment guide's commands run in the active virtualenv.
@@ -67,7 +69,8 @@ class TestDocumentedCommands(test.TestCase):
                                   os.environ.get('PATH', '')]),
             OS_API__LISTEN='127.0.0.1',
             OS_API__LISTEN_PORT=str(self.api_port),
-            OS_ALL_IN_ONE__PLACEMENT_LISTEN_PORT=str(self.placement_port))
+            OS_ALL_IN_ONE__PLACEMENT_LISTEN_PORT=str(self.placement_port),
+            OS_ALL_IN_ONE__GLANCE_LISTEN_PORT=str(self.glance_port))
         if shutil.disk_usage(self.clone).total < 800 * GIB:
             # As the deployment guide says for disks smaller than the
             # operator guide's flavors.
@@ -75,7 +78,8 @@ class TestDocumentedCommands(test.TestCase):
 
     def _ports(self, command: str) -> str:
         return command.replace('8774', str(self.api_port)).replace(
-            '8778', str(self.placement_port))
+            '8778', str(self.placement_port)).replace(
+            '9292', str(self.glance_port))
 
     def bash(self, commands: list[str]) -> str:
         script = '\n'.join(['set -e'] + [self._ports(c) for c in commands])
@@ -103,7 +107,7 @@ class TestDocumentedCommands(test.TestCase):
         # Bounded by the test's timeout; an exit ends the output.
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith('Placement (osc-placement)'):
+            if line.startswith('Glance (openstack image'):
                 return ''.join(lines)
         self.fail('nova-all did not start: %s' % ''.join(lines))
 
@@ -138,14 +142,20 @@ class TestDocumentedCommands(test.TestCase):
             self.assertIn(' %s ' % name, out)
         [server] = self.servers()
         self.assertEqual('ACTIVE', server['status'])
+        # The server booted from the Glance image, and its snapshot is one.
+        self.assertEqual('tiny', requests.get(
+            'http://127.0.0.1:%d/v2/images/%s' % (
+                self.glance_port, server['image']['id']),
+            timeout=30).json()['name'])
+        self.assertRegex(out, r'\| name +\| vm1-snap ')
 
     def test_deployment_guide(self):
         guide = doc_commands.commands(doc_commands.DEPLOYMENT_GUIDE)
         fake_hosts = [c for c in guide if 'tools/fake_hosts.py' in c]
         nova_all = [c for c in guide if c.startswith('nova-all --config')]
-        clients = [c for c in guide if c.startswith(('export ',
-                                                     'openstack '))]
-        self.assertEqual((1, 1, 3),
+        clients = [c for c in guide if c.startswith((
+            'export ', 'qemu-img ', 'openstack '))]
+        self.assertEqual((1, 1, 5),
                          (len(fake_hosts), len(nova_all), len(clients)))
         self.bash(fake_hosts)
         self.start_nova_all(nova_all[0])

@@ -539,3 +539,6 @@ class TestDemo(test.TestCase):
         self.assertIn('FM partition 0 (modules 1,2,3,4,5,6,7,8) ACTIVE',
                       proc.stdout)
         self.assertNotIn('WRONG', proc.stdout)
+        # The servers booted from the image the demo uploaded to Glance.
+        self.assertRegex(proc.stdout, r'Image: demo-image \(\S+, \d+ '
+                         r'bytes\) uploaded to Glance')

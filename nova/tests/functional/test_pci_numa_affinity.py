@@ -95,7 +95,7 @@ class TestGroupAffinity(NumaTestBase):
         quad = self.numa_flavor('quad.req', 'h200:4', 'required')
         server = self.boot(pair, 'moving')
         (node,) = node_of(self.assert_server_holds(server, boot.PAIRS))
-        server = self.settle(server['id'], {'rebuild': {'imageRef': 'x'}},
+        server = self.settle(server['id'], {'rebuild': {'imageRef': 'none'}},
                              'ACTIVE')
         self.assert_confined(server, node)
         # The resize lands on the other host: the new guest is confined

@@ -1,9 +1,10 @@
 """A real guest on the real hypervisor: ``nova-all`` with one compute on
 ``qemu:///system`` boots a 0-GPU server from the test image
-(``tools/build_test_image.py``) as a qcow2 overlay, and the marker the
-guest prints on its serial console comes back through the API's
-``os-getConsoleOutput``; then stop, start, reboot, rebuild and delete run
-against that guest.
+(``tools/build_test_image.py``), uploaded to nova-all's Glance, as a
+qcow2 overlay of the compute's cached copy, and the marker the guest
+prints on its serial console comes back through the API's
+``os-getConsoleOutput``; then stop, start, reboot, rebuild, a snapshot
+(``createImage``) that boots again, and delete run against that guest.
 
 Skipped with the reason where there is no usable ``/dev/kvm`` or no
 libvirtd (see :mod:`nova.tests.functional.real_hypervisor`); ``.ci/run``
@@ -22,6 +23,8 @@ import requests
 from testtools import content
 
 from nova import test
+from nova.image import glance
+from nova.tests.fixtures import glance as glance_fixture
 from nova.tests.functional import deployment
 from nova.tests.functional import real_hypervisor
 from nova.tests.unit import tool
@@ -53,15 +56,18 @@ class RealGuestTest(test.TestCase):
         # overlay under instances_path ($state_path/instances).
         os.chmod(workdir, 0o755)
         conf = {'libvirt': {'connection_uri': real_hypervisor.URI,
-                            'virt_type': virt_type,
-                            'local_images_path': os.path.dirname(image)},
+                            'virt_type': virt_type},
                 # No GPUs here: none of the HGX H200 PCI config.
                 'pci': {'device_spec': [], 'alias': [], 'device_group': []}}
         self.nova = deployment.AllInOne(computes=1, workdir=workdir,
                                         extra_conf=conf)
         self.addOnException(self._attach_log)
         self.useFixture(self.nova)
-        self.image_ref = os.path.basename(image)
+        glance_conf = test.make_conf()
+        glance_fixture.configure_nova(glance_conf, self.nova.glance_url)
+        self.glance = glance.GlanceClient(glance_conf)
+        queued = self.glance.create('test-image', disk_format='raw')
+        self.image_ref = self.glance.upload(queued.id, image).id
         self.instances_path = os.path.join(workdir, 'instances')
         self.conn = libvirt.open(real_hypervisor.URI)
         self.addCleanup(self.conn.close)
@@ -72,10 +78,14 @@ class RealGuestTest(test.TestCase):
 
     # REST helpers -------------------------------------------------------
 
-    def api(self, method: str, path: str, body: dict | None = None):
+    def api(self, method: str, path: str, body: dict | None = None,
+            version: str | None = None):
+        headers = {'X-Auth-Token': deployment.TOKEN}
+        if version:
+            headers['OpenStack-API-Version'] = 'compute %s' % version
         resp = requests.request(
-            method, self.nova.api_url + path, json=body,
-            headers={'X-Auth-Token': deployment.TOKEN}, timeout=60)
+            method, self.nova.api_url + path, json=body, headers=headers,
+            timeout=60)
         self.assertLess(resp.status_code, 300, resp.text)
         return resp.json() if resp.content else None
 
@@ -167,6 +177,26 @@ class RealGuestTest(test.TestCase):
         self.wait_for_boots(server, 5)
         self.assertEqual(libvirt.VIR_DOMAIN_RUNNING,
                          self.domain_state(server))
+        # The image was downloaded once, into the compute's image cache.
+        self.assertEqual([self.image_ref], os.listdir(
+            os.path.join(self.instances_path, '_base')))
+
+        # A snapshot of the running guest boots again.
+        snapshot = self.api(
+            'POST', '/servers/%s/action' % server,
+            {'createImage': {'name': 'real-guest-snap'}},
+            version='2.45')['image_id']
+        self.wait_for(server, 'ACTIVE')
+        self.assertEqual('active', self.glance.show(snapshot).status)
+        self.assertEqual(libvirt.VIR_DOMAIN_RUNNING,
+                         self.domain_state(server))
+        again = self.api('POST', '/servers', {'server': {
+            'name': 'from-snapshot', 'flavorRef': flavor,
+            'imageRef': snapshot}})['server']['id']
+        self.addCleanup(self._destroy_domain, again)
+        self.wait_for(again, 'ACTIVE')
+        self.wait_for_boots(again, 1)
+        self.api('DELETE', '/servers/%s' % again)
 
         self.api('DELETE', '/servers/%s' % server)
         deadline = time.monotonic() + STATE_TIMEOUT

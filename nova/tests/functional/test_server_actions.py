@@ -195,7 +195,7 @@ class TestPowerActions(ServerActionsBase):
                           fault['conflictingRequest']['message'])
         # A server busy with another action refuses a second one.
         db.instance_update(self.ctx, uuid, {'task_state': 'powering-on'})
-        fault = self.act(uuid, {'rebuild': {'imageRef': 'x'}},
+        fault = self.act(uuid, {'rebuild': {'imageRef': 'none'}},
                          expect=(409,))
         self.assertIn('task_state powering-on',
                       fault['conflictingRequest']['message'])
@@ -673,7 +673,7 @@ class TestFabricManagerPartitions(ServerActionsBase,
                              ({'os-start': None}, 'ACTIVE'),
                              ({'reboot': {'type': 'HARD'}}, 'ACTIVE'),
                              ({'reboot': {'type': 'SOFT'}}, 'ACTIVE'),
-                             ({'rebuild': {'imageRef': 'x'}}, 'ACTIVE')):
+                             ({'rebuild': {'imageRef': 'none'}}, 'ACTIVE')):
             self.act(uuid, body)
             current = self.wait_status(uuid, status)
             self.assert_active('cmp1', [current, other])
@@ -750,7 +750,7 @@ class TestNUMAConfinement(ServerActionsBase,
         (node,) = test_pci_numa_affinity.node_of(
             self.assert_server_holds(server, PAIRS))
         self.assert_confined(server, node)
-        for body, status in (({'rebuild': {'imageRef': 'x'}}, 'ACTIVE'),
+        for body, status in (({'rebuild': {'imageRef': 'none'}}, 'ACTIVE'),
                              ({'os-stop': None}, 'SHUTOFF'),
                              ({'os-start': None}, 'ACTIVE')):
             self.act(server['id'], body)

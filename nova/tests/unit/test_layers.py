@@ -9,7 +9,8 @@ from inside a function, a module that imports it back.
 
 The layers, lowest first: the state vocabulary (``nova.states``, which
 imports nothing from nova); the shared base (configuration, database,
-context, RPC plumbing, PCI device model, virt hardware helpers); the virt
+context, RPC plumbing, PCI device model, virt hardware helpers, the
+image service client ``nova.image``); the virt
 drivers; the compute service and the scheduler, side by side; the
 conductor, which drives both; the REST API; the console commands and
 the WSGI entry points (``nova.wsgi``). A
@@ -49,6 +50,8 @@ RULES = [
     ('nova.db', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
      + ABOVE_SERVICES),
     ('nova.conf', ('nova.compute', 'nova.scheduler', 'nova.virt')
+     + ABOVE_SERVICES),
+    ('nova.image', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
      + ABOVE_SERVICES),
     ('nova.virt', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
     ('nova.manager', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),

@@ -10,6 +10,7 @@ when ``[libvirt]guest_network`` names a network.
 """
 
 import dataclasses
+from collections.abc import Mapping
 import os
 import platform
 import threading
@@ -29,6 +30,7 @@ from nova.virt.libvirt import config
 from nova.virt.libvirt import guest_files
 from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import imagebackend
+from nova.virt.libvirt import imagecache
 from nova.virt.libvirt import nvlink as nvlink_partitions
 from nova.virt.libvirt import pcie
 
@@ -94,9 +96,9 @@ class LibvirtDriver(driver.ComputeDriver):
     ``guest_options`` shape the guests' machines; ``bar_reader`` gives
     the BARs of a host device (default: sysfs), which size a guest's
     64-bit MMIO window. ``virt_type`` is the domain type on a
-    ``qemu://`` hypervisor, ``images_path`` the directory of local images
-    (empty: none), ``network`` the libvirt network of the guests' NIC
-    (empty: no NIC).
+    ``qemu://`` hypervisor, ``image_cache`` where root disks' base images
+    come from (None: guests get no disk), ``network`` the libvirt
+    network of the guests' NIC (empty: no NIC).
     """
 
     def __init__(self, uri: str, instances_path: str | None = None,
@@ -104,14 +106,15 @@ class LibvirtDriver(driver.ComputeDriver):
                  module_reader: nvlink_partitions.ModuleMapReader | None
                  = None, guest_options: GuestOptions | None = None,
                  bar_reader: pcie.BarReader | None = None,
-                 virt_type: str = 'kvm', images_path: str = '',
+                 virt_type: str = 'kvm',
+                 image_cache: imagecache.ImageCache | None = None,
                  network: str = '') -> None:
         self.host = libvirt_host.Host(uri)
         self.guest_options = guest_options or GuestOptions()
         self.bar_reader = bar_reader or pcie.sysfs_bar_reader()
         self.instances_path = instances_path
         self.domain_type = config.domain_type_for_uri(uri, virt_type)
-        self.images_path = images_path
+        self.image_cache = image_cache
         self.network = network
         self.nvlink = nvlink
         self.module_reader = module_reader
@@ -139,8 +142,9 @@ class LibvirtDriver(driver.ComputeDriver):
         ``nvidia_smi_path`` (nova-all's generated hosts with their own
         fake Fabric Manager); ``bar_reader`` replaces sysfs as the source
         of device BARs (nova-all's generated hosts). ``[libvirt]
-        virt_type``, ``local_images_path`` and ``guest_network`` shape the
-        guests' hypervisor, root disk and NIC.
+        virt_type`` and ``guest_network`` shape the guests' hypervisor and
+        NIC; root disks come from Glance through the image cache under
+        ``instances_path`` (``[image_cache]``, ``[glance]``).
         """
         return cls(uri or conf.libvirt.connection_uri or DEFAULT_URI,
                    conf.instances_path,
@@ -152,7 +156,8 @@ class LibvirtDriver(driver.ComputeDriver):
                    guest_options=GuestOptions.from_config(conf),
                    bar_reader=bar_reader,
                    virt_type=conf.libvirt.virt_type,
-                   images_path=conf.libvirt.local_images_path,
+                   image_cache=imagecache.ImageCache.from_config(conf)
+                   if conf.instances_path else None,
                    network=conf.libvirt.guest_network)
 
     @property
@@ -264,7 +269,9 @@ class LibvirtDriver(driver.ComputeDriver):
         boots from an overlay of that image."""
         instance_uuid = _canonical_uuid(instance_uuid)
         # GuestHardwareUnsupported before anything is made.
-        guest_platform = self._platform(pci_devices, extra_specs, numa_nodes)
+        guest_platform = self._platform(
+            pci_devices, extra_specs, numa_nodes,
+            root_disk.properties if root_disk else None)
         conn = self.host.get_connection()
         with self._define_lock:
             if self.host.lookup_domain(instance_uuid) is not None:
@@ -388,7 +395,9 @@ class LibvirtDriver(driver.ComputeDriver):
         ``keep_disk`` and the disk is there; the console log is kept."""
         instance_uuid = _canonical_uuid(instance_uuid)
         # GuestHardwareUnsupported before the old guest is touched.
-        guest_platform = self._platform(pci_devices, extra_specs, numa_nodes)
+        guest_platform = self._platform(
+            pci_devices, extra_specs, numa_nodes,
+            root_disk.properties if root_disk else None)
         conn = self.host.get_connection()
         if self.nvlink is not None:
             self.nvlink.activate(instance_uuid, [
@@ -439,10 +448,12 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def _platform(self, pci_devices: list[pci_device.Passthrough],
                   extra_specs: dict | None,
-                  numa_nodes: tuple[int, ...]) -> config.GuestPlatform:
-        """The machine a guest gets: options, flavor, device BARs, the
-        host CPUs of its NUMA nodes; GuestHardwareUnsupported when its
-        devices could not work."""
+                  numa_nodes: tuple[int, ...],
+                  image_properties: Mapping[str, str] | None = None
+                  ) -> config.GuestPlatform:
+        """The machine a guest gets: options, flavor, image properties,
+        device BARs, the host CPUs of its NUMA nodes;
+        GuestHardwareUnsupported when its devices could not work."""
         topology = self.host.get_numa_topology() if numa_nodes else None
         node_cpus = {node: topology.cpus_of((node,))
                      for node in numa_nodes} if topology else {}
@@ -459,7 +470,8 @@ class LibvirtDriver(driver.ComputeDriver):
                 bars[address] = found
         try:
             guest_hw = guest_hardware.resolve(
-                self.guest_options.machine_types, arch, extra_specs)
+                self.guest_options.machine_types, arch, extra_specs,
+                image_properties)
         except exception.Invalid as exc:
             raise exception.GuestHardwareUnsupported(
                 reason=exception.reason_of(exc)) from exc
@@ -490,19 +502,57 @@ class LibvirtDriver(driver.ComputeDriver):
             return config.GuestIO(network=self.network or None)
         files.create_directory()
         disk = None
-        if root_disk is not None and not self.images_path:
-            LOG.warning('Instance %s: image %r ignored: '
-                        '[libvirt]local_images_path is not set, so guests '
-                        'have no disk', instance_uuid, root_disk.image_ref)
+        if root_disk is not None and self.image_cache is None:
+            LOG.warning('Instance %s: image %r ignored: this driver has '
+                        'no image cache, so guests have no disk',
+                        instance_uuid, root_disk.image_ref)
         elif root_disk is not None:
             disk = files.disk
             if not (keep_disk and os.path.exists(disk)):
-                image = imagebackend.image_info(imagebackend.image_path(
-                    self.images_path, root_disk.image_ref))
-                files.remove_disk()
-                imagebackend.create_overlay(image, disk, root_disk.size_gb)
+                with self.image_cache.use(root_disk.image_ref) as base:
+                    image = imagebackend.image_info(base)
+                    files.remove_disk()
+                    imagebackend.create_overlay(image, disk,
+                                                root_disk.size_gb)
         return config.GuestIO(disk_path=disk, console_log=files.console_log,
                               network=self.network or None)
+
+    def snapshot(self, instance_uuid: str, target: str) -> None:
+        """Flatten the guest's overlay and its base into a qcow2 file at
+        ``target``; a running guest is paused while its disk is read, so
+        the copy is consistent, and resumed after."""
+        instance_uuid = _canonical_uuid(instance_uuid)
+        files = self._files(instance_uuid)
+        if files is None or not os.path.exists(files.disk):
+            raise exception.Invalid(reason=(
+                'instance %s has no root disk on %s to snapshot' % (
+                    instance_uuid, self._hostname)))
+        domain = self.host.lookup_domain(instance_uuid)
+        paused = domain is not None and domain.isActive()
+        if paused:
+            domain.suspend()
+        try:
+            imagebackend.convert_to_qcow2(files.disk, target)
+        finally:
+            if paused:
+                domain.resume()
+
+    def manage_image_cache(self, remove_unused: bool,
+                           min_age_seconds: int) -> list[str]:
+        """Remove cached base images no guest's disk is backed by and
+        last used over ``min_age_seconds`` ago (when ``remove_unused``);
+        the image ids removed."""
+        if self.image_cache is None or not remove_unused or \
+                not os.path.isdir(self.instances_path):
+            return []
+        in_use = set()
+        for name in os.listdir(self.instances_path):
+            disk = guest_files.GuestFiles.of(self.instances_path, name).disk
+            if os.path.exists(disk):
+                backing = imagebackend.backing_file(disk)
+                if backing:
+                    in_use.add(backing)
+        return self.image_cache.remove_unused(in_use, min_age_seconds)
 
     def _remove_files(self, instance_uuid: str) -> None:
         files = self._files(instance_uuid)

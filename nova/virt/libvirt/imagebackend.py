@@ -1,10 +1,10 @@
-"""Root disks from local image files: which file an ``imageRef`` names,
-what ``qemu-img`` says it is, and the qcow2 overlay a guest boots from.
+"""Root disks from base images: what ``qemu-img`` says a base image is,
+and the qcow2 overlay a guest boots from.
 
-Until nova has an image service, ``[libvirt]local_images_path`` is the
-image store: ``imageRef`` is the name of a file there. A guest never
-writes to that file: its root disk is a qcow2 overlay backed by it, so
-many guests share one image and a rebuild starts again from the image.
+The base is a Glance image's data in the compute's image cache (see
+``imagecache``). A guest never writes to it: its root disk is a qcow2
+overlay backed by it, so many guests share one base and a rebuild starts
+again from the image.
 """
 
 import dataclasses
@@ -51,25 +51,6 @@ def _qemu_img(image_ref: str, *args: str) -> str:
     return result.stdout
 
 
-def image_path(images_path: str, image_ref: str) -> str:
-    """The file ``image_ref`` names in ``images_path``.
-
-    ImageNotFound names the reference and the directory when it is not a
-    plain file name or no such file exists.
-    """
-    if not image_ref or image_ref in ('.', '..') or '/' in image_ref or \
-            '\0' in image_ref:
-        raise exception.ImageNotFound(
-            image_ref=image_ref, path=images_path,
-            reason='an image reference is the name of a file in '
-                   '[libvirt]local_images_path, without "/"')
-    path = os.path.join(images_path, image_ref)
-    if not os.path.isfile(path):
-        raise exception.ImageNotFound(image_ref=image_ref, path=images_path,
-                                      reason='no such file')
-    return path
-
-
 def image_info(path: str) -> ImageInfo:
     """Format and virtual size of the image at ``path``; an image that
     is not raw or qcow2, or has a backing file of its own, is refused
@@ -90,6 +71,13 @@ def image_info(path: str) -> ImageInfo:
     return ImageInfo(path, fmt, int(info['virtual-size']))
 
 
+def backing_file(path: str) -> str | None:
+    """The backing file of the disk at ``path`` (None: it has none)."""
+    info = json.loads(_qemu_img(
+        os.path.basename(path), 'info', '--output=json', '-U', path))
+    return info.get('full-backing-filename') or info.get('backing-filename')
+
+
 def create_overlay(image: ImageInfo, overlay: str, size_gb: int) -> None:
     """Write a qcow2 overlay at ``overlay`` backed by ``image``: of
     ``size_gb`` GiB, or the image's own size when ``size_gb`` is 0.
@@ -104,3 +92,10 @@ def create_overlay(image: ImageInfo, overlay: str, size_gb: int) -> None:
     _qemu_img(os.path.basename(image.path), 'create', '-q', '-f', 'qcow2',
               '-b', image.path, '-F', image.format, overlay,
               str(size or image.virtual_size))
+
+
+def convert_to_qcow2(disk: str, target: str) -> None:
+    """Write ``disk`` with its backing chain flattened into one qcow2 file
+    at ``target`` (a snapshot; ``-U``: QEMU may hold the disk open)."""
+    _qemu_img(os.path.basename(disk), 'convert', '-U', '-O', 'qcow2',
+              disk, target)

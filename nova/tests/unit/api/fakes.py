@@ -12,11 +12,28 @@ from nova.api import wsgi_app
 import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
+from nova import exception
+from nova.image import glance
 from nova.tests.fixtures import database
 
 ADMIN = 'admin'
 MEMBER = 'alice:proj-a'
 OTHER = 'bob:proj-b'
+
+
+class FakeGlance:
+    """Glance double: one active image, ``cirros``."""
+
+    CIRROS = glance.ImageMeta('c1', 'cirros', 'active', 'qcow2', 'bare', 9)
+
+    def find(self, image_ref):
+        if image_ref in ('c1', 'cirros'):
+            return self.CIRROS
+        raise exception.ImageNotFound(image_id=image_ref)
+
+    def list(self, **filters):
+        return [self.CIRROS] if filters.get('name') in (None, 'cirros') \
+            else []
 
 
 class FakeComputeAPI(object):
@@ -25,6 +42,7 @@ class FakeComputeAPI(object):
 
     def __init__(self):
         self.calls = []
+        self.glance_client = FakeGlance()
 
     def create(self, context, name, flavor_ref, image_ref, metadata):
         self.calls.append(('create', name, flavor_ref, image_ref, metadata))

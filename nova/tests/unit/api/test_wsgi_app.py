@@ -115,17 +115,25 @@ class TestRouting(fakes.APITestCase):
             0, response.json['limits']['absolute']['totalInstancesUsed'])
 
 
-class TestNoGlanceNoKeystone(fakes.APITestCase):
+class TestImagesAndIdentity(fakes.APITestCase):
 
-    def test_any_image_reference_exists(self):
+    def test_images_come_from_glance(self):
         response = self.request('GET', '/v2.1/images/cirros')
-        self.assertEqual(('cirros', 'cirros', 'active'),
+        self.assertEqual(('c1', 'cirros', 'active'),
                          (response.json['id'], response.json['name'],
                           response.json['status']))
+        self.assertEqual(404, self.request('GET',
+                                           '/v2.1/images/nope').status_int)
         listed = self.request('GET', '/v2.1/images?name=cirros').json
-        self.assertEqual(['cirros'], [i['id'] for i in listed['images']])
-        self.assertEqual([], self.request('GET', '/v2.1/images')
+        self.assertEqual(['c1'], [i['id'] for i in listed['images']])
+        self.assertEqual([], self.request('GET', '/v2.1/images?name=x')
                          .json['images'])
+
+    def test_none_is_the_image_of_a_server_without_disk(self):
+        self.assertEqual('none', self.request(
+            'GET', '/v2.1/images/none').json['id'])
+        self.assertEqual(['none'], [i['id'] for i in self.request(
+            'GET', '/v2.1/images?name=none').json['images']])
 
     def test_identity_discovery_only_with_noauth2(self):
         response = self.request('GET', '/identity/v3', token=None)

@@ -359,6 +359,34 @@ class TestRequestsFromFlavor(test.TestCase):
         self.assertEqual('CUSTOM_PCI_8086_154D', nic.resource_class)
         self.assertEqual({'CUSTOM_FAST'}, nic.traits)
 
+    def test_image_numa_policy_after_the_flavor(self):
+        specs = {'pci_passthrough:alias': 'h200:2'}
+        image = {'hw_pci_numa_affinity_policy': 'required'}
+        (req,) = request.get_pci_requests_from_flavor(
+            specs, self.aliases, image_properties=image)
+        self.assertEqual('required', req.numa_policy)
+        (req,) = request.get_pci_requests_from_flavor(
+            dict(specs, **{'hw:pci_numa_affinity_policy': 'required'}),
+            self.aliases, image_properties=image)
+        self.assertEqual('required', req.numa_policy)
+
+    def test_image_numa_policy_conflict_or_bad_value(self):
+        specs = {'pci_passthrough:alias': 'h200:2',
+                 'hw:pci_numa_affinity_policy': 'preferred'}
+        err = self.assertRaises(
+            exception.ImagePCINUMAPolicyForbidden,
+            request.get_pci_requests_from_flavor, specs, self.aliases,
+            image_properties={'hw_pci_numa_affinity_policy': 'required'})
+        self.assertIn("'required'", str(err))
+        self.assertIn("'preferred'", str(err))
+        err = self.assertRaises(
+            exception.InvalidPCINUMAAffinity,
+            request.get_pci_requests_from_flavor,
+            {'pci_passthrough:alias': 'h200:2'}, self.aliases,
+            image_properties={'hw_pci_numa_affinity_policy': 'strict'})
+        self.assertIn('image property hw_pci_numa_affinity_policy',
+                      str(err))
+
     def test_same_alias_twice_gives_two_requests(self):
         reqs = request.get_pci_requests_from_flavor(
             {'pci_passthrough:alias': 'h200:1,h200:1'}, self.aliases)

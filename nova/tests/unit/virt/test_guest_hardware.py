@@ -67,6 +67,22 @@ class ResolveTest(test.TestCase):
         self.assertEqual(gh.GuestHardware(),
                          gh.resolve({'x86_64': 'q35'}, 'aarch64', {}))
 
+    def test_image_properties_after_the_flavor(self):
+        image = {'hw_machine_type': 'pc', 'hw_firmware_type': 'uefi'}
+        self.assertEqual(gh.GuestHardware('pc', 'uefi'),
+                         gh.resolve({'x86_64': 'q35'}, 'x86_64', {}, image))
+        self.assertEqual(
+            gh.GuestHardware('q35', 'bios'),
+            gh.resolve({}, 'x86_64', {'hw:machine_type': 'q35',
+                                      'hw:firmware_type': 'bios'}, image))
+
+    def test_bad_image_properties_named(self):
+        for props, named in (({'hw_machine_type': 'a b'}, 'hw_machine_type'),
+                             ({'hw_firmware_type': 'efi'}, "'efi'")):
+            err = self.assertRaises(exception.Invalid, gh.resolve, {},
+                                    'x86_64', {}, props)
+            self.assertIn(named, str(err))
+
     def test_split(self):
         self.assertEqual([4, 4], gh.split_evenly(8, 2))
         self.assertRaises(exception.Invalid, gh.split_evenly, 7, 2)

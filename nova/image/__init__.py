@@ -1,0 +1,1 @@
+"""The image service (Glance): its client, and the Glance nova-all runs."""

@@ -1,0 +1,251 @@
+"""Run the real Glance API (the ``glance`` package) for nova-all and tests.
+
+Glance keeps its configuration in oslo.config's global ``CONF``, which
+nova's own services must not share, so it runs as a child process::
+
+    python -m nova.image.glance_service CONFIG_DIR HOST PORT
+
+:class:`GlanceService` writes a glance-api.conf and its paste file in
+``CONFIG_DIR`` (a file store and a SQLite database under the state
+directory; no authentication, or keystonemiddleware's ``auth_token`` when
+nova runs with Keystone), syncs the schema with ``glance-manage db sync``,
+as an operator would, and starts the child. The child serves
+``glance.wsgi.api:application`` with cheroot (:mod:`nova.wsgi_server`),
+prints its URL on one line of stdout and serves until it is terminated or
+its stdin closes (it never outlives nova-all).
+"""
+
+import os
+import subprocess
+import sys
+
+from oslo_log import log as logging
+
+from nova import exception
+
+LOG = logging.getLogger(__name__)
+
+# Seconds glance-manage may take to create the schema; the child to serve.
+SYNC_TIMEOUT = 120
+START_TIMEOUT = 120
+# Without authentication every request is Glance's admin; its new
+# default policies want roles no request then has, so the deprecated
+# (owner-based) rules apply instead.
+_NOAUTH_POLICY = {'enforce_new_defaults': False, 'enforce_scope': False}
+
+# The [keystone_authtoken] options nova-all gives its Glance.
+_AUTHTOKEN_OPTIONS = (
+    'www_authenticate_uri', 'auth_url', 'auth_type', 'username', 'password',
+    'project_name', 'user_domain_id', 'project_domain_id',
+    'user_domain_name', 'project_domain_name', 'interface', 'region_name')
+
+_PASTE = """\
+[pipeline:glance-api]
+pipeline = cors http_proxy_to_wsgi versionnegotiation unauthenticated-context rootapp
+
+[pipeline:glance-api-keystone]
+pipeline = cors http_proxy_to_wsgi versionnegotiation authtoken context rootapp
+
+[composite:rootapp]
+paste.composite_factory = glance.api:root_app_factory
+/: apiversions
+/v2: apiv2app
+
+[app:apiversions]
+paste.app_factory = glance.api.versions:create_resource
+
+[app:apiv2app]
+paste.app_factory = glance.api.v2.router:API.factory
+
+[filter:versionnegotiation]
+paste.filter_factory = glance.api.middleware.version_negotiation:VersionNegotiationFilter.factory
+
+[filter:context]
+paste.filter_factory = glance.api.middleware.context:ContextMiddleware.factory
+
+[filter:unauthenticated-context]
+paste.filter_factory = glance.api.middleware.context:UnauthenticatedContextMiddleware.factory
+
+[filter:authtoken]
+paste.filter_factory = keystonemiddleware.auth_token:filter_factory
+delay_auth_decision = true
+
+[filter:cors]
+paste.filter_factory = oslo_middleware.cors:filter_factory
+oslo_config_project = glance
+oslo_config_program = glance-api
+
+[filter:http_proxy_to_wsgi]
+paste.filter_factory = oslo_middleware:HTTPProxyToWSGI.factory
+"""  # noqa: E501
+
+
+def config_sections(state_dir: str,
+                    keystone_authtoken: dict[str, object] | None = None
+                    ) -> dict[str, dict[str, object]]:
+    """glance-api.conf by section: images and the SQLite database under
+    ``state_dir``; Keystone when ``keystone_authtoken`` (the options of
+    keystonemiddleware's section) is given, else no authentication."""
+    sections: dict[str, dict[str, object]] = {
+        'DEFAULT': {'log_file': os.path.join(state_dir, 'glance-api.log'),
+                    'enabled_backends': 'local:file'},
+        'database': {'connection': 'sqlite:///%s' % os.path.join(
+            state_dir, 'glance.sqlite')},
+        'glance_store': {'default_backend': 'local'},
+        'local': {'filesystem_store_datadir': os.path.join(
+            state_dir, 'images')},
+        'os_glance_staging_store': {'filesystem_store_datadir':
+                                    os.path.join(state_dir, 'staging')},
+        'os_glance_tasks_store': {'filesystem_store_datadir':
+                                  os.path.join(state_dir, 'tasks')},
+        'paste_deploy': {'config_file': os.path.join(
+            state_dir, 'etc', 'glance-api-paste.ini')},
+    }
+    if keystone_authtoken:
+        sections['paste_deploy']['flavor'] = 'keystone'
+        sections['keystone_authtoken'] = dict(keystone_authtoken)
+    else:
+        sections['oslo_policy'] = dict(_NOAUTH_POLICY)
+    return sections
+
+
+def _ini(sections: dict[str, dict[str, object]]) -> str:
+    lines = []
+    for name, options in sections.items():
+        lines.append('[%s]' % name)
+        lines += ['%s = %s' % (key, value) for key, value in options.items()]
+        lines.append('')
+    return '\n'.join(lines)
+
+
+class GlanceService:
+    """Glance in a child process; ``url`` is its endpoint once started.
+
+    Its images and database live in ``state_dir`` (kept across restarts,
+    so a restarted Glance has the same images).
+    """
+
+    def __init__(self, state_dir: str, host: str = '127.0.0.1',
+                 port: int = 0,
+                 keystone_authtoken: dict[str, object] | None = None
+                 ) -> None:
+        self.state_dir = os.path.abspath(state_dir)
+        self.config_dir = os.path.join(self.state_dir, 'etc')
+        self.host = host
+        self.port = port
+        self.keystone_authtoken = keystone_authtoken
+        self.url: str | None = None
+        self._process: subprocess.Popen | None = None
+
+    @classmethod
+    def for_nova_all(cls, conf, port: int) -> 'GlanceService':
+        """nova-all's Glance: under ``$state_path/glance``, with Keystone
+        (nova's ``[keystone_authtoken]``) when nova-api uses it."""
+        authtoken = None
+        if conf.api.auth_strategy == 'keystone':
+            authtoken = {name: value for name, value in
+                         conf.keystone_authtoken.items()
+                         if name in _AUTHTOKEN_OPTIONS and value is not None}
+        return cls(os.path.join(conf.state_path, 'glance'), port=port,
+                   keystone_authtoken=authtoken)
+
+    def configure_nova(self, conf) -> None:
+        """Point ``conf``'s ``[glance]`` at this Glance: no credentials
+        unless Glance uses Keystone (then ``[glance]``'s own)."""
+        if self.keystone_authtoken is None:
+            conf.set_override('auth_type', 'none', group='glance')
+        conf.set_override('endpoint_override', self.url, group='glance')
+
+    @property
+    def config_file(self) -> str:
+        return os.path.join(self.config_dir, 'glance-api.conf')
+
+    def _write_config(self) -> None:
+        for name in ('etc', 'images', 'staging', 'tasks'):
+            os.makedirs(os.path.join(self.state_dir, name), exist_ok=True)
+        with open(os.path.join(self.config_dir, 'glance-api-paste.ini'),
+                  'w') as f:
+            f.write(_PASTE)
+        with open(os.open(self.config_file,
+                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                  'w') as f:
+            f.write(_ini(config_sections(self.state_dir,
+                                         self.keystone_authtoken)))
+
+    def _db_sync(self) -> None:
+        """``glance-manage db sync``, as an operator runs it first."""
+        cmd = [sys.executable, '-c',
+               'import sys; from glance.cmd.manage import main; '
+               'sys.exit(main())',
+               '--config-file', self.config_file, 'db', 'sync']
+        try:
+            subprocess.run(cmd, check=True, capture_output=True, text=True,
+                           timeout=SYNC_TIMEOUT)
+        except subprocess.CalledProcessError as err:
+            raise exception.InvalidConfiguration(
+                reason='glance-manage db sync failed: %s' %
+                err.stderr.strip()[-2000:]) from err
+        except subprocess.TimeoutExpired as err:
+            raise exception.InvalidConfiguration(
+                reason='glance-manage db sync took over %d s' %
+                SYNC_TIMEOUT) from err
+
+    def start(self) -> None:
+        """Write the configuration, sync the schema, start serving."""
+        self._write_config()
+        self._db_sync()
+        errors = os.path.join(self.state_dir, 'glance-api.stderr')
+        with open(errors, 'w') as stderr:
+            self._process = subprocess.Popen(
+                [sys.executable, '-m', 'nova.image.glance_service',
+                 self.config_dir, self.host, str(self.port)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=stderr, text=True)
+        line = self._process.stdout.readline().strip()
+        if not line.startswith('http://'):
+            self._process.wait(timeout=START_TIMEOUT)
+            with open(errors) as f:
+                detail = f.read()[-2000:]
+            self._close()
+            raise exception.InvalidConfiguration(
+                reason='Glance did not start (exit %s): %s' % (
+                    self._process.returncode, detail))
+        self.url = line
+        LOG.info('Glance listening at %s', self.url)
+
+    def stop(self) -> None:
+        """Stop the child (its requests in progress are cut)."""
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._close()
+
+    def _close(self) -> None:
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                stream.close()
+        self._process = None
+
+
+def _serve(config_dir: str, host: str, port: int) -> None:
+    """The child: Glance's WSGI application on ``host:port``."""
+    # Glance reads glance-api.conf from here, and parses no command line.
+    os.environ['OS_GLANCE_CONFIG_DIR'] = config_dir
+    del sys.argv[1:]
+    from glance.wsgi import api
+    from nova import wsgi_server
+    server = wsgi_server.WSGIServer(api.application, host=host, port=port)
+    server.start()
+    print(server.url, flush=True)
+    # Serve until the parent closes stdin (it ended) or terminates us.
+    sys.stdin.read()
+    os._exit(0)
+
+
+if __name__ == '__main__':
+    _serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
