@@ -9,6 +9,7 @@ import abc
 import dataclasses
 
 from nova.pci import device as pci_device
+from nova.pci import health as pci_health
 from nova.pci import partitions as pci_partitions
 # The power states get_power_state reports, defined with the other
 # states and named here for the drivers and their callers.
@@ -133,6 +134,18 @@ class ComputeDriver(abc.ABC):
         None when no module ID is known. ``unmapped`` stays empty.
         """
         return None
+
+    def get_pci_health(self) -> pci_health.HealthReport:
+        """What the host shows of its PCI devices' health now (see
+        nova.pci.health); nothing observed by default."""
+        return pci_health.HealthReport()
+
+    def release_nvlink_quarantine(self, addresses: set[str] | None
+                                  ) -> list[int]:
+        """Offer again the quarantined NVLink partitions holding any of
+        ``addresses`` (all when None), found healthy again; returns their
+        IDs. Only drivers that activate partitions quarantine any."""
+        return []
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Settle NVLink partitions left by crashes and restarts.

@@ -21,6 +21,7 @@ from oslo_log import log as logging
 
 from nova import exception
 from nova.pci import device as pci_device
+from nova.pci import health as pci_health
 from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import guest_hardware
@@ -202,6 +203,19 @@ class LibvirtDriver(driver.ComputeDriver):
         return pci_partitions.FabricPartitions(
             tuple(nvlink_partitions.hgx_partitions(self._module_ids)),
             dict(self._module_ids))
+
+    def get_pci_health(self) -> pci_health.HealthReport:
+        """The GPUs' and NVSwitches' health from nvidia-smi and Fabric
+        Manager, when nova drives Fabric Manager partitions."""
+        if self.nvlink is None:
+            return pci_health.HealthReport()
+        return self.nvlink.observe_health()
+
+    def release_nvlink_quarantine(self, addresses: set[str] | None
+                                  ) -> list[int]:
+        if self.nvlink is None:
+            return []
+        return self.nvlink.release_quarantined(addresses)
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""
