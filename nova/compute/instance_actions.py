@@ -52,6 +52,8 @@ MIGRATE = 'migrate'
 EVACUATE = 'evacuate'
 CONFIRM_RESIZE = 'confirmResize'
 REVERT_RESIZE = 'revertResize'
+# Started by the compute, not a user: a device the server holds broke.
+PCI_DEVICE_UNHEALTHY = 'pciDeviceUnhealthy'
 
 SUCCESS = 'Success'
 ERROR = 'Error'
