@@ -269,6 +269,24 @@ class TestHolderOfABrokenDevice(HealthTestBase):
         self.assertEqual(1, self.reserved()[broken])
         self.check_invariants()
 
+    def test_operator_mark_on_a_held_device_is_told(self):
+        self.start()
+        server = self.boot(self.flavors[1], 'single')
+        [address] = self.held(server)
+        self.manage('pci', 'device', 'set', address, '--unhealthy',
+                    '--reason', 'fan failure')
+        self.update()
+        [event] = self.actions(server)['pciDeviceUnhealthy']['events']
+        self.assertEqual('Error', event['result'])
+        instance = db.instance_get_by_uuid(self.ctx, server['id'])
+        self.assertIn('(operator): fan failure', instance['fault_message'])
+        # Told once, not at every update.
+        self.update()
+        self.assertEqual(1, len([
+            a for a in self.api('GET', '/servers/%s/os-instance-actions' %
+                                server['id'])['instanceActions']
+            if a['action'] == 'pciDeviceUnhealthy']))
+
     def test_stop_action(self):
         self.flags('pci', unhealthy_device_action='stop')
         self.start()
