@@ -104,7 +104,7 @@ class ResourceTracker:
         resources = self.driver.get_available_resource()
         devices = self.driver.get_pci_devices()
         self.numa_topology = self.driver.get_numa_topology()
-        observed = self.driver.get_pci_health()
+        observed = self.driver.get_pci_health(devices)
         switches_were_down = bool(self.switches_down)
         if observed.switches_checked:
             self.switches_down = dict(observed.switches_down)

@@ -60,7 +60,9 @@ class HostDevice:
     ``product_id`` 4 lower-case hex digits, ``parent_addr`` the PF of a
     VF, ``numa_node`` None when the host knows no affinity, ``pci_class``
     the 6-digit PCI class code, ``card_serial_number`` the VPD serial
-    number of the card (a VF reports its PF's).
+    number of the card (a VF reports its PF's), ``health_problem`` why the
+    hypervisor shows the device unusable although it still lists it
+    (None: it shows nothing wrong).
     """
 
     address: str
@@ -73,6 +75,7 @@ class HostDevice:
     driver: str | None = None
     pci_class: str | None = None
     card_serial_number: str | None = None
+    health_problem: str | None = None
 
     def __post_init__(self) -> None:
         if self.dev_type not in DEVICE_TYPES:

@@ -4,9 +4,10 @@ takes out of a host's offer.
 A device is ``healthy`` or ``unhealthy`` with a reason, a time and a
 source (``TrackedDevice.health*``, persisted on its row, each change also
 written to the audit trail). The compute observes health at every
-resource update (``HealthReport``, from the virt driver: ``nvidia-smi
--q`` fields that mean a GPU is unusable, Fabric Manager's NVLink failed
-devices); the operator sets it with ``nova-manage pci device set``.
+resource update (``HealthReport``, from the virt driver: a device the
+hypervisor lists with its PCIe link down, ``nvidia-smi -q`` fields that
+mean a GPU is unusable, Fabric Manager's NVLink failed devices); the
+operator sets it with ``nova-manage pci device set``.
 
 The rules (``decide``):
 
@@ -101,6 +102,17 @@ class HealthChange:
     @property
     def healthy(self) -> bool:
         return self.health == pci_device.HEALTHY
+
+
+def from_host_devices(devices: list[pci_device.HostDevice]
+                      ) -> HealthReport:
+    """What the hypervisor's device list says: each device with a
+    ``health_problem`` is found broken, every listed device is checked.
+    """
+    return HealthReport(
+        findings={dev.address: Finding(dev.health_problem, SOURCE_HYPERVISOR)
+                  for dev in devices if dev.health_problem},
+        checked={SOURCE_HYPERVISOR: frozenset(d.address for d in devices)})
 
 
 def decide(device: pci_device.TrackedDevice, report: HealthReport

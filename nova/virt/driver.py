@@ -135,10 +135,12 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
-    def get_pci_health(self) -> pci_health.HealthReport:
-        """What the host shows of its PCI devices' health now (see
-        nova.pci.health); nothing observed by default."""
-        return pci_health.HealthReport()
+    def get_pci_health(self, devices: list[pci_device.HostDevice]
+                       ) -> pci_health.HealthReport:
+        """What the host shows of the health of its PCI ``devices``
+        (as ``get_pci_devices`` just reported them; see nova.pci.health):
+        by default what the hypervisor's device list says."""
+        return pci_health.from_host_devices(devices)
 
     def release_nvlink_quarantine(self, addresses: set[str] | None
                                   ) -> list[int]:

@@ -9,6 +9,7 @@ update, which these tests run by hand (``update_resources_interval`` is
 """
 
 import concurrent.futures
+import dataclasses
 import io
 from unittest import mock
 
@@ -21,6 +22,7 @@ from nova.pci import placement_names as names
 from nova.tests.functional import invariants
 from nova.tests.functional import test_nvlink_offer as offer
 from nova.virt.fake import fabric_manager as fake
+from nova.virt.fake import host as fakehost
 
 BY_MODULE = offer.BY_MODULE
 SWITCH = '0000:05:00.0'
@@ -132,6 +134,19 @@ class TestObservedHealth(HealthTestBase):
                          [e['health'] for e in self.history(broken)])
         self.assertEqual({'nova-compute cmp1'},
                          {e['actor'] for e in self.history(broken)})
+
+    def test_hypervisor_lists_a_gpu_whose_link_is_down(self):
+        broken = BY_MODULE[7]
+        devices = [dataclasses.replace(dev, link_down=dev.address == broken)
+                   for dev in fakehost.hgx_h200_devices()]
+        self.start_services(devices=devices)
+        self.fm = self.fms['cmp1']
+        self.assertEqual(('hypervisor',
+                          'PCIe link down (capable of x16, now x0)'),
+                         self.unhealthy()[broken])
+        self.assertEqual(1, self.reserved()[broken])
+        self.assertEqual(modules(1, 2, 3, 4),
+                         self.held(self.boot(self.gpu_flavors()[4], 'q')))
 
     def test_retired_pages_and_row_remapping(self):
         self.start()

@@ -204,12 +204,15 @@ class LibvirtDriver(driver.ComputeDriver):
             tuple(nvlink_partitions.hgx_partitions(self._module_ids)),
             dict(self._module_ids))
 
-    def get_pci_health(self) -> pci_health.HealthReport:
-        """The GPUs' and NVSwitches' health from nvidia-smi and Fabric
-        Manager, when nova drives Fabric Manager partitions."""
+    def get_pci_health(self, devices: list[pci_device.HostDevice]
+                       ) -> pci_health.HealthReport:
+        """The devices' health as libvirt lists them (a PCIe link that
+        is down), and, when nova drives Fabric Manager partitions, the
+        GPUs' and NVSwitches' from nvidia-smi and Fabric Manager."""
+        report = super().get_pci_health(devices)
         if self.nvlink is None:
-            return pci_health.HealthReport()
-        return self.nvlink.observe_health()
+            return report
+        return report.merge(self.nvlink.observe_health())
 
     def release_nvlink_quarantine(self, addresses: set[str] | None
                                   ) -> list[int]:

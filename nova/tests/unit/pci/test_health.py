@@ -143,6 +143,17 @@ class TestWithhold(test.TestCase):
 
 class TestReport(test.TestCase):
 
+    def test_from_host_devices(self):
+        devices = [pci_device.HostDevice(BY_MODULE[1], '10de', '2335'),
+                   pci_device.HostDevice(BY_MODULE[2], '10de', '2335',
+                                         health_problem='PCIe link down')]
+        report = health.from_host_devices(devices)
+        self.assertEqual({BY_MODULE[2]: health.Finding(
+            'PCIe link down', health.SOURCE_HYPERVISOR)},
+            dict(report.findings))
+        self.assertEqual(frozenset(BY_MODULE[m] for m in (1, 2)),
+                         report.checked[health.SOURCE_HYPERVISOR])
+
     def test_merge_keeps_every_source(self):
         first = health.HealthReport(
             findings={'a': smi()},
