@@ -43,7 +43,7 @@ class TestPciList(base.FunctionalTestCase):
                        fakehost.H200_NVLINK_PAIRS.items() if 1 in gpus]
         self.assertEqual(['cmp1', base.GPUS[0], '10de', '2335',
                           'board/quad-a/' + pair_name, 'allocated', 'vm-1',
-                          '-'],
+                          'healthy', '-'],
                          first)
         self.assertNotIn('cmp2', out)
         code, out, _ = self._run()
