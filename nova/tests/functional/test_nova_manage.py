@@ -101,6 +101,21 @@ class TestPciBoard(base.FunctionalTestCase):
                           '  4     3     cmp1 1, cmp2 2',
                           '  8     1     cmp2 1'], summary)
 
+    def test_device_set_command_line(self):
+        parser = manage._parser()
+        args = parser.parse_args(['pci', 'device', 'set', '0000:18:00.0',
+                                  '--unhealthy', '--reason', 'RMA'])
+        self.assertEqual(('device', 'set', '0000:18:00.0', True, 'RMA'),
+                         (args.action, args.device_action, args.address,
+                          args.unhealthy, args.reason))
+        err = io.StringIO()
+        with mock.patch('sys.stderr', err):
+            # --healthy and --unhealthy exclude each other; one is needed.
+            for argv in (['--healthy', '--unhealthy'], []):
+                self.assertRaises(SystemExit, parser.parse_args,
+                                  ['pci', 'device', 'set', 'x'] + argv)
+        self.assertIn('--healthy', err.getvalue())
+
     def test_command_line(self):
         args = manage._parser().parse_args(['pci', 'board', '--host', 'h'])
         self.assertEqual(('pci', 'board', 'h'),
