@@ -1,6 +1,7 @@
 """nova-manage: operator commands against the nova database."""
 
 import argparse
+import getpass
 import sys
 
 from oslo_config import cfg
@@ -14,6 +15,7 @@ from nova.db import api as db
 from nova.db import migration
 from nova.pci import board
 from nova.pci import manager as pci_manager
+from nova.pci import utils as pci_utils
 from nova.scheduler.client import report
 from nova.servicegroup import api as servicegroup
 from nova.virt.libvirt import nvlink
@@ -25,7 +27,9 @@ AUDIT_ALL_DELETED = 4
 AUDIT_BAD_INPUT = 127
 
 _PCI_COLUMNS = ('host', 'address', 'vendor_id', 'product_id', 'group_path',
-                'status', 'instance_uuid', 'not_offered')
+                'status', 'instance_uuid', 'health', 'not_offered')
+_HEALTH_EVENT_COLUMNS = ('created_at', 'host', 'address', 'health', 'source',
+                         'actor', 'instance_uuid', 'reason')
 
 
 def _print_table(columns: tuple[str, ...], rows: list[dict]) -> None:
@@ -69,6 +73,7 @@ def pci_list(host: str | None) -> int:
     for node in sorted(nodes, key=lambda n: n['host']):
         for dev in pci_manager.devices_of_node(context, node['id']):
             rows.append({**dev.to_row(), 'host': node['host'],
+                         'health': dev.describe_health() or dev.health,
                          'not_offered': dev.withheld})
     _print_table(_PCI_COLUMNS, rows)
     return 0
@@ -164,6 +169,80 @@ def _free_device_claims(context, conf: cfg.ConfigOpts,
                  claim.instance_uuid))
         freed += 1
     return freed
+
+
+def _node_of_device(context, address: str, host: str | None
+                    ) -> dict | None:
+    """The compute node tracking the device at ``address`` (on ``host``
+    if given); None after printing an error naming the hosts to choose
+    from."""
+    nodes = _nodes(context, host)
+    if nodes is None:
+        return None
+    address = pci_utils.normalize_address(address)
+    found = [n for n in nodes if any(
+        d.address == address
+        for d in pci_manager.devices_of_node(context, n['id']))]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        print('No compute host%s tracks PCI device %s' % (
+            ' %r' % host if host else '', address), file=sys.stderr)
+    else:
+        print('PCI device %s is tracked on several hosts (%s); name one '
+              'with --host' % (address, ', '.join(
+                  sorted(n['host'] for n in found))), file=sys.stderr)
+    return None
+
+
+def _operator() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = 'unknown user'
+    return 'nova-manage (%s)' % user
+
+
+def pci_device_set(address: str, host: str | None, unhealthy: bool,
+                   reason: str | None) -> int:
+    """Mark a device unhealthy with a reason, or clear that mark; the
+    compute acts on it at its next resource update."""
+    context = nova_context.get_admin_context()
+    node = _node_of_device(context, address, host)
+    if node is None:
+        return 1
+    change = pci_manager.set_device_health(
+        context, node['id'], address, unhealthy, reason, _operator())
+    if change is None:
+        print('PCI device %s of %s: nothing to change' % (
+            address, node['host']))
+    elif change.healthy:
+        print('PCI device %s of %s: operator mark cleared; its observed '
+              'health applies from the next resource update' % (
+                  address, node['host']))
+    else:
+        print('PCI device %s of %s is unhealthy: %s. The compute stops '
+              'offering it and its groups at its next resource update%s' % (
+                  address, node['host'], change.reason,
+                  '; instance %s holds it' % change.instance_uuid
+                  if change.instance_uuid else ''))
+    return 0
+
+
+def pci_device_history(address: str, host: str | None) -> int:
+    """The audit trail of a device's health: every change, who made it
+    and why."""
+    context = nova_context.get_admin_context()
+    node = _node_of_device(context, address, host)
+    if node is None:
+        return 1
+    events = db.pci_device_health_events_get(
+        context, node['id'], pci_utils.normalize_address(address))
+    _print_table(_HEALTH_EVENT_COLUMNS, [
+        {**event, 'host': node['host'],
+         'created_at': event['created_at'].isoformat(timespec='seconds')}
+        for event in events])
+    return 0
 
 
 def pci_board(host: str | None) -> int:
@@ -271,6 +350,30 @@ def _parser() -> argparse.ArgumentParser:
         'board', help='each host\'s groups with free and used devices, '
                       'and free partitions per size')
     board_parser.add_argument('--host', help='only this compute host')
+    device_parser = pci_actions.add_parser(
+        'device', help='one device: set its health, show its health '
+        'history')
+    device_actions = device_parser.add_subparsers(dest='device_action',
+                                                  required=True)
+    set_parser = device_actions.add_parser(
+        'set', help='mark a device unhealthy (it and its groups are not '
+        'offered) or clear that mark')
+    set_parser.add_argument('address', help='PCI address, e.g. '
+                            '0000:18:00.0')
+    set_parser.add_argument('--host', help='the compute host, when the '
+                            'address is tracked on several')
+    health = set_parser.add_mutually_exclusive_group(required=True)
+    health.add_argument('--unhealthy', action='store_true',
+                        help='take the device out of service')
+    health.add_argument('--healthy', action='store_true',
+                        help='clear the operator mark')
+    set_parser.add_argument('--reason', help='why (required with '
+                            '--unhealthy)')
+    history_parser = device_actions.add_parser(
+        'history', help="every change of a device's health, who made it "
+        'and why')
+    history_parser.add_argument('address')
+    history_parser.add_argument('--host')
     placement_parser = categories.add_parser('placement', help='Placement')
     placement_actions = placement_parser.add_subparsers(dest='action',
                                                         required=True)
@@ -308,6 +411,11 @@ def main(argv: list[str] | None = None) -> int:
                                    args.resource_provider)
         if args.action == 'board':
             return pci_board(args.host)
+        if args.action == 'device' and args.device_action == 'set':
+            return pci_device_set(args.address, args.host, args.unhealthy,
+                                  args.reason)
+        if args.action == 'device':
+            return pci_device_history(args.address, args.host)
         if args.action == 'partitions':
             return pci_partitions(conf, args.host)
         return pci_list(args.host)

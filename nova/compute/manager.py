@@ -33,6 +33,7 @@ from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.image import glance
 from nova.pci import device as pci_device
+from nova.pci import health as pci_health
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler.client import frees
@@ -65,7 +66,8 @@ class ComputeManager(manager.Manager):
         self.driver = driver
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
-            conf, self.host, driver, self.reportclient)
+            conf, self.host, driver, self.reportclient,
+            health_listener=self._device_health_changed)
         self._conductor_api: conductor_rpcapi.ConductorAPI | None = None
         # Built on first snapshot: a compute that never snapshots
         # needs no [glance] credentials of its own.
@@ -150,6 +152,87 @@ class ComputeManager(manager.Manager):
         # Partitions activated or cleared behind nova's back, and
         # quarantines lifted by the repair, change the offer now.
         self.rt.refresh_offer(context)
+
+    def _device_health_changed(self, changes: list[pci_health.HealthChange]
+                               ) -> None:
+        """Tell each server holding a device that became unhealthy: an
+        instance action with a failed event and a fault naming the
+        device; with ``[pci]unhealthy_device_action = stop`` the server
+        is stopped too (it keeps the device, as any stopped server)."""
+        broken: dict[str, list[pci_health.HealthChange]] = {}
+        for change in changes:
+            if not change.healthy and change.instance_uuid:
+                broken.setdefault(change.instance_uuid, []).append(change)
+        for instance_uuid, held in sorted(broken.items()):
+            reason = '; '.join(
+                'PCI device %s is unhealthy (%s): %s' % (
+                    c.address, c.source, c.reason) for c in held)
+            context = nova_context.get_admin_context()
+            instance_actions.start(context, instance_uuid,
+                                   instance_actions.PCI_DEVICE_UNHEALTHY)
+            with instance_actions.step(context, instance_uuid,
+                                       'compute_pci_device_unhealthy',
+                                       host=self.host) as step:
+                step.fail(reason)
+            try:
+                db.instance_update(context, instance_uuid,
+                                   {'fault_message': reason})
+            except exception.InstanceNotFound:
+                continue
+            if self.conf.pci.unhealthy_device_action == 'stop':
+                self._stop_for_health(instance_uuid, reason)
+
+    def _stop_for_health(self, instance_uuid: str, reason: str) -> None:
+        """Stop an active server whose device broke (recorded as a
+        ``stop`` action); at once, or once a build or action running on
+        it (holding its lock, maybe the very update that found the
+        fault) is done."""
+        lock = self._instance_lock(instance_uuid)
+        if lock.acquire(blocking=False):
+            try:
+                self._stop_unhealthy(instance_uuid, reason)
+            finally:
+                lock.release()
+            return
+
+        def later():
+            with lock:
+                self._stop_unhealthy(instance_uuid, reason)
+        threading.Thread(target=later, daemon=True,
+                         name='stop-%s' % instance_uuid).start()
+
+    def _stop_unhealthy(self, instance_uuid: str, reason: str) -> None:
+        context = nova_context.get_admin_context()
+        try:
+            db.instance_update(
+                context, instance_uuid,
+                {'task_state': task_states.POWERING_OFF},
+                expected={'vm_state': vm_states.ACTIVE, 'task_state': None,
+                          'host': self.host})
+        except (exception.InstanceUpdateConflict,
+                exception.InstanceNotFound):
+            LOG.info('Instance %s is not active and idle on %s; not '
+                     'stopping it for its unhealthy device', instance_uuid,
+                     self.host)
+            return
+        LOG.warning('Stopping instance %s ([pci]unhealthy_device_action = '
+                    'stop): %s', instance_uuid, reason)
+        instance_actions.start(context, instance_uuid, instance_actions.STOP)
+        values = dict(compute_utils.SETTLED_STOPPED, task_state=None)
+        with instance_actions.step(context, instance_uuid,
+                                   'compute_stop_instance',
+                                   host=self.host) as step:
+            try:
+                self.driver.power_off(instance_uuid)
+            except Exception as exc:
+                LOG.error('Could not stop instance %s: %s', instance_uuid,
+                          exc)
+                step.fail(exception.reason_of(exc))
+                values = {'task_state': None,
+                          'power_state': self.driver.get_power_state(
+                              instance_uuid)}
+        self._finish(context, instance_uuid, task_states.POWERING_OFF,
+                     values)
 
     @property
     def conductor_api(self) -> conductor_rpcapi.ConductorAPI:

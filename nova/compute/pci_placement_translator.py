@@ -111,14 +111,20 @@ class PlacementView:
                 for address in group.addresses)
 
     def add_groups(self, group_tree: pci_groups.GroupTree) -> None:
-        """Add one provider per declared group, nested as declared."""
+        """Add one provider per declared group, nested as declared; a
+        withheld group has no size trait (no request of any size gets
+        it) and ``CUSTOM_PCI_WITHHELD``."""
         pending = [(group, self.nodename) for group in group_tree.roots]
         while pending:
             group, parent = pending.pop(0)
             name = names.group_rp_name(self.nodename, group.name)
+            traits = set(group.traits)
+            if group.name in self._withheld.groups:
+                traits = {t for t in traits
+                          if not names.is_group_size_trait(t)}
+                traits.add(names.WITHHELD_TRAIT)
             self.wanted[name] = _Wanted(name=name, parent=parent,
-                                        inventory={},
-                                        traits=set(group.traits))
+                                        inventory={}, traits=traits)
             pending.extend((member, name) for member in group.members)
 
     def add_static_group(self, group: pci_groups.StaticGroup,
@@ -172,6 +178,9 @@ class PlacementView:
                                         bool(dev.instance_uuid)))
             if withheld:
                 traits.add(names.WITHHELD_TRAIT)
+            if not dev.healthy and \
+                    dev.dev_type in pci_device.WHOLE_DEVICE_TYPES:
+                traits.add(names.UNHEALTHY_TRAIT)
             if dev.address in self._withheld.alone:
                 traits.add(names.GROUP_ONLY_TRAIT)
             self.wanted[name] = _Wanted(

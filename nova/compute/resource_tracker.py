@@ -10,7 +10,7 @@ the compute at start with a message naming the bad value.
 
 import math
 import threading
-from typing import Iterable
+from typing import Callable, Iterable
 import uuid as uuidlib
 
 from oslo_config import cfg
@@ -24,6 +24,7 @@ from nova.pci import config as pci_config
 from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
+from nova.pci import health as pci_health
 from nova.pci import manager as pci_manager
 from nova.pci import partitions as pci_partitions
 from nova.pci import placement_names as names
@@ -42,8 +43,19 @@ class ResourceTracker:
 
     def __init__(self, conf: cfg.ConfigOpts, host: str,
                  driver: virt_driver.ComputeDriver,
-                 reportclient: report.SchedulerReportClient) -> None:
+                 reportclient: report.SchedulerReportClient,
+                 health_listener: Callable[
+                     [list[pci_health.HealthChange]], None] | None = None
+                 ) -> None:
         self.host = host
+        # Told of every device health change the updates observe (the
+        # compute manager, which tells the instances holding them).
+        self.health_listener = health_listener
+        # NVSwitch address -> why it is down, as last observed.
+        self.switches_down: dict[str, pci_health.Finding] = {}
+        # Devices known unhealthy at the last update (the operator's marks
+        # are found by comparing with it).
+        self._unhealthy_seen: set[str] = set()
         self.driver = driver
         self.reportclient = reportclient
         self.report_in_placement = conf.pci.report_in_placement
@@ -57,8 +69,10 @@ class ResourceTracker:
         self.whitelist = pci.whitelist
         self.declared_tree = pci.group_tree
         self.group_tree = self.declared_tree
-        # Devices not offered right now and why (Fabric Manager hosts).
+        # Devices not offered right now and why (Fabric Manager hosts
+        # and device health), and what the partitions alone withhold.
         self.withheld = pci_partitions.Withheld()
+        self._offered = pci_partitions.Withheld()
         self.group_source = conf.pci.device_group_source
         self.nvlink_mode = conf.libvirt.nvlink_partitions
         self._group_warnings: set[str] = set()
@@ -79,30 +93,102 @@ class ResourceTracker:
         return self.host
 
     def update_available_resource(self, context) -> None:
-        """Refresh the node from the hypervisor and report it."""
+        """Refresh the node from the hypervisor and report it; the
+        device health changes it observes go to ``health_listener``."""
         with self._lock:
-            resources = self.driver.get_available_resource()
-            devices = self.driver.get_pci_devices()
-            self.numa_topology = self.driver.get_numa_topology()
-            self.group_tree, withheld = self._current_offer()
-            self._log_withheld(withheld)
-            self.withheld = withheld
-            specs = self.whitelist.classify(devices)
-            self.group_tree.validate_devices(devices, specs)
-            self.static_groups = pci_groups.static_groups(devices, specs)
-            warnings = set(pci_config.check_aliases(
-                self._aliases, self.group_tree, self.static_groups))
-            for warning in sorted(warnings - self._alias_warnings):
-                LOG.warning('%s', warning)
-            self._alias_warnings = warnings
-            self.compute_node = self._sync_compute_node(context, resources)
-            if self.pci_tracker is None:
-                self.pci_tracker = pci_manager.PciDevTracker(
-                    context, self.compute_node['id'])
-            self.pci_tracker.update_devices_from_hypervisor_resources(
-                devices, specs, self._group_path, self.withheld.reason)
-            self.specs = specs
-            self._update_placement(resources)
+            changes = self._update(context)
+        if changes and self.health_listener is not None:
+            self.health_listener(changes)
+
+    def _update(self, context) -> list[pci_health.HealthChange]:
+        resources = self.driver.get_available_resource()
+        devices = self.driver.get_pci_devices()
+        self.numa_topology = self.driver.get_numa_topology()
+        observed = self.driver.get_pci_health(devices)
+        switches_were_down = bool(self.switches_down)
+        if observed.switches_checked:
+            self.switches_down = dict(observed.switches_down)
+        self.group_tree, offered = self._current_offer()
+        specs = self._sync_devices(context, resources, devices, offered)
+        changes = self.pci_tracker.apply_health(
+            observed, 'nova-compute %s' % self.host)
+        changes += self._operator_changes(changes)
+        if self._release_quarantines(changes, switches_were_down):
+            # Partitions came back: their devices' rows say so now.
+            self.group_tree, offered = self._current_offer()
+            specs = self._sync_devices(context, resources, devices, offered)
+        withheld = self._with_health(self.group_tree, offered)
+        self._log_withheld(withheld)
+        self.withheld = withheld
+        self.specs = specs
+        self._update_placement(resources)
+        return changes
+
+    def _operator_changes(self, observed: list[pci_health.HealthChange]
+                          ) -> list[pci_health.HealthChange]:
+        """The health changes made since the last update by others than
+        this compute (``nova-manage pci device set``)."""
+        by_address = {dev.address: dev for dev in self.pci_tracker.pci_devs}
+        unhealthy = {a for a, dev in by_address.items() if not dev.healthy}
+        changed = ((unhealthy ^ self._unhealthy_seen) & set(by_address)) - {
+            c.address for c in observed}
+        self._unhealthy_seen = unhealthy
+        return [pci_health.HealthChange(
+            address, by_address[address].health,
+            by_address[address].health_reason,
+            by_address[address].health_source or
+            pci_health.SOURCE_OPERATOR, by_address[address].instance_uuid)
+            for address in sorted(changed)]
+
+    def _release_quarantines(self, changes: list[pci_health.HealthChange],
+                             switches_were_down: bool) -> bool:
+        """Release the quarantined partitions whose broken GPU or
+        NVSwitch is healthy again; whether any was released."""
+        healed = {c.address for c in changes if c.healthy}
+        released = []
+        if switches_were_down and not self.switches_down:
+            released = self.driver.release_nvlink_quarantine(None)
+        elif healed:
+            released = self.driver.release_nvlink_quarantine(healed)
+        return bool(released)
+
+    def _with_health(self, tree: pci_groups.GroupTree,
+                     offered: pci_partitions.Withheld
+                     ) -> pci_partitions.Withheld:
+        """``offered`` less what unhealthy devices and NVSwitches that
+        are down take out of the offer (``health.withhold``)."""
+        unhealthy = self.pci_tracker.unhealthy() if self.pci_tracker \
+            else {}
+        return pci_health.withhold(offered, tree, unhealthy,
+                                   self.switches_down)
+
+    def _sync_devices(self, context, resources: dict,
+                      devices: list[pci_device.HostDevice],
+                      offered: pci_partitions.Withheld
+                      ) -> dict[str, devspec.PciDeviceSpec]:
+        """Sync the compute node and the PCI tracker with the
+        hypervisor's ``devices``; return each assignable device's spec.
+        Rows keep why a device is withheld by the partitions and the
+        NVSwitches; health has columns of its own."""
+        rows_withheld = pci_health.withhold(offered, self.group_tree, {},
+                                            self.switches_down)
+        specs = self.whitelist.classify(devices)
+        self.group_tree.validate_devices(devices, specs)
+        self.static_groups = pci_groups.static_groups(devices, specs)
+        warnings = set(pci_config.check_aliases(
+            self._aliases, self.group_tree, self.static_groups))
+        for warning in sorted(warnings - self._alias_warnings):
+            LOG.warning('%s', warning)
+        self._alias_warnings = warnings
+        self.compute_node = self._sync_compute_node(context, resources)
+        if self.pci_tracker is None:
+            self.pci_tracker = pci_manager.PciDevTracker(
+                context, self.compute_node['id'])
+            # Known at start: a restart does not tell the holders again.
+            self._unhealthy_seen = set(self.pci_tracker.unhealthy())
+        self.pci_tracker.update_devices_from_hypervisor_resources(
+            devices, specs, self._group_path, rows_withheld.reason)
+        return specs
 
     def report_claimed(self, devices: list[pci_device.TrackedDevice]
                        ) -> None:
@@ -163,7 +249,8 @@ class ResourceTracker:
         Returns whether it updated.
         """
         with self._lock:
-            tree, withheld = self._current_offer()
+            tree, offered = self._current_offer()
+            withheld = self._with_health(tree, offered)
             changed = withheld != self.withheld or \
                 _shape(tree) != _shape(self.group_tree)
         if changed:
@@ -180,9 +267,11 @@ class ResourceTracker:
     def _log_withheld(self, withheld: pci_partitions.Withheld) -> None:
         """Log each device that starts or stops being withheld, once."""
         before = {a: self.withheld.reason(a) for a in
-                  set(self.withheld.devices) | set(self.withheld.alone)}
+                  set(self.withheld.devices) | set(self.withheld.alone) |
+                  set(self.withheld.in_groups)}
         after = {a: withheld.reason(a) for a in
-                 set(withheld.devices) | set(withheld.alone)}
+                 set(withheld.devices) | set(withheld.alone) |
+                 set(withheld.in_groups)}
         for address, reason in sorted(after.items()):
             if before.get(address) != reason:
                 LOG.warning('PCI device %s of %s is not offered: %s',
@@ -207,7 +296,7 @@ class ResourceTracker:
             log('Cannot read NVLink partitions from Fabric Manager, '
                 'keeping the device groups as they were: %s', err.message)
             self._fabric_error = err.message
-            return self.group_tree, self.withheld
+            return self.group_tree, self._offered
         if self._fabric_error is not None:
             LOG.info('Fabric Manager answers again on %s', self.nodename)
             self._fabric_error = None
@@ -217,6 +306,7 @@ class ResourceTracker:
             self.declared_tree, self.group_source, fabric, known=known,
             mode=self.nvlink_mode)
         self._log_group_warnings(offer.warnings)
+        self._offered = offer.withheld
         return offer.tree, offer.withheld
 
     def _log_group_warnings(self, warnings: list[str]) -> None:

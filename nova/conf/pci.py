@@ -136,6 +136,31 @@ containment), so the operator writes only device_spec and alias;
                      'their groups, to Placement as resource providers '
                      'under the compute node (nova-compute). Once enabled '
                      'on a compute it cannot be disabled again.'),
+    cfg.IntOpt('partition_quarantine_failures',
+               default=1, min=1,
+               help="""
+How many activations of one NVLink partition in a row must fail for a
+hardware reason (Fabric Manager's NVLINK_ERROR) before nova-compute
+quarantines it: its GPUs are then not offered until the periodic repair
+re-probes it successfully or the broken GPU or NVSwitch is healthy again.
+Every failed build is rescheduled at once either way. Transient Fabric
+Manager errors (timeouts, not running, still initializing) never count.
+Used with ``[libvirt]nvlink_partitions = fabric_manager``.
+"""),
+    cfg.StrOpt('unhealthy_device_action',
+               default='none',
+               choices=[
+                   ('none', 'record an instance action event and a fault '
+                    'on the server; leave it running'),
+                   ('stop', 'also stop the server (it keeps its devices '
+                    'and allocation, as any stopped server)')],
+               help="""
+What nova-compute does to a server holding a PCI device that becomes
+unhealthy (observed broken, or marked by ``nova-manage pci device set
+--unhealthy``). Either way the server gets an instance action event and a
+fault naming the device, and the device does not return to service when
+the server is deleted.
+"""),
 ]
 
 

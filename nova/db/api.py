@@ -304,6 +304,29 @@ def pci_device_destroy(context, device_id: int) -> None:
     context.session.flush()
 
 
+@context_manager.writer
+def pci_device_health_event_create(context, values: dict) -> dict:
+    """Record one change of a PCI device's health (the audit trail)."""
+    _check_fields(models.PciDeviceHealthEvent, values)
+    event = models.PciDeviceHealthEvent(**values)
+    context.session.add(event)
+    context.session.flush()
+    return event.to_dict()
+
+
+@context_manager.reader
+def pci_device_health_events_get(context, compute_node_id: int,
+                                 address: str | None = None) -> list[dict]:
+    """The health changes of one compute node's devices (of one device
+    if ``address``), oldest first."""
+    query = sa.select(models.PciDeviceHealthEvent).filter_by(
+        compute_node_id=compute_node_id)
+    if address is not None:
+        query = query.filter_by(address=address)
+    return [event.to_dict() for event in context.session.scalars(
+        query.order_by(models.PciDeviceHealthEvent.id))]
+
+
 # Flavors -------------------------------------------------------------------
 
 def _flavor_exists(values: dict):

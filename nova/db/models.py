@@ -140,6 +140,35 @@ class PciDevice(Base):
     rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     extra_info: orm.Mapped[dict] = orm.mapped_column(JSONEncoded,
                                                      default=dict)
+    # Whether the device is usable ('healthy' or 'unhealthy'), why not,
+    # since when, and what said so (nova.pci.health).
+    health: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default='healthy', server_default='healthy')
+    health_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    health_since: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    health_source: orm.Mapped[str | None] = orm.mapped_column(sa.String(32))
+
+
+class PciDeviceHealthEvent(Base):
+    """One change of a PCI device's health: the audit trail (who or what
+    set it, why, and the instance holding the device then)."""
+
+    __tablename__ = 'pci_device_health_events'
+    __table_args__ = (
+        sa.Index('ix_pci_device_health_events_node_address',
+                 'compute_node_id', 'address'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    compute_node_id: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    address: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    health: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    source: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    actor: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
 
 
 class Flavor(Base):

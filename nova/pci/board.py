@@ -5,7 +5,10 @@ row has its ``group_path``, e.g. ``board/quad-a/pair-a1``), so it shows
 what nova believes, for any host and any group tree. ``nova-manage pci
 board`` and the nova-all demo draw it; ``free_partitions`` counts, per
 group size, the groups whose devices are all free: what the next request
-of that size can get.
+of that size can get. Unhealthy devices are drawn as such, and a group
+that is not offered (it holds an unhealthy or withheld device, or an
+NVSwitch is down) says why, so the board shows which partitions a host
+with a broken GPU still offers.
 """
 
 import dataclasses
@@ -21,7 +24,27 @@ UNGROUPED = '(no group)'
 
 def _withheld_entirely(dev: pci_device.TrackedDevice) -> bool:
     reason = dev.withheld
-    return bool(reason) and not reason.startswith(pci_partitions.ALONE_PREFIX)
+    return bool(reason) and not reason.startswith(
+        (pci_partitions.ALONE_PREFIX, pci_partitions.IN_GROUPS_PREFIX))
+
+
+def _offered_alone(dev: pci_device.TrackedDevice) -> bool:
+    reason = dev.withheld
+    return not reason or reason.startswith(pci_partitions.IN_GROUPS_PREFIX)
+
+
+def _group_not_offered(members: list[pci_device.TrackedDevice]
+                       ) -> str | None:
+    """Why a group of these devices is not offered at any size (None
+    if it is)."""
+    why = ['%s unhealthy' % d.address for d in members if not d.healthy]
+    why += ['%s withheld' % d.address for d in members
+            if _withheld_entirely(d)]
+    in_groups = sorted({d.withheld[len(pci_partitions.IN_GROUPS_PREFIX):]
+                        for d in members if d.withheld and
+                        d.withheld.startswith(
+                            pci_partitions.IN_GROUPS_PREFIX)})
+    return '; '.join(why + in_groups) or None
 
 
 @dataclasses.dataclass
@@ -56,9 +79,11 @@ class HostBoard:
         return root
 
     def holder(self, dev: pci_device.TrackedDevice) -> str:
-        """``free``, ``withheld``, the instance's name, or the device
-        status."""
+        """``free``, ``unhealthy``, ``withheld``, the instance's name,
+        or the device status."""
         if dev.status == pci_device.AVAILABLE:
+            if not dev.healthy:
+                return 'unhealthy'
             return 'withheld' if _withheld_entirely(dev) else 'free'
         uuid = dev.instance_uuid
         if uuid:
@@ -78,14 +103,15 @@ class HostBoard:
         free; size 1 counts free devices offered alone."""
         counts = {1: 0}
         for dev in self.devices:
-            if self.holder(dev) == 'free' and not dev.withheld:
+            if self.holder(dev) == 'free' and _offered_alone(dev):
                 counts[1] += 1
 
         def visit(group: _Group) -> None:
             for child in group.children.values():
                 members = child.all_devices()
                 if child.name != UNGROUPED and len(members) > 1:
-                    free = all(self.holder(d) == 'free' for d in members)
+                    free = all(self.holder(d) == 'free' for d in members) \
+                        and _group_not_offered(members) is None
                     counts[len(members)] = counts.get(len(members), 0) + \
                         int(free)
                 visit(child)
@@ -94,24 +120,36 @@ class HostBoard:
 
     def draw(self) -> str:
         """The host's group tree; a group of devices is one line
-        ``name [address holder | address holder]``; then why each device
-        not offered (alone) is not."""
+        ``name [address holder | address holder]``, a group not offered
+        ends with why; then each unhealthy device, and why each device not
+        offered (alone) is not."""
         free = sum(1 for d in self.devices if self.holder(d) == 'free')
-        lines = ['%s: %d devices, %d free' % (self.host, len(self.devices),
-                                              free)]
+        broken = [d for d in sorted(self.devices, key=lambda d: d.address)
+                  if not d.healthy]
+        lines = ['%s: %d devices, %d free%s' % (
+            self.host, len(self.devices), free,
+            ', %d unhealthy' % len(broken) if broken else '')]
 
         def visit(group: _Group, depth: int) -> None:
             for child in group.children.values():
-                indent = '  ' * depth
+                line = '  ' * depth + child.name
                 if child.devices:
-                    cells = ' | '.join('%s %-8s' % (d.address,
-                                                    self.holder(d))
-                                       for d in child.devices)
-                    lines.append('%s%s [%s]' % (indent, child.name, cells))
-                else:
-                    lines.append('%s%s' % (indent, child.name))
+                    line += ' [%s]' % ' | '.join(
+                        '%s %-8s' % (d.address, self.holder(d))
+                        for d in child.devices)
+                members = child.all_devices()
+                why = _group_not_offered(members) if \
+                    child.name != UNGROUPED and len(members) > 1 else None
+                if why:
+                    line += ' NOT OFFERED: ' + why
+                lines.append(line)
                 visit(child, depth + 1)
         visit(self._tree(), 1)
+        for dev in broken:
+            lines.append('  %s %s%s' % (
+                dev.address, dev.describe_health(),
+                '; held by %s' % self.holder(dev) if dev.instance_uuid
+                else ''))
         for dev in sorted(self.devices, key=lambda d: d.address):
             if dev.withheld:
                 lines.append('  %s not offered: %s' % (

@@ -43,6 +43,11 @@ REMOVED = 'removed'
 # Statuses in which a device belongs to an instance.
 IN_USE = (CLAIMED, ALLOCATED)
 
+# Health of a tracked device (nova.pci.health decides it).
+HEALTHY = 'healthy'
+UNHEALTHY = 'unhealthy'
+HEALTH_STATES = (HEALTHY, UNHEALTHY)
+
 # Prefix of a HostDevice's dev_id, as libvirt names node devices.
 _DEV_ID_PREFIX = 'pci_'
 
@@ -55,7 +60,9 @@ class HostDevice:
     ``product_id`` 4 lower-case hex digits, ``parent_addr`` the PF of a
     VF, ``numa_node`` None when the host knows no affinity, ``pci_class``
     the 6-digit PCI class code, ``card_serial_number`` the VPD serial
-    number of the card (a VF reports its PF's).
+    number of the card (a VF reports its PF's), ``health_problem`` why the
+    hypervisor shows the device unusable although it still lists it
+    (None: it shows nothing wrong).
     """
 
     address: str
@@ -68,6 +75,7 @@ class HostDevice:
     driver: str | None = None
     pci_class: str | None = None
     card_serial_number: str | None = None
+    health_problem: str | None = None
 
     def __post_init__(self) -> None:
         if self.dev_type not in DEVICE_TYPES:
@@ -179,6 +187,10 @@ class TrackedDevice:
         default_factory=dict, hash=False)
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
+    health: str = HEALTHY
+    health_reason: str | None = None
+    health_since: datetime.datetime | None = None
+    health_source: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, object]) -> 'TrackedDevice':
@@ -197,6 +209,8 @@ class TrackedDevice:
         values['extra_info'] = dict(values.get('extra_info') or {})
         if values.get('group_path') is None:
             values['group_path'] = ''
+        if values.get('health') is None:
+            values['health'] = HEALTHY
         try:
             return cls(**values)
         except TypeError as err:
@@ -225,6 +239,21 @@ class TrackedDevice:
         """Whether libvirt detaches the device from its host driver (the
         spec's ``managed`` tag, true unless it says "false")."""
         return _flag(self.extra_info.get('managed', 'true'))
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the device is usable (see nova.pci.health)."""
+        return self.health != UNHEALTHY
+
+    def describe_health(self) -> str | None:
+        """``unhealthy since <time> (<source>): <reason>``, None while
+        healthy (for ``nova-manage pci list`` and ``board``)."""
+        if self.healthy:
+            return None
+        since = self.health_since.isoformat(timespec='seconds') \
+            if self.health_since else '?'
+        return 'unhealthy since %s (%s): %s' % (
+            since, self.health_source or '?', self.health_reason or '')
 
     @property
     def withheld(self) -> str | None:

@@ -21,11 +21,13 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from nova.db import api as db_api
 from nova import exception
 from nova.pci import device as pci_device
 from nova.pci import devspec
+from nova.pci import health as pci_health
 from nova.pci import utils
 
 LOG = logging.getLogger(__name__)
@@ -37,6 +39,55 @@ def devices_of_node(context, compute_node_id: int
     database has them now."""
     return [pci_device.TrackedDevice.from_row(row) for row in
             db_api.pci_device_get_all_by_node(context, compute_node_id)]
+
+
+def record_health(context, device: pci_device.TrackedDevice,
+                  change: pci_health.HealthChange, actor: str
+                  ) -> pci_device.TrackedDevice:
+    """Write ``change`` to the device's row and the audit trail (in the
+    caller's transaction, if any) and return the updated device; ``actor``
+    names who made it (a compute host, or the operator's command)."""
+    unhealthy = change.health == pci_device.UNHEALTHY
+    row = db_api.pci_device_update(context, device.id, pci_device.row_values(
+        health=change.health,
+        health_reason=change.reason if unhealthy else None,
+        health_since=timeutils.utcnow(),
+        health_source=change.source))
+    db_api.pci_device_health_event_create(context, {
+        'compute_node_id': device.compute_node_id,
+        'address': device.address, 'health': change.health,
+        'reason': change.reason, 'source': change.source, 'actor': actor,
+        'instance_uuid': device.instance_uuid})
+    log = LOG.warning if unhealthy else LOG.info
+    log('PCI device %(address)s is %(health)s (%(source)s, by %(actor)s)'
+        '%(reason)s%(holder)s', {
+            'address': device.address, 'health': change.health,
+            'source': change.source, 'actor': actor,
+            'reason': ': %s' % change.reason if change.reason else '',
+            'holder': '; instance %s holds it' % device.instance_uuid
+            if device.instance_uuid else ''})
+    return pci_device.TrackedDevice.from_row(row)
+
+
+def set_device_health(context, compute_node_id: int, address: str,
+                      unhealthy: bool, reason: str | None, actor: str
+                      ) -> pci_health.HealthChange | None:
+    """The operator's ``nova-manage pci device set``: mark the device
+    at ``address`` of the node unhealthy with ``reason``, or clear that
+    mark (see ``health.operator_change``); returns the change, None if
+    there was nothing to change. Raises PciDeviceNotFound for an address
+    the node does not track, Invalid for a bad reason."""
+    address = utils.normalize_address(address)
+    with db_api.context_manager.writer.using(context):
+        device = next((d for d in devices_of_node(context, compute_node_id)
+                       if d.address == address), None)
+        if device is None:
+            raise exception.PciDeviceNotFound(
+                address=address, compute_node_id=compute_node_id)
+        change = pci_health.operator_change(device, unhealthy, reason)
+        if change is not None:
+            record_health(context, device, change, actor)
+    return change
 
 
 class PciDevTracker:
@@ -256,6 +307,27 @@ class PciDevTracker:
                             instance_uuid=None, request_id=None))
         self._load()
         return sorted(device.address for device in devices)
+
+    def apply_health(self, report: pci_health.HealthReport, actor: str
+                     ) -> list[pci_health.HealthChange]:
+        """Update the devices' health from what the compute observed
+        (``health.decide``), in one transaction with its audit records;
+        return the changes made."""
+        changes = []
+        with self._lock:
+            with db_api.context_manager.writer.using(self._context):
+                for device in self._current().values():
+                    change = pci_health.decide(device, report)
+                    if change is not None:
+                        record_health(self._context, device, change, actor)
+                        changes.append(change)
+            self._load()
+        return changes
+
+    def unhealthy(self) -> dict[str, str]:
+        """Address -> reason of each unhealthy device."""
+        return {dev.address: dev.health_reason or dev.health_source or ''
+                for dev in self._devices.values() if not dev.healthy}
 
     def set_rp_uuid(self, address: str, rp_uuid: str | None
                     ) -> pci_device.TrackedDevice:

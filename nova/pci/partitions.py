@@ -19,6 +19,9 @@ from nova.pci import groups
 
 # How Withheld.reason starts for a device withheld only alone.
 ALONE_PREFIX = 'not offered alone: '
+# How Withheld.reason starts for a device offered only alone (every
+# multi-device group of it is withheld).
+IN_GROUPS_PREFIX = 'not offered in groups: '
 
 # The [pci]device_group_source that makes the partitions the groups.
 SOURCE_FABRIC_MANAGER = 'fabric_manager'
@@ -70,12 +73,21 @@ class Withheld:
     ``devices``: address -> reason; no request may get them (their
     Placement inventory is reserved). ``alone``: address -> reason; they
     may be given only as part of one of their groups, never as a single
-    device. Computed beside the group tree on every update, so a device
-    comes back as soon as the reason is gone.
+    device. ``groups``: group name -> reason; the group is not offered at
+    any size (its provider loses its size trait), e.g. it holds an
+    unhealthy device. ``in_groups``: address -> reason; every
+    multi-device group of the device is withheld, so it is offered alone
+    only (an NVSwitch is down). Computed beside the group tree on every
+    update, so a device comes back as soon as the reason is gone.
     """
 
     devices: Mapping[str, str] = dataclasses.field(default_factory=dict)
     alone: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Group name -> its devices, for ``offers``.
+    group_devices: Mapping[str, tuple[str, ...]] = dataclasses.field(
+        default_factory=dict)
+    in_groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def reason(self, address: str) -> str | None:
         """Why the device is not (fully) offered; None if it is."""
@@ -83,13 +95,19 @@ class Withheld:
             return self.devices[address]
         if address in self.alone:
             return ALONE_PREFIX + self.alone[address]
+        if address in self.in_groups:
+            return IN_GROUPS_PREFIX + self.in_groups[address]
         return None
 
     def offers(self, addresses: list[str]) -> bool:
         """Whether a request may get exactly the devices ``addresses``."""
         if any(a in self.devices for a in addresses):
             return False
-        return not (len(addresses) == 1 and addresses[0] in self.alone)
+        if len(addresses) == 1:
+            return addresses[0] not in self.alone
+        wanted = tuple(sorted(addresses))
+        return not any(wanted == devices and name in self.groups
+                       for name, devices in self.group_devices.items())
 
 
 class Offer(NamedTuple):

@@ -45,6 +45,9 @@ WITHHELD_TRAIT = 'CUSTOM_PCI_WITHHELD'
 # A device that can be used inside its groups but not alone (no partition
 # of its own): single-device requests of a group alias forbid it.
 GROUP_ONLY_TRAIT = 'CUSTOM_PCI_GROUP_ONLY'
+# An unhealthy device (nova.pci.health; also withheld): the refusal
+# reason counts these apart from the devices in use.
+UNHEALTHY_TRAIT = 'CUSTOM_PCI_UNHEALTHY'
 
 # Default and static-group classes of PCI devices start with this.
 PCI_CLASS_PREFIX = 'CUSTOM_PCI_'

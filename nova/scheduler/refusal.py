@@ -8,7 +8,9 @@ devices of each PCI request (with its traits), and, for a device group
 request, a wholly free group of the requested size (on one NUMA node or
 socket when its NUMA affinity policy needs it). A GPU request is then
 refused either for lack of free GPUs or for fragmentation: GPUs are free,
-but no free partition of that size exists.
+but no free partition of that size exists. Unhealthy devices (reserved,
+with ``CUSTOM_PCI_UNHEALTHY``) are counted apart from the ones in use, so
+a refusal says when broken hardware is what is missing.
 """
 
 from nova.pci import placement_names as names
@@ -31,13 +33,25 @@ def _flavor_reasons(reportclient,
     return reasons
 
 
+def _unhealthy(reportclient, traits: list[str]) -> str:
+    """`` (N unhealthy device(s) not counted)`` when PCI devices with
+    ``traits`` are unhealthy, else ''."""
+    count = reportclient.count_providers(
+        required=[names.UNHEALTHY_TRAIT] + traits)
+    if not count:
+        return ''
+    return ' (%d unhealthy device%s not counted)' % (
+        count, '' if count == 1 else 's')
+
+
 def _pci_reason(reportclient, pci_req, numa_cells: int) -> str | None:
     """Why one PCI request cannot be met, or None if its devices exist."""
     rc = pci_req.resource_class
     one = {rc: 1}
     free = reportclient.count_providers(resources=one)
     if not free:
-        return 'no %s device is free on any host' % rc
+        return 'no %s device is free on any host%s' % (
+            rc, _unhealthy(reportclient, sorted(pci_req.traits)))
     traits = sorted(pci_req.traits)
     if traits:
         missing = [t for t in traits
@@ -48,8 +62,9 @@ def _pci_reason(reportclient, pci_req, numa_cells: int) -> str | None:
                 _devices(free, rc), ', '.join(missing))
         free = reportclient.count_providers(resources=one, required=traits)
     if free < pci_req.count:
-        return 'only %s free, %d needed' % (_devices(free, rc),
-                                            pci_req.count)
+        return 'only %s free, %d needed%s' % (
+            _devices(free, rc), pci_req.count, _unhealthy(reportclient,
+                                                          traits))
     if pci_req.group_type and pci_req.count >= 2:
         size_trait = names.group_size_trait(pci_req.group_type,
                                             pci_req.count)
@@ -66,9 +81,9 @@ def _pci_reason(reportclient, pci_req, numa_cells: int) -> str | None:
                                 pci_req.count, local[1], local[0],
                                 local[1]))
         return ('fragmentation: %s free, but no %s group of %d is wholly '
-                'free (the free devices sit in partly used groups)' % (
+                'free (the free devices sit in partly used groups)%s' % (
                     _devices(free, rc), pci_req.group_type,
-                    pci_req.count))
+                    pci_req.count, _unhealthy(reportclient, traits)))
     return None
 
 

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from nova.pci import device as pci_device
+from nova.pci import health as pci_health
 from nova.pci import partitions as pci_partitions
 # The power states get_power_state reports, defined with the other
 # states and named here for the drivers and their callers.
@@ -149,6 +150,20 @@ class ComputeDriver(abc.ABC):
         None when no module ID is known. ``unmapped`` stays empty.
         """
         return None
+
+    def get_pci_health(self, devices: list[pci_device.HostDevice]
+                       ) -> pci_health.HealthReport:
+        """What the host shows of the health of its PCI ``devices``
+        (as ``get_pci_devices`` just reported them; see nova.pci.health):
+        by default what the hypervisor's device list says."""
+        return pci_health.from_host_devices(devices)
+
+    def release_nvlink_quarantine(self, addresses: set[str] | None
+                                  ) -> list[int]:
+        """Offer again the quarantined NVLink partitions holding any of
+        ``addresses`` (all when None), found healthy again; returns their
+        IDs. Only drivers that activate partitions quarantine any."""
+        return []
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Settle NVLink partitions left by crashes and restarts.

@@ -28,7 +28,11 @@ Checked:
   come back yet) holds one partition of its new flavor on its host
   (allocated to it) and one of its old flavor on the source of the move
   (allocated to the migration), told apart by PCI request id and host;
-- no provider's usage exceeds its capacity.
+- no provider's usage exceeds its capacity;
+- no allocation on an unhealthy device except the one it had: the only
+  consumer allowed on an unhealthy device's provider is the instance
+  that held the device when it became unhealthy (its inventory is
+  reserved, so that allocation alone may exceed the capacity left).
 
 The reads are not one snapshot: check a deployment at rest (no request in
 flight) or expect transient findings about servers that were changing.
@@ -86,7 +90,7 @@ def check(compute_url: str, token: str,
              for node in db.compute_node_get_all(context)}
     devices = _device_rows(context)
     migrations = {m['uuid']: m for m in db.migration_get_in_progress(context)}
-    providers, allocations, capacity = _placement_state(placement)
+    providers, allocations, capacity, totals = _placement_state(placement)
 
     violations = []
     if settled:
@@ -97,7 +101,9 @@ def check(compute_url: str, token: str,
     violations += _partitions(devices, instances, migrations)
     violations += _allocations(devices, instances, nodes, providers,
                                allocations, migrations)
-    violations += _usage(allocations, capacity)
+    broken = _unhealthy_holders(context, devices)
+    violations += _unhealthy_allocations(devices, allocations, broken)
+    violations += _usage(allocations, capacity, totals, broken)
     return violations
 
 
@@ -120,6 +126,24 @@ def _device_rows(context) -> list[dict]:
             for row in db.pci_device_get_all_by_node(context, node['id'])]
 
 
+def _unhealthy_holders(context, devices: list[dict]
+                       ) -> dict[str, str | None]:
+    """Provider uuid -> the instance holding the device when it last
+    became unhealthy (None: it was free), for each unhealthy device."""
+    nodes = {node['hypervisor_hostname']: node['id']
+             for node in db.compute_node_get_all(context)}
+    holders = {}
+    for row in devices:
+        if row.get('health') != 'unhealthy' or not row['rp_uuid']:
+            continue
+        events = [e for e in db.pci_device_health_events_get(
+            context, nodes[row['host']], row['address'])
+            if e['health'] == 'unhealthy']
+        holders[row['rp_uuid']] = events[-1]['instance_uuid'] \
+            if events else None
+    return holders
+
+
 def _get(placement: ks_adapter.Adapter, path: str) -> dict:
     resp = placement.get(path, headers={
         'OpenStack-API-Version': 'placement %s' % PLACEMENT_MICROVERSION})
@@ -131,11 +155,13 @@ def _get(placement: ks_adapter.Adapter, path: str) -> dict:
 
 def _placement_state(placement: ks_adapter.Adapter):
     """(provider uuid -> root uuid, consumer -> {rp: {rc: amount}},
-    (rp, rc) -> capacity) for every provider."""
+    (rp, rc) -> capacity, (rp, rc) -> capacity with nothing reserved) for
+    every provider."""
     providers = {}
     allocations: dict[str, dict[str, dict[str, int]]] = (
         collections.defaultdict(dict))
     capacity = {}
+    totals = {}
     for rp in _get(placement, '/resource_providers')['resource_providers']:
         uuid = rp['uuid']
         providers[uuid] = rp['root_provider_uuid']
@@ -147,7 +173,8 @@ def _placement_state(placement: ks_adapter.Adapter):
                             base + '/inventories')['inventories'].items():
             capacity[uuid, rc] = int(
                 (inv['total'] - inv['reserved']) * inv['allocation_ratio'])
-    return providers, dict(allocations), capacity
+            totals[uuid, rc] = int(inv['total'] * inv['allocation_ratio'])
+    return providers, dict(allocations), capacity, totals
 
 
 # The invariants -------------------------------------------------------------
@@ -331,16 +358,38 @@ def _allocations(devices: list[dict], instances: dict, nodes: dict,
     return violations
 
 
-def _usage(allocations: dict, capacity: dict) -> list[str]:
+def _unhealthy_allocations(devices: list[dict], allocations: dict,
+                           broken: dict[str, str | None]) -> list[str]:
+    """No consumer but the one that had it is allocated an unhealthy
+    device."""
+    rows = {row['rp_uuid']: row for row in devices if row['rp_uuid']}
+    violations = []
+    for consumer, by_rp in sorted(allocations.items()):
+        for rp in sorted(set(by_rp) & set(broken)):
+            if consumer != broken[rp]:
+                violations.append(
+                    'unhealthy device %s %s is allocated to %s, which did '
+                    'not hold it when it became unhealthy (holder then: %s)'
+                    % (rows[rp]['host'], rows[rp]['address'], consumer,
+                       broken[rp] or 'none'))
+    return violations
+
+
+def _usage(allocations: dict, capacity: dict, totals: dict,
+           broken: dict[str, str | None]) -> list[str]:
+    """No provider is used beyond its capacity; an unhealthy device's
+    reservation does not count against the allocation it kept."""
     used: dict[tuple[str, str], int] = collections.Counter()
     for by_rp in allocations.values():
         for rp, resources in by_rp.items():
             for rc, amount in resources.items():
                 used[rp, rc] += amount
+    limit = {key: totals.get(key, 0) if key[0] in broken else value
+             for key, value in capacity.items()}
     return ['provider %s uses %d %s of a capacity of %d' % (
-                rp, amount, rc, capacity.get((rp, rc), 0))
+                rp, amount, rc, limit.get((rp, rc), 0))
             for (rp, rc), amount in sorted(used.items())
-            if amount > capacity.get((rp, rc), 0)]
+            if amount > limit.get((rp, rc), 0)]
 
 
 def summary(violations: list[str]) -> str:

@@ -2,6 +2,7 @@
 
 from nova import context as nova_context
 from nova.db import api as db
+from nova.pci import manager as pci_manager
 from nova.tests.functional import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 
@@ -93,6 +94,31 @@ class TestInvariants(boot.BootTestBase):
         self.assertEqual([], self.check(settled=False))
         self.assertEqual(['server %s is still in BUILD' % server['id']],
                          self.check(settled=True))
+
+    def test_only_the_holder_may_keep_an_unhealthy_device(self):
+        server = self.boot(self.flavors[1], 'single')
+        held = self.device_row(server['id'])
+        node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
+        pci_manager.set_device_health(self.ctx, node['id'], held['address'],
+                                      True, 'ECC errors', 'test')
+        self.computes['cmp1'].update_available_resource()
+        # Reserved under its holder's allocation: allowed.
+        self.assertEqual([], self.check())
+        # A device marked unhealthy while free, allocated to someone
+        # before the compute reserved it.
+        free = self.device_row(None)
+        pci_manager.set_device_health(self.ctx, node['id'], free['address'],
+                                      True, 'ECC errors', 'test')
+        resp = self.placement.api.put('/allocations/%s' % LEAKED, json={
+            'allocations': {free['rp_uuid']: {'resources': {'PGPU': 1}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+        self.assertEqual(204, resp.status_code, resp.text)
+        violations = invariants.summary(self.check())
+        self.assertIn('unhealthy device cmp1 %s is allocated to %s, which '
+                      'did not hold it when it became unhealthy (holder '
+                      'then: none)' % (free['address'], LEAKED), violations)
+        self.assertNotIn(server['id'], violations)
 
     def _rows(self):
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')

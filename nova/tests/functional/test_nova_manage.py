@@ -43,7 +43,7 @@ class TestPciList(base.FunctionalTestCase):
                        fakehost.H200_NVLINK_PAIRS.items() if 1 in gpus]
         self.assertEqual(['cmp1', base.GPUS[0], '10de', '2335',
                           'board/quad-a/' + pair_name, 'allocated', 'vm-1',
-                          '-'],
+                          'healthy', '-'],
                          first)
         self.assertNotIn('cmp2', out)
         code, out, _ = self._run()
@@ -100,6 +100,21 @@ class TestPciBoard(base.FunctionalTestCase):
                           '  2     6     cmp1 2, cmp2 4',
                           '  4     3     cmp1 1, cmp2 2',
                           '  8     1     cmp2 1'], summary)
+
+    def test_device_set_command_line(self):
+        parser = manage._parser()
+        args = parser.parse_args(['pci', 'device', 'set', '0000:18:00.0',
+                                  '--unhealthy', '--reason', 'RMA'])
+        self.assertEqual(('device', 'set', '0000:18:00.0', True, 'RMA'),
+                         (args.action, args.device_action, args.address,
+                          args.unhealthy, args.reason))
+        err = io.StringIO()
+        with mock.patch('sys.stderr', err):
+            # --healthy and --unhealthy exclude each other; one is needed.
+            for argv in (['--healthy', '--unhealthy'], []):
+                self.assertRaises(SystemExit, parser.parse_args,
+                                  ['pci', 'device', 'set', 'x'] + argv)
+        self.assertIn('--healthy', err.getvalue())
 
     def test_command_line(self):
         args = manage._parser().parse_args(['pci', 'board', '--host', 'h'])

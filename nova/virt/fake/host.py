@@ -58,6 +58,8 @@ class NodeDevice(pci_device.HostDevice):
     product_name: str = ''
     link_speed: str | None = None
     link_width: str = '16'
+    # The link trained down to nothing (the device fell off the bus).
+    link_down: bool = False
     max_vfs: int = 8
 
 
@@ -241,7 +243,8 @@ def _device_element(dev: NodeDevice) -> ET.Element:
         pcie = ET.SubElement(cap, 'pci-express')
         for validity in ('cap', 'sta'):
             attrs = {'validity': validity, 'speed': dev.link_speed,
-                     'width': dev.link_width}
+                     'width': '0' if dev.link_down and validity == 'sta'
+                     else dev.link_width}
             if validity == 'cap':
                 attrs['port'] = '0'
             ET.SubElement(pcie, 'link', attrs)

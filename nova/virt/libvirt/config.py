@@ -109,7 +109,24 @@ def parse_pci_nodedev(xml: str) -> pci_device.HostDevice | None:
         iommu_group=iommu_group,
         driver=root.findtext('driver/name') or None,
         pci_class=pci_class or None,
-        card_serial_number=_vpd_serial_number(cap))
+        card_serial_number=_vpd_serial_number(cap),
+        health_problem=_link_down(cap))
+
+
+def _link_down(cap: ET.Element) -> str | None:
+    """Why a PCIe device's link is down, None if it is up or libvirt
+    reports no link: a device capable of a link (``<link
+    validity='cap'>`` with a width) whose status link (``validity='sta'``,
+    from sysfs ``current_link_width``) is missing or has width 0 has
+    fallen off the bus while still listed."""
+    capable = cap.find("pci-express/link[@validity='cap']")
+    if capable is None or not capable.get('width', '0').strip('0'):
+        return None
+    status = cap.find("pci-express/link[@validity='sta']")
+    width = status.get('width', '0') if status is not None else '0'
+    if width.strip('0'):
+        return None
+    return 'PCIe link down (capable of x%s, now x0)' % capable.get('width')
 
 
 def _vpd_serial_number(cap: ET.Element) -> str | None:

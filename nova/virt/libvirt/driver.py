@@ -22,6 +22,7 @@ from oslo_log import log as logging
 
 from nova import exception
 from nova.pci import device as pci_device
+from nova.pci import health as pci_health
 from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import guest_hardware
@@ -207,6 +208,22 @@ class LibvirtDriver(driver.ComputeDriver):
         return pci_partitions.FabricPartitions(
             tuple(nvlink_partitions.hgx_partitions(self._module_ids)),
             dict(self._module_ids))
+
+    def get_pci_health(self, devices: list[pci_device.HostDevice]
+                       ) -> pci_health.HealthReport:
+        """The devices' health as libvirt lists them (a PCIe link that
+        is down), and, when nova drives Fabric Manager partitions, the
+        GPUs' and NVSwitches' from nvidia-smi and Fabric Manager."""
+        report = super().get_pci_health(devices)
+        if self.nvlink is None:
+            return report
+        return report.merge(self.nvlink.observe_health())
+
+    def release_nvlink_quarantine(self, addresses: set[str] | None
+                                  ) -> list[int]:
+        if self.nvlink is None:
+            return []
+        return self.nvlink.release_quarantined(addresses)
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""

@@ -8,11 +8,13 @@ stdout. This module turns those statuses into typed exceptions and the
 JSON into ``Partition`` values. It knows nothing about instances.
 """
 
+from collections.abc import Mapping
 import dataclasses
 import json
 import subprocess
 
 from nova import exception
+from nova.pci import utils as pci_utils
 
 # fmpm refuses partition IDs from 64 on (FM_MAX_FABRIC_PARTITIONS).
 MAX_PARTITIONS = 64
@@ -66,6 +68,42 @@ def parse_partitions(text: str) -> list[Partition]:
     return sorted(partitions, key=lambda p: p.id)
 
 
+@dataclasses.dataclass(frozen=True)
+class FailedDevices:
+    """Fabric Manager's NVLink failed devices: the PCI addresses of the
+    GPUs and of the NVSwitches it names, each with its failed ports."""
+
+    gpus: Mapping[str, tuple[int, ...]] = dataclasses.field(
+        default_factory=dict)
+    switches: Mapping[str, tuple[int, ...]] = dataclasses.field(
+        default_factory=dict)
+
+
+def _bus_address(bus_id: str) -> str:
+    domain, rest = bus_id.split(':', 1)
+    return pci_utils.normalize_address('%04x:%s' % (int(domain, 16), rest))
+
+
+def parse_failed_devices(text: str) -> FailedDevices:
+    """Parse ``fmpm --get-nvlink-failed-devices`` output (``gpuInfo``
+    and ``switchInfo`` lists of {``pciBusId``, ``portNum``, ...});
+    FabricManagerError if it is malformed."""
+    try:
+        data = json.loads(text)
+        found = []
+        for key in ('gpuInfo', 'switchInfo'):
+            found.append({
+                _bus_address(info['pciBusId']):
+                    tuple(int(p) for p in info.get('portNum') or ())
+                for info in data.get(key) or ()})
+    except (ValueError, TypeError, KeyError, AttributeError,
+            exception.PciDeviceWrongAddressFormat) as err:
+        raise exception.FabricManagerError(
+            operation='get-nvlink-failed-devices', error='unreadable fmpm '
+            'output (%s: %s): %r' % (type(err).__name__, err, text[:200]))
+    return FailedDevices(gpus=found[0], switches=found[1])
+
+
 def _check_id(partition_id: int, operation: str) -> int:
     if isinstance(partition_id, bool) or not isinstance(partition_id, int) \
             or not 0 <= partition_id < MAX_PARTITIONS:
@@ -116,6 +154,12 @@ class FabricManagerClient:
     def list_partitions(self) -> list[Partition]:
         """All partitions FM supports, with their active flags."""
         return parse_partitions(self._run('list', ['-l']))
+
+    def failed_devices(self) -> FailedDevices:
+        """The GPUs and NVSwitches Fabric Manager reports NVLink
+        failures on."""
+        return parse_failed_devices(self._run(
+            'get-nvlink-failed-devices', ['--get-nvlink-failed-devices']))
 
     def activate(self, partition_id: int) -> None:
         _check_id(partition_id, 'activate')

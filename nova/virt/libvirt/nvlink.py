@@ -18,12 +18,17 @@ deactivates. Any other active partition was activated behind nova's back:
 nova leaves it alone and offers none of its devices.
 
 A partition whose activation fails for a hardware reason (FM's
-NVLINK_ERROR: link training failed) is quarantined: recorded with the
-error in the same file, its devices not offered, until a re-probe by the
-periodic repair (activate, then deactivate at once, while no active
-partition overlaps it) succeeds. Errors that say nothing about the
+NVLINK_ERROR: link training failed) ``[pci]partition_quarantine_failures``
+times in a row is quarantined: recorded with the error in the same file,
+its devices not offered, until a re-probe by the periodic repair
+(activate, then deactivate at once, while no active partition overlaps
+it) succeeds, or the compute finds the broken GPU or NVSwitch healthy
+again (``release_quarantined``). Errors that say nothing about the
 partition itself (timeouts, FM not running or still initializing, wrong
 mode, GENERIC_ERROR, IN_USE) never quarantine.
+
+``observe_health`` reports what ``nvidia-smi -q`` and Fabric Manager's
+NVLink failed devices say of the GPUs' and NVSwitches' health.
 """
 
 import json
@@ -36,6 +41,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova import exception
+from nova.pci import health as pci_health
 from nova.pci import partitions as pci_partitions
 from nova.pci import utils as pci_utils
 from nova.virt.libvirt import fabric_manager
@@ -89,15 +95,113 @@ def parse_nvidia_smi(text: str) -> dict[str, int]:
     return found
 
 
+# ``nvidia-smi -q`` lines that mean a GPU is unusable (facts: NVIDIA's
+# nvidia-smi documentation of the Retired Pages and Remapped Rows
+# sections; NVML's "GPU is lost" and "Unable to determine the device
+# handle" answers for a GPU that fell off the bus).
+_LOST_LINE = re.compile(
+    r'Unable to determine the device handle for GPU\s*'
+    r'([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*:\s*(.*)$')
+_FIELD_LINE = re.compile(r'^(\s*)([^:]+?)\s*:\s*(.*?)\s*$')
+# (section, field) -> what a "Yes" there means.
+_UNUSABLE_FIELDS = {
+    ('Retired Pages', 'Pending Page Blacklist'):
+        'pending retired pages (reset the GPU to retire them)',
+    ('Retired Pages', 'Pending Page Retirement'):
+        'pending retired pages (reset the GPU to retire them)',
+    ('Remapped Rows', 'Pending'):
+        'pending row remapping (reset the GPU to remap)',
+    ('Remapped Rows', 'Remapping Failure Occurred'):
+        'row remapping failure (the GPU needs service)',
+}
+_LOST_VALUES = ('GPU is lost', 'Unable to determine')
+
+
+def _gpu_address(bus_id: str) -> str:
+    domain, rest = bus_id.split(':', 1)
+    return pci_utils.normalize_address('%04x:%s' % (int(domain, 16), rest))
+
+
+def parse_nvidia_smi_health(text: str) -> pci_health.HealthReport:
+    """What ``nvidia-smi -q`` output (stdout and stderr) says of the
+    listed GPUs' health: a GPU it cannot reach ("Unable to determine the
+    device handle", "GPU is lost"), pending retired pages, pending row
+    remapping or a row remapping failure makes it unhealthy. Every GPU
+    it names is ``checked``; the others (bound to vfio-pci) are not.
+    """
+    findings: dict[str, pci_health.Finding] = {}
+    listed: set[str] = set()
+    address = None
+    section: str | None = None
+    section_indent = 0
+
+    def found(where: str, why: str) -> None:
+        findings.setdefault(where, pci_health.Finding(
+            'nvidia-smi: %s' % why, pci_health.SOURCE_NVIDIA_SMI))
+
+    for line in text.splitlines():
+        lost = _LOST_LINE.search(line)
+        if lost:
+            where = _gpu_address(lost.group(1))
+            listed.add(where)
+            found(where, 'GPU is lost: %s' % (lost.group(2).strip() or
+                                              'unknown error'))
+            continue
+        gpu = _GPU_LINE.match(line)
+        if gpu:
+            address = _gpu_address(gpu.group(1))
+            listed.add(address)
+            section = None
+            continue
+        if address is None or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        field = _FIELD_LINE.match(line)
+        if field is None:
+            # A section header; one nested in the current section (e.g.
+            # Remapped Rows' histogram) keeps it.
+            if section is None or indent <= section_indent:
+                section, section_indent = line.strip(), indent
+            continue
+        if section is not None and indent <= section_indent:
+            section = None
+        name, value = field.group(2).strip(), field.group(3)
+        if value.startswith(_LOST_VALUES):
+            found(address, 'GPU is lost: %s %s' % (name, value))
+        elif value == 'Yes' and (section, name) in _UNUSABLE_FIELDS:
+            found(address, _UNUSABLE_FIELDS[(section, name)])
+    return pci_health.HealthReport(
+        findings=findings,
+        checked={pci_health.SOURCE_NVIDIA_SMI: frozenset(listed)})
+
+
+def _run_nvidia_smi(path: str, purpose: str
+                    ) -> subprocess.CompletedProcess | None:
+    """``path -q`` run to completion, None (with a warning naming the
+    ``purpose`` fallback) when it cannot run."""
+    try:
+        return subprocess.run([path, '-q'], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        LOG.warning('Cannot run %s -q: %s; %s', path, err, purpose)
+        return None
+
+
+def read_nvidia_smi_health(path: str) -> pci_health.HealthReport:
+    """The GPUs' health from running ``path -q`` (whatever its exit
+    status: it exits non-zero when a GPU is lost); nothing checked when
+    it cannot run."""
+    proc = _run_nvidia_smi(path, 'GPU health is not checked by it now')
+    if proc is None:
+        return pci_health.HealthReport()
+    return parse_nvidia_smi_health(proc.stdout + '\n' + proc.stderr)
+
+
 def read_nvidia_smi(path: str) -> dict[str, int]:
     """Address -> module ID from running ``path -q``; {} (with a warning)
     when it cannot run or fails."""
-    try:
-        proc = subprocess.run([path, '-q'], capture_output=True, text=True,
-                              timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        LOG.warning('Cannot run %s -q: %s; using the saved GPU module '
-                    'map', path, err)
+    proc = _run_nvidia_smi(path, 'using the saved GPU module map')
+    if proc is None:
         return {}
     if proc.returncode != 0:
         LOG.warning('%s -q exited with status %d: %s; using the saved '
@@ -152,8 +256,10 @@ class NVLinkPartitions:
 
     def __init__(self, client: fabric_manager.FabricManagerClient,
                  nvidia_smi_path: str, module_override: dict[str, int],
-                 state_dir: str) -> None:
+                 state_dir: str, quarantine_failures: int = 1) -> None:
         self.client = client
+        # Hardware failures in a row that quarantine a partition.
+        self.quarantine_failures = quarantine_failures
         self.nvidia_smi_path = nvidia_smi_path
         self.module_override = dict(module_override)
         self.state_dir = state_dir
@@ -167,6 +273,8 @@ class NVLinkPartitions:
         self._orphans: set[int] = set()
         # Partition ID -> why it is quarantined (see the module doc).
         self._quarantined: dict[int, str] = {}
+        # Partition ID -> hardware failures of its activation in a row.
+        self._failures: dict[int, int] = {}
         self._records_path: str | None = None
         self._lock = threading.Lock()
 
@@ -210,6 +318,8 @@ class NVLinkPartitions:
         self._orphans = {int(pid) for pid in saved.get('orphans', [])}
         self._quarantined = {int(pid): why for pid, why in
                              saved.get('quarantined', {}).items()}
+        self._failures = {int(pid): int(count) for pid, count in
+                          saved.get('failures', {}).items()}
 
     def _path(self, host: str, what: str) -> str:
         return _state_file(self.state_dir, host, what)
@@ -328,17 +438,30 @@ class NVLinkPartitions:
                     # mid-call): the repair checks.
                     self._orphans.add(partition.id)
                 if isinstance(err, HARDWARE_ERRORS):
-                    self._quarantine(partition, err)
+                    self._hardware_failure(partition, err)
                 self._save_records()
                 raise exception.NVLinkPartitionFailed(
                     partition=partition.describe(), uuid=instance_uuid,
                     error=err.message) from err
+            if self._failures.pop(partition.id, None):
+                self._save_records()
             LOG.info('Activated NVLink partition %s for instance %s',
                      partition.describe(), instance_uuid)
             return partition.id
 
-    def _quarantine(self, partition: fabric_manager.Partition,
-                    err: exception.FabricManagerError) -> None:
+    def _hardware_failure(self, partition: fabric_manager.Partition,
+                          err: exception.FabricManagerError) -> None:
+        """Count a hardware failure of the partition's activation;
+        quarantine it at ``quarantine_failures`` in a row."""
+        count = self._failures.get(partition.id, 0) + 1
+        if count < self.quarantine_failures:
+            self._failures[partition.id] = count
+            LOG.warning('NVLink partition %s failed to activate for a '
+                        'hardware reason (%s), %d of %d failures before '
+                        'it is quarantined', partition.describe(),
+                        err.message, count, self.quarantine_failures)
+            return
+        self._failures.pop(partition.id, None)
         self._quarantined[partition.id] = '%s (%s)' % (
             err.message, timeutils.utcnow().isoformat(timespec='seconds'))
         LOG.error('NVLink partition %s is quarantined: its activation '
@@ -386,7 +509,67 @@ class NVLinkPartitions:
         _write_json(self._records_path, {
             'held': self._records, 'orphans': sorted(self._orphans),
             'quarantined': {str(pid): why for pid, why in
-                            sorted(self._quarantined.items())}})
+                            sorted(self._quarantined.items())},
+            'failures': {str(pid): count for pid, count in
+                         sorted(self._failures.items())}})
+
+    def release_quarantined(self, addresses: set[str] | None
+                            ) -> list[int]:
+        """Offer again the quarantined partitions holding any GPU of
+        ``addresses`` (every one when None: an NVSwitch came back), whose
+        broken hardware the compute found healthy again; returns their
+        IDs (none when Fabric Manager cannot list its partitions)."""
+        with self._lock:
+            if not self._quarantined:
+                return []
+            try:
+                partitions = self.partitions()
+            except exception.FabricManagerError as err:
+                LOG.info('Quarantined NVLink partitions not released now '
+                         '(the repair re-probes them): %s', err.message)
+                return []
+            released = []
+            for partition in partitions:
+                if partition.id not in self._quarantined:
+                    continue
+                if addresses is not None and not set(
+                        self.addresses_of(partition) or ()) & addresses:
+                    continue
+                LOG.warning('NVLink partition %s is no longer quarantined: '
+                            'its hardware is healthy again (was: %s)',
+                            partition.describe(),
+                            self._quarantined.pop(partition.id))
+                self._failures.pop(partition.id, None)
+                released.append(partition.id)
+            if released:
+                self._save_records()
+            return released
+
+    def observe_health(self) -> pci_health.HealthReport:
+        """The GPUs' and NVSwitches' health as ``nvidia-smi -q`` (the
+        GPUs it lists) and Fabric Manager's NVLink failed devices (every
+        GPU and NVSwitch, when FM answers) show it now."""
+        report = read_nvidia_smi_health(self.nvidia_smi_path)
+        try:
+            failed = self.client.failed_devices()
+        except exception.FabricManagerError as err:
+            LOG.debug('No NVLink failed devices from Fabric Manager: %s',
+                      err.message)
+            return report
+        return report.merge(pci_health.HealthReport(
+            findings={address: pci_health.Finding(
+                'Fabric Manager reports NVLink failures on ports %s' % (
+                    ','.join(map(str, ports)) or '?'),
+                pci_health.SOURCE_FABRIC_MANAGER)
+                for address, ports in failed.gpus.items()},
+            checked={pci_health.SOURCE_FABRIC_MANAGER:
+                     frozenset(self.gpu_addresses)},
+            switches_down={address: pci_health.Finding(
+                'Fabric Manager reports NVLink failures on ports %s' % (
+                    ','.join(map(str, ports)) or '?'),
+                pci_health.SOURCE_FABRIC_MANAGER)
+                for address, ports in failed.switches.items()},
+            switches_checked=True))
 
     def foreign(self, partitions: list[fabric_manager.Partition]
                 ) -> list[fabric_manager.Partition]:
@@ -539,7 +722,8 @@ def from_config(conf, fmpm_path: str | None = None,
         opts.fabric_manager_timeout)
     return NVLinkPartitions(client, nvidia_smi_path or opts.nvidia_smi_path,
                             parse_module_map_option(opts.gpu_module_map),
-                            os.path.join(conf.state_path, 'nvlink'))
+                            os.path.join(conf.state_path, 'nvlink'),
+                            conf.pci.partition_quarantine_failures)
 
 
 class ModuleMapReader:

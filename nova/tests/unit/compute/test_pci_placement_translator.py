@@ -10,6 +10,7 @@ from nova.compute import provider_tree
 from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import groups
+from nova.pci import health
 from nova.pci import partitions
 from nova.pci import placement_names
 from nova.virt import hardware
@@ -333,6 +334,42 @@ class TestUpstreamTags(TranslatorTestBase):
                       self.tree.data(self.dev_name(1)).traits)
         self.assertNotIn('CUSTOM_PCI_GROUP_ONLY',
                          self.tree.data(self.dev_name(2)).traits)
+
+    def test_unhealthy_device_and_its_groups(self):
+        tree = groups.GroupTree.from_config(h200_groups())
+        devices = gpu_devices(**{
+            GPUS[0]: {'health': pci_device.UNHEALTHY,
+                      'instance_uuid': 'vm1', 'status': 'allocated'}})
+        withheld = health.withhold(partitions.Withheld(), tree,
+                                   {GPUS[0]: 'GPU is lost'}, {})
+        self.translate(devices, h200_groups(), withheld=withheld)
+        self.assertEqual((1, 0), (self.reserved(1), self.reserved(2)))
+        self.assertTrue({'CUSTOM_PCI_WITHHELD', 'CUSTOM_PCI_UNHEALTHY'} <=
+                        self.tree.data(self.dev_name(1)).traits)
+        pair, _gpus = pair_of(1)
+        for group in tree.groups():
+            traits = self.tree.data(placement_names.group_rp_name(
+                HOST, group.name)).traits
+            size = placement_names.group_size_trait('nvlink', group.size)
+            if GPUS[0] in group.addresses:
+                self.assertNotIn(size, traits, group.name)
+                self.assertIn('CUSTOM_PCI_WITHHELD', traits)
+            else:
+                self.assertIn(size, traits, group.name)
+        # The band counts the 7 healthy GPUs only; the unhealthy one is
+        # neither free nor counted twice as used.
+        root = self.tree.data(HOST).traits
+        self.assertEqual(placement_names.band_traits({'PGPU': 7}),
+                         {t for t in root
+                          if placement_names.is_band_trait(t)})
+        # Healthy again: reservation, traits and the group come back.
+        self.translate(gpu_devices(), h200_groups())
+        self.assertEqual(0, self.reserved(1))
+        self.assertNotIn('CUSTOM_PCI_UNHEALTHY',
+                         self.tree.data(self.dev_name(1)).traits)
+        self.assertIn(placement_names.group_size_trait('nvlink', 2),
+                      self.tree.data(placement_names.group_rp_name(
+                          HOST, pair)).traits)
 
     def test_one_time_use_static_group_reserved_once_used(self):
         spec = json.dumps({'vendor_id': '10de', 'product_id': '2335',

@@ -15,8 +15,9 @@ from nova.tests.fixtures import database as db_fixture
 
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
-          'instance_actions_events', 'migrations', 'pending_frees'}
-HEAD = '0008_image_meta'
+          'instance_actions_events', 'migrations', 'pending_frees',
+          'pci_device_health_events'}
+HEAD = '0009_pci_device_health'
 
 
 class TestMigrationSqlite(test.TestCase):

@@ -1,5 +1,8 @@
 """The board view drawn from device rows."""
 
+import dataclasses
+import datetime
+
 from nova import test
 from nova.pci import board
 from nova.pci import device as pci_device
@@ -47,3 +50,43 @@ class HostBoardTest(test.TestCase):
             '  1     4     nvl-1 3, other 1',
             '  2     1     nvl-1 1',
         ], board.draw_fleet_summary([self.board, empty]).splitlines())
+
+
+class UnhealthyBoardTest(test.TestCase):
+
+    def test_unhealthy_gpu_and_the_groups_still_offered(self):
+        quad = [('0000:18:00.0', 'quad/pair-1'), ('0000:2a:00.0',
+                                                  'quad/pair-1'),
+                ('0000:3a:00.0', 'quad/pair-2'), ('0000:5d:00.0',
+                                                  'quad/pair-2')]
+        devices = [_dev(a, p) for a, p in quad]
+        devices[0] = dataclasses.replace(
+            devices[0], health=pci_device.UNHEALTHY,
+            health_reason='nvidia-smi: GPU is lost',
+            health_source='nvidia-smi',
+            health_since=datetime.datetime(2026, 12, 4, 8, 0, 0))
+        devices[3] = dataclasses.replace(devices[3], instance_uuid='u1',
+                                         status='allocated')
+        host = board.HostBoard('cmp1', devices, {'u1': 'vm-1'})
+        self.assertEqual([
+            'cmp1: 4 devices, 2 free, 1 unhealthy',
+            '  quad NOT OFFERED: 0000:18:00.0 unhealthy',
+            '    pair-1 [0000:18:00.0 unhealthy | 0000:2a:00.0 free    ] '
+            'NOT OFFERED: 0000:18:00.0 unhealthy',
+            '    pair-2 [0000:3a:00.0 free     | 0000:5d:00.0 vm-1    ]',
+            '  0000:18:00.0 unhealthy since 2026-12-04T08:00:00 '
+            '(nvidia-smi): nvidia-smi: GPU is lost',
+        ], host.draw().splitlines())
+        # The broken GPU counts nowhere; its pair is not free.
+        self.assertEqual({1: 2, 2: 0, 4: 0}, host.free_partitions())
+
+    def test_nvswitch_down_offers_singles_only(self):
+        reason = 'not offered in groups: NVSwitch 0000:05:00.0 is down'
+        devices = [dataclasses.replace(
+            _dev(a, 'pair-1'), extra_info={'withheld': reason})
+            for a in ('0000:18:00.0', '0000:2a:00.0')]
+        host = board.HostBoard('cmp1', devices, {})
+        self.assertEqual({1: 2, 2: 0}, host.free_partitions())
+        self.assertIn('pair-1 [0000:18:00.0 free     | 0000:2a:00.0 free    '
+                      '] NOT OFFERED: NVSwitch 0000:05:00.0 is down',
+                      host.draw())

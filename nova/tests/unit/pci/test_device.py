@@ -1,6 +1,7 @@
 """Tests for the device records and their wire forms."""
 
 import dataclasses
+import datetime
 
 from nova import exception
 from nova.pci import device as pci_device
@@ -13,6 +14,8 @@ ROW = {
     'numa_node': 0, 'parent_addr': None, 'status': 'allocated',
     'instance_uuid': 'vm1', 'request_id': 'r1', 'group_path': 'pair-a1',
     'rp_uuid': 'rp1', 'created_at': None, 'updated_at': None,
+    'health': 'healthy', 'health_reason': None, 'health_since': None,
+    'health_source': None,
     'extra_info': {'managed': 'false', 'live_migratable': 'false',
                    'withheld': 'cannot be activated: it has no module ID'},
 }
@@ -49,6 +52,18 @@ class TestTrackedDevice(test.TestCase):
                          (dev.address, dev.status, dev.instance_uuid,
                           dev.rp_uuid))
         self.assertEqual(ROW, dev.to_row())
+
+    def test_health(self):
+        dev = pci_device.TrackedDevice.from_row(dict(ROW, health=None))
+        self.assertTrue(dev.healthy)
+        self.assertIsNone(dev.describe_health())
+        broken = dataclasses.replace(
+            dev, health=pci_device.UNHEALTHY, health_reason='GPU is lost',
+            health_source='nvidia-smi',
+            health_since=datetime.datetime(2026, 12, 4, 8, 0, 1))
+        self.assertFalse(broken.healthy)
+        self.assertEqual('unhealthy since 2026-12-04T08:00:01 (nvidia-smi): '
+                         'GPU is lost', broken.describe_health())
 
     def test_extra_info(self):
         dev = pci_device.TrackedDevice.from_row(ROW)

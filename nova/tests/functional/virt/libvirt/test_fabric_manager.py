@@ -225,6 +225,20 @@ class ClientTest(test.TestCase):
                                 client.list_partitions)
         self.assertIn('/nonexistent/fmpm', str(err))
 
+    def test_failed_devices(self):
+        self.assertEqual(fabric_manager.FailedDevices(),
+                         self.client.failed_devices())
+        self.fm.fail_nvlinks(gpus=('0000:86:00.0',),
+                             switches=('0000:05:00.0', '0000:06:00.0'))
+        failed = self.client.failed_devices()
+        self.assertEqual({'0000:86:00.0': (0, 1)}, dict(failed.gpus))
+        self.assertEqual(['0000:05:00.0', '0000:06:00.0'],
+                         sorted(failed.switches))
+        for bad in ('nope', '{"gpuInfo": [{"pciBusId": "zz"}]}',
+                    '{"switchInfo": [{}]}'):
+            self.assertRaises(exception.FabricManagerError,
+                              fabric_manager.parse_failed_devices, bad)
+
     def test_malformed_list(self):
         for text in ('not json', '{}', '{"partitionInfo": [{}]}'):
             self.assertRaises(exception.FabricManagerError,

@@ -31,10 +31,11 @@ class PartitionsTest(test.TestCase):
             self.useFixture(fixtures.TempDir()).path, 'nvlink')
         self.parts = self.make()
 
-    def make(self, override=None, start=True):
+    def make(self, override=None, start=True, quarantine_failures=1):
         parts = nvlink.NVLinkPartitions(
             fabric_manager.FabricManagerClient(self.fm.fmpm_path),
-            self.fm.nvidia_smi_path, override or {}, self.state_dir)
+            self.fm.nvidia_smi_path, override or {}, self.state_dir,
+            quarantine_failures)
         if start:
             parts.start('cmp1', sorted(MAP))
         return parts
@@ -146,6 +147,66 @@ class PartitionsTest(test.TestCase):
                           self.parts.activate, UUID1, gpus(5, 7))
         self.assertEqual({}, self.parts.quarantined())
 
+    def test_quarantine_after_configured_failures_in_a_row(self):
+        parts = self.make(quarantine_failures=3)
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR, count=2,
+                             partition=5)
+        for _ in range(2):
+            self.assertRaises(exception.NVLinkPartitionFailed,
+                              parts.activate, UUID1, gpus(5, 7))
+        self.assertEqual({}, parts.quarantined())
+        # A success starts the count again (kept across a restart).
+        self.assertEqual(5, self.make(quarantine_failures=3).activate(
+            UUID1, gpus(5, 7)))
+        parts = self.make(quarantine_failures=3)
+        parts.release(UUID1)
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR, count=3,
+                             partition=5)
+        for _ in range(3):
+            self.assertEqual({}, parts.quarantined())
+            parts = self.make(quarantine_failures=3)
+            self.assertRaises(exception.NVLinkPartitionFailed,
+                              parts.activate, UUID1, gpus(5, 7))
+        self.assertEqual([5], list(parts.quarantined()))
+
+    def test_quarantine_released_when_its_hardware_is_healthy(self):
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR, count=9,
+                             partition=5)
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR, count=9,
+                             partition=3)
+        for modules in ((5, 7), (1, 3)):
+            self.assertRaises(exception.NVLinkPartitionFailed,
+                              self.parts.activate, UUID1, gpus(*modules))
+        self.assertEqual([3, 5], sorted(self.parts.quarantined()))
+        self.assertEqual([5], self.parts.release_quarantined(
+            {BY_MODULE[7]}))
+        self.assertEqual([3], list(self.make().quarantined()))
+        self.assertEqual([3], self.parts.release_quarantined(None))
+        self.assertEqual([], self.parts.release_quarantined(None))
+
+    def test_observe_health_from_nvidia_smi_and_fm(self):
+        self.fm.break_gpu(BY_MODULE[2], 'retired_pages')
+        self.fm.fail_nvlinks(gpus=(BY_MODULE[3],),
+                             switches=('0000:05:00.0',))
+        report = self.parts.observe_health()
+        self.assertIn('pending retired pages',
+                      report.findings[BY_MODULE[2]].reason)
+        self.assertEqual('fabric-manager',
+                         report.findings[BY_MODULE[3]].source)
+        self.assertEqual(['0000:05:00.0'], list(report.switches_down))
+        self.assertTrue(report.switches_checked)
+        self.assertEqual(frozenset(MAP), report.checked['fabric-manager'])
+        # FM refuses what the failed hardware is in.
+        self.assertRaises(exception.NVLinkPartitionFailed,
+                          self.parts.activate, UUID1, gpus(5, 7))
+        self.assertEqual(14, self.parts.activate(UUID1, gpus(8)))
+        self.fm.repair_nvlinks()
+        self.fm.stop()
+        report = self.parts.observe_health()
+        self.assertFalse(report.switches_checked)
+        self.assertNotIn('fabric-manager', report.checked)
+        self.assertIn(BY_MODULE[2], report.findings)
+
     def test_release_deactivates_and_forgets(self):
         self.parts.activate(UUID1, gpus(1, 3))
         self.parts.release(UUID1)
@@ -161,7 +222,8 @@ class PartitionsTest(test.TestCase):
         self.assertEqual({3: UUID1}, again.holders())
         with open(os.path.join(self.state_dir, 'cmp1-partitions.json')) as f:
             self.assertEqual({'held': {UUID1: 3}, 'orphans': [],
-                              'quarantined': {}}, json.load(f))
+                              'quarantined': {}, 'failures': {}},
+                             json.load(f))
 
     def test_repair_at_start(self):
         self.parts.activate(UUID1, gpus(1, 3))

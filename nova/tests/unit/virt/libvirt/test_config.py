@@ -75,6 +75,20 @@ class ParseNodedevTest(test.TestCase):
         self.assertEqual(('pci_0000_1b_00_0', 'label_10de_2335'),
                          (dev.dev_id, dev.label))
 
+    def test_pcie_link_down_is_a_health_problem(self):
+        down = GPU_XML.replace(
+            "<link validity='sta' speed='32' width='16'/>",
+            "<link validity='sta' width='0'/>")
+        self.assertEqual('PCIe link down (capable of x16, now x0)',
+                         config.parse_pci_nodedev(down).health_problem)
+        gone = GPU_XML.replace(
+            "<link validity='sta' speed='32' width='16'/>", '')
+        self.assertIsNotNone(config.parse_pci_nodedev(gone).health_problem)
+        # No link reported (e.g. a conventional PCI device): nothing known.
+        self.assertIsNone(config.parse_pci_nodedev(
+            _pci_xml('')).health_problem)
+        self.assertIsNone(config.parse_pci_nodedev(GPU_XML).health_problem)
+
     def test_decimal_fields_become_hex_address(self):
         dev = config.parse_pci_nodedev(_pci_xml('', bus=219, slot=31,
                                                 function=7))

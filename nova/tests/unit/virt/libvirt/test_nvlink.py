@@ -136,3 +136,84 @@ class ModuleMapReaderTest(test.TestCase):
         self.assertEqual({'0000:3a:00.0': 5}, reader.read(
             'cmp1', ['0000:18:00.0', '0000:3a:00.0', '0000:5d:00.0']))
         self.assertEqual({}, reader.read('cmp2', ['0000:18:00.0']))
+
+
+class HealthParseTest(test.TestCase):
+
+    def test_unusable_fields(self):
+        # The layout of a 570 driver's -q: sections at one indentation,
+        # their fields one deeper, a nested histogram below Remapped Rows.
+        text = ('Attached GPUs                             : 4\n'
+                'GPU 00000000:18:00.0\n'
+                '    Retired Pages\n'
+                '        Single Bit ECC                    : 0\n'
+                '        Pending Page Blacklist            : Yes\n'
+                '    Remapped Rows\n'
+                '        Pending                           : No\n'
+                '        Remapping Failure Occurred        : No\n'
+                '        Bank Remap Availability Histogram\n'
+                '            Max                           : 640 bank(s)\n'
+                '    Pending                               : Yes\n'
+                'GPU 00000000:2A:00.0\n'
+                '    Remapped Rows\n'
+                '        Correctable Error                 : 0\n'
+                '        Pending                           : Yes\n'
+                'GPU 00000000:3A:00.0\n'
+                '    Remapped Rows\n'
+                '        Pending                           : No\n'
+                '        Remapping Failure Occurred        : Yes\n'
+                'GPU 00000000:5D:00.0\n'
+                '    Product Name                          : NVIDIA H200\n'
+                '    Retired Pages\n'
+                '        Pending Page Blacklist            : N/A\n'
+                '    Remapped Rows\n'
+                '        Pending                           : No\n'
+                '    Serial Number                         : Unable to '
+                'determine the serial\n'
+                'Unable to determine the device handle for GPU0000:9A:00.0:'
+                ' GPU is lost.  Reboot the system to recover this GPU\n')
+        report = nvlink.parse_nvidia_smi_health(text)
+        reasons = {a: f.reason for a, f in report.findings.items()}
+        self.assertEqual({'0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
+                          '0000:5d:00.0', '0000:9a:00.0'}, set(reasons))
+        self.assertIn('pending retired pages', reasons['0000:18:00.0'])
+        self.assertIn('pending row remapping', reasons['0000:2a:00.0'])
+        self.assertIn('row remapping failure', reasons['0000:3a:00.0'])
+        self.assertIn('Unable to determine', reasons['0000:5d:00.0'])
+        self.assertIn('GPU is lost', reasons['0000:9a:00.0'])
+        self.assertEqual({'nvidia-smi'}, {f.source for f in
+                                          report.findings.values()})
+        self.assertEqual(set(reasons), report.checked['nvidia-smi'])
+
+    def test_healthy_gpus_are_checked_without_findings(self):
+        text = ('GPU 00000000:18:00.0\n'
+                '    Retired Pages\n'
+                '        Pending Page Blacklist            : No\n'
+                '    Remapped Rows\n'
+                '        Pending                           : No\n'
+                '        Remapping Failure Occurred        : No\n')
+        report = nvlink.parse_nvidia_smi_health(text)
+        self.assertEqual({}, dict(report.findings))
+        self.assertEqual(frozenset({'0000:18:00.0'}),
+                         report.checked['nvidia-smi'])
+
+    def test_fake_nvidia_smi_round_trip(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        fm = fake.FakeFabricManager.create(tmp, fake.H100_WP12736_MAP)
+        fm.break_gpu('0000:86:00.0', 'remap_failure')
+        fm.break_gpu('0000:0f:00.0', 'lost')
+        fm.bind('0000:41:00.0', 'vfio-pci')
+        report = nvlink.read_nvidia_smi_health(fm.nvidia_smi_path)
+        self.assertEqual({'0000:86:00.0', '0000:0f:00.0'},
+                         set(report.findings))
+        self.assertNotIn('0000:41:00.0', report.checked['nvidia-smi'])
+        self.assertIn('0000:10:00.0', report.checked['nvidia-smi'])
+        # The module map is read as before from the GPUs still listed.
+        fm.repair_gpu('0000:0f:00.0')
+        self.assertEqual(7, len(nvlink.read_nvidia_smi(fm.nvidia_smi_path)))
+        self.assertRaises(ValueError, fm.break_gpu, '0000:86:00.0', 'bad')
+
+    def test_nvidia_smi_that_cannot_run_checks_nothing(self):
+        report = nvlink.read_nvidia_smi_health('/nonexistent/nvidia-smi')
+        self.assertEqual(({}, {}), (dict(report.findings),
+                                    dict(report.checked)))

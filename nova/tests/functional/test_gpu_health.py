@@ -1,0 +1,422 @@
+"""GPUs fail: broken GPUs and NVSwitches leave service, the partitions that
+do not touch them stay offered, and their holders are told.
+
+Real Placement, database and messaging; one compute on libvirt's test
+driver against the fake Fabric Manager and fake ``nvidia-smi``, reached
+only through their executables. Health is observed at each resource
+update, which these tests run by hand (``update_resources_interval`` is
+0).
+"""
+
+import concurrent.futures
+import dataclasses
+import io
+from unittest import mock
+
+import requests
+
+from nova import context as nova_context
+from nova.cmd import manage
+from nova.db import api as db
+from nova.pci import placement_names as names
+from nova.tests.functional import invariants
+from nova.tests.functional import test_nvlink_offer as offer
+from nova.virt.fake import fabric_manager as fake
+from nova.virt.fake import host as fakehost
+
+BY_MODULE = offer.BY_MODULE
+SWITCH = '0000:05:00.0'
+
+
+def modules(*numbers):
+    return {BY_MODULE[m] for m in numbers}
+
+
+class HealthTestBase(offer.OfferTestBase):
+
+    def nvlink_partitions(self, host):
+        parts = super().nvlink_partitions(host)
+        parts.quarantine_failures = \
+            self.conf.pci.partition_quarantine_failures
+        return parts
+
+    def setUp(self):
+        super().setUp()
+        self.ctx = nova_context.get_admin_context()
+
+    def start(self):
+        self.start_services()
+        self.fm = self.fms['cmp1']
+        self.flavors = self.gpu_flavors()
+        self.compute = self.computes['cmp1']
+
+    def update(self):
+        self.computes['cmp1'].update_available_resource()
+
+    def rows(self):
+        node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
+        return {row['address']: row for row in
+                db.pci_device_get_all_by_node(self.ctx, node['id'])}
+
+    def unhealthy(self):
+        """Address -> (source, reason) of each unhealthy device."""
+        return {a: (r['health_source'], r['health_reason'])
+                for a, r in self.rows().items()
+                if r['health'] == 'unhealthy'}
+
+    def held(self, server):
+        return {a for a, r in self.rows().items()
+                if r['instance_uuid'] == server['id']}
+
+    def manage(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        # The command line as typed, against this test's database.
+        with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err), \
+                mock.patch.object(manage.cmd, 'parse_args',
+                                  return_value=self.conf):
+            code = manage.main(list(argv))
+        return code, out.getvalue() + err.getvalue()
+
+    def history(self, address):
+        node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
+        return db.pci_device_health_events_get(self.ctx, node['id'],
+                                               address)
+
+    def group_traits(self):
+        """Group provider name -> its traits."""
+        return {name: set(rp['traits'])
+                for name, rp in self.provider_view('cmp1').items()
+                if not rp['inventory'] and name != 'cmp1'}
+
+    def check_invariants(self):
+        violations = invariants.check(self.allinone.api_url, 'admin',
+                                      self.placement.api, self.ctx,
+                                      settled=True)
+        self.assertEqual([], violations, invariants.summary(violations))
+
+
+class TestObservedHealth(HealthTestBase):
+
+    def test_lost_gpu_keeps_the_partitions_without_it(self):
+        self.start()
+        broken = BY_MODULE[1]
+        self.fm.break_gpu(broken, 'lost')
+        self.update()
+        self.assertEqual('nvidia-smi', self.unhealthy()[broken][0])
+        self.assertIn('GPU is lost', self.unhealthy()[broken][1])
+        reserved = self.reserved()
+        self.assertEqual(1, reserved.pop(broken))
+        self.assertEqual({0}, set(reserved.values()))
+        board = self.manage_output(manage.pci_board)
+        self.assertIn('1 unhealthy', board)
+        self.assertIn('NOT OFFERED: %s unhealthy' % broken, board)
+        # The other quartet, the other pair of its quartet and single
+        # GPUs are still offered.
+        quad = self.boot(self.flavors[4], 'quad')
+        self.assertEqual(modules(5, 6, 7, 8), self.held(quad))
+        pair = self.boot(self.flavors[2], 'pair')
+        self.assertEqual(modules(2, 4), self.held(pair))
+        single = self.boot(self.flavors[1], 'single')
+        self.assertEqual(modules(3), self.held(single))
+        refused = self.boot(self.flavors[1], 'none-left', status='ERROR')
+        self.assertIn('1 unhealthy device not counted',
+                      refused['fault']['message'])
+        self.check_invariants()
+        # Recovery: the GPU answers again, everything comes back.
+        self.delete(single['id'])
+        self.fm.repair_gpu(broken)
+        self.update()
+        self.assertEqual({}, self.unhealthy())
+        self.assertEqual(0, self.reserved()[broken])
+        self.assertEqual(modules(1, 3),
+                         self.held(self.boot(self.flavors[2], 'back')))
+        self.assertEqual(['unhealthy', 'healthy'],
+                         [e['health'] for e in self.history(broken)])
+        self.assertEqual({'nova-compute cmp1'},
+                         {e['actor'] for e in self.history(broken)})
+
+    def test_hypervisor_lists_a_gpu_whose_link_is_down(self):
+        broken = BY_MODULE[7]
+        devices = [dataclasses.replace(dev, link_down=dev.address == broken)
+                   for dev in fakehost.hgx_h200_devices()]
+        self.start_services(devices=devices)
+        self.fm = self.fms['cmp1']
+        self.assertEqual(('hypervisor',
+                          'PCIe link down (capable of x16, now x0)'),
+                         self.unhealthy()[broken])
+        self.assertEqual(1, self.reserved()[broken])
+        self.assertEqual(modules(1, 2, 3, 4),
+                         self.held(self.boot(self.gpu_flavors()[4], 'q')))
+
+    def test_retired_pages_and_row_remapping(self):
+        self.start()
+        problems = {BY_MODULE[1]: ('lost', 'GPU is lost'),
+                    BY_MODULE[2]: ('retired_pages', 'pending retired pages'),
+                    BY_MODULE[5]: ('rows_pending', 'pending row remapping'),
+                    BY_MODULE[8]: ('remap_failure', 'row remapping failure')}
+        for address, (problem, _words) in problems.items():
+            self.fm.break_gpu(address, problem)
+        self.update()
+        unhealthy = self.unhealthy()
+        self.assertEqual(set(problems), set(unhealthy))
+        for address, (_problem, words) in problems.items():
+            self.assertIn(words, unhealthy[address][1])
+        # Every group holds one of them: only the singles are left.
+        self.boot(self.flavors[2], 'no-pair', status='ERROR')
+        self.assertEqual(1, len(self.held(self.boot(self.flavors[1], 's'))))
+
+    def test_fabric_manager_failed_gpu(self):
+        self.start()
+        broken = BY_MODULE[6]
+        self.fm.fail_nvlinks(gpus=(broken,))
+        self.update()
+        self.assertEqual('fabric-manager', self.unhealthy()[broken][0])
+        self.assertEqual(modules(1, 2, 3, 4),
+                         self.held(self.boot(self.flavors[4], 'quad')))
+        self.boot(self.flavors[4], 'no-quad', status='ERROR')
+        self.fm.repair_nvlinks()
+        self.update()
+        self.assertEqual({}, self.unhealthy())
+        self.assertEqual(modules(5, 6, 7, 8),
+                         self.held(self.boot(self.flavors[4], 'quad2')))
+
+    def test_nvswitch_down_leaves_single_gpus(self):
+        self.start()
+        self.fm.fail_nvlinks(switches=(SWITCH,))
+        self.update()
+        # No group provider carries a size trait; every GPU stays.
+        for traits in self.group_traits().values():
+            self.assertEqual([], [t for t in traits
+                                  if names.is_group_size_trait(t)])
+            self.assertIn(names.WITHHELD_TRAIT, traits)
+        self.assertEqual({0}, set(self.reserved().values()))
+        self.assertIn('NVSwitch %s is down' % SWITCH,
+                      self.manage_output(manage.pci_board))
+        self.boot(self.flavors[2], 'no-pair', status='ERROR')
+        singles = [self.boot(self.flavors[1], 's%d' % i) for i in range(2)]
+        self.assertEqual([1, 1], [len(self.held(s)) for s in singles])
+        self.fm.repair_nvlinks()
+        self.update()
+        self.assertEqual(2, len(self.held(self.boot(self.flavors[2], 'p'))))
+        self.check_invariants()
+
+
+class TestOperatorHealth(HealthTestBase):
+
+    def test_mark_wins_until_cleared(self):
+        self.start()
+        address = BY_MODULE[3]
+        code, out = self.manage('pci', 'device', 'set', address,
+                                '--unhealthy', '--reason', 'RMA 4711')
+        self.assertEqual(0, code, out)
+        self.assertIn('is unhealthy: RMA 4711', out)
+        self.update()
+        self.assertEqual(('operator', 'RMA 4711'), self.unhealthy()[address])
+        self.assertEqual(1, self.reserved()[address])
+        self.assertIn('RMA 4711', self.manage_output(manage.pci_list))
+        # Observed healthy does not clear it.
+        self.update()
+        self.assertIn(address, self.unhealthy())
+        code, out = self.manage('pci', 'device', 'set', address,
+                                '--healthy')
+        self.assertEqual(0, code, out)
+        self.update()
+        self.assertEqual({}, self.unhealthy())
+        self.assertEqual(0, self.reserved()[address])
+        code, out = self.manage('pci', 'device', 'history', address)
+        self.assertEqual(0, code, out)
+        self.assertEqual(2, out.count('| operator |'), out)
+        self.assertIn('nova-manage (', out)
+
+    def test_bad_input_is_named(self):
+        self.start()
+        code, out = self.manage('pci', 'device', 'set', BY_MODULE[3],
+                                '--unhealthy')
+        self.assertEqual(1, code)
+        self.assertIn('needs a reason', out)
+        code, out = self.manage('pci', 'device', 'set', '0000:77:00.0',
+                                '--unhealthy', '--reason', 'x')
+        self.assertEqual(1, code)
+        self.assertIn('No compute host tracks PCI device 0000:77:00.0', out)
+        code, out = self.manage('pci', 'device', 'set', 'nope',
+                                '--healthy')
+        self.assertEqual(1, code)
+        self.assertIn('nope', out)
+        self.assertEqual({}, self.unhealthy())
+
+
+class TestHolderOfABrokenDevice(HealthTestBase):
+
+    def actions(self, server):
+        path = '/servers/%s/os-instance-actions' % server['id']
+        listed = self.api('GET', path)['instanceActions']
+        return {a['action']: self.api(
+            'GET', path + '/' + a['request_id'])['instanceAction']
+            for a in listed}
+
+    def break_one_gpu_of(self, server):
+        broken = sorted(self.held(server))[0]
+        self.fm.break_gpu(broken, 'remap_failure')
+        self.update()
+        return broken
+
+    def test_event_and_fault_then_delete_keeps_it_out(self):
+        self.start()
+        server = self.boot(self.flavors[2], 'pair')
+        broken = self.break_one_gpu_of(server)
+        actions = self.actions(server)
+        [event] = actions['pciDeviceUnhealthy']['events']
+        self.assertEqual(('compute_pci_device_unhealthy', 'Error'),
+                         (event['event'], event['result']))
+        instance = db.instance_get_by_uuid(self.ctx, server['id'])
+        self.assertIn('PCI device %s is unhealthy' % broken,
+                      instance['fault_message'])
+        self.assertEqual('ACTIVE', self.api(
+            'GET', '/servers/%s' % server['id'])['server']['status'])
+        self.assertEqual(server['id'], self.history(broken)[-1][
+            'instance_uuid'])
+        self.check_invariants()
+        # Deleting the server does not bring the broken GPU back.
+        self.delete(server['id'])
+        self.update()
+        self.assert_nothing_held(server['id'])
+        self.assertIn(broken, self.unhealthy())
+        self.assertEqual(1, self.reserved()[broken])
+        self.check_invariants()
+
+    def test_operator_mark_on_a_held_device_is_told(self):
+        self.start()
+        server = self.boot(self.flavors[1], 'single')
+        [address] = self.held(server)
+        self.manage('pci', 'device', 'set', address, '--unhealthy',
+                    '--reason', 'fan failure')
+        self.update()
+        [event] = self.actions(server)['pciDeviceUnhealthy']['events']
+        self.assertEqual('Error', event['result'])
+        instance = db.instance_get_by_uuid(self.ctx, server['id'])
+        self.assertIn('(operator): fan failure', instance['fault_message'])
+        # Told once, not at every update.
+        self.update()
+        self.assertEqual(1, len([
+            a for a in self.api('GET', '/servers/%s/os-instance-actions' %
+                                server['id'])['instanceActions']
+            if a['action'] == 'pciDeviceUnhealthy']))
+
+    def test_stop_action(self):
+        self.flags('pci', unhealthy_device_action='stop')
+        self.start()
+        server = self.boot(self.flavors[1], 'single')
+        self.break_one_gpu_of(server)
+        stopped = self.api('GET', '/servers/%s' % server['id'])['server']
+        self.assertEqual('SHUTOFF', stopped['status'])
+        actions = self.actions(server)
+        self.assertEqual('Success',
+                         actions['stop']['events'][0]['result'])
+        self.assertIn('pciDeviceUnhealthy', actions)
+        self.check_invariants()
+
+
+class TestQuarantineAndHealth(HealthTestBase):
+
+    def test_configured_failures_then_release_on_health(self):
+        self.flags('pci', partition_quarantine_failures=2)
+        self.start()
+        first = self.boot(self.flavors[2], 'first')
+        bad = self.partition_of(first)
+        self.delete(first['id'])
+        members = [BY_MODULE[m] for m in fake.H100_PARTITIONS[bad]]
+        self.fm.inject_fault('activate', fake.NVLINK_ERROR, count=100,
+                             partition=bad)
+        # The first failure is not enough: the build goes elsewhere (no
+        # other host here) and the pair is still offered.
+        self.boot(self.flavors[2], 'fails-once', status='ERROR')
+        self.assertEqual({0}, {self.reserved()[a] for a in members})
+        # The second quarantines it: the build takes another pair of
+        # this host at once.
+        self.assertNotEqual(bad, self.partition_of(
+            self.boot(self.flavors[2], 'fails-twice')))
+        self.assertEqual({1}, {self.reserved()[a] for a in members})
+        # The broken GPU is found and repaired: the quarantine ends with
+        # it, without a re-probe.
+        self.fm.fail_nvlinks(gpus=(members[0],))
+        self.update()
+        self.assertIn(members[0], self.unhealthy())
+        self.fm.clear_faults()
+        self.fm.repair_nvlinks()
+        self.update()
+        self.assertEqual({}, self.compute.driver.nvlink.quarantined())
+        self.assertEqual({0}, {self.reserved()[a] for a in members})
+        self.boot(self.flavors[2], 'back')
+
+    def test_transient_errors_never_quarantine(self):
+        self.flags('pci', partition_quarantine_failures=1)
+        self.start()
+        self.fm.inject_fault('activate', fake.TIMEOUT, count=3)
+        for i in range(3):
+            self.boot(self.flavors[2], 't%d' % i, status='ERROR')
+        self.assertEqual({}, self.compute.driver.nvlink.quarantined())
+        self.assertEqual({0}, set(self.reserved().values()))
+
+
+class TestBurstAndRestart(HealthTestBase):
+
+    def test_failure_during_a_burst_of_boots(self):
+        self.flags(rpc_response_timeout=300)
+        self.start()
+        broken = BY_MODULE[4]
+        # Broken before the compute looked: the first build on it fails
+        # in Fabric Manager and takes it out of the offer at once.
+        self.fm.fail_nvlinks(gpus=(broken,))
+
+        def boot(i):
+            return requests.post(
+                self.allinone.api_url + '/servers', json={'server': {
+                    'name': 'b%d' % i, 'flavorRef': self.flavors[1],
+                    'imageRef': 'none'}},
+                headers={'X-Auth-Token': 'admin'}, timeout=120).json()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            created = list(pool.map(boot, range(8)))
+        servers = [self.wait_for_settled(c['server']['id'])
+                   for c in created]
+        active = [s for s in servers if s['status'] == 'ACTIVE']
+        self.assertEqual(7, len(active), [s['status'] for s in servers])
+        self.assertNotIn(broken, {a for s in active for a in self.held(s)})
+        self.assertIn(broken, self.unhealthy())
+        self.check_invariants()
+        for server in servers:
+            self.delete(server['id'])
+            self.assert_nothing_held(server['id'])
+        self.assertEqual(set(), self.fm.active())
+        self.check_invariants()
+
+    def wait_for_settled(self, server_id):
+        self.wait_until(lambda: self.api(
+            'GET', '/servers/%s' % server_id)['server']['status'] !=
+            'BUILD', 'server %s settles' % server_id)
+        return self.api('GET', '/servers/%s' % server_id)['server']
+
+    def test_restart_keeps_health(self):
+        self.start()
+        server = self.boot(self.flavors[1], 'single')
+        observed = sorted(self.held(server))[0]
+        self.fm.break_gpu(observed, 'retired_pages')
+        marked = BY_MODULE[7] if observed != BY_MODULE[7] else BY_MODULE[8]
+        self.manage('pci', 'device', 'set', marked, '--unhealthy',
+                    '--reason', 'burnt connector')
+        self.update()
+        before = self.unhealthy()
+        self.assertEqual({observed, marked}, set(before))
+        events = len(self.history(observed)) + len(self.history(marked))
+        actions = self.api('GET', '/servers/%s/os-instance-actions' %
+                           server['id'])['instanceActions']
+        self.stop_compute('cmp1')
+        self.restart_compute('cmp1').init_host()
+        self.assertEqual(before, self.unhealthy())
+        self.assertEqual({1}, {self.reserved()[a] for a in before})
+        # Nothing changed, so nothing new is recorded or told.
+        self.assertEqual(events, len(self.history(observed)) +
+                         len(self.history(marked)))
+        self.assertEqual(actions, self.api(
+            'GET', '/servers/%s/os-instance-actions' %
+            server['id'])['instanceActions'])
+        self.check_invariants()
