@@ -13,6 +13,7 @@ from nova.conf import compute
 from nova.conf import conductor
 from nova.conf import database
 from nova.conf import libvirt
+from nova.conf import metrics
 from nova.conf import paths
 from nova.conf import pci
 from nova.conf import placement
@@ -23,7 +24,7 @@ from nova.conf import upgrade_levels
 CONF = cfg.CONF
 
 _MODULES = (paths, all_in_one, api, compute, conductor, database, libvirt,
-            pci, placement, scheduler, service, upgrade_levels)
+            metrics, pci, placement, scheduler, service, upgrade_levels)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -195,13 +195,15 @@ def load_fleet(context, names: bool = True) -> list[HostBoard]:
     queries whatever the fleet's size: the nodes, every device and (with
     ``names``) the instances' names."""
     by_node: dict[int, list[pci_device.TrackedDevice]] = {}
-    for dev in pci_manager.all_devices(context):
-        by_node.setdefault(dev.compute_node_id, []).append(dev)
-    held = {i['uuid']: i['display_name']
-            for i in db.instance_get_all(context)} if names else {}
+    # One snapshot: nodes, devices and holders read together.
+    with db.context_manager.reader.using(context):
+        for dev in pci_manager.all_devices(context):
+            by_node.setdefault(dev.compute_node_id, []).append(dev)
+        held = {i['uuid']: i['display_name']
+                for i in db.instance_get_all(context)} if names else {}
+        nodes = db.compute_node_get_all(context)
     return [HostBoard(node['host'], by_node.get(node['id'], []), held)
-            for node in sorted(db.compute_node_get_all(context),
-                               key=lambda n: n['host'])]
+            for node in sorted(nodes, key=lambda n: n['host'])]
 
 
 def draw_fleet_summary(boards: list[HostBoard]) -> str:
