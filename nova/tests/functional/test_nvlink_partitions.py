@@ -10,6 +10,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -539,3 +540,10 @@ class TestDemo(test.TestCase):
         self.assertIn('FM partition 0 (modules 1,2,3,4,5,6,7,8) ACTIVE',
                       proc.stdout)
         self.assertNotIn('WRONG', proc.stdout)
+        # The boards as a picture, next to the log, name the servers.
+        [picture] = re.findall(r'the boards as a picture: (\S+)\)',
+                               proc.stdout)
+        with open(picture, encoding='utf-8') as f:
+            page = f.read()
+        for name in ('pair-1', 'solo-1', 'solo-2', 'train-b', 'pair-3'):
+            self.assertIn('>%s</text>' % name, page)
