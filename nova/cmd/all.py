@@ -12,7 +12,9 @@ HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver. With
 ``[libvirt]nvlink_partitions = fabric_manager`` a generated host drives
 the Fabric Manager tools ``[libvirt]fmpm_path`` and ``nvidia_smi_path``
 when either is set, and otherwise a fake Fabric Manager of its own
-(``nova.virt.fake.fabric_manager``) with the board's module map.
+(``nova.virt.fake.fabric_manager``) with the board's module map. With
+``[metrics]listen_port`` set, one endpoint serves the metrics of every
+part (see ``nova.metrics_endpoint``).
 """
 
 import argparse

@@ -25,6 +25,20 @@ from nova.virt.libvirt import nvlink
 LOG = logging.getLogger(__name__)
 
 
+def _families() -> tuple[core.GaugeMetricFamily, ...]:
+    """Empty active, expected and up gauges."""
+    return (core.GaugeMetricFamily(
+                'nova_nvlink_partitions_active', 'NVLink partitions Fabric '
+                'Manager reports active.', labels=['host']),
+            core.GaugeMetricFamily(
+                'nova_nvlink_partitions_expected', 'NVLink partitions nova '
+                'records as held by a server.', labels=['host']),
+            core.GaugeMetricFamily(
+                'nova_nvlink_fabric_manager_up', 'Whether Fabric Manager '
+                'answered the partition query of this scrape.',
+                labels=['host']))
+
+
 class PartitionCollector:
     """A prometheus_client collector of the partitions of the hosts
     ``sources()`` returns (host -> its ``NVLinkPartitions``)."""
@@ -34,16 +48,14 @@ class PartitionCollector:
                  ) -> None:
         self._sources = sources
 
+    @staticmethod
+    def describe() -> list[core.GaugeMetricFamily]:
+        """The families without asking Fabric Manager (registering the
+        collector asks for them)."""
+        return list(_families())
+
     def collect(self) -> Iterator[core.GaugeMetricFamily]:
-        active = core.GaugeMetricFamily(
-            'nova_nvlink_partitions_active', 'NVLink partitions Fabric '
-            'Manager reports active.', labels=['host'])
-        expected = core.GaugeMetricFamily(
-            'nova_nvlink_partitions_expected', 'NVLink partitions nova '
-            'records as held by a server.', labels=['host'])
-        up = core.GaugeMetricFamily(
-            'nova_nvlink_fabric_manager_up', 'Whether Fabric Manager '
-            'answered the partition query of this scrape.', labels=['host'])
+        active, expected, up = _families()
         for host, parts in sorted(self._sources().items()):
             expected.add_metric([host], len(parts.holders()))
             try:
