@@ -5,6 +5,7 @@ import collections
 import concurrent.futures
 import threading
 
+import prometheus_client
 from prometheus_client import parser
 import requests
 
@@ -12,6 +13,7 @@ from nova import context as nova_context
 from nova import metrics_endpoint
 from nova.pci import board
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.tests.functional import test_nvlink_partitions
 from nova.tests.functional import workload
 
 HOSTS = ('hgx-1', 'hgx-2')
@@ -135,3 +137,42 @@ class TestMetricsDuringBurst(boot.BootTestBase):
         self.assertEqual(status['ERROR'], delta(decisions, outcome='refused'))
         self.assertGreaterEqual(
             delta('nova_scheduler_refusals_total'), status['ERROR'])
+
+
+class TestFabricManagerMetrics(test_nvlink_partitions.NVLinkTestBase):
+    """nova-all's Fabric Manager gauges next to the board's."""
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.start_services()
+
+    def scrape(self) -> dict[tuple, float]:
+        registry = prometheus_client.CollectorRegistry()
+        for collector in self.allinone.metrics_collectors():
+            registry.register(collector)
+        return _samples(prometheus_client.generate_latest(registry).decode())
+
+    def test_active_expected_and_withheld(self):
+        flavors = self.gpu_flavors()
+        quad = self.partition_of(self.boot(flavors[4], 'q1'))
+        samples = self.scrape()
+        for name in ('nova_nvlink_partitions_active',
+                     'nova_nvlink_partitions_expected',
+                     'nova_nvlink_fabric_manager_up'):
+            self.assertEqual(1, _sum(samples, name, host='cmp1'), name)
+
+        # A pair of the other quad activated behind nova's back: active
+        # but not expected, and its GPUs withheld once the compute sees it.
+        other_pair = 5 if quad == 1 else 3
+        self.fms['cmp1'].call('activate', other_pair)
+        self.computes['cmp1'].update_available_resource()
+        samples = self.scrape()
+        self.assertEqual(2, _sum(samples, 'nova_nvlink_partitions_active',
+                                 host='cmp1'))
+        self.assertEqual(1, _sum(samples, 'nova_nvlink_partitions_expected',
+                                 host='cmp1'))
+        self.assertEqual(2, _sum(samples, 'nova_pci_devices', host='cmp1',
+                                 state=board.WITHHELD))
+        self.assertEqual(0, _sum(samples, 'nova_pci_free_groups',
+                                 host='cmp1', size='4'))
