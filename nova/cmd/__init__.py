@@ -160,9 +160,10 @@ def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str,
     svc = rpc_service(manager, topic, conf.host)
     LOG.info('%s serving topic %s as %s', type(manager).__name__, topic,
              conf.host)
-    endpoint = metrics_endpoint.serve(conf, metrics(manager)) \
-        if metrics is not None else None
+    endpoint = None
     try:
+        if metrics is not None:
+            endpoint = metrics_endpoint.serve(conf, metrics(manager))
         wait_for_signal(conf.graceful_shutdown_timeout)
     finally:
         if endpoint is not None:
