@@ -10,14 +10,10 @@ doc/source/admin/metrics.rst).
 
 import sys
 
-from oslo_log import log as logging
-
 from nova import cmd
 from nova import exception
 from nova import metrics_endpoint
 from nova.pci import fleet_metrics
-
-LOG = logging.getLogger(__name__)
 
 
 def main(argv: list[str] | None = None) -> int:
