@@ -5,8 +5,8 @@ gpu.1x/2x/4x/8x (``pci_passthrough:alias=h200:N``) through the REST API,
 boots a mix of servers from the image on HGX H200 hosts (each gets a
 qcow2 overlay of the image, downloaded once per host), deletes one and
 boots into the hole it left, then prints every host's GPU board (which
-server holds which GPU) and checks that each server got exactly one
-declared partition.
+server holds which GPU, also as a picture, ``board.html`` next to the
+log) and checks that each server got exactly one declared partition.
 """
 
 import json
@@ -21,6 +21,7 @@ from nova import context as nova_context
 from nova.db import api as db
 from nova.image import glance
 from nova.pci import board as pci_board
+from nova.pci import board_svg
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import nvlink
 
@@ -195,6 +196,10 @@ def run(allinone) -> int:
                 'valid NVLink partition' if good else 'INVALID'))
         print()
     print(pci_board.draw_fleet_summary(host_boards))
+    picture = os.path.join(allinone.conf.state_path, 'board.html')
+    with open(picture, 'w', encoding='utf-8') as f:
+        f.write(board_svg.fleet_html(host_boards))
+    print('(the boards as a picture: %s)' % picture)
     print()
     expected_error = servers['pair-2']['status'] == 'ERROR'
     ok &= expected_error and all(

@@ -2,7 +2,8 @@
 # Install everything nova needs on a fresh Debian machine: the libvirt client
 # library and headers (libvirt-python builds against them), the hypervisor
 # (QEMU/KVM, libvirtd, OVMF, qemu-img), what tools/build_test_image.py
-# builds the real-hypervisor tests' image from, and a virtualenv in .venv
+# builds the real-hypervisor tests' image from, Chromium (the board picture
+# test renders the HTML board headless), and a virtualenv in .venv
 # with nova, its runtime and its test dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,8 @@ cd "$(dirname "$0")/.."
 apt_packages=(libvirt-dev libvirt0 pkg-config gcc python3-dev python3-venv
               qemu-system-x86 libvirt-daemon-system libvirt-clients ovmf
               qemu-utils
-              busybox-static syslinux syslinux-common mtools dosfstools)
+              busybox-static syslinux syslinux-common mtools dosfstools
+              chromium)
 missing=()
 for pkg in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \

@@ -22,6 +22,7 @@ from oslo_log import log as logging
 
 import nova.conf
 from nova import exception
+from nova import metrics_endpoint
 from nova import rpc
 from nova import service
 from nova.conf import opts as conf_opts
@@ -144,21 +145,29 @@ def _stop_overdue(grace: float) -> None:
     os._exit(1)
 
 
-def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str) -> int:
+def run_rpc_service(conf: cfg.ConfigOpts, make_manager, topic: str,
+                    metrics: Callable[[object], list] | None = None) -> int:
     """Serve ``make_manager()`` on ``topic`` until signalled.
 
     For separate-process deployments (the schema must exist: ``nova-manage
     db sync``). The manager is made once messaging is set up, because
-    managers create their RPC clients when they are made.
+    managers create their RPC clients when they are made. ``metrics(manager)``
+    gives the Prometheus collectors the process serves when
+    ``[metrics]listen_port`` is set (``nova.metrics_endpoint``).
     """
     rpc.init(conf)
     manager = make_manager()
     svc = rpc_service(manager, topic, conf.host)
     LOG.info('%s serving topic %s as %s', type(manager).__name__, topic,
              conf.host)
+    endpoint = None
     try:
+        if metrics is not None:
+            endpoint = metrics_endpoint.serve(conf, metrics(manager))
         wait_for_signal(conf.graceful_shutdown_timeout)
     finally:
+        if endpoint is not None:
+            endpoint.stop()
         # RPC first stops taking messages, then waits for the handlers
         # running.
         svc.stop()

@@ -14,7 +14,9 @@ HGX H200 host (8 GPUs) on libvirt's ``test:///`` driver. With
 ``[libvirt]nvlink_partitions = fabric_manager`` a generated host drives
 the Fabric Manager tools ``[libvirt]fmpm_path`` and ``nvidia_smi_path``
 when either is set, and otherwise a fake Fabric Manager of its own
-(``nova.virt.fake.fabric_manager``) with the board's module map.
+(``nova.virt.fake.fabric_manager``) with the board's module map. With
+``[metrics]listen_port`` set, one endpoint serves the metrics of every
+part (see ``nova.metrics_endpoint``).
 """
 
 import argparse
@@ -29,6 +31,7 @@ import nova.conf
 from nova import cmd
 from nova import embedded_placement
 from nova import exception
+from nova import metrics_endpoint
 from nova import rpc
 from nova import wsgi_server
 from nova.api import wsgi_app
@@ -41,12 +44,15 @@ from nova.conductor import manager as conductor_manager
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import migration
 from nova.image import glance_service
+from nova.pci import fleet_metrics
 from nova.scheduler import manager as scheduler_manager
+from nova.scheduler import metrics as scheduler_metrics
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.scheduler.client import report
 from nova.virt.fake import fabric_manager as fake_fabric_manager
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import nvlink_metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -113,6 +119,7 @@ class AllInOne:
         self.services: list = []
         self.computes: dict[str, compute_manager.ComputeManager] = {}
         self.api_server: wsgi_server.WSGIServer | None = None
+        self.metrics_server: wsgi_server.WSGIServer | None = None
 
     def compute_conf(self, host: str) -> cfg.ConfigOpts:
         """The configuration the compute of ``host`` runs with."""
@@ -176,6 +183,16 @@ class AllInOne:
             app, host=self.conf.api.listen, port=self.api_port)
         self.api_server.start()
         LOG.info('Compute API listening at %s', self.api_url)
+        self.metrics_server = metrics_endpoint.serve(
+            self.conf, self.metrics_collectors())
+
+    def metrics_collectors(self) -> list:
+        """What nova-all's metrics endpoint serves: the fleet's boards,
+        the scheduler's counters and the computes' FM partitions."""
+        return [fleet_metrics.FleetCollector(), scheduler_metrics.REGISTRY,
+                nvlink_metrics.PartitionCollector(
+                    lambda: nvlink_metrics.of_computes(
+                        self.computes.values()))]
 
     @property
     def api_url(self) -> str:
@@ -187,6 +204,8 @@ class AllInOne:
         services in the order work flows through them, each finishing the
         messages it is handling: a build the conductor is driving still
         reaches a scheduler and a compute that serve."""
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
         if self.api_server is not None:
             self.api_server.stop(timeout)
         for svc in self.services:

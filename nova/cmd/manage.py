@@ -14,6 +14,7 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
 from nova.db import migration
 from nova.pci import board
+from nova.pci import board_svg
 from nova.pci import manager as pci_manager
 from nova.pci import utils as pci_utils
 from nova.scheduler.client import report
@@ -245,14 +246,29 @@ def pci_device_history(address: str, host: str | None) -> int:
     return 0
 
 
-def pci_board(host: str | None) -> int:
+BOARD_FORMATS = ('text', 'svg', 'html')
+
+
+def pci_board(host: str | None, output_format: str = 'text') -> int:
     """Draw each host's device groups with holders, then the free
-    partitions per size across the hosts shown."""
+    partitions per size across the hosts shown: as text, as the SVG
+    picture of one host, or as an HTML page of the hosts' pictures."""
     context = nova_context.get_admin_context()
     nodes = _nodes(context, host)
     if nodes is None:
         return 1
+    if output_format == 'svg' and len(nodes) != 1:
+        print('--format svg draws one host; name it with --host (hosts: '
+              '%s), or use --format html for the fleet' % ', '.join(
+                  sorted(n['host'] for n in nodes)), file=sys.stderr)
+        return 1
     boards = board.load(context, nodes)
+    if output_format == 'svg':
+        print(board_svg.to_svg(boards[0]))
+        return 0
+    if output_format == 'html':
+        print(board_svg.fleet_html(boards))
+        return 0
     for host_board in boards:
         print(host_board.draw())
         print()
@@ -350,6 +366,10 @@ def _parser() -> argparse.ArgumentParser:
         'board', help='each host\'s groups with free and used devices, '
                       'and free partitions per size')
     board_parser.add_argument('--host', help='only this compute host')
+    board_parser.add_argument(
+        '--format', choices=BOARD_FORMATS, default='text',
+        help='text (default), svg (a picture of one --host) or html (the '
+             'pictures of the hosts on one page)')
     device_parser = pci_actions.add_parser(
         'device', help='one device: set its health, show its health '
         'history')
@@ -410,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             return placement_audit(conf, args.verbose, args.delete,
                                    args.resource_provider)
         if args.action == 'board':
-            return pci_board(args.host)
+            return pci_board(args.host, args.format)
         if args.action == 'device' and args.device_action == 'set':
             return pci_device_set(args.address, args.host, args.unhealthy,
                                   args.reason)

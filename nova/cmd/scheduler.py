@@ -4,6 +4,7 @@ import sys
 
 from nova import cmd
 from nova.scheduler import manager
+from nova.scheduler import metrics
 from nova.scheduler import rpcapi
 
 
@@ -13,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(conf) -> int:
     return cmd.run_rpc_service(conf, lambda: manager.SchedulerManager(conf),
-                               rpcapi.TOPIC)
+                               rpcapi.TOPIC,
+                               metrics=lambda _manager: [metrics.REGISTRY])
 
 
 if __name__ == '__main__':

@@ -267,6 +267,17 @@ def pci_device_get_all_by_node(context, compute_node_id: int) -> list[dict]:
     return [device.to_dict() for device in devices]
 
 
+@context_manager.reader
+def pci_device_get_all(context) -> list[dict]:
+    """Return the PCI devices of every compute node, ordered by node and
+    address (one query, for fleet-wide views)."""
+    devices = context.session.scalars(
+        sa.select(models.PciDevice)
+        .order_by(models.PciDevice.compute_node_id,
+                  models.PciDevice.address))
+    return [device.to_dict() for device in devices]
+
+
 @context_manager.writer
 def pci_device_create(context, values: dict) -> dict:
     """Create a PCI device row; PciDeviceExists if node+address is taken

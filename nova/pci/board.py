@@ -17,9 +17,32 @@ from nova.db import api as db
 from nova.pci import device as pci_device
 from nova.pci import manager as pci_manager
 from nova.pci import partitions as pci_partitions
+from nova.pci import placement_names
 
 # Label of devices outside any group.
 UNGROUPED = '(no group)'
+
+# What a device is to the board (``HostBoard.state``).
+FREE = 'free'
+USED = 'used'
+UNHEALTHY = 'unhealthy'
+WITHHELD = 'withheld'
+STATES = (FREE, USED, UNHEALTHY, WITHHELD)
+
+
+def unhealthy(dev: pci_device.TrackedDevice) -> bool:
+    """Whether ``dev`` failed and must not be used (its health, see
+    ``nova.pci.health``): the one place the board, its picture and the
+    metrics read it from."""
+    return not dev.healthy
+
+
+def resource_class(dev: pci_device.TrackedDevice) -> str:
+    """The Placement resource class the device's compute reports it as
+    (``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` for a row written before the
+    tracker recorded it)."""
+    return dev.resource_class or placement_names.get_resource_class(
+        None, dev.vendor_id, dev.product_id)
 
 
 def _withheld_entirely(dev: pci_device.TrackedDevice) -> bool:
@@ -48,9 +71,12 @@ def _group_not_offered(members: list[pci_device.TrackedDevice]
 
 
 @dataclasses.dataclass
-class _Group:
+class Group:
+    """A group of the board: its name, its subgroups by name and the
+    devices directly in it."""
+
     name: str
-    children: dict[str, '_Group'] = dataclasses.field(default_factory=dict)
+    children: dict[str, 'Group'] = dataclasses.field(default_factory=dict)
     devices: list[pci_device.TrackedDevice] = dataclasses.field(
         default_factory=list)
 
@@ -69,12 +95,14 @@ class HostBoard:
     devices: list[pci_device.TrackedDevice]
     names: dict[str, str]
 
-    def _tree(self) -> _Group:
-        root = _Group(self.host)
+    def tree(self) -> 'Group':
+        """The host's group tree (the host is the root), devices by
+        address."""
+        root = Group(self.host)
         for dev in sorted(self.devices, key=lambda d: d.address):
             node = root
             for name in (dev.group_path or UNGROUPED).split('/'):
-                node = node.children.setdefault(name, _Group(name))
+                node = node.children.setdefault(name, Group(name))
             node.devices.append(dev)
         return root
 
@@ -82,13 +110,35 @@ class HostBoard:
         """``free``, ``unhealthy``, ``withheld``, the instance's name,
         or the device status."""
         if dev.status == pci_device.AVAILABLE:
-            if not dev.healthy:
-                return 'unhealthy'
-            return 'withheld' if _withheld_entirely(dev) else 'free'
+            if unhealthy(dev):
+                return UNHEALTHY
+            return WITHHELD if _withheld_entirely(dev) else FREE
         uuid = dev.instance_uuid
         if uuid:
             return self.names.get(uuid) or uuid
         return dev.status
+
+    def state(self, dev: pci_device.TrackedDevice) -> str:
+        """One of ``STATES``: an unhealthy device is unhealthy whoever
+        holds it; a device an instance holds is used."""
+        if unhealthy(dev):
+            return UNHEALTHY
+        holder = self.holder(dev)
+        return holder if holder in (FREE, WITHHELD) else USED
+
+    def groups(self) -> list[list[pci_device.TrackedDevice]]:
+        """The devices of each group of two or more devices, nested groups
+        included (a board, then its quads, then their pairs)."""
+        found = []
+
+        def visit(group: Group) -> None:
+            for child in group.children.values():
+                members = child.all_devices()
+                if child.name != UNGROUPED and len(members) > 1:
+                    found.append(members)
+                visit(child)
+        visit(self.tree())
+        return found
 
     def holders(self) -> dict[str, list[str]]:
         """Holder name -> addresses of the devices it holds."""
@@ -103,34 +153,41 @@ class HostBoard:
         free; size 1 counts free devices offered alone."""
         counts = {1: 0}
         for dev in self.devices:
-            if self.holder(dev) == 'free' and _offered_alone(dev):
+            if self.holder(dev) == FREE and _offered_alone(dev):
                 counts[1] += 1
-
-        def visit(group: _Group) -> None:
-            for child in group.children.values():
-                members = child.all_devices()
-                if child.name != UNGROUPED and len(members) > 1:
-                    free = all(self.holder(d) == 'free' for d in members) \
-                        and _group_not_offered(members) is None
-                    counts[len(members)] = counts.get(len(members), 0) + \
-                        int(free)
-                visit(child)
-        visit(self._tree())
+        for members in self.groups():
+            free = all(self.holder(d) == FREE for d in members) \
+                and _group_not_offered(members) is None
+            counts[len(members)] = counts.get(len(members), 0) + int(free)
         return counts
+
+    def fragmented(self) -> dict[int, int]:
+        """Group size (2 or more) -> free devices that are in no wholly
+        free group of that size: the free capacity a request of that
+        size cannot use."""
+        free = {d.address for d in self.devices if self.holder(d) == FREE}
+        in_free_group: dict[int, set[str]] = {}
+        for members in self.groups():
+            covered = in_free_group.setdefault(len(members), set())
+            if all(self.holder(d) == FREE for d in members) \
+                    and _group_not_offered(members) is None:
+                covered.update(d.address for d in members)
+        return {size: len(free - covered)
+                for size, covered in in_free_group.items()}
 
     def draw(self) -> str:
         """The host's group tree; a group of devices is one line
         ``name [address holder | address holder]``, a group not offered
         ends with why; then each unhealthy device, and why each device not
         offered (alone) is not."""
-        free = sum(1 for d in self.devices if self.holder(d) == 'free')
+        free = sum(1 for d in self.devices if self.holder(d) == FREE)
         broken = [d for d in sorted(self.devices, key=lambda d: d.address)
-                  if not d.healthy]
+                  if unhealthy(d)]
         lines = ['%s: %d devices, %d free%s' % (
             self.host, len(self.devices), free,
             ', %d unhealthy' % len(broken) if broken else '')]
 
-        def visit(group: _Group, depth: int) -> None:
+        def visit(group: Group, depth: int) -> None:
             for child in group.children.values():
                 line = '  ' * depth + child.name
                 if child.devices:
@@ -144,7 +201,7 @@ class HostBoard:
                     line += ' NOT OFFERED: ' + why
                 lines.append(line)
                 visit(child, depth + 1)
-        visit(self._tree(), 1)
+        visit(self.tree(), 1)
         for dev in broken:
             lines.append('  %s %s%s' % (
                 dev.address, dev.describe_health(),
@@ -164,6 +221,22 @@ def load(context, nodes: list[dict]) -> list[HostBoard]:
     return [HostBoard(node['host'],
                       pci_manager.devices_of_node(context, node['id']),
                       names)
+            for node in sorted(nodes, key=lambda n: n['host'])]
+
+
+def load_fleet(context, names: bool = True) -> list[HostBoard]:
+    """The board of every compute node, by host, in a fixed number of
+    queries whatever the fleet's size: the nodes, every device and (with
+    ``names``) the instances' names."""
+    by_node: dict[int, list[pci_device.TrackedDevice]] = {}
+    # One snapshot: nodes, devices and holders read together.
+    with db.context_manager.reader.using(context):
+        for dev in pci_manager.all_devices(context):
+            by_node.setdefault(dev.compute_node_id, []).append(dev)
+        held = {i['uuid']: i['display_name']
+                for i in db.instance_get_all(context)} if names else {}
+        nodes = db.compute_node_get_all(context)
+    return [HostBoard(node['host'], by_node.get(node['id'], []), held)
             for node in sorted(nodes, key=lambda n: n['host'])]
 
 

@@ -116,13 +116,18 @@ def _flag(value: str) -> bool:
 
 def extra_info(managed: str, live_migratable: str,
                withheld: str | None = None,
-               card_serial_number: str | None = None) -> dict[str, str]:
+               card_serial_number: str | None = None,
+               resource_class: str | None = None) -> dict[str, str]:
     """The ``extra_info`` JSON of a tracked device: the spec's
     ``managed`` and ``live_migratable`` tags (what the libvirt driver and
     live migration need), why nova does not offer the device (for
-    ``nova-manage pci list``/``board``), and, for a remote-managed
-    device, the card serial number its backend identifies it by."""
+    ``nova-manage pci list``/``board``), for a remote-managed
+    device the card serial number its backend identifies it by, and the
+    Placement resource class its compute reports it as (for the
+    metrics, which read no Placement)."""
     info = {'managed': managed, 'live_migratable': live_migratable}
+    if resource_class:
+        info['resource_class'] = resource_class
     if withheld:
         info['withheld'] = withheld
     if card_serial_number is not None:
@@ -260,6 +265,12 @@ class TrackedDevice:
         """Why the device's compute does not offer it (None if it does).
         """
         return self.extra_info.get('withheld') or None
+
+    @property
+    def resource_class(self) -> str | None:
+        """The Placement resource class recorded by the device's compute
+        (None in a row written before it was recorded)."""
+        return self.extra_info.get('resource_class') or None
 
     def passthrough(self) -> Passthrough:
         """The device as the driver passes it to a guest."""

@@ -90,6 +90,12 @@ def set_device_health(context, compute_node_id: int, address: str,
     return change
 
 
+def all_devices(context) -> list[pci_device.TrackedDevice]:
+    """The tracked devices of every compute node, in one query."""
+    return [pci_device.TrackedDevice.from_row(row) for row in
+            db_api.pci_device_get_all(context)]
+
+
 class PciDevTracker:
     """Tracks the assignable PCI devices of compute node
     ``compute_node_id``; every change is written to the database at once
@@ -154,7 +160,8 @@ class PciDevTracker:
                 live_migratable=spec.tags.get('live_migratable', 'false'),
                 withheld=withheld(address) if withheld else None,
                 card_serial_number=(dev.card_serial_number
-                                    if spec.remote_managed else None))
+                                    if spec.remote_managed else None),
+                resource_class=spec.resource_class_for(dev))
             wanted[address] = pci_device.TrackedFields.of(
                 dev, utils.normalize_address(parent) if parent else None,
                 group_path(address) if group_path else '', info)

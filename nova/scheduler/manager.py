@@ -38,6 +38,7 @@ from nova.scheduler import candidates as scheduler_candidates
 from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.scheduler import fullness
+from nova.scheduler import metrics as scheduler_metrics
 from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
@@ -144,13 +145,22 @@ class SchedulerManager(manager.Manager):
                   pci_requests_primitive, excluded: set[str],
                   requested_host: str | None,
                   after_claim) -> scheduler_rpcapi.Selection:
-        """Candidates for ``flavor``, usable hosts, weighing, claim;
-        Placement is asked again (up to ``[scheduler]max_claim_rounds``
-        times) while every candidate it offered is claimed concurrently."""
-        instance_uuid = instance['uuid']
+        """One timed scheduling decision for ``flavor`` (see ``_choose``)."""
         request = request_builder.build_resource_request(
             flavor, pci_request.requests_from_primitive(
                 pci_requests_primitive))
+        with scheduler_metrics.decision(request):
+            return self._choose(context, instance, request, excluded,
+                                requested_host, after_claim)
+
+    def _choose(self, context, instance: dict,
+                request: request_builder.ResourceRequest, excluded: set[str],
+                requested_host: str | None,
+                after_claim) -> scheduler_rpcapi.Selection:
+        """Candidates for ``request``, usable hosts, weighing, claim;
+        Placement is asked again (up to ``[scheduler]max_claim_rounds``
+        times) while every candidate it offered is claimed concurrently."""
+        instance_uuid = instance['uuid']
         wanted = describe_request(request)
 
         # The compute nodes and services are read once per decision, not
@@ -186,11 +196,15 @@ class SchedulerManager(manager.Manager):
                         pci_providers=candidate.pci_providers)
                 LOG.info('Claim for instance %s on %s refused; trying the '
                          'next candidate', instance_uuid, node['host'])
+                scheduler_metrics.CLAIM_CONFLICTS.inc()
             refused += len(candidates)
+            if round_number < rounds:
+                scheduler_metrics.CLAIM_RETRIES.inc()
             LOG.info('Every candidate of query %d of %d for instance %s was '
                      'taken concurrently%s', round_number, rounds,
                      instance_uuid, '; asking Placement again'
                      if round_number < rounds else '')
+        scheduler_metrics.refused(refusal.CLAIMS_TAKEN)
         raise _with_leaks(context, (
             'Placement refused the claims on all %d candidate(s) for %s, '
             'found in %d queries ([scheduler]max_claim_rounds): taken '
@@ -213,13 +227,16 @@ class SchedulerManager(manager.Manager):
                 _on_hosts(body, usable_hosts(body)[0])))
         offered = scheduler_candidates.from_response(response, request)
         if not offered:
+            reasons = refusal.reasons(self.reportclient, request)
+            scheduler_metrics.refused(*(r.code for r in reasons))
             raise exception.NoValidHost(reason='no host can provide %s: %s' % (
-                wanted, refusal.explain(self.reportclient, request)))
+                wanted, refusal.explain(reasons)))
 
         usable, dropped = usable_hosts(response)
         kept = [candidate for candidate in offered
                 if candidate.host in usable]
         if not kept:
+            scheduler_metrics.refused(refusal.HOSTS_UNUSABLE)
             raise exception.NoValidHost(reason=(
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
                 '%s' % (len(offered), wanted, '; '.join(dropped))))
@@ -228,6 +245,7 @@ class SchedulerManager(manager.Manager):
         kept, numa_reasons = numa_affinity.filter_candidates(
             kept, summaries, request)
         if not kept:
+            scheduler_metrics.refused(refusal.NUMA_POLICY)
             raise exception.NoValidHost(reason=(
                 'no candidate for %s meets the PCI NUMA affinity policy: %s'
                 % (wanted, '; '.join(numa_reasons))))

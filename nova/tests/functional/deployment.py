@@ -289,16 +289,22 @@ class Deployment(_Processes):
     Placement database are created on it and dropped at cleanup. Needs
     ``rabbitmqctl`` (see :mod:`nova.tests.fixtures.rabbit`). Process
     names: ``placement``, ``nova-api``, ``nova-conductor``,
-    ``nova-scheduler-<i>``, ``nova-compute-<host>``.
+    ``nova-scheduler-<i>``, ``nova-compute-<host>``. With ``metrics``,
+    the schedulers and computes serve Prometheus metrics and a
+    ``nova-metrics`` process runs; ``metrics_urls`` maps process names to
+    their ``/metrics`` URLs.
     """
 
     def __init__(self, database_server: str, hosts=HOSTS,
                  schedulers: int = 2, workdir: str | None = None,
-                 extra_conf: dict[str, dict] | None = None) -> None:
+                 extra_conf: dict[str, dict] | None = None,
+                 metrics: bool = False) -> None:
         super().__init__(workdir, extra_conf)
         self.database_server = database_server
         self.hosts = tuple(hosts)
         self.schedulers = schedulers
+        self.metrics = metrics
+        self.metrics_urls: dict[str, str] = {}
 
     def _setUp(self) -> None:
         self._make_workdir()
@@ -315,16 +321,27 @@ class Deployment(_Processes):
         common = self._common_conf()
         self._add_nova('nova-conductor', 'nova-conductor', common, {})
         for index in range(1, self.schedulers + 1):
-            self._add_nova('nova-scheduler-%d' % index, 'nova-scheduler',
-                           common, {'DEFAULT': {
-                               'host': 'scheduler-%d' % index}})
+            name = 'nova-scheduler-%d' % index
+            self._add_nova(name, 'nova-scheduler', common, {
+                'DEFAULT': {'host': 'scheduler-%d' % index},
+                **self._metrics_conf(name)})
         for host in self.hosts:
             node = fakehost.write_node_xml(
                 os.path.join(self.workdir, '%s.xml' % host),
                 fakehost.hgx_h200_node_xml())
-            self._add_nova('nova-compute-%s' % host, 'nova-compute', common,
+            name = 'nova-compute-%s' % host
+            self._add_nova(name, 'nova-compute', common,
                            {'DEFAULT': {'host': host},
-                            'libvirt': {'connection_uri': node}})
+                            'libvirt': {'connection_uri': node},
+                            **self._metrics_conf(name)})
+        if self.metrics:
+            # As the console script nova-metrics runs it.
+            own = write_conf(os.path.join(self.workdir, 'nova-metrics.conf'),
+                             self._metrics_conf('nova-metrics'))
+            self._add('nova-metrics', [
+                sys.executable, '-m', 'nova.cmd.metrics', '--config-file',
+                common, '--config-file', own],
+                http_ready(self.metrics_urls['nova-metrics']))
         self._add('nova-api', gunicorn_argv(COMPUTE_API_APP, self.api_port,
                                             self._grace()),
                   http_ready(self.api_root),
@@ -332,6 +349,15 @@ class Deployment(_Processes):
         self._start_all(['placement'])
         self._start_all([name for name in self.processes
                          if name != 'placement'])
+
+    def _metrics_conf(self, name: str) -> dict[str, dict]:
+        """The [metrics] section of process ``name`` (none without
+        ``metrics``), on a free port."""
+        if not self.metrics:
+            return {}
+        port = free_port()
+        self.metrics_urls[name] = 'http://127.0.0.1:%d/metrics' % port
+        return {'metrics': {'listen': '127.0.0.1', 'listen_port': port}}
 
     def _grace(self) -> int:
         """The WSGI servers' graceful timeout: the nova services'."""

@@ -47,6 +47,8 @@ GRACE = 90
 class DeploymentTestCase(test.TestCase):
 
     TIMEOUT = 420
+    # Whether the services serve Prometheus metrics (Deployment).
+    METRICS = False
 
     def setUp(self):
         super().setUp()
@@ -55,7 +57,8 @@ class DeploymentTestCase(test.TestCase):
             self.skipTest(reason)
         server = db_fixture.server_url_or_skip(self, 'mysql')
         self.deployment = deployment.Deployment(server, extra_conf={
-            'DEFAULT': {'graceful_shutdown_timeout': GRACE}})
+            'DEFAULT': {'graceful_shutdown_timeout': GRACE}},
+            metrics=self.METRICS)
         self.addOnException(self._attach_logs)
         self.useFixture(self.deployment)
         self.client = workload.ComputeClient(self.deployment.api_url)

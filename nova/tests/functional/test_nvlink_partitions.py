@@ -10,6 +10,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -542,3 +543,10 @@ class TestDemo(test.TestCase):
         # The servers booted from the image the demo uploaded to Glance.
         self.assertRegex(proc.stdout, r'Image: demo-image \(\S+, \d+ '
                          r'bytes\) uploaded to Glance')
+        # The boards as a picture, next to the log, name the servers.
+        [picture] = re.findall(r'the boards as a picture: (\S+)\)',
+                               proc.stdout)
+        with open(picture, encoding='utf-8') as f:
+            page = f.read()
+        for name in ('pair-1', 'solo-1', 'solo-2', 'train-b', 'pair-3'):
+            self.assertIn('>%s</text>' % name, page)

@@ -90,3 +90,34 @@ class UnhealthyBoardTest(test.TestCase):
         self.assertIn('pair-1 [0000:18:00.0 free     | 0000:2a:00.0 free    '
                       '] NOT OFFERED: NVSwitch 0000:05:00.0 is down',
                       host.draw())
+class NestedBoardTest(test.TestCase):
+    """A quad of two pairs and a lone pair: sizes 2 and 4."""
+
+    def setUp(self):
+        super().setUp()
+        self.board = board.HostBoard('hgx-1', [
+            _dev('0000:01:00.0', 'quad/pair-a', 'u1'),
+            _dev('0000:02:00.0', 'quad/pair-a'),
+            _dev('0000:03:00.0', 'quad/pair-b'),
+            _dev('0000:04:00.0', 'quad/pair-b'),
+            _dev('0000:05:00.0', 'pair-c'),
+            _dev('0000:06:00.0', 'pair-c', 'u2'),
+        ], {'u1': 'vm-1'})
+
+    def test_free_partitions_and_fragmentation(self):
+        self.assertEqual({1: 4, 2: 1, 4: 0}, self.board.free_partitions())
+        # Pairs: 0000:02 and 0000:05 are free, each beside a used device.
+        # Quad: the four free devices sit in no wholly free quad.
+        self.assertEqual({2: 2, 4: 4}, self.board.fragmented())
+
+    def test_states(self):
+        self.assertEqual(
+            ['used', 'free', 'free', 'free', 'free', 'used'],
+            [self.board.state(d) for d in self.board.devices])
+        self.assertEqual([4, 2, 2, 2], sorted(
+            (len(g) for g in self.board.groups()), reverse=True))
+
+    def test_resource_class_of_old_rows(self):
+        dev = self.board.devices[0]
+        self.assertEqual('CUSTOM_PCI_10DE_2335', board.resource_class(dev))
+        self.assertFalse(board.unhealthy(dev))

@@ -77,16 +77,26 @@ class TestPciDevTracker(test.TestCase):
         self.assertEqual('pci_0000_18_00_0', first.dev_id)
         self.assertEqual(0, first.numa_node)
         self.assertIsNone(first.instance_uuid)
-        self.assertEqual({'managed': 'true', 'live_migratable': 'false'},
+        self.assertEqual({'managed': 'true', 'live_migratable': 'false',
+                          'resource_class': 'CUSTOM_PCI_10DE_2335'},
                          first.extra_info)
+        self.assertEqual('CUSTOM_PCI_10DE_2335', first.resource_class)
 
     def test_extra_info_from_spec_tags(self):
         self._sync(wl=whitelist(
             '{"vendor_id": "10de", "product_id": "2335", '
             '"managed": "no", "live_migratable": "yes"}'))
         device = self.tracker.get_by_address('0000:18:00.0')
-        self.assertEqual({'managed': 'false', 'live_migratable': 'true'},
+        self.assertEqual({'managed': 'false', 'live_migratable': 'true',
+                          'resource_class': 'CUSTOM_PCI_10DE_2335'},
                          device.extra_info)
+
+    def test_resource_class_tag_recorded(self):
+        self._sync(wl=whitelist(
+            '{"vendor_id": "10de", "product_id": "2335", '
+            '"resource_class": "h200"}'))
+        device = self.tracker.get_by_address('0000:18:00.0')
+        self.assertEqual('CUSTOM_H200', device.resource_class)
 
     def test_existing_devices_loaded_at_start(self):
         self._sync()
