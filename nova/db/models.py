@@ -214,6 +214,9 @@ class Instance(Base):
     pci_requests: orm.Mapped[list | None] = orm.mapped_column(JSONEncoded)
     # The image the server boots from (see nova.compute.utils.root_disk).
     image_ref: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # The server's metadata (key -> string value), as the API shows it.
+    server_metadata: orm.Mapped[dict | None] = orm.mapped_column(
+        JSONEncoded)
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

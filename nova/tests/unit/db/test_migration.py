@@ -16,7 +16,7 @@ from nova.tests.fixtures import database as db_fixture
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees'}
-HEAD = '0007_image_ref'
+HEAD = '0010_instance_metadata'
 
 
 class TestMigrationSqlite(test.TestCase):
