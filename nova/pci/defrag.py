@@ -25,16 +25,29 @@ tries them in the scheduler's order (the one breaking the smallest free
 group, then the fullest host), at most ``FREE_TARGET_TRIES`` per move,
 which keeps a large fleet's search small.
 
-Nothing here reads the database: ``nova.pci.board`` reads it and
-``boards_from`` turns its ``HostBoard`` into the planner's records.
+The planner reads nothing: ``load_fleet`` reads what it plans on from
+the database (boards through ``nova.pci.board``, the servers and whether
+the operator allowed moving them, the computes that can take a move).
 """
 
 import dataclasses
 from collections.abc import Iterable
 from collections.abc import Mapping
 
+from oslo_config import cfg
+
+from nova.db import api as db
+from nova import states
 from nova.pci import board as pci_board
 from nova.pci import numa as pci_numa
+from nova.pci import request as pci_request
+from nova.servicegroup import api as servicegroup
+
+# The server metadata item by which the operator lets defragmentation
+# move a server.
+ALLOW_KEY = 'pci_defrag'
+ALLOW_VALUE = 'allow'
+COMPUTE_BINARY = 'nova-compute'
 
 # Free targets tried per move, best (scheduler's order) first.
 FREE_TARGET_TRIES = 3
@@ -377,3 +390,48 @@ def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
         boards.append(Board(host_board.host, tuple(partitions), holders,
                             frozenset(unusable)))
     return boards
+
+
+def movable(instance: dict) -> bool:
+    """Whether defragmentation may move ``instance`` (a database row):
+    its metadata says ``pci_defrag=allow`` and it is ACTIVE or SHUTOFF
+    with no task in progress."""
+    metadata = instance.get('server_metadata') or {}
+    return (metadata.get(ALLOW_KEY) == ALLOW_VALUE and
+            instance['vm_state'] in (states.ACTIVE, states.STOPPED) and
+            instance['task_state'] is None)
+
+
+def numa_policy(instance: dict) -> str:
+    """The strictest PCI NUMA affinity policy of ``instance``'s
+    requests (``legacy`` without any)."""
+    policies = [req.numa_policy for req in
+                pci_request.requests_from_primitive(
+                    instance.get('pci_requests'))]
+    strict = [p for p in policies if p in STRICT_POLICIES]
+    return (strict or policies or [pci_request.DEFAULT_NUMA_POLICY])[0]
+
+
+def load_fleet(context, conf: cfg.ConfigOpts
+               ) -> tuple[list[Board], dict[str, Server]]:
+    """The boards of the computes that are up and enabled (a move can
+    neither leave nor reach another) and every server holding devices
+    there, from the database."""
+    services = {service['host']: service for service in
+                db.service_get_all(context, COMPUTE_BINARY)}
+    nodes = [node for node in db.compute_node_get_all(context)
+             if servicegroup.is_up(services.get(node['host']), conf) and
+             not services[node['host']]['disabled']]
+    boards = boards_from(pci_board.load(context, nodes))
+    instances = {i['uuid']: i for i in db.instance_get_all(context)}
+    servers = {}
+    for board in boards:
+        for uuid in board.holders.values():
+            instance = instances.get(uuid)
+            servers[uuid] = Server(
+                uuid=uuid,
+                name=(instance or {}).get('display_name') or uuid,
+                numa_policy=numa_policy(instance) if instance else
+                pci_request.DEFAULT_NUMA_POLICY,
+                movable=instance is not None and movable(instance))
+    return boards, servers
