@@ -323,6 +323,27 @@ def metadata_index(req, server_id: str) -> tuple:
     return 200, {'metadata': instance.get('server_metadata') or {}}
 
 
+_METADATA_SCHEMA = {
+    'type': 'object',
+    'properties': {'metadata': _CREATE_SCHEMA['properties']['metadata']},
+    'required': ['metadata'], 'additionalProperties': False,
+}
+
+
+def metadata_update(req, server_id: str) -> tuple:
+    """POST /servers/{id}/metadata with ``{"metadata": {...}}``: the
+    items given are set, the others kept; the server's metadata."""
+    instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    body = req.body_object()
+    validation.validate(body, _METADATA_SCHEMA)
+    metadata = dict(instance.get('server_metadata') or {})
+    for key, value in sorted(body['metadata'].items()):
+        metadata = req.compute_api.update_metadata_item(
+            req.context, dict(instance, server_metadata=metadata), key,
+            value)
+    return 200, {'metadata': metadata}
+
+
 def metadata_update_item(req, server_id: str, key: str) -> tuple:
     """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
     """

@@ -200,7 +200,7 @@ def _build_router() -> _Router:
                DELETE=servers.delete)
     router.add(p + '/servers/{server_id}/action', POST=server_actions.action)
     router.add(p + '/servers/{server_id}/metadata',
-               GET=servers.metadata_index)
+               GET=servers.metadata_index, POST=servers.metadata_update)
     router.add(p + '/servers/{server_id}/metadata/{key}',
                PUT=servers.metadata_update_item,
                DELETE=servers.metadata_delete_item)

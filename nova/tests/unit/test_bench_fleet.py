@@ -172,3 +172,17 @@ class TestFormat(test.TestCase):
                       '0.250 |', table)
         self.assertIn('| limit | 1.000 | 0.500 | 0.900 | 0.700 | - | - |',
                       table)
+
+    def test_moves_counted_for_measured_requests(self):
+        R = bench.Request
+        trace = [R(0, 0.5, 1.0, 8), R(1, 1.5, 1.0, 8), R(2, 2.0, 1.0, 4),
+                 R(3, 2.5, 1.0, 8)]
+        # Plans carried out for requests 0 (warm-up), 1 and 3.
+        log = [(0.5, 8, 2, 3), (1.5, 8, 1, 1), (2.5, 8, 1, 2)]
+        moves = bench._moves_by_size(trace, [True, True, True, False],
+                                     log, warmup=1.0)
+        self.assertEqual({1: (0, 0, 0), 2: (0, 0, 0), 4: (1, 0, 0),
+                          8: (1, 2, 3)}, moves)
+        table = bench.format_moves({'policy': 'defrag', 'moves': moves})
+        self.assertIn('| 8 | 1 | 2 | 2.000 | 3 |', table)
+        self.assertIn('| 1 | 0 | 0 | 0.000 | 0 |', table)

@@ -38,6 +38,7 @@ ROUTE_RULES = {
     ('GET', '/v2.1/servers/{server_id}'): policies.SERVERS_SHOW,
     ('DELETE', '/v2.1/servers/{server_id}'): policies.SERVERS_DELETE,
     ('GET', '/v2.1/servers/{server_id}/metadata'): policies.METADATA_INDEX,
+    ('POST', '/v2.1/servers/{server_id}/metadata'): policies.METADATA_UPDATE,
     ('PUT', '/v2.1/servers/{server_id}/metadata/{key}'):
         policies.METADATA_UPDATE,
     ('DELETE', '/v2.1/servers/{server_id}/metadata/{key}'):

@@ -55,6 +55,11 @@ class TestServers(fakes.APITestCase):
                                            token=fakes.MEMBER).status_int)
         self.assertEqual({'metadata': {'pci_defrag': 'allow'}},
                          self.request('GET', url, token=fakes.MEMBER).json)
+        response = self.request('POST', url, {'metadata': {'a': '1'}},
+                                token=fakes.MEMBER)
+        self.assertEqual({'metadata': {'pci_defrag': 'allow', 'a': '1'}},
+                         response.json)
+        self.request('DELETE', url + '/a', token=fakes.MEMBER)
         server = self.request('GET', '/v2.1/servers/%s' % uuid,
                               token=fakes.MEMBER).json['server']
         self.assertEqual({'pci_defrag': 'allow'}, server['metadata'])
