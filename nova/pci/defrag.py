@@ -258,7 +258,9 @@ class _Search:
             self.reserved.update((part.host, a) for a in part.devices)
             return
         uuid = task[1]
-        free, blocked = self._targets(uuid, busy)
+        # Clearing a target moves at least one more server.
+        spare = self.max_moves - len(moves) - len(tasks)
+        free, blocked = self._targets(uuid, busy, spare)
         for part in free[:FREE_TARGET_TRIES]:
             self._apply(uuid, part, rest, moves, busy)
         for part, blockers in blocked:
@@ -284,12 +286,12 @@ class _Search:
         self._step(rest, moves + [move], busy)
         self.state.undo(token)
 
-    def _targets(self, uuid: str, busy: set[str]
+    def _targets(self, uuid: str, busy: set[str], spare: int
                  ) -> tuple[list[Partition],
                             list[tuple[Partition, set[str]]]]:
         """Valid targets of ``uuid`` now: the free ones in the
-        scheduler's order, and the others with the servers to move out
-        of them first (fewest first)."""
+        scheduler's order, and those at most ``spare`` other servers
+        moved out of would free (fewest first)."""
         server = self.servers[uuid]
         host, devices = self.state.where[uuid]
         free, blocked = [], []
@@ -311,8 +313,9 @@ class _Search:
                 continue
             if not blockers:
                 free.append(part)
-            elif all(self.servers[b].movable and b not in busy
-                     for b in blockers):
+            elif len(blockers) <= spare and all(
+                    self.servers[b].movable and b not in busy
+                    for b in blockers):
                 blocked.append((part, blockers))
         free.sort(key=lambda p: (self.state.damage(p),
                                  self.state.free_count(p.host), p.host,
@@ -334,6 +337,13 @@ def plan(boards: Iterable[Board], servers: Mapping[str, Server], size: int,
     """
     boards = list(boards)
     state = _State(boards)
+    # A move keeps the number of free devices: fewer than ``size`` free
+    # devices in all can never make a free group of ``size``.
+    free = {(part.host, address) for parts in state.host_partitions.values()
+            for part in parts for address in part.devices} - set(
+                state.holder) - state.unusable
+    if len(free) < size:
+        return None
     options = []
     for part in state.by_size.get(size, ()):
         if host is not None and part.host != host:
