@@ -29,11 +29,16 @@ from nova import states
 from nova.compute import api as compute_api
 from nova.db import api as db
 from nova.pci import defrag
+from nova.pci import request as pci_request
+from nova.scheduler import refusal
 
 LOG = logging.getLogger(__name__)
 
 _FAILED = (states.MIGRATION_ERROR, states.MIGRATION_FAILED)
 _POLL = 0.2
+# How long the automatic mode waits for one move (a cold migration of a
+# guest, then its confirm) before it gives the build up.
+AUTO_MOVE_TIMEOUT = 600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,3 +138,39 @@ def _move(context, api: compute_api.API, move: defrag.Move,
     _wait(context, move.server, migration['uuid'],
           lambda i, m: m['status'] == states.MIGRATION_CONFIRMED and
           i['task_state'] is None, timeout)
+
+
+class AutoDefrag:
+    """The conductor's automatic mode (``[scheduler]defrag_max_moves``):
+    free a group for a build refused for fragmentation only."""
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self.conf = conf
+        self._api: compute_api.API | None = None
+
+    def free_for(self, context, instance_uuid: str, reason: str) -> bool:
+        """After the scheduler refused ``instance_uuid`` for ``reason``:
+        whether moves now freed a group of the size it asks, so it is
+        worth scheduling again. Only a server asking one device group,
+        refused for nothing but fragmentation, and only when the option
+        allows moves."""
+        max_moves = self.conf.scheduler.defrag_max_moves
+        if not max_moves or not refusal.fragmentation_only(reason):
+            return False
+        requests = pci_request.requests_from_primitive(
+            db.instance_get_by_uuid(context, instance_uuid)['pci_requests'])
+        if len(requests) != 1 or not requests[0].group_type:
+            return False
+        if self._api is None:
+            self._api = compute_api.API(self.conf)
+        outcome = free_group(
+            context, self.conf, self._api, requests[0].count, None,
+            max_moves, AUTO_MOVE_TIMEOUT,
+            lambda line: LOG.info('Instance %s: %s to free a group of %d',
+                                  instance_uuid, line, requests[0].count))
+        if outcome.freed is None:
+            LOG.info('Instance %s: no group of %d freed after %d move(s): '
+                     '%s', instance_uuid, requests[0].count, outcome.moved,
+                     outcome.failure)
+            return False
+        return True

@@ -213,7 +213,7 @@ class SchedulerManager(manager.Manager):
                 _on_hosts(body, usable_hosts(body)[0])))
         offered = scheduler_candidates.from_response(response, request)
         if not offered:
-            raise exception.NoValidHost(reason='no host can provide %s: %s' % (
+            raise exception.NoValidHost(reason=refusal.no_candidate(
                 wanted, refusal.explain(self.reportclient, request)))
 
         usable, dropped = usable_hosts(response)

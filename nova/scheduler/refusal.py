@@ -14,6 +14,11 @@ but no free partition of that size exists.
 from nova.pci import placement_names as names
 from nova.scheduler import request_builder
 
+# How the reason of a request refused for fragmentation starts, and how
+# a NoValidHost reason for a request without candidates is put.
+FRAGMENTATION = 'fragmentation: '
+_NO_CANDIDATE = 'no host can provide %s: %s'
+
 
 def _devices(count: int, rc: str) -> str:
     return '%d %s device%s' % (count, rc, '' if count == 1 else 's')
@@ -65,7 +70,7 @@ def _pci_reason(reportclient, pci_req, numa_cells: int) -> str | None:
                     'legacy' % (pci_req.numa_policy, pci_req.group_type,
                                 pci_req.count, local[1], local[0],
                                 local[1]))
-        return ('fragmentation: %s free, but no %s group of %d is wholly '
+        return (FRAGMENTATION + '%s free, but no %s group of %d is wholly '
                 'free (the free devices sit in partly used groups)' % (
                     _devices(free, rc), pci_req.group_type,
                     pci_req.count))
@@ -86,3 +91,20 @@ def explain(reportclient, request: request_builder.ResourceRequest) -> str:
     if not reasons:
         return 'each part is free somewhere, but no single host has all'
     return '; '.join(reasons)
+
+
+def no_candidate(wanted: str, explanation: str) -> str:
+    """The NoValidHost reason of a request (``wanted``, in words) that
+    Placement had no candidate for, and why (``explain``)."""
+    return _NO_CANDIDATE % (wanted, explanation)
+
+
+def fragmentation_only(reason: str) -> bool:
+    """Whether a NoValidHost ``reason`` says nothing but fragmentation:
+    every part of the request is free somewhere, only no group of its
+    size is wholly free (what moving servers can change)."""
+    head = _NO_CANDIDATE.split('%s')[0]
+    if not reason.startswith(head) or ': ' not in reason[len(head):]:
+        return False
+    parts = reason[len(head):].split(': ', 1)[1].split('; ')
+    return len(parts) == 1 and parts[0].startswith(FRAGMENTATION)

@@ -15,7 +15,7 @@ ALLOW = {'pci_defrag': 'allow'}
 SINGLES = {frozenset([gpu]) for gpu in range(1, 9)}
 
 
-class TestDefrag(test_resize.MoveTestBase):
+class DefragTestBase(test_resize.MoveTestBase):
 
     def setUp(self):
         super().setUp()
@@ -51,6 +51,9 @@ class TestDefrag(test_resize.MoveTestBase):
 
     def server(self, server_id):
         return self.api('GET', '/servers/%s' % server_id)['server']
+
+
+class TestDefrag(DefragTestBase):
 
     def test_plan_and_apply_free_a_board(self):
         one = self.boot_on('cmp1', self.flavors[1], 'one', ALLOW)
@@ -132,4 +135,37 @@ class TestDefrag(test_resize.MoveTestBase):
         self.assertEqual(frozenset(), self.gpus_on('cmp2', one['id']))
         self.assertEqual(['error'], [
             m['status'] for m in self.migrations(one['id'])])
+        self.assert_consistent()
+
+
+class TestAutomaticDefrag(DefragTestBase):
+    """The conductor's automatic mode ([scheduler]defrag_max_moves)."""
+
+    def test_refused_build_gets_a_board_after_a_move(self):
+        self.flags('scheduler', defrag_max_moves=2)
+        one = self.boot_on('cmp1', self.flavors[1], 'one', ALLOW)
+        self.boot_on('cmp2', self.flavors[2], 'pair')
+        big = self.boot(self.flavors[8], 'big')
+        self.assertEqual('cmp1', big['OS-EXT-SRV-ATTR:host'])
+        self.assert_server_holds(big, {test_resize.BOARD})
+        moved = self.server(one['id'])
+        self.assertEqual(('ACTIVE', 'cmp2'), (
+            moved['status'], moved['OS-EXT-SRV-ATTR:host']))
+        self.assert_server_holds(moved, SINGLES)
+        self.assertEqual(['confirmResize', 'migrate', 'create'], [
+            a['action'] for a in self.instance_actions(one['id'])])
+        self.assert_consistent()
+
+    def test_off_by_default_and_never_without_consent(self):
+        one = self.boot_on('cmp1', self.flavors[1], 'one', ALLOW)
+        self.boot_on('cmp2', self.flavors[2], 'pair')
+        refused = self.boot(self.flavors[8], 'big', status='ERROR')
+        self.assertIn('fragmentation', refused['fault']['message'])
+        self.flags('scheduler', defrag_max_moves=2)
+        self.api('DELETE', '/servers/%s/metadata/pci_defrag' % one['id'])
+        refused = self.boot(self.flavors[8], 'big', status='ERROR')
+        self.assertIn('fragmentation', refused['fault']['message'])
+        self.assertEqual([], self.migrations(one['id']))
+        self.assertEqual('cmp1',
+                         self.server(one['id'])['OS-EXT-SRV-ATTR:host'])
         self.assert_consistent()
