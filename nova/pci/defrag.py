@@ -57,12 +57,14 @@ STRICT_POLICIES = (pci_numa.REQUIRED, pci_numa.SOCKET)
 @dataclasses.dataclass(frozen=True)
 class Partition:
     """Devices a server of their number can hold: a group, or one device
-    offered alone. ``name`` is the group path, or the device address."""
+    offered alone. ``name`` is the group path, or the device address;
+    ``kind`` what devices they are (a server moves only to its kind)."""
 
     host: str
     name: str
     devices: frozenset[str]
     numa_nodes: frozenset[int | None]
+    kind: str = ''
 
     @property
     def size(self) -> int:
@@ -302,7 +304,7 @@ class _Search:
             return free, blocked
         span = len(current.numa_nodes)
         for part in self.state.by_size.get(len(devices), ()):
-            if part.host == host or any(
+            if part.host == host or part.kind != current.kind or any(
                     (part.host, a) in self.reserved for a in part.devices):
                 continue
             if server.numa_policy in STRICT_POLICIES and \
@@ -366,6 +368,12 @@ def plan(boards: Iterable[Board], servers: Mapping[str, Server], size: int,
     return best
 
 
+def _kind(devices) -> str:
+    """What ``devices`` are: their vendor and product IDs."""
+    return ','.join(sorted({'%s:%s' % (d.vendor_id, d.product_id)
+                            for d in devices}))
+
+
 def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
     """The planner's boards of ``nova.pci.board``'s: every group of more
     than one device (each prefix of the devices' group paths) and every
@@ -387,12 +395,13 @@ def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
                                        []).append(dev)
         partitions = [Partition(host_board.host, dev.address,
                                 frozenset([dev.address]),
-                                frozenset([dev.numa_node]))
+                                frozenset([dev.numa_node]), _kind([dev]))
                       for dev in alone]
         partitions.extend(
             Partition(host_board.host, path,
                       frozenset(d.address for d in members),
-                      frozenset(d.numa_node for d in members))
+                      frozenset(d.numa_node for d in members),
+                      _kind(members))
             for path, members in sorted(by_path.items())
             if len(members) > 1)
         holders = {dev.address: dev.instance_uuid

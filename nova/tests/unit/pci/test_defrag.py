@@ -160,6 +160,18 @@ class PlanTest(test.TestCase):
         self.assertEqual([('s1', 'h1', 'board/p1', 'h2', 'board/p2')],
                          _moves(plan))
 
+    def test_a_server_moves_only_to_its_kind_of_device(self):
+        # h2's only free device is an NVMe drive.
+        nvme = pci_device.TrackedDevice(
+            id=9, compute_node_id=2, address='0000:c1:00.0',
+            vendor_id='144d', product_id='a80a',
+            dev_type=pci_device.DEV_TYPE_PCI)
+        h2 = _board('h2', {gpu: 's2' for gpu in range(1, 9)})
+        h2 = pci_board.HostBoard('h2', h2.devices + [nvme], {})
+        servers = _servers('s1', 's2', fixed=('s2',))
+        self.assertIsNone(self._plan([_board('h1', {1: 's1'}), h2],
+                                     servers))
+
     def test_only_the_requested_host(self):
         hosts = [_board('h1', {1: 's1'}), _board('h2', {5: 's2', 6: 's3'}),
                  _board('h3', {1: 's4', 3: 's4'})]
