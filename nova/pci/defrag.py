@@ -31,6 +31,7 @@ the operator allowed moving them, the computes that can take a move).
 """
 
 import dataclasses
+import typing
 from collections.abc import Iterable
 from collections.abc import Mapping
 
@@ -198,6 +199,14 @@ class _State:
         self.where[uuid] = old
 
 
+class _Task(typing.NamedTuple):
+    """A server still to move: to a target the search picks (``target``
+    None), or into ``target`` once its blockers moved out."""
+
+    server: str
+    target: Partition | None = None
+
+
 class _Search:
     """Depth-first search of the moves freeing one group."""
 
@@ -222,20 +231,21 @@ class _Search:
         self.best = None
         self.bound = bound
         self.reserved = {(freed.host, a) for a in freed.devices}
-        tasks = [('place', uuid) for uuid in sorted(
+        tasks = [_Task(uuid) for uuid in sorted(
             occupants, key=lambda u: (-len(self.state.where[u][1]),
                                       self.servers[u].name, u))]
         self._step(tasks, [], set(occupants))
         return self.best[1] if self.best else None
 
-    def _lower_bound(self, tasks: list, moves: list) -> tuple[int, int]:
+    def _lower_bound(self, tasks: list[_Task],
+                     moves: list[Move]) -> tuple[int, int]:
         """The cost of ``moves`` plus one move of each server still to
         place or commit."""
         return (len(moves) + len(tasks),
                 sum(m.size for m in moves) + sum(
-                    len(self.state.where[task[1]][1]) for task in tasks))
+                    len(self.state.where[task.server][1]) for task in tasks))
 
-    def _cut(self, tasks: list, moves: list) -> bool:
+    def _cut(self, tasks: list[_Task], moves: list[Move]) -> bool:
         bound = self._lower_bound(tasks, moves)
         if bound[0] > self.max_moves:
             return True
@@ -244,7 +254,8 @@ class _Search:
                 return True
         return False
 
-    def _step(self, tasks: list, moves: list, busy: set[str]) -> None:
+    def _step(self, tasks: list[_Task], moves: list[Move],
+              busy: set[str]) -> None:
         if self._cut(tasks, moves):
             return
         if not tasks:
@@ -252,14 +263,14 @@ class _Search:
                          tuple(moves))
             return
         task, rest = tasks[0], tasks[1:]
-        if task[0] == 'commit':
-            _kind, uuid, part = task
+        if task.target is not None:
+            uuid, part = task
             self.reserved.difference_update(
                 (part.host, a) for a in part.devices)
             self._apply(uuid, part, rest, moves, busy)
             self.reserved.update((part.host, a) for a in part.devices)
             return
-        uuid = task[1]
+        uuid = task.server
         # Clearing a target moves at least one more server.
         spare = self.max_moves - len(moves) - len(tasks)
         free, blocked = self._targets(uuid, busy, spare)
@@ -272,13 +283,13 @@ class _Search:
             self.reserved.update(reserved)
             ordered = sorted(blockers, key=lambda u: (
                 -len(self.state.where[u][1]), self.servers[u].name, u))
-            self._step([('place', b) for b in ordered] +
-                       [('commit', uuid, part)] + rest, moves,
+            self._step([_Task(b) for b in ordered] +
+                       [_Task(uuid, part)] + rest, moves,
                        busy | blockers)
             self.reserved.difference_update(reserved)
 
-    def _apply(self, uuid: str, part: Partition, rest: list, moves: list,
-               busy: set[str]) -> None:
+    def _apply(self, uuid: str, part: Partition, rest: list[_Task],
+               moves: list[Move], busy: set[str]) -> None:
         host, devices = self.state.where[uuid]
         move = Move(server=uuid, name=self.servers[uuid].name,
                     size=len(devices), source_host=host,
