@@ -91,6 +91,28 @@ class TestDefrag(DefragTestBase):
         self.assert_server_holds(big, {test_resize.BOARD})
         self.assert_consistent()
 
+    def test_apply_makes_several_moves_one_at_a_time(self):
+        first = self.boot_on('cmp1', self.flavors[1], 'first', ALLOW)
+        second = self.boot_on('cmp1', self.flavors[1], 'second', ALLOW)
+        self.boot_on('cmp2', self.flavors[2], 'pair')
+        code, _out, err = self.manage('plan', '--size', '8',
+                                      '--max-moves', '1')
+        self.assertEqual(defrag_cmd.NO_PLAN, code)
+        self.assertIn('at most 1 move(s)', err)
+        code, out, err = self.manage('apply', '--size', '8',
+                                     '--timeout', '60')
+        self.assertEqual(0, code, err)
+        self.assertEqual(2, out.count('Moving '), out)
+        self.assertIn('cmp1 board is wholly free (8 device(s)) after 2 '
+                      'move(s)', out)
+        held = set()
+        for server in (first, second):
+            moved = self.server(server['id'])
+            self.assertEqual('cmp2', moved['OS-EXT-SRV-ATTR:host'])
+            held.add(self.assert_server_holds(moved, SINGLES))
+        self.assertEqual(2, len(held))
+        self.assert_consistent()
+
     def test_no_plan_without_the_operators_consent(self):
         one = self.boot_on('cmp1', self.flavors[1], 'one')
         self.boot_on('cmp2', self.flavors[2], 'pair')
