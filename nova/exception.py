@@ -406,6 +406,10 @@ class InstanceInvalidState(Conflict):
         super().__init__(message, **kwargs)
 
 
+class MetadataItemNotFound(NotFound):
+    msg_fmt = 'The server has no metadata item %(key)r.'
+
+
 class InstanceActionNotFound(NotFound):
     msg_fmt = ('Action for request_id %(request_id)s on instance '
                '%(instance_uuid)s not found')

@@ -17,7 +17,13 @@ board of 8). Host choices, all on the same trace and fleet:
   host would publish is put on its root right after each claim and end;
 * first: Placement's first candidate;
 * random: a random candidate (seeded);
-* spread: emptiest host first (most free GPUs), Placement's order inside.
+* spread: emptiest host first (most free GPUs), Placement's order inside;
+* defrag: bands, and a request refused by every band is given a plan of
+  at most ``--defrag-max-moves`` moves by ``nova.pci.defrag`` (on the
+  fleet's boards and holders, every instance allowed to move), carried
+  out in Placement (each moved instance's allocation deleted and claimed
+  on its target partition, as a cold migration ends) before the request
+  is asked again.
 
 The no-topology limit replays the same trace against one pool of all the
 fleet's GPUs with no partition rule. Acceptance and utilization count the
@@ -55,6 +61,7 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import embedded_placement
+from nova.pci import defrag
 from nova.pci import devspec
 from nova.pci import placement_names
 from nova.pci import groups as pci_groups
@@ -76,7 +83,9 @@ ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
 # Hosts replaying the warm-up of a prefilled fleet (--prefill).
 TEMPLATE_HOSTS = 16
-POLICIES = ('scheduler', 'bands', 'first', 'random', 'spread')
+POLICIES = ('scheduler', 'bands', 'first', 'random', 'spread', 'defrag')
+# Host choices that ask Placement band by band.
+BANDED = ('bands', 'defrag')
 PROJECT = USER = 'bench-fleet'
 
 
@@ -197,7 +206,7 @@ def order_candidates(policy: str, body: dict,
     """The allocation requests of ``body`` in the order ``policy`` tries
     them."""
     candidates = body['allocation_requests']
-    if policy in ('scheduler', 'bands'):
+    if policy in ('scheduler',) + BANDED:
         return [s.allocation_request
                 for s in scheduler_candidates.select_candidates(body, request)]
     if policy == 'first':
@@ -308,6 +317,9 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
         translator.update_provider_tree_for_pci(
             tree, host, devices, specs, group_tree, [], dict)
         client.update_from_provider_tree(tree)
+    # As the scheduler does before its queries: Placement refuses a
+    # forbidden trait it does not know (no device is withheld alone here).
+    client.ensure_traits([placement_names.GROUP_ONLY_TRAIT])
 
 
 def copy_host(database: str, template: str, names: list[str]) -> None:
@@ -406,8 +418,15 @@ class FleetRun:
     """Replays a trace on the Placement fleet with one host choice."""
 
     def __init__(self, client: report.SchedulerReportClient, policy: str,
-                 limit: int | None, seed: int) -> None:
+                 limit: int | None, seed: int,
+                 boards: 'FleetBoards | None' = None,
+                 max_moves: int = 0) -> None:
         self.client = client
+        # The boards and holders the defrag host choice plans on.
+        self.boards = boards
+        self.max_moves = max_moves
+        # (arrival, size, moves, GPUs moved) of each plan carried out.
+        self.move_log: list[tuple[float, int, int, int]] = []
         self.policy = policy
         self.limit = limit
         self.rng = random.Random(seed)
@@ -425,7 +444,7 @@ class FleetRun:
         self.densities: list[tuple[float, float]] = []
 
     def _candidates(self, rr: request_builder.ResourceRequest) -> dict:
-        if self.policy == 'bands':
+        if self.policy in BANDED:
             return scheduler_fullness.allocation_candidates(
                 rr, self.limit, self.client.get_allocation_candidates,
                 self.client.get_trait_names)
@@ -443,18 +462,58 @@ class FleetRun:
         self.latency.setdefault(request.size, []).append(
             (asked - started, chosen - asked))
         consumer = uuidutils.generate_uuid()
+        claimed = self._claim(consumer, body, ordered, rr, request.size)
+        if claimed is None and self.boards is not None and \
+                self._defragment(request):
+            body = self._candidates(rr)
+            claimed = self._claim(consumer, body, order_candidates(
+                self.policy, body, rr, self.rng), rr, request.size)
+        self.densities.append((request.arrival, self.density()))
+        return claimed
+
+    def _claim(self, consumer: str, body: dict, ordered: list[dict],
+               rr: request_builder.ResourceRequest,
+               size: int) -> str | None:
         summaries = body['provider_summaries']
-        claimed = None
         for candidate in ordered:
             if self.client.claim_resources(consumer, candidate, PROJECT,
                                            USER):
                 root = scheduler_candidates.host_root(candidate, summaries)
-                self._hold(consumer, root, request.size)
+                self._hold(consumer, root, size)
                 self._count_breaking(candidate, root, summaries, rr)
-                claimed = consumer
-                break
-        self.densities.append((request.arrival, self.density()))
-        return claimed
+                if self.boards is not None:
+                    self.boards.hold(consumer, root, frozenset(
+                        scheduler_candidates.taken_providers(
+                            rr.pci_providers(candidate))))
+                return consumer
+        return None
+
+    def _defragment(self, request: Request) -> bool:
+        """Plan and carry out the moves freeing a group of the
+        request's size; whether there was such a plan with moves."""
+        plan = defrag.plan(self.boards.boards(), self.boards.servers(),
+                           request.size, self.max_moves)
+        if plan is None or not plan.moves:
+            return False
+        for move in plan.moves:
+            self.client.delete_allocation_for_instance(move.server)
+            allocations = {move.target.host: {'resources': dict(
+                resource_request(move.size).groups[0].resources)}}
+            allocations.update({device: {'resources': {'PGPU': 1}}
+                                for device in move.target.devices})
+            if not self.client.claim_resources(
+                    move.server, {'allocations': allocations}, PROJECT,
+                    USER):
+                raise RuntimeError('the move of %s to %s was refused' % (
+                    move.server, move.target.name))
+            self._hold(None, move.source_host, -move.size)
+            self._hold(None, move.target.host, move.size)
+            if move.server in self.consumers:
+                self.consumers[move.server] = (move.target.host, move.size)
+            self.boards.hold(move.server, move.target.host,
+                             move.target.devices)
+        self.move_log.append((request.arrival, request.size) + plan.cost)
+        return True
 
     def _count_breaking(self, candidate: dict, root: str, summaries: dict,
                         rr: request_builder.ResourceRequest) -> None:
@@ -471,6 +530,8 @@ class FleetRun:
         self.client.delete_allocation_for_instance(consumer)
         root, size = self.consumers.pop(consumer)
         self._hold(None, root, -size)
+        if self.boards is not None:
+            self.boards.release(consumer)
 
     def _hold(self, consumer: str | None, root: str, size: int) -> None:
         """Count ``size`` more GPUs held on ``root``; with bands, publish
@@ -480,7 +541,7 @@ class FleetRun:
         self.busy_hosts += int(self.held[root] + size > 0) - int(
             self.held[root] > 0)
         self.held[root] += size
-        if self.policy == 'bands':
+        if self.policy in BANDED:
             publish_band(self.client, root,
                          GPUS_PER_HOST - self.held[root])
 
@@ -489,6 +550,96 @@ class FleetRun:
         instances are packed on as few hosts as possible."""
         return sum(self.held.values()) / (
             self.busy_hosts * GPUS_PER_HOST or 1)
+
+
+class FleetBoards:
+    """The fleet's partitions and who holds which GPU, as
+    ``nova.pci.defrag`` plans on them: read once from Placement's
+    database (groups are the providers with a group size trait, their
+    GPUs the PGPU providers below), then kept by the run."""
+
+    def __init__(self, database: str) -> None:
+        db = sqlite3.connect(database)
+        try:
+            providers = db.execute(
+                'SELECT rp.id, rp.uuid, rp.name, rp.parent_provider_id, '
+                'root.uuid FROM resource_providers rp JOIN '
+                'resource_providers root ON rp.root_provider_id = root.id'
+            ).fetchall()
+            traits = db.execute(
+                'SELECT rpt.resource_provider_id, t.name FROM '
+                'resource_provider_traits rpt JOIN traits t ON '
+                'rpt.trait_id = t.id').fetchall()
+            gpus = {row[0] for row in db.execute(
+                'SELECT i.resource_provider_id FROM inventories i JOIN '
+                'resource_classes rc ON i.resource_class_id = rc.id '
+                "WHERE rc.name = 'PGPU'")}
+            held = db.execute(
+                'SELECT rp.uuid, root.uuid, a.consumer_id FROM allocations '
+                'a JOIN resource_providers rp ON a.resource_provider_id = '
+                'rp.id JOIN resource_providers root ON rp.root_provider_id '
+                '= root.id JOIN resource_classes rc ON a.resource_class_id '
+                "= rc.id WHERE rc.name = 'PGPU'").fetchall()
+        finally:
+            db.close()
+        traits_of = collections.defaultdict(set)
+        for rp_id, name in traits:
+            traits_of[rp_id].add(name)
+        children = collections.defaultdict(list)
+        for rp_id, _uuid, _name, parent, _root in providers:
+            children[parent].append(rp_id)
+        by_id = {row[0]: row for row in providers}
+
+        def node(rp_id: int) -> int | None:
+            return placement_names.locality_from_traits(
+                traits_of[rp_id]).node
+
+        def gpus_below(rp_id: int) -> list[int]:
+            found, pending = [], [rp_id]
+            while pending:
+                current = pending.pop()
+                if current in gpus:
+                    found.append(current)
+                pending.extend(children[current])
+            return found
+
+        self.partitions: dict[str, list[defrag.Partition]] = \
+            collections.defaultdict(list)
+        for rp_id, uuid, name, _parent, root in providers:
+            if rp_id in gpus:
+                members = [rp_id]
+            elif any(placement_names.is_group_size_trait(t)
+                     for t in traits_of[rp_id]):
+                members = gpus_below(rp_id)
+            else:
+                continue
+            self.partitions[root].append(defrag.Partition(
+                root, name, frozenset(by_id[m][1] for m in members),
+                frozenset(node(m) for m in members)))
+        self.placed: dict[str, tuple[str, frozenset[str]]] = {}
+        for device, root, consumer in held:
+            _root, devices = self.placed.get(consumer, (root, frozenset()))
+            self.placed[consumer] = (root, devices | {device})
+
+    def hold(self, consumer: str, root: str,
+             devices: frozenset[str]) -> None:
+        self.placed[consumer] = (root, devices)
+
+    def release(self, consumer: str) -> None:
+        self.placed.pop(consumer, None)
+
+    def boards(self) -> list[defrag.Board]:
+        holders: dict[str, dict[str, str]] = collections.defaultdict(dict)
+        for consumer, (root, devices) in self.placed.items():
+            holders[root].update((device, consumer) for device in devices)
+        return [defrag.Board(root, tuple(parts), holders[root])
+                for root, parts in self.partitions.items()]
+
+    def servers(self) -> dict[str, defrag.Server]:
+        return {consumer: defrag.Server(consumer, consumer,
+                                        pci_request.DEFAULT_NUMA_POLICY,
+                                        True)
+                for consumer in self.placed}
 
 
 def publish_band(client: report.SchedulerReportClient, root: str,
@@ -544,7 +695,10 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     placement, client = _embedded_client(state_path)
     try:
         started = time.perf_counter()
-        run = FleetRun(client, policy, args.limit or None, args.seed)
+        boards = (FleetBoards(_database(state_path))
+                  if policy == 'defrag' else None)
+        run = FleetRun(client, policy, args.limit or None, args.seed,
+                       boards, args.defrag_max_moves)
         for root, held in gpus_held(_database(state_path)).items():
             run.held[root] = held
             run.busy_hosts += 1
@@ -558,8 +712,26 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     measured = [d for arrival, d in run.densities if arrival >= warmup]
     return (dict(summarize(trace, accepted, gpus, warmup),
                  policy=policy, density=statistics.mean(measured),
-                 breaking=run.breaking / (run.claims or 1)),
+                 breaking=run.breaking / (run.claims or 1),
+                 moves=_moves_by_size(trace, accepted, run.move_log, warmup)
+                 if boards is not None else None),
             run.latency)
+
+
+def _moves_by_size(trace: list[Request], accepted: list[bool],
+                   log: list[tuple[float, int, int, int]],
+                   warmup: float) -> dict[int, tuple[int, int, int]]:
+    """Size -> (requests accepted, moves, GPUs moved), counting the
+    requests arriving after ``warmup``."""
+    counts = {size: [0, 0, 0] for size in sorted(MIX)}
+    for request, ok in zip(trace, accepted):
+        if ok and request.arrival >= warmup:
+            counts.setdefault(request.size, [0, 0, 0])[0] += 1
+    for arrival, size, moves, gpus in log:
+        if arrival >= warmup:
+            counts[size][1] += moves
+            counts[size][2] += gpus
+    return {size: tuple(values) for size, values in counts.items()}
 
 
 # Output ---------------------------------------------------------------------
@@ -579,6 +751,18 @@ def format_results(rows: list[dict]) -> str:
             row['policy'], ' | '.join('%.3f' % row['acceptance'][s]
                                       for s in sizes),
             row['all'], row['utilization'], ' | '.join(extra)))
+    return '\n'.join(lines)
+
+
+def format_moves(row: dict) -> str:
+    """Moves and GPUs moved for the accepted requests of each size
+    (the defrag host choice), measured requests only."""
+    lines = ['moves, %s:' % row['policy'],
+             '| N | accepted | moves | moves per accepted | GPUs moved |',
+             '|---|---|---|---|---|']
+    for size, (accepted, moves, gpus) in sorted(row['moves'].items()):
+        lines.append('| %d | %d | %d | %.3f | %d |' % (
+            size, accepted, moves, moves / (accepted or 1), gpus))
     return '\n'.join(lines)
 
 
@@ -617,6 +801,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              'instances outlive the trace' % TEMPLATE_HOSTS)
     parser.add_argument('--policies', default=','.join(POLICIES),
                         help='host choices to replay, comma-separated')
+    parser.add_argument('--defrag-max-moves', type=int, default=2,
+                        help='moves a defrag plan may make for one '
+                             'request (host choice defrag)')
     parser.add_argument('--jobs', type=int, default=2,
                         help='host choices replayed at once, each in a '
                              'process and Placement of its own')
@@ -682,6 +869,9 @@ def main(argv: list[str] | None = None) -> int:
         '%d: %d' % item for item in sorted(limit_row['asked'].items())))
     print(format_results(rows))
     for row, latency in results:
+        if row.get('moves') is not None:
+            print()
+            print(format_moves(row))
         print()
         print(format_latency(row['policy'], latency))
     return 0

@@ -164,7 +164,7 @@ def detail_view(req, instance: dict) -> dict:
         'status': status(instance),
         'tenant_id': instance.get('project_id'),
         'user_id': instance.get('user_id'),
-        'metadata': {},
+        'metadata': instance.get('server_metadata') or {},
         'hostId': _host_id(instance),
         'image': _image_view(req, instance),
         'flavor': _flavor_view(req, instance),
@@ -305,6 +305,65 @@ def create(req) -> tuple:
               'OS-DCF:diskConfig': 'MANUAL',
               'security_groups': [{'name': 'default'}]}
     return 202, {'server': server}, {'Location': req.link('servers', uuid)}
+
+
+_METADATA_ITEM_SCHEMA = {
+    'type': 'object',
+    'properties': {'meta': {
+        'type': 'object', 'minProperties': 1, 'maxProperties': 1,
+        'propertyNames': {'minLength': 1, 'maxLength': 255},
+        'additionalProperties': {'type': 'string', 'maxLength': 255}}},
+    'required': ['meta'], 'additionalProperties': False,
+}
+
+
+def metadata_index(req, server_id: str) -> tuple:
+    """GET /servers/{id}/metadata."""
+    instance = get_instance(req, server_id, policies.METADATA_INDEX)
+    return 200, {'metadata': instance.get('server_metadata') or {}}
+
+
+_METADATA_SCHEMA = {
+    'type': 'object',
+    'properties': {'metadata': _CREATE_SCHEMA['properties']['metadata']},
+    'required': ['metadata'], 'additionalProperties': False,
+}
+
+
+def metadata_update(req, server_id: str) -> tuple:
+    """POST /servers/{id}/metadata with ``{"metadata": {...}}``: the
+    items given are set, the others kept; the server's metadata."""
+    instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    body = req.body_object()
+    validation.validate(body, _METADATA_SCHEMA)
+    metadata = dict(instance.get('server_metadata') or {})
+    for key, value in sorted(body['metadata'].items()):
+        metadata = req.compute_api.update_metadata_item(
+            req.context, dict(instance, server_metadata=metadata), key,
+            value)
+    return 200, {'metadata': metadata}
+
+
+def metadata_update_item(req, server_id: str, key: str) -> tuple:
+    """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
+    """
+    instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    body = req.body_object()
+    validation.validate(body, _METADATA_ITEM_SCHEMA)
+    if list(body['meta']) != [key]:
+        raise exception.APIValidationError(
+            field='meta', reason='the body must set the key of the URL, '
+            '%r, not %s' % (key, ', '.join(map(repr, body['meta']))))
+    req.compute_api.update_metadata_item(req.context, instance, key,
+                                         body['meta'][key])
+    return 200, {'meta': {key: body['meta'][key]}}
+
+
+def metadata_delete_item(req, server_id: str, key: str) -> tuple:
+    """DELETE /servers/{id}/metadata/{key}."""
+    instance = get_instance(req, server_id, policies.METADATA_DELETE)
+    req.compute_api.update_metadata_item(req.context, instance, key, None)
+    return 204, None
 
 
 def delete(req, server_id: str) -> tuple:

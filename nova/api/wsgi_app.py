@@ -199,6 +199,11 @@ def _build_router() -> _Router:
     router.add(p + '/servers/{server_id}', GET=servers.show,
                DELETE=servers.delete)
     router.add(p + '/servers/{server_id}/action', POST=server_actions.action)
+    router.add(p + '/servers/{server_id}/metadata',
+               GET=servers.metadata_index, POST=servers.metadata_update)
+    router.add(p + '/servers/{server_id}/metadata/{key}',
+               PUT=servers.metadata_update_item,
+               DELETE=servers.metadata_delete_item)
     router.add(p + '/servers/{server_id}/os-instance-actions',
                GET=instance_actions.index)
     router.add(p + '/servers/{server_id}/os-instance-actions/{request_id}',

@@ -7,6 +7,7 @@ import sys
 from oslo_config import cfg
 
 from nova import cmd
+from nova.cmd import defrag
 from nova import context as nova_context
 from nova import exception
 from nova.compute import audit
@@ -394,6 +395,28 @@ def _parser() -> argparse.ArgumentParser:
         'and why')
     history_parser.add_argument('address')
     history_parser.add_argument('--host')
+    defrag_parser = pci_actions.add_parser(
+        'defrag', help='free a whole device group by cold-migrating '
+        'servers with metadata pci_defrag=allow')
+    steps = defrag_parser.add_subparsers(dest='step', required=True)
+    for step, text in (('plan', 'print the cheapest plan; exit 0 with '
+                        'one, %d without' % defrag.NO_PLAN),
+                       ('apply', 'carry the plan out one confirmed move '
+                        'at a time; exit 0 once the group is free, %d '
+                        'without a plan, %d at a failed move' % (
+                            defrag.NO_PLAN, defrag.MOVE_FAILED))):
+        step_parser = steps.add_parser(step, help=text)
+        step_parser.add_argument('--size', type=int, required=True,
+                                 help='devices in the group to free')
+        step_parser.add_argument('--host', help='free it on this host')
+        step_parser.add_argument('--max-moves', type=int, default=3,
+                                 help='servers to move at most '
+                                 '(default 3)')
+        if step == 'apply':
+            step_parser.add_argument(
+                '--timeout', type=float, default=600,
+                help='seconds to wait for each migration and confirm '
+                '(default 600)')
     placement_parser = categories.add_parser('placement', help='Placement')
     placement_actions = placement_parser.add_subparsers(dest='action',
                                                         required=True)
@@ -436,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
                                   args.reason)
         if args.action == 'device':
             return pci_device_history(args.address, args.host)
+        if args.action == 'defrag' and args.step == 'plan':
+            return defrag.plan(conf, args.size, args.host, args.max_moves)
+        if args.action == 'defrag':
+            return defrag.apply(conf, args.size, args.host, args.max_moves,
+                                args.timeout)
         if args.action == 'partitions':
             return pci_partitions(conf, args.host)
         return pci_list(args.host)

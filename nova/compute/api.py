@@ -167,8 +167,8 @@ class API:
         FlavorExtraSpecInvalid for other bad extra specs, and the
         errors of :meth:`image` for ``image_ref`` (a Glance image id;
         ``none`` or empty: no image). The instance keeps the image's
-        metadata (its properties shape the guest). ``metadata`` is
-        accepted but not stored: the instance record has none.
+        metadata (its properties shape the guest). ``metadata`` (key ->
+        string) is stored with the server.
         """
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
         image = self.image(image_ref, flavor)
@@ -191,12 +191,12 @@ class API:
             'pci_requests': pci_request.requests_to_primitive(pci_requests),
             'image_ref': image.id if image else image_ref,
             'image_meta': image.to_primitive() if image else None,
+            'server_metadata': dict(metadata or {}),
         })
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
-        LOG.info('Instance %s (%s) created with flavor %s and image %r; '
-                 '%d metadata item(s) are not stored', instance['uuid'],
-                 name, flavor['flavorid'], image_ref, len(metadata or {}))
+        LOG.info('Instance %s (%s) created with flavor %s and image %r',
+                 instance['uuid'], name, flavor['flavorid'], image_ref)
         try:
             self.conductor_api.build_instance(context, instance['uuid'])
         except oslo_messaging.MessagingException as exc:
@@ -276,6 +276,22 @@ class API:
                  uuid, migration_type, migration['uuid'], instance['host'],
                  new_flavor.get('flavorid'))
         return migration
+
+    def update_metadata_item(self, context, instance: dict, key: str,
+                             value: str | None) -> dict:
+        """Set (or with ``value`` None, remove) one metadata item of
+        the server; its metadata afterwards. MetadataItemNotFound when
+        removing a key it does not have."""
+        metadata = dict(instance.get('server_metadata') or {})
+        if value is None:
+            if key not in metadata:
+                raise exception.MetadataItemNotFound(key=key)
+            del metadata[key]
+        else:
+            metadata[key] = value
+        db.instance_update(context, instance['uuid'],
+                           {'server_metadata': metadata})
+        return metadata
 
     def resize(self, context, instance: dict, flavor_ref: str) -> dict:
         """Resize the server to flavor ``flavor_ref``; the migration.

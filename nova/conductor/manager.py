@@ -69,6 +69,7 @@ from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
 from nova.compute import vm_states
+from nova.conductor import defrag
 from nova.conductor import migrate
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova import context as nova_context
@@ -116,6 +117,7 @@ class ConductorManager(manager.Manager):
         self._builds_lock = threading.Lock()
         self.moves = migrate.MoveTasks(conf, self.reportclient,
                                        self.scheduler_api, self.compute_api)
+        self.defrag = defrag.AutoDefrag(conf)
 
     # Leases -----------------------------------------------------------------
 
@@ -317,8 +319,8 @@ class ConductorManager(manager.Manager):
         try:
             for attempt in range(1, max_attempts + 1):
                 try:
-                    selection = self.scheduler_api.select_destination(
-                        context, instance_uuid, excluded, self.owner)
+                    selection = self._select(context, instance_uuid,
+                                             excluded, attempt == 1)
                 except exception.NoValidHost as exc:
                     return self._fail(context, instance_uuid,
                                       _with_history(exc.message, failures),
@@ -372,6 +374,23 @@ class ConductorManager(manager.Manager):
                     instance_uuid, exception.reason_of(exc)),
                 failures), details=traceback.format_exc(), waiting=waiting)
         return None
+
+    def _select(self, context, instance_uuid: str, excluded: list[str],
+                defragment: bool):
+        """The scheduler's selection for the build. With ``defragment``,
+        a refusal for fragmentation only is asked again once moves freed
+        a group (``[scheduler]defrag_max_moves``, see
+        ``nova.conductor.defrag``)."""
+        try:
+            return self.scheduler_api.select_destination(
+                context, instance_uuid, excluded, self.owner)
+        except exception.NoValidHost as exc:
+            if not defragment or not self.defrag.free_for(
+                    context, instance_uuid,
+                    exc.kwargs.get('reason', exc.message)):
+                raise
+        return self.scheduler_api.select_destination(
+            context, instance_uuid, excluded, self.owner)
 
     def _call_compute(self, context, host: str, instance_uuid: str,
                       pci_providers: dict[str, list[str]],

@@ -31,6 +31,16 @@ scheduler_opts = [
                     'request got a partition, so N requests racing for N '
                     'or more free partitions all succeed when this is at '
                     'least N.'),
+    cfg.IntOpt('defrag_max_moves',
+               default=0,
+               min=0,
+               help='When a build of a server asking one device group is '
+                    'refused for fragmentation only (devices free, no '
+                    'group of its size wholly free), the conductor cold-'
+                    'migrates at most this many servers that allow it '
+                    '(metadata pci_defrag=allow) to free one, as '
+                    '"nova-manage pci defrag apply" does, and schedules '
+                    'the build again. 0 (default): never.'),
 ]
 
 filter_scheduler_group = cfg.OptGroup(

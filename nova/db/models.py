@@ -246,6 +246,9 @@ class Instance(Base):
     # The image as it was when the server was built or rebuilt
     # (nova.image.glance.ImageMeta.to_primitive); None without an image.
     image_meta: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    # The server's metadata (key -> string value), as the API shows it.
+    server_metadata: orm.Mapped[dict | None] = orm.mapped_column(
+        JSONEncoded)
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

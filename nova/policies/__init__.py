@@ -33,6 +33,9 @@ SERVERS_DETAIL_ALL_PROJECTS = 'os_compute_api:servers:detail:get_all_tenants'
 SERVERS_SHOW = 'os_compute_api:servers:show'
 SERVERS_CREATE = 'os_compute_api:servers:create'
 SERVERS_DELETE = 'os_compute_api:servers:delete'
+METADATA_INDEX = 'os_compute_api:server-metadata:index'
+METADATA_UPDATE = 'os_compute_api:server-metadata:update'
+METADATA_DELETE = 'os_compute_api:server-metadata:delete'
 SERVERS_REBOOT = 'os_compute_api:servers:reboot'
 SERVERS_STOP = 'os_compute_api:servers:stop'
 SERVERS_START = 'os_compute_api:servers:start'
@@ -128,6 +131,16 @@ def list_rules() -> list[policy.RuleDefault]:
               [('POST', '/servers')]),
         _rule(SERVERS_DELETE, PROJECT_MEMBER_OR_ADMIN, 'Delete a server.',
               [('DELETE', '/servers/{server_id}')]),
+        _rule(METADATA_INDEX, PROJECT_READER_OR_ADMIN,
+              'List a server\'s metadata.',
+              [('GET', '/servers/{server_id}/metadata')]),
+        _rule(METADATA_UPDATE, PROJECT_MEMBER_OR_ADMIN,
+              'Set metadata items of a server.',
+              [('POST', '/servers/{server_id}/metadata'),
+               ('PUT', '/servers/{server_id}/metadata/{key}')]),
+        _rule(METADATA_DELETE, PROJECT_MEMBER_OR_ADMIN,
+              'Delete one metadata item of a server.',
+              [('DELETE', '/servers/{server_id}/metadata/{key}')]),
         _rule(SERVERS_REBOOT, PROJECT_MEMBER_OR_ADMIN, 'Reboot a server.',
               [('POST', action)]),
         _rule(SERVERS_STOP, PROJECT_MEMBER_OR_ADMIN, 'Stop a server.',

@@ -229,7 +229,7 @@ class SchedulerManager(manager.Manager):
         if not offered:
             reasons = refusal.reasons(self.reportclient, request)
             scheduler_metrics.refused(*(r.code for r in reasons))
-            raise exception.NoValidHost(reason='no host can provide %s: %s' % (
+            raise exception.NoValidHost(reason=refusal.no_candidate(
                 wanted, refusal.explain(reasons)))
 
         usable, dropped = usable_hosts(response)

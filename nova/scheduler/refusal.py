@@ -49,6 +49,12 @@ class Reason:
     text: str
 
 
+# How the words of a fragmentation reason start, and how a NoValidHost
+# reason for a request without candidates is put.
+FRAGMENTATION_PREFIX = 'fragmentation: '
+_NO_CANDIDATE = 'no host can provide %s: %s'
+
+
 def _devices(count: int, rc: str) -> str:
     return '%d %s device%s' % (count, rc, '' if count == 1 else 's')
 
@@ -117,7 +123,7 @@ def _pci_reason(reportclient, pci_req, numa_cells: int) -> Reason | None:
                 'legacy' % (pci_req.numa_policy, pci_req.group_type,
                             pci_req.count, local[1], local[0], local[1])))
         return Reason(FRAGMENTATION, (
-            'fragmentation: %s free, but no %s group of %d is wholly '
+            FRAGMENTATION_PREFIX + '%s free, but no %s group of %d is wholly '
             'free (the free devices sit in partly used groups)%s' % (
                 _devices(free, rc), pci_req.group_type, pci_req.count,
                 _unhealthy(reportclient, traits))))
@@ -143,3 +149,20 @@ def reasons(reportclient,
 def explain(found: list[Reason]) -> str:
     """The reasons in words, for the NoValidHost fault."""
     return '; '.join(reason.text for reason in found)
+
+
+def no_candidate(wanted: str, explanation: str) -> str:
+    """The NoValidHost reason of a request (``wanted``, in words) that
+    Placement had no candidate for, and why (``explain``)."""
+    return _NO_CANDIDATE % (wanted, explanation)
+
+
+def fragmentation_only(reason: str) -> bool:
+    """Whether a NoValidHost ``reason`` says nothing but fragmentation:
+    every part of the request is free somewhere, only no group of its
+    size is wholly free (what moving servers can change)."""
+    head = _NO_CANDIDATE.split('%s')[0]
+    if not reason.startswith(head) or ': ' not in reason[len(head):]:
+        return False
+    parts = reason[len(head):].split(': ', 1)[1].split('; ')
+    return len(parts) == 1 and parts[0].startswith(FRAGMENTATION_PREFIX)

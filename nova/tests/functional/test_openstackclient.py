@@ -220,3 +220,21 @@ class TestOpenStackClient(boot.BootTestBase):
         self.assertIn('CUSTOM_PCI_GROUP_NVLINK_2', resp.text)
         self.assertIn('pci_passthrough:alias=<alias>:<count>', resp.text)
         self.assertEqual([], self.api('GET', '/servers')['servers'])
+
+    def test_server_property_set_and_unset(self):
+        """The metadata nova-manage pci defrag reads, as the
+        defragmentation guide sets it."""
+        self.osc('flavor', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '0', 'tiny')
+        server = self.osc_json('server', 'create', '--flavor', 'tiny',
+                               '--image', 'none', '--property', 'team=ml',
+                               'vm1')
+        self.osc('server', 'set', '--property', 'pci_defrag=allow',
+                 server['id'])
+        shown = self.osc_json('server', 'show', server['id'])
+        self.assertEqual({'team': 'ml', 'pci_defrag': 'allow'},
+                         shown['properties'])
+        self.osc('server', 'unset', '--property', 'pci_defrag',
+                 server['id'])
+        self.assertEqual({'team': 'ml'}, self.api(
+            'GET', '/servers/%s' % server['id'])['server']['metadata'])

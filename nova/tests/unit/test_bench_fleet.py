@@ -159,6 +159,41 @@ class TestCopyHost(test.TestCase):
         self.assertEqual(3, len(held))
         self.assertEqual({1}, set(held.values()))
 
+    def test_fleet_boards_from_the_tables(self):
+        # A pair group provider over two GPUs on NUMA node 0; the first
+        # held by c1 (set up above).
+        db = sqlite3.connect(self.path)
+        with db:
+            db.executescript('''
+                CREATE TABLE traits (id INTEGER, name TEXT);
+                INSERT INTO traits VALUES (40, 'COMPUTE_NODE'),
+                    (41, 'CUSTOM_PCI_GROUP_NVLINK_2'),
+                    (42, '%s0');
+                INSERT INTO resource_providers VALUES
+                    (3, 'p1', 'hgx-1_pair', 1, 1, 1, NULL),
+                    (4, 'g2', 'hgx-1_gpu2', 1, 1, 3, NULL);
+                UPDATE resource_providers SET parent_provider_id = 3
+                    WHERE id = 2;
+                INSERT INTO inventories VALUES
+                    (4, 7, 1, 0, 1, 1, 1, 1.0, NULL);
+                INSERT INTO resource_provider_traits VALUES (3, 41, NULL),
+                    (2, 42, NULL), (4, 42, NULL);
+            ''' % bench.placement_names.NODE_TRAIT_PREFIX)
+        db.close()
+        boards = bench.FleetBoards(self.path)
+        board, = boards.boards()
+        self.assertEqual('r1', board.host)
+        self.assertEqual({'hgx-1_gpu': {'g1'}, 'hgx-1_gpu2': {'g2'},
+                          'hgx-1_pair': {'g1', 'g2'}},
+                         {p.name: set(p.devices) for p in board.partitions})
+        self.assertEqual({frozenset([0])},
+                         {p.numa_nodes for p in board.partitions})
+        self.assertEqual({'g1': 'c1'}, dict(board.holders))
+        boards.hold('c2', 'r1', frozenset(['g2']))
+        boards.release('c1')
+        self.assertEqual({'g2': 'c2'}, dict(boards.boards()[0].holders))
+        self.assertEqual(['c2'], list(boards.servers()))
+
 
 class TestFormat(test.TestCase):
 
@@ -172,3 +207,17 @@ class TestFormat(test.TestCase):
                       '0.250 |', table)
         self.assertIn('| limit | 1.000 | 0.500 | 0.900 | 0.700 | - | - |',
                       table)
+
+    def test_moves_counted_for_measured_requests(self):
+        R = bench.Request
+        trace = [R(0, 0.5, 1.0, 8), R(1, 1.5, 1.0, 8), R(2, 2.0, 1.0, 4),
+                 R(3, 2.5, 1.0, 8)]
+        # Plans carried out for requests 0 (warm-up), 1 and 3.
+        log = [(0.5, 8, 2, 3), (1.5, 8, 1, 1), (2.5, 8, 1, 2)]
+        moves = bench._moves_by_size(trace, [True, True, True, False],
+                                     log, warmup=1.0)
+        self.assertEqual({1: (0, 0, 0), 2: (0, 0, 0), 4: (1, 0, 0),
+                          8: (1, 2, 3)}, moves)
+        table = bench.format_moves({'policy': 'defrag', 'moves': moves})
+        self.assertIn('| 8 | 1 | 2 | 2.000 | 3 |', table)
+        self.assertIn('| 1 | 0 | 0 | 0.000 | 0 |', table)

@@ -9,6 +9,7 @@ import webob
 
 from nova import test
 from nova.api import wsgi_app
+from nova.compute import api as compute_api
 import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
@@ -51,7 +52,13 @@ class FakeComputeAPI(object):
             'display_name': name, 'project_id': context.project_id,
             'user_id': context.user_id, 'flavor_id': flavor['id'],
             'flavor': flavor, 'vm_state': 'building',
-            'task_state': 'scheduling', 'image_ref': image_ref})
+            'task_state': 'scheduling', 'image_ref': image_ref,
+            'server_metadata': metadata})
+
+    def update_metadata_item(self, context, instance, key, value):
+        self.calls.append(('update_metadata_item', key, value))
+        return compute_api.API.update_metadata_item(self, context, instance,
+                                                    key, value)
 
     def get(self, context, uuid):
         self.calls.append(('get', uuid))

@@ -37,6 +37,12 @@ ROUTE_RULES = {
     ('GET', '/v2.1/servers/detail'): policies.SERVERS_DETAIL,
     ('GET', '/v2.1/servers/{server_id}'): policies.SERVERS_SHOW,
     ('DELETE', '/v2.1/servers/{server_id}'): policies.SERVERS_DELETE,
+    ('GET', '/v2.1/servers/{server_id}/metadata'): policies.METADATA_INDEX,
+    ('POST', '/v2.1/servers/{server_id}/metadata'): policies.METADATA_UPDATE,
+    ('PUT', '/v2.1/servers/{server_id}/metadata/{key}'):
+        policies.METADATA_UPDATE,
+    ('DELETE', '/v2.1/servers/{server_id}/metadata/{key}'):
+        policies.METADATA_DELETE,
     # Each action has its own rule (server_actions); reboot stands for all.
     ('POST', '/v2.1/servers/{server_id}/action'): policies.SERVERS_REBOOT,
     ('GET', '/v2.1/servers/{server_id}/os-instance-actions'):

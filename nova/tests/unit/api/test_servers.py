@@ -43,6 +43,36 @@ class TestServers(fakes.APITestCase):
         self.assertEqual([('create', 'vm1', 'f1', 'cirros', {'k': 'v'})],
                          self.compute_api.calls)
 
+    def test_metadata_is_stored_and_changed_by_item(self):
+        uuid = self.boot(metadata={'k': 'v'}).json['server']['id']
+        url = '/v2.1/servers/%s/metadata' % uuid
+        response = self.request('PUT', url + '/pci_defrag',
+                                {'meta': {'pci_defrag': 'allow'}},
+                                token=fakes.MEMBER)
+        self.assertEqual(200, response.status_int, response.text)
+        self.assertEqual({'meta': {'pci_defrag': 'allow'}}, response.json)
+        self.assertEqual(204, self.request('DELETE', url + '/k',
+                                           token=fakes.MEMBER).status_int)
+        self.assertEqual({'metadata': {'pci_defrag': 'allow'}},
+                         self.request('GET', url, token=fakes.MEMBER).json)
+        response = self.request('POST', url, {'metadata': {'a': '1'}},
+                                token=fakes.MEMBER)
+        self.assertEqual({'metadata': {'pci_defrag': 'allow', 'a': '1'}},
+                         response.json)
+        self.request('DELETE', url + '/a', token=fakes.MEMBER)
+        server = self.request('GET', '/v2.1/servers/%s' % uuid,
+                              token=fakes.MEMBER).json['server']
+        self.assertEqual({'pci_defrag': 'allow'}, server['metadata'])
+        self.assertFault(self.request('DELETE', url + '/k',
+                                      token=fakes.MEMBER),
+                         404, 'itemNotFound', "'k'")
+        self.assertFault(self.request('PUT', url + '/a', {'meta': {'b': 'c'}},
+                                      token=fakes.MEMBER),
+                         400, 'badRequest', "'a'")
+        self.assertFault(self.request('PUT', url + '/a', {'meta': {'a': 'c'}},
+                                      token=fakes.OTHER),
+                         404, 'itemNotFound', uuid)
+
     def test_create_accepts_flavor_url(self):
         self.boot(flavorRef='http://localhost/flavors/f1')
         self.assertEqual('f1', self.compute_api.calls[0][2])

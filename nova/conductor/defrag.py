@@ -1,0 +1,176 @@
+"""Carry out defragmentation plans: cold migrations that free a whole
+device group, one confirmed move at a time.
+
+``nova-manage pci defrag apply`` and the conductor's automatic mode
+(``[scheduler]defrag_max_moves``) both run :func:`free_group`. Each move
+goes through the Compute API's own paths, so it is an instance action
+of the moved server with its own request id, and the migration runs in a
+conductor like any other: ``migrate`` to the planned host (``host`` as
+microversion 2.56 allows), then ``confirmResize`` once the server is in
+VERIFY_RESIZE. The scheduler chooses the partition on that host, best
+fit as the planner orders targets, so before each move the plan is made
+again (``nova.pci.defrag``) for the host being freed and the moves left:
+a server landing on another free partition of its size than planned
+changes the rest of the plan, never its validity. A failed move is rolled
+back by the conductor (the server on its old partition) and stops the
+run.
+"""
+
+import dataclasses
+import time
+from typing import Callable
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova import context as nova_context
+from nova import exception
+from nova import states
+from nova.compute import api as compute_api
+from nova.db import api as db
+from nova.pci import defrag
+from nova.pci import request as pci_request
+from nova.scheduler import refusal
+
+LOG = logging.getLogger(__name__)
+
+_FAILED = (states.MIGRATION_ERROR, states.MIGRATION_FAILED)
+_POLL = 0.2
+# How long the automatic mode waits for one move (a cold migration of a
+# guest, then its confirm) before it gives the build up.
+AUTO_MOVE_TIMEOUT = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How a run ended: ``freed`` the group wholly free (None when no
+    plan was left or a move failed), the moves made, and why it stopped
+    without a free group (``failed_move``: a move failed, else no plan
+    was left)."""
+
+    freed: defrag.Partition | None
+    moved: int
+    failure: str | None = None
+    failed_move: bool = False
+
+
+def no_plan(size: int, host: str | None, max_moves: int) -> str:
+    """Why there is no plan, in an operator's words."""
+    return ('No plan of at most %d move(s) frees a group of %d devices%s: '
+            'only servers with metadata %s=%s that are ACTIVE or SHUTOFF '
+            'move, to free partitions of their size on other computes '
+            'that are up' % (max_moves, size, ' on %s' % host if host
+                             else '', defrag.ALLOW_KEY, defrag.ALLOW_VALUE))
+
+
+def plan(context, conf: cfg.ConfigOpts, size: int, host: str | None,
+         max_moves: int) -> defrag.Plan | None:
+    """The cheapest plan for the fleet the database shows now."""
+    boards, servers = defrag.load_fleet(context, conf)
+    return defrag.plan(boards, servers, size, max_moves, host)
+
+
+def free_group(context, conf: cfg.ConfigOpts, api: compute_api.API,
+               size: int, host: str | None, max_moves: int,
+               timeout: float,
+               report: Callable[[str], None] = LOG.info) -> Outcome:
+    """Move servers until a group of ``size`` is wholly free (on
+    ``host`` if given), at most ``max_moves``; ``report`` gets one line
+    per move started."""
+    moved = 0
+    while True:
+        found = plan(context, conf, size, host, max_moves - moved)
+        if found is None:
+            return Outcome(None, moved, no_plan(size, host,
+                                                max_moves - moved))
+        if not found.moves:
+            return Outcome(found.freed, moved)
+        # Later plans free a group on the same host.
+        host = found.freed.host
+        report('Moving %s' % found.describe()[0].split('. ', 1)[1])
+        try:
+            _move(context, api, found.moves[0], timeout)
+        except exception.NovaException as exc:
+            return Outcome(None, moved, exc.message, failed_move=True)
+        moved += 1
+
+
+def _wait(context, uuid: str, migration_uuid: str, done, timeout: float
+          ) -> tuple[dict, dict]:
+    """The instance and migration once ``done(instance, migration)``;
+    MigrationFailed after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        instance = db.instance_get_by_uuid(context, uuid)
+        migration = db.migration_get_by_uuid(context, migration_uuid)
+        if done(instance, migration):
+            return instance, migration
+        if time.monotonic() > deadline:
+            raise exception.MigrationFailed(
+                instance_uuid=uuid, reason='migration %s is still %s after '
+                '%ds; it goes on without this run' % (
+                    migration_uuid, migration['status'], timeout))
+        time.sleep(_POLL)
+
+
+def _move(context, api: compute_api.API, move: defrag.Move,
+          timeout: float) -> None:
+    """Cold-migrate and confirm one server; MigrationFailed (the
+    conductor rolled the move back) or another NovaException. Each
+    request has its own context, so its own request id: the server's
+    instance actions tell them apart, as for REST requests."""
+    instance = db.instance_get_by_uuid(context, move.server)
+    migration = api.migrate(nova_context.get_admin_context(), instance,
+                            move.target.host)
+    instance, migration = _wait(
+        context, move.server, migration['uuid'],
+        lambda i, m: i['task_state'] is None and (
+            m['status'] == states.MIGRATION_FINISHED or
+            m['status'] in _FAILED), timeout)
+    if migration['status'] != states.MIGRATION_FINISHED:
+        raise exception.MigrationFailed(
+            instance_uuid=move.server, reason='migration %s is %s, the '
+            'server stays on %s: %s' % (
+                migration['uuid'], migration['status'], move.source_host,
+                instance['fault_message'] or 'see its instance actions'))
+    api.confirm_resize(nova_context.get_admin_context(), instance,
+                       wait=True)
+    _wait(context, move.server, migration['uuid'],
+          lambda i, m: m['status'] == states.MIGRATION_CONFIRMED and
+          i['task_state'] is None, timeout)
+
+
+class AutoDefrag:
+    """The conductor's automatic mode (``[scheduler]defrag_max_moves``):
+    free a group for a build refused for fragmentation only."""
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self.conf = conf
+        self._api: compute_api.API | None = None
+
+    def free_for(self, context, instance_uuid: str, reason: str) -> bool:
+        """After the scheduler refused ``instance_uuid`` for ``reason``:
+        whether moves now freed a group of the size it asks, so it is
+        worth scheduling again. Only a server asking one device group,
+        refused for nothing but fragmentation, and only when the option
+        allows moves."""
+        max_moves = self.conf.scheduler.defrag_max_moves
+        if not max_moves or not refusal.fragmentation_only(reason):
+            return False
+        requests = pci_request.requests_from_primitive(
+            db.instance_get_by_uuid(context, instance_uuid)['pci_requests'])
+        if len(requests) != 1 or not requests[0].group_type:
+            return False
+        if self._api is None:
+            self._api = compute_api.API(self.conf)
+        outcome = free_group(
+            context, self.conf, self._api, requests[0].count, None,
+            max_moves, AUTO_MOVE_TIMEOUT,
+            lambda line: LOG.info('Instance %s: %s to free a group of %d',
+                                  instance_uuid, line, requests[0].count))
+        if outcome.freed is None:
+            LOG.info('Instance %s: no group of %d freed after %d move(s): '
+                     '%s', instance_uuid, requests[0].count, outcome.moved,
+                     outcome.failure)
+            return False
+        return True
