@@ -90,6 +90,8 @@ class UnhealthyBoardTest(test.TestCase):
         self.assertIn('pair-1 [0000:18:00.0 free     | 0000:2a:00.0 free    '
                       '] NOT OFFERED: NVSwitch 0000:05:00.0 is down',
                       host.draw())
+
+
 class NestedBoardTest(test.TestCase):
     """A quad of two pairs and a lone pair: sizes 2 and 4."""
 
