@@ -56,7 +56,7 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
              'memory_mb': 4096, 'root_gb': 10}, **values), specs)
 
     def _create(self, flavorid='gpu2'):
-        return self.api.create(self.context, 'vm1', flavorid, 'cirros',
+        return self.api.create(self.context, 'vm1', flavorid, 'none',
                                {'k': 'v'})
 
     def test_create_writes_the_instance_and_casts_the_build(self):
