@@ -25,7 +25,9 @@ HOSTS = ('hgx-1', 'hgx-2')
 SETTLE_TIMEOUT = 240
 
 
-class TestConcurrentBoots(boot.BootTestBase):
+class BurstTestBase(boot.BootTestBase):
+    """Two HGX hosts set up for a burst of concurrent boots in this one
+    process (no tests of its own)."""
 
     TIMEOUT = 600
 
@@ -44,6 +46,9 @@ class TestConcurrentBoots(boot.BootTestBase):
         self.flags(rpc_response_timeout=300)
         self.start_services(hosts=HOSTS)
         self.ctx = nova_context.get_admin_context()
+
+
+class TestConcurrentBoots(BurstTestBase):
 
     def request_all(self, method: str, paths_and_bodies: list) -> list:
         """Send every request at once (one connection each); return the

@@ -9,14 +9,13 @@ import prometheus_client
 from prometheus_client import parser
 import requests
 
-from nova import context as nova_context
 from nova import metrics_endpoint
 from nova.pci import board
-from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.tests.functional import test_concurrent_boots
 from nova.tests.functional import test_nvlink_partitions
 from nova.tests.functional import workload
 
-HOSTS = ('hgx-1', 'hgx-2')
+HOSTS = test_concurrent_boots.HOSTS
 GPUS_PER_HOST = 8
 # Servers of 1, 2, 4 and 8 GPUs in turn: 45 GPUs asked of 16.
 BURST = 12
@@ -41,17 +40,10 @@ def _sum(samples: dict, name: str, **labels: str) -> float:
                set(sample_labels))
 
 
-class TestMetricsDuringBurst(boot.BootTestBase):
-
-    TIMEOUT = 600
+class TestMetricsDuringBurst(test_concurrent_boots.BurstTestBase):
 
     def setUp(self):
         super().setUp()
-        self.enable_h200_groups()
-        self.flags('scheduler', max_attempts=len(HOSTS))
-        self.flags(rpc_response_timeout=300)
-        self.start_services(hosts=HOSTS)
-        self.ctx = nova_context.get_admin_context()
         # What nova-all serves on [metrics]listen_port, on a free port.
         server = metrics_endpoint.make_server(
             self.allinone.metrics_collectors(), '127.0.0.1', 0)
