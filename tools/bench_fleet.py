@@ -13,8 +13,12 @@ board of 8). Host choices, all on the same trace and fleet:
 * scheduler: ``nova.scheduler.candidates.select_candidates`` on one query
   with ``limit`` (nova-scheduler before free-GPU bands);
 * bands: the same choice on the fullest free-GPU band's candidates
-  (``nova.scheduler.fullness``, what nova-scheduler asks); the band each
-  host would publish is put on its root right after each claim and end;
+  (``nova.scheduler.fullness``, what nova-scheduler asks with
+  ``[scheduler]band_shard_hosts = 0``); the band each host would publish
+  is put on its root right after each claim and end;
+* shards: bands asked in one random shard of about ``--band-shard-hosts``
+  hosts first, then in wider ones (``nova.scheduler.band_shards``, what
+  nova-scheduler asks by default);
 * first: Placement's first candidate;
 * random: a random candidate (seeded);
 * spread: emptiest host first (most free GPUs), Placement's order inside;
@@ -66,6 +70,7 @@ from nova.pci import devspec
 from nova.pci import placement_names
 from nova.pci import groups as pci_groups
 from nova.pci import request as pci_request
+from nova.scheduler import band_shards
 from nova.scheduler.client import report
 from nova.scheduler import fullness as scheduler_fullness
 from nova.scheduler import request_builder
@@ -83,9 +88,10 @@ ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
 # Hosts replaying the warm-up of a prefilled fleet (--prefill).
 TEMPLATE_HOSTS = 16
-POLICIES = ('scheduler', 'bands', 'first', 'random', 'spread', 'defrag')
+POLICIES = ('scheduler', 'bands', 'shards', 'first', 'random', 'spread',
+            'defrag')
 # Host choices that ask Placement band by band.
-BANDED = ('bands', 'defrag')
+BANDED = ('bands', 'shards', 'defrag')
 PROJECT = USER = 'bench-fleet'
 
 
@@ -318,14 +324,18 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
             tree, host, devices, specs, group_tree, [], dict)
         client.update_from_provider_tree(tree)
     # As the scheduler does before its queries: Placement refuses a
-    # forbidden trait it does not know (no device is withheld alone here).
-    client.ensure_traits([placement_names.GROUP_ONLY_TRAIT])
+    # trait it does not know (no device is withheld alone here, and the
+    # copies have shard traits this host does not).
+    client.ensure_traits([placement_names.GROUP_ONLY_TRAIT,
+                          *placement_names.SHARD_TRAITS])
 
 
 def copy_host(database: str, template: str, names: list[str]) -> None:
     """Copy the provider tree of host ``template``, with its
     allocations, to hosts ``names`` in Placement's SQLite ``database``,
-    in one transaction."""
+    in one transaction. Each copy's providers get the shard bits of its
+    own name, as its compute would publish them (on the root and every
+    PCI provider: every provider of these hosts)."""
     db = sqlite3.connect(database)
     try:
         with db:
@@ -354,6 +364,11 @@ def copy_host(database: str, template: str, names: list[str]) -> None:
                 'consumers WHERE uuid IN (SELECT consumer_id FROM '
                 'allocations WHERE resource_provider_id IN (%s))' % marks,
                 ids).fetchall()
+            shard_ids = dict(db.execute(
+                'SELECT name, id FROM traits WHERE name LIKE ?',
+                (placement_names.SHARD_TRAIT_PREFIX + '%',)).fetchall())
+            traits = [(rp, trait) for rp, trait in traits
+                      if trait not in shard_ids.values()]
             next_id = db.execute(
                 'SELECT MAX(id) FROM resource_providers').fetchone()[0] + 1
             for name in names:
@@ -375,7 +390,9 @@ def copy_host(database: str, template: str, names: list[str]) -> None:
                          for row in inventories])
                 _insert(db, 'resource_provider_traits',
                         'resource_provider_id, trait_id',
-                        [(new[rp], trait) for rp, trait in traits])
+                        [(new[rp], trait) for rp, trait in traits] +
+                        [(new[rp], shard_ids[trait]) for rp in ids
+                         for trait in placement_names.shard_traits(name)])
                 # The template's instances, as new consumers on the copy.
                 renamed = {row[0]: uuidutils.generate_uuid()
                            for row in consumers}
@@ -422,6 +439,10 @@ class FleetRun:
                  boards: 'FleetBoards | None' = None,
                  max_moves: int = 0) -> None:
         self.client = client
+        # How finely the shards host choice slices the fleet (level 0:
+        # whole bands), and which shard it asks first.
+        self.shard_level = 0
+        self.shard_rng = random.Random(seed)
         # The boards and holders the defrag host choice plans on.
         self.boards = boards
         self.max_moves = max_moves
@@ -447,7 +468,9 @@ class FleetRun:
         if self.policy in BANDED:
             return scheduler_fullness.allocation_candidates(
                 rr, self.limit, self.client.get_allocation_candidates,
-                self.client.get_trait_names)
+                self.client.get_trait_names, shards=band_shards.widening(
+                    self.shard_level, self.shard_rng.randrange(
+                        1 << self.shard_level)))
         return self.client.get_allocation_candidates(
             rr.to_query_params(self.limit))
 
@@ -699,6 +722,9 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
                   if policy == 'defrag' else None)
         run = FleetRun(client, policy, args.limit or None, args.seed,
                        boards, args.defrag_max_moves)
+        if policy == 'shards':
+            run.shard_level = band_shards.level_for(args.hosts,
+                                                    args.band_shard_hosts)
         for root, held in gpus_held(_database(state_path)).items():
             run.held[root] = held
             run.busy_hosts += 1
@@ -804,6 +830,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--defrag-max-moves', type=int, default=2,
                         help='moves a defrag plan may make for one '
                              'request (host choice defrag)')
+    parser.add_argument('--band-shard-hosts', type=int, default=16,
+                        help='hosts of a shard, about (host choice '
+                             'shards), as [scheduler]band_shard_hosts')
     parser.add_argument('--jobs', type=int, default=2,
                         help='host choices replayed at once, each in a '
                              'process and Placement of its own')
@@ -817,9 +846,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if unknown:
         parser.error('unknown host choice(s) %s; choose from %s' % (
             ', '.join(sorted(unknown)), ', '.join(POLICIES)))
-    for name in ('hosts', 'requests', 'jobs'):
+    for name in ('hosts', 'requests', 'jobs', 'band_shard_hosts'):
         if getattr(args, name) < 1:
-            parser.error('--%s must be at least 1' % name)
+            parser.error('--%s must be at least 1' % name.replace('_', '-'))
     if args.prefill and args.hosts < TEMPLATE_HOSTS:
         parser.error('--prefill needs at least %d hosts, got %d' % (
             TEMPLATE_HOSTS, args.hosts))

@@ -14,6 +14,10 @@ nova.pci.placement_names)::
       <host>_<ADDRESS>                  ungrouped device (as upstream)
       <host>_<static group name>        static spec group: 1 unit, whole
 
+The root also carries the host's free-device bands, and the root and
+every PCI provider its shard bits (``CUSTOM_PCI_FREE_*``,
+``CUSTOM_PCI_SHARD_*``: how the scheduler asks a large fleet).
+
 Changing the grouping of existing providers re-parents them (their UUIDs,
 inventories and allocations stay). A change that would delete or redefine a
 provider somebody holds allocations on, or split a multi-device allocation
@@ -310,7 +314,13 @@ def _check_multi_device_requests(devices: list[pci_device.TrackedDevice],
 def _apply(view: PlacementView, tree: ptree.ProviderTree
            ) -> dict[str, str]:
     """Make ``tree`` hold exactly the wanted PCI providers; return the
-    provider UUID of each device address behind one."""
+    provider UUID of each device address behind one.
+
+    Every PCI provider also carries the host's shard bits: a scheduler's
+    shard query names them in each single-provider group, so that
+    Placement filters providers by shard before it reads any tree.
+    """
+    shard = names.shard_traits(view.nodename)
     for wanted in view.wanted.values():
         if not tree.exists(wanted.name):
             # Parents are added before children (dict order is pre-order
@@ -324,7 +334,7 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree
             names.WITHHELD_TRAIT in current.traits
         tree.update_inventory(wanted.name, _keep_reserved(
             wanted.inventory, {} if lift else current.inventory))
-        tree.update_traits(wanted.name, wanted.traits)
+        tree.update_traits(wanted.name, wanted.traits | shard)
     stale = [p for p in tree.providers()
              if p.parent_uuid is not None and
              names.is_pci_provider(p.traits) and
@@ -411,11 +421,14 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
 def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
                         devices: dict[str, pci_device.TrackedDevice]
                         ) -> None:
-    """Put the host's free-device band traits on its root provider.
+    """Put the host's free-device band traits and its shard bits on its
+    root provider.
 
     Free units of a provider: its total less Placement's reservation less
     its devices the PCI tracker does not have available (claimed or
-    allocated to an instance). Other root traits are left alone.
+    allocated to an instance). The shard bits depend on the node name
+    only; they let the scheduler ask one slice of a band at a time. Other
+    root traits are left alone.
     """
     free: dict[str, int] = collections.Counter()
     for wanted in view.wanted.values():
@@ -426,8 +439,9 @@ def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
             free[rc] += max(record['total'] - record['reserved'] - busy, 0)
     root = tree.data(view.nodename)
     tree.update_traits(root.uuid, {
-        trait for trait in root.traits if not names.is_band_trait(trait)
-    } | names.band_traits(free))
+        trait for trait in root.traits
+        if not names.is_band_trait(trait) and not names.is_shard_trait(trait)
+    } | names.band_traits(free) | names.shard_traits(view.nodename))
 
 
 def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:

@@ -41,6 +41,18 @@ scheduler_opts = [
                     '(metadata pci_defrag=allow) to free one, as '
                     '"nova-manage pci defrag apply" does, and schedules '
                     'the build again. 0 (default): never.'),
+    cfg.IntOpt('band_shard_hosts',
+               default=16,
+               min=0,
+               help='About how many compute hosts one shard of the fleet '
+                    'holds. Placement\'s cost of a PCI query grows with '
+                    'the fleet, so the scheduler splits the fleet into '
+                    'shards of about this many hosts (by the shard traits '
+                    'every compute publishes, up to 256 shards) and asks '
+                    'one shard, fullest free-device band first, then '
+                    'wider ones up to the whole fleet when none of its '
+                    'bands has a usable candidate. 0: always ask the '
+                    'whole fleet.'),
 ]
 
 filter_scheduler_group = cfg.OptGroup(

@@ -12,8 +12,9 @@ and nowhere else:
   device groups (``CUSTOM_PCI_GROUP_<TYPE>[_<SIZE>[_M<i>]]``), NUMA
   locality (``CUSTOM_PCI_NUMA_NODE_<n>``, ``CUSTOM_PCI_SOCKET_<s>``,
   ``CUSTOM_PCI_NUMA_LOCAL``, ``CUSTOM_PCI_SOCKET_LOCAL``) and upstream's
-  host trait ``COMPUTE_SOCKET_PCI_NUMA_AFFINITY``, and the free-device
-  bands of a host (``CUSTOM_PCI_FREE_<RESOURCE_CLASS>_<BAND>``, below);
+  host trait ``COMPUTE_SOCKET_PCI_NUMA_AFFINITY``, the free-device
+  bands of a host (``CUSTOM_PCI_FREE_<RESOURCE_CLASS>_<BAND>``, below)
+  and the shard bits of a host (``CUSTOM_PCI_SHARD_<i>_<0|1>``, below);
 * resource classes: ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` by default, a spec's
   own class, ``CUSTOM_PCI_GROUP_<TYPE>`` for a static group;
 * request group suffixes: ``<request_id>-<i>`` per device,
@@ -26,6 +27,7 @@ neither imports the other.
 
 from collections.abc import Iterable, Mapping
 import re
+import zlib
 
 import os_resource_classes as orc
 import os_traits
@@ -182,9 +184,10 @@ def is_pci_provider(traits: Iterable[str]) -> bool:
 def is_nova_owned_trait(trait: str) -> bool:
     """True for the traits nova sets on its PCI providers and owns: every
     ``CUSTOM_PCI_*`` trait (device groups and their member positions, NUMA
-    locality, free-device bands) and the ownership traits. Flavors may
-    not name them: a flavor's traits apply to the compute node provider,
-    where most of them never are, and nova rewrites them anyway.
+    locality, free-device bands, shard bits) and the ownership traits.
+    Flavors may not name them: a flavor's traits apply to the compute node
+    provider, where most of them never are, and nova rewrites them
+    anyway.
     """
     return trait.startswith(PCI_CLASS_PREFIX) or trait in MANAGED_TRAITS
 
@@ -348,3 +351,65 @@ def eligible_bands(resource_class: str, count: int,
                 2 * int(match.group('band')) - 1 >= count:
             bands.append((int(match.group('band')), trait))
     return [trait for _band, trait in sorted(bands)]
+
+
+# Shards of the fleet: a bounded slice of the hosts for one query.
+#
+# Placement's cost for a PCI query grows with the fleet (see
+# nova.scheduler.band_shards), so each compute also puts the low
+# ``SHARD_BITS`` bits of a stable hash of its node name on its compute node
+# provider and on every PCI provider, as one trait per bit saying its
+# value::
+#
+#     CUSTOM_PCI_SHARD_<i>_<0 or 1>
+#
+# Shard ``s`` of level ``m`` (one of 2**m) holds the hosts whose low ``m``
+# bits equal ``s``: a query requires the ``m`` traits of those bit values
+# (``shard_query``), required traits only, which Placement resolves in one
+# join without reading the rest of the fleet. Levels nest: shard ``s`` of
+# level ``m + 1`` lies in shard ``s mod 2**m`` of level ``m``. A host that
+# publishes no shard trait (not upgraded yet) is in no shard and is found
+# by the scheduler's last, whole-fleet query.
+#
+# Nova owns every trait with this prefix and replaces them on each update
+# of the provider tree.
+SHARD_TRAIT_PREFIX = 'CUSTOM_PCI_SHARD_'
+SHARD_BITS = 8
+_SHARD_TRAIT_RE = re.compile(r'^%s\d+_[01]$' % SHARD_TRAIT_PREFIX)
+
+
+def shard_trait(bit: int, value: int) -> str:
+    """Trait of the hosts whose shard number has ``value`` (0 or 1) at
+    ``bit``."""
+    return '%s%d_%d' % (SHARD_TRAIT_PREFIX, bit, value)
+
+
+# Every shard trait, which a scheduler makes sure Placement knows (it
+# refuses a query naming an unknown trait, e.g. before any compute of a
+# shard has reported).
+SHARD_TRAITS = frozenset(shard_trait(bit, value)
+                         for bit in range(SHARD_BITS) for value in (0, 1))
+
+
+def shard_number(nodename: str) -> int:
+    """The host's shard number at the finest level: a hash of its node
+    name that every process computes alike (CRC-32, not ``hash()``)."""
+    return zlib.crc32(nodename.encode('utf-8')) & ((1 << SHARD_BITS) - 1)
+
+
+def shard_traits(nodename: str) -> set[str]:
+    """Shard traits of every provider of host ``nodename``."""
+    return shard_query(SHARD_BITS, shard_number(nodename))
+
+
+def is_shard_trait(trait: str) -> bool:
+    return bool(_SHARD_TRAIT_RE.match(trait))
+
+
+def shard_query(level: int, index: int) -> set[str]:
+    """Traits to require for shard ``index`` of ``level`` (``0 <= index <
+    2**level``, ``level <= SHARD_BITS``)."""
+    if not 0 <= level <= SHARD_BITS or not 0 <= index < 1 << level:
+        raise ValueError('no shard %d at level %d (levels 0-%d, shards '
+                         '0 to 2**level - 1)' % (index, level, SHARD_BITS))
+    return {shard_trait(bit, index >> bit & 1) for bit in range(level)}

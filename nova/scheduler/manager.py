@@ -23,6 +23,8 @@ since nothing else would free it (see ``nova.conductor.manager``).
 """
 
 
+import random
+
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
@@ -33,7 +35,9 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova import rpc
+from nova.pci import placement_names
 from nova.pci import request as pci_request
+from nova.scheduler import band_shards
 from nova.scheduler import candidates as scheduler_candidates
 from nova.scheduler.client import frees
 from nova.scheduler.client import report
@@ -88,6 +92,9 @@ class SchedulerManager(manager.Manager):
         super().__init__(conf)
         # Asks Placement for candidates and claims the chosen one.
         self.reportclient = report.client_for(conf, reportclient)
+        # Which shard of the fleet a request asks first
+        # (nova.scheduler.band_shards).
+        self._rng = random.Random()
 
     @oslo_messaging.expected_exceptions(exception.NoValidHost,
                                         exception.BuildLeaseLost)
@@ -224,7 +231,8 @@ class SchedulerManager(manager.Manager):
 
         response = self._allocation_candidates(
             request, lambda body: bool(
-                _on_hosts(body, usable_hosts(body)[0])))
+                _on_hosts(body, usable_hosts(body)[0])),
+            self._shards(fleet[0].values(), requested_host))
         offered = scheduler_candidates.from_response(response, request)
         if not offered:
             reasons = refusal.reasons(self.reportclient, request)
@@ -304,18 +312,37 @@ class SchedulerManager(manager.Manager):
                                       instance_uuid, None)
             raise
 
-    def _allocation_candidates(self, request, usable) -> dict:
+    def _shards(self, nodes, requested_host: str | None
+                ) -> list[band_shards.Shard | None]:
+        """The shards of the fleet to ask in turn: one of about
+        ``[scheduler]band_shard_hosts`` of the compute ``nodes``, the
+        requested host's if any (else at random), then wider ones."""
+        nodes = list(nodes)
+        level = band_shards.level_for(len(nodes),
+                                      self.conf.scheduler.band_shard_hosts)
+        names = [node['hypervisor_hostname'] for node in nodes
+                 if node['host'] == requested_host]
+        index = (placement_names.shard_number(names[0]) if len(names) == 1
+                 else self._rng.randrange(1 << level))
+        return band_shards.widening(level, index)
+
+    def _allocation_candidates(self, request, usable,
+                               shards=(None,)) -> dict:
         """Placement's candidates for ``request``, fullest hosts first
-        (``nova.scheduler.fullness``: band by band under the limit, past
-        bands whose candidates are all on hosts ``usable`` refuses)."""
+        (``nova.scheduler.fullness``: band by band under the limit, in
+        ``shards`` of the fleet in turn, past bands whose candidates are
+        all on hosts ``usable`` refuses)."""
         # A forbidden trait no provider has yet forbids nothing, but
-        # Placement refuses a query naming a trait it does not know.
+        # Placement refuses a query naming a trait it does not know, and
+        # the shard traits of a shard no compute reported yet are unknown.
         self.reportclient.ensure_traits(
-            trait for group in request.groups
-            for trait in group.forbidden_traits)
+            [trait for group in request.groups
+             for trait in group.forbidden_traits] +
+            sorted(placement_names.SHARD_TRAITS))
         return fullness.allocation_candidates(
             request, self.conf.scheduler.max_placement_results,
-            self._ask_placement, self.reportclient.get_trait_names, usable)
+            self._ask_placement, self.reportclient.get_trait_names, usable,
+            shards)
 
     def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
         """One ``GET /allocation_candidates``.

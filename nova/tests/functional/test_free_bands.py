@@ -1,15 +1,34 @@
 """Free-device bands with real Placement: what computes publish and how
-the scheduler uses it under a small candidate limit (nova.pci.placement_names,
-nova.scheduler.fullness)."""
+the scheduler uses it under a small candidate limit, and band shards
+(nova.pci.placement_names, nova.scheduler.fullness, band_shards)."""
+
+import concurrent.futures
+import json
+from urllib import parse
 
 from oslo_utils import uuidutils
 
 from nova.pci import placement_names
+from nova.pci import request as pci_request
+from nova.scheduler import band_shards
+from nova.scheduler import fullness
+from nova.scheduler import request_builder
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot_test
 from nova.tests.functional import test_pci_placement_tree as tree_test
+from nova.virt.fake import host as fakehost
 
 GPUS = base.GPUS
+
+
+def gpu_request(count: int) -> request_builder.ResourceRequest:
+    """What the scheduler asks Placement for a flavor ``h200:<count>``."""
+    aliases = pci_request.get_alias_from_config(
+        [json.dumps(fakehost.H200_ALIAS)])
+    return request_builder.build_resource_request(
+        {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}},
+        pci_request.get_pci_requests_from_flavor(
+            {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % count}, aliases))
 
 
 def bands_of(traits: set[str]) -> set[str]:
@@ -165,3 +184,67 @@ class TestDeletePublishesTheBand(boot_test.BootTestBase):
         # So a pair goes there, not into the other host's free quad.
         server = self.boot(self.flavors[2], 'pair3')
         self.assertEqual(full, server['OS-EXT-SRV-ATTR:host'])
+
+
+class TestSchedulerAsksOneShard(boot_test.BootTestBase):
+    """With ``band_shard_hosts = 1`` the scheduler splits four hosts into
+    four shards (cmp1 and cmp3 share shard 2, cmp2 is shard 0, cmp4 shard
+    1, shard 3 is empty) and asks one, then wider ones."""
+
+    HOSTS = ('cmp1', 'cmp2', 'cmp3', 'cmp4')
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.flags('scheduler', band_shard_hosts=1,
+                   max_attempts=len(self.HOSTS))
+        self.start_services(hosts=self.HOSTS)
+        self.flavors = self.gpu_flavors()
+
+    def candidate_hosts(self, level: int, index: int) -> set[str]:
+        """Hosts of Placement's candidates for 8 GPUs in shard ``index``
+        of ``level``, the query as the scheduler sends it."""
+        request = fullness.in_shard(gpu_request(8),
+                                    band_shards.Shard(level, index))
+        body = self.reportclient.get_allocation_candidates(
+            request.to_query_params(None))
+        names = {self.provider_view(host)[host]['uuid']: host
+                 for host in self.HOSTS}
+        return {names[summary['root_provider_uuid']]
+                for summary in body['provider_summaries'].values()}
+
+    def test_a_shard_query_finds_exactly_its_hosts(self):
+        self.reportclient.ensure_traits(placement_names.SHARD_TRAITS)
+        self.assertEqual(
+            [{'cmp2'}, {'cmp4'}, {'cmp1', 'cmp3'}, set()],
+            [self.candidate_hosts(2, index) for index in range(4)])
+        self.assertEqual(set(self.HOSTS), self.candidate_hosts(0, 0))
+        self.assertEqual({'cmp1'}, self.candidate_hosts(3, 6))
+
+    def test_concurrent_boards_fill_every_host_through_shards(self):
+        seen = len(self.placement.faults.query_strings)
+
+        def boot(number):
+            return self.boot(self.flavors[8], 'vm%d' % number)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            servers = list(pool.map(boot, range(4)))
+        self.assertEqual(sorted(self.HOSTS), sorted(
+            s['OS-EXT-SRV-ATTR:host'] for s in servers))
+        # The queries named shards, on the root and in the groups.
+        queries = [parse.parse_qs(query) for query in
+                   self.placement.faults.query_strings[seen:]]
+        sharded = [q for q in queries if any(
+            placement_names.is_shard_trait(trait)
+            for trait in q.get('root_required', [''])[0].split(','))]
+        self.assertTrue(sharded, queries)
+        for query in sharded:
+            shard = {trait for trait in query['root_required'][0].split(',')
+                     if placement_names.is_shard_trait(trait)}
+            groups = [values[0] for name, values in query.items()
+                      if name.startswith('required') and name != 'required']
+            self.assertEqual(9, len(groups))   # 8 devices, their group
+            for group in groups:
+                self.assertLessEqual(shard, set(group.split(',')))
+        # No board is left: refused, nothing held.
+        refused = self.boot(self.flavors[8], 'late', status='ERROR')
+        self.assert_nothing_held(refused['id'])

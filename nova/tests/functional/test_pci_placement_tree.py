@@ -7,6 +7,7 @@ reads the tree back from Placement's REST API.
 from nova import context as nova_context
 from nova import exception
 from nova.db import api as db
+from nova.pci import placement_names
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.functional import base
 from nova.virt.fake import host as fakehost
@@ -71,6 +72,22 @@ class TestGroupedTree(base.FunctionalTestCase):
         self.start_compute('cmp1')
         self.assertEqual(h200_tree('cmp1'),
                          as_tuples(self.provider_view('cmp1')))
+
+    def test_every_provider_carries_the_shard_traits_of_its_host(self):
+        self.enable_h200_groups()
+        self.start_compute('cmp1')
+        self.start_compute('cmp2')
+        for host in ('cmp1', 'cmp2'):
+            view = self.provider_view(host)
+            self.assertEqual(16, len(view))
+            for name, provider in view.items():
+                traits = self.placement_get(
+                    '/resource_providers/%s/traits' % provider['uuid'])
+                self.assertEqual(placement_names.shard_traits(host), {
+                    trait for trait in traits['traits']
+                    if placement_names.is_shard_trait(trait)}, name)
+        self.assertNotEqual(placement_names.shard_traits('cmp1'),
+                            placement_names.shard_traits('cmp2'))
 
     def test_periodic_update_is_idempotent(self):
         self.enable_h200_groups()

@@ -121,6 +121,7 @@ class TestCopyHost(test.TestCase):
                     generation INTEGER, created_at TEXT);
                 CREATE TABLE resource_classes (id INTEGER, name TEXT);
                 INSERT INTO resource_classes VALUES (7, 'PGPU');
+                CREATE TABLE traits (id INTEGER, name TEXT);
                 INSERT INTO resource_providers VALUES
                     (1, 'r1', 'hgx-1', 3, 1, NULL, NULL),
                     (2, 'g1', 'hgx-1_gpu', 5, 1, 1, NULL);
@@ -130,6 +131,9 @@ class TestCopyHost(test.TestCase):
                 INSERT INTO allocations VALUES (2, 'c1', 7, 1, NULL);
                 INSERT INTO consumers VALUES ('c1', 1, 1, 1, 1, NULL);
             ''')
+            db.executemany('INSERT INTO traits VALUES (?, ?)', list(
+                enumerate(sorted(bench.placement_names.SHARD_TRAITS),
+                          start=100)))
         db.close()
 
     def test_tree_and_allocations_copied_under_new_names(self):
@@ -150,8 +154,10 @@ class TestCopyHost(test.TestCase):
         self.assertEqual(len(uuids), len(set(uuids)))
         self.assertEqual(3, db.execute(
             'SELECT COUNT(*) FROM inventories').fetchone()[0])
+        # The root's trait on each host (shard bits are ids 100 and up).
         self.assertEqual(3, db.execute(
-            'SELECT COUNT(*) FROM resource_provider_traits').fetchone()[0])
+            'SELECT COUNT(*) FROM resource_provider_traits WHERE trait_id '
+            '< 100').fetchone()[0])
         # One instance per host, each its own consumer.
         self.assertEqual(3, db.execute(
             'SELECT COUNT(DISTINCT uuid) FROM consumers').fetchone()[0])
@@ -159,13 +165,38 @@ class TestCopyHost(test.TestCase):
         self.assertEqual(3, len(held))
         self.assertEqual({1}, set(held.values()))
 
+    def test_each_copy_has_the_shard_traits_of_its_name(self):
+        names = bench.placement_names
+        ids = dict(zip(sorted(names.SHARD_TRAITS), range(100, 200)))
+        db = sqlite3.connect(self.path)
+        with db:
+            # The template's own, as its compute published them.
+            db.executemany(
+                'INSERT INTO resource_provider_traits VALUES (?, ?, NULL)',
+                [(rp, ids[trait]) for rp in (1, 2)
+                 for trait in names.shard_traits('hgx-1')])
+        db.close()
+        bench.copy_host(self.path, 'hgx-1', ['hgx-2', 'hgx-3'])
+        db = sqlite3.connect(self.path)
+        self.addCleanup(db.close)
+        for host in ('hgx-1', 'hgx-2', 'hgx-3'):
+            for provider in (host, host + '_gpu'):
+                traits = {row[0] for row in db.execute(
+                    'SELECT t.name FROM resource_provider_traits rpt JOIN '
+                    'traits t ON rpt.trait_id = t.id JOIN '
+                    'resource_providers rp ON rpt.resource_provider_id = '
+                    'rp.id WHERE rp.name = ?', (provider,))}
+                self.assertEqual(names.shard_traits(host), {
+                    t for t in traits if names.is_shard_trait(t)}, provider)
+        self.assertNotEqual(names.shard_traits('hgx-2'),
+                            names.shard_traits('hgx-1'))
+
     def test_fleet_boards_from_the_tables(self):
         # A pair group provider over two GPUs on NUMA node 0; the first
         # held by c1 (set up above).
         db = sqlite3.connect(self.path)
         with db:
             db.executescript('''
-                CREATE TABLE traits (id INTEGER, name TEXT);
                 INSERT INTO traits VALUES (40, 'COMPUTE_NODE'),
                     (41, 'CUSTOM_PCI_GROUP_NVLINK_2'),
                     (42, '%s0');

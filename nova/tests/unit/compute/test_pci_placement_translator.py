@@ -69,6 +69,12 @@ class TranslatorTestBase(test.TestCase):
             groups.GroupTree.from_config(list(group_config)), list(statics),
             lambda: allocations or {}, withheld=withheld)
 
+    def traits(self, name):
+        """Traits of provider ``name`` but the host's shard traits, which
+        every provider of the host carries (see test_shard_traits_...)."""
+        return {trait for trait in self.tree.data(name).traits
+                if not placement_names.is_shard_trait(trait)}
+
     def parent_name(self, name):
         return self.tree.data(self.tree.data(name).parent_uuid).name
 
@@ -90,7 +96,7 @@ class TestFlatTree(TranslatorTestBase):
                                    'allocation_ratio': 1.0}},
                          data.inventory)
         self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'},
-                         data.traits)
+                         self.traits(data.name))
 
     def test_removed_and_unmatched_devices_get_no_provider(self):
         devices = gpu_devices(**{GPUS[0]: {'status': 'removed'}})
@@ -108,6 +114,21 @@ class TestFlatTree(TranslatorTestBase):
                  for p in self.tree.providers()}
         self.assertEqual(before, after)
 
+    def test_every_provider_gets_the_shard_traits_of_the_host(self):
+        # Shard traits of another name (e.g. before a rename) are
+        # replaced on the root; a trait nova does not own stays.
+        other = placement_names.shard_traits('another-host')
+        self.assertNotEqual(other, placement_names.shard_traits(HOST))
+        self.tree.update_traits('root', other | {'CUSTOM_RACK_1'})
+        self.translate(gpu_devices(), h200_groups())
+        providers = self.tree.providers()
+        self.assertEqual(1 + 8 + 7, len(providers))     # root, GPUs, groups
+        for provider in providers:
+            self.assertEqual(placement_names.shard_traits(HOST), {
+                t for t in provider.traits
+                if placement_names.is_shard_trait(t)}, provider.name)
+        self.assertIn('CUSTOM_RACK_1', self.traits(HOST))
+
 
 class TestGroupedTree(TranslatorTestBase):
 
@@ -119,7 +140,7 @@ class TestGroupedTree(TranslatorTestBase):
         self.assertEqual('cmp1_quad-b', self.parent_name('cmp1_pair-b2'))
         self.assertEqual({'CUSTOM_PCI_GROUP_NVLINK',
                           'CUSTOM_PCI_GROUP_NVLINK_4'},
-                         self.tree.data('cmp1_quad-a').traits)
+                         self.traits('cmp1_quad-a'))
         self.assertEqual({}, self.tree.data('cmp1_pair-a1').inventory)
         # GPU3 is the third device of quad-a and of the board, and its
         # place in its pair follows from the board's module map (addresses
@@ -130,7 +151,7 @@ class TestGroupedTree(TranslatorTestBase):
                           'CUSTOM_PCI_GROUP_NVLINK_2_M%d' % gpus.index(3),
                           'CUSTOM_PCI_GROUP_NVLINK_4_M2',
                           'CUSTOM_PCI_GROUP_NVLINK_8_M2'},
-                         self.tree.data(self.dev_name(3)).traits)
+                         self.traits(self.dev_name(3)))
         self.assertEqual(1 + 7 + 8, len(self.tree.providers()))
 
     def test_flat_to_grouped_keeps_device_uuids(self):
@@ -151,7 +172,7 @@ class TestGroupedTree(TranslatorTestBase):
         self.translate(gpu_devices())
         self.assertEqual(9, len(self.tree.providers()))
         self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'},
-                         self.tree.data(self.dev_name(5)).traits)
+                         self.traits(self.dev_name(5)))
 
     def test_regrouping_that_splits_an_instance_is_refused(self):
         self.translate(gpu_devices())
@@ -277,9 +298,9 @@ class TestUpstreamTags(TranslatorTestBase):
         self.translate(gpu_devices(), whitelist=whitelist)
         self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
                           'HW_PCI_ONE_TIME_USE', 'HW_PCI_LIVE_MIGRATABLE'},
-                         self.tree.data(self.dev_name(1)).traits)
+                         self.traits(self.dev_name(1)))
         self.assertEqual({'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'},
-                         self.tree.data(self.dev_name(2)).traits)
+                         self.traits(self.dev_name(2)))
 
     def test_one_time_use_reserved_once_used_and_never_lowered(self):
         whitelist = self.otu_whitelist(one_time_use=True)
@@ -311,11 +332,11 @@ class TestUpstreamTags(TranslatorTestBase):
         self.translate(gpu_devices(), h200_groups(), withheld=withheld)
         self.assertEqual((1, 0), (self.reserved(1), self.reserved(2)))
         self.assertIn('CUSTOM_PCI_WITHHELD',
-                      self.tree.data(self.dev_name(1)).traits)
+                      self.traits(self.dev_name(1)))
         self.translate(gpu_devices(), h200_groups())
         self.assertEqual(0, self.reserved(1))
         self.assertNotIn('CUSTOM_PCI_WITHHELD',
-                         self.tree.data(self.dev_name(1)).traits)
+                         self.traits(self.dev_name(1)))
 
     def test_lifting_a_withheld_device_keeps_one_time_use_reserved(self):
         whitelist = self.otu_whitelist(one_time_use=True)
@@ -331,9 +352,9 @@ class TestUpstreamTags(TranslatorTestBase):
         self.translate(gpu_devices(), h200_groups(), withheld=withheld)
         self.assertEqual(0, self.reserved(1))
         self.assertIn('CUSTOM_PCI_GROUP_ONLY',
-                      self.tree.data(self.dev_name(1)).traits)
+                      self.traits(self.dev_name(1)))
         self.assertNotIn('CUSTOM_PCI_GROUP_ONLY',
-                         self.tree.data(self.dev_name(2)).traits)
+                         self.traits(self.dev_name(2)))
 
     def test_unhealthy_device_and_its_groups(self):
         tree = groups.GroupTree.from_config(h200_groups())
@@ -345,11 +366,11 @@ class TestUpstreamTags(TranslatorTestBase):
         self.translate(devices, h200_groups(), withheld=withheld)
         self.assertEqual((1, 0), (self.reserved(1), self.reserved(2)))
         self.assertTrue({'CUSTOM_PCI_WITHHELD', 'CUSTOM_PCI_UNHEALTHY'} <=
-                        self.tree.data(self.dev_name(1)).traits)
+                        self.traits(self.dev_name(1)))
         pair, _gpus = pair_of(1)
         for group in tree.groups():
-            traits = self.tree.data(placement_names.group_rp_name(
-                HOST, group.name)).traits
+            traits = self.traits(placement_names.group_rp_name(
+                HOST, group.name))
             size = placement_names.group_size_trait('nvlink', group.size)
             if GPUS[0] in group.addresses:
                 self.assertNotIn(size, traits, group.name)
@@ -358,7 +379,7 @@ class TestUpstreamTags(TranslatorTestBase):
                 self.assertIn(size, traits, group.name)
         # The band counts the 7 healthy GPUs only; the unhealthy one is
         # neither free nor counted twice as used.
-        root = self.tree.data(HOST).traits
+        root = self.traits(HOST)
         self.assertEqual(placement_names.band_traits({'PGPU': 7}),
                          {t for t in root
                           if placement_names.is_band_trait(t)})
@@ -366,10 +387,10 @@ class TestUpstreamTags(TranslatorTestBase):
         self.translate(gpu_devices(), h200_groups())
         self.assertEqual(0, self.reserved(1))
         self.assertNotIn('CUSTOM_PCI_UNHEALTHY',
-                         self.tree.data(self.dev_name(1)).traits)
+                         self.traits(self.dev_name(1)))
         self.assertIn(placement_names.group_size_trait('nvlink', 2),
-                      self.tree.data(placement_names.group_rp_name(
-                          HOST, pair)).traits)
+                      self.traits(placement_names.group_rp_name(
+                          HOST, pair)))
 
     def test_one_time_use_static_group_reserved_once_used(self):
         spec = json.dumps({'vendor_id': '10de', 'product_id': '2335',
@@ -417,7 +438,7 @@ class TestNumaLocality(TranslatorTestBase):
             self.TOPOLOGY)
 
         def traits(name):
-            return self.tree.data('%s_%s' % (HOST, name)).traits
+            return self.traits('%s_%s' % (HOST, name))
 
         self.assertLessEqual({'CUSTOM_PCI_NUMA_NODE_3',
                               'CUSTOM_PCI_SOCKET_1'},
@@ -437,10 +458,10 @@ class TestNumaLocality(TranslatorTestBase):
             self.tree, HOST, devices, self.whitelist.classify(devices),
             groups.GroupTree.from_config(h200_groups()), [], dict,
             self.TOPOLOGY)
-        self.assertFalse({t for t in self.tree.data(
-            '%s_%s' % (HOST, GPUS[0].upper())).traits
+        self.assertFalse({t for t in self.traits(
+            '%s_%s' % (HOST, GPUS[0].upper()))
             if 'NUMA' in t or 'SOCKET' in t})
-        self.assertFalse({t for t in self.tree.data(
-            '%s_pair-a1' % HOST).traits if t.endswith('_LOCAL')})
-        self.assertIn('CUSTOM_PCI_NUMA_NODE_0', self.tree.data(
-            '%s_%s' % (HOST, GPUS[2].upper())).traits)
+        self.assertFalse({t for t in self.traits(
+            '%s_pair-a1' % HOST) if t.endswith('_LOCAL')})
+        self.assertIn('CUSTOM_PCI_NUMA_NODE_0', self.traits(
+            '%s_%s' % (HOST, GPUS[2].upper())))

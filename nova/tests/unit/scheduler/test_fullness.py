@@ -2,7 +2,9 @@
 
 import json
 
+from nova.pci import placement_names as names
 from nova.pci import request as pci_request
+from nova.scheduler import band_shards
 from nova.scheduler import fullness
 from nova.scheduler import request_builder
 from nova import test
@@ -75,3 +77,97 @@ class TestAllocationCandidates(test.TestCase):
         self.assertEqual(['c4'], body['allocation_requests'])
         self.assertEqual(['CUSTOM_PCI_FREE_PGPU_1', 'CUSTOM_PCI_FREE_PGPU_2',
                           'CUSTOM_PCI_FREE_PGPU_4'], asked)
+
+
+class TestShards(test.TestCase):
+    """Bands asked in one shard of the fleet, then wider ones."""
+
+    def setUp(self):
+        super().setUp()
+        # 64 hosts: name -> (band trait, shard traits).
+        self.hosts = {'hgx-%d' % n: ('CUSTOM_PCI_FREE_PGPU_8',
+                                     names.shard_traits('hgx-%d' % n))
+                      for n in range(1, 65)}
+        self.queries = []
+
+    def ask(self, params):
+        """Placement on ``self.hosts``: every host whose root has the
+        root traits and whose devices have each group's traits answers
+        one candidate."""
+        (roots,) = [set(value.split(',')) for name, value in params
+                    if name == 'root_required']
+        groups = [set(value.split(',')) for name, value in params
+                  if name.startswith('required') and name != 'required']
+        self.queries.append((roots, groups))
+        matching = sorted(
+            host for host, (band, shard) in self.hosts.items()
+            if roots <= {band} | shard and all(
+                group - names.SHARD_TRAITS == group - shard
+                for group in groups))
+        return {'allocation_requests': [{'host': h} for h in matching],
+                'provider_summaries': {}}
+
+    def candidates(self, shards, size=8, usable=None):
+        extra = {} if usable is None else {'usable': usable}
+        body = fullness.allocation_candidates(
+            gpu_request(size), 1000, self.ask,
+            lambda prefix: {'CUSTOM_PCI_FREE_PGPU_%d' % b
+                            for b in (1, 2, 4, 8)},
+            shards=shards, **extra)
+        return {c['host'] for c in body['allocation_requests']}
+
+    def in_shard(self, level, index):
+        return {host for host in self.hosts
+                if names.shard_number(host) % (1 << level) == index}
+
+    def test_one_shard_on_the_root_and_in_every_device_group(self):
+        shard = band_shards.Shard(2, 1)
+        self.assertEqual(self.in_shard(2, 1), self.candidates([shard]))
+        ((roots, groups),) = self.queries
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_8'} | shard.traits(), roots)
+        # Eight devices and the group provider, each limited to the shard.
+        self.assertEqual(9, len(groups))
+        for group in groups:
+            self.assertLessEqual(shard.traits(), group)
+        # The flavor's own group is left alone (its root is limited).
+        request = fullness.in_shard(gpu_request(8), shard)
+        (plain,) = [g for g in request.groups if g.suffix is None]
+        self.assertEqual(set(), plain.required_traits)
+
+    def test_every_band_of_the_shard_before_a_wider_shard(self):
+        # Band 1 and 2 hosts exist only outside shard 3 of level 2.
+        outside = sorted(self.hosts.keys() - self.in_shard(2, 3))
+        self.hosts[outside[0]] = ('CUSTOM_PCI_FREE_PGPU_1',
+                                  self.hosts[outside[0]][1])
+        hosts = self.candidates(band_shards.widening(2, 3), size=1)
+        # Bands 1, 2, 4 of the shard are empty; its band 8 answers.
+        self.assertEqual(self.in_shard(2, 3), hosts)
+        self.assertEqual(4, len(self.queries))
+
+    def test_empty_shard_widens_to_its_parent_then_the_fleet(self):
+        index = names.shard_number('hgx-1') % 4
+        self.hosts = {'hgx-1': self.hosts['hgx-1']}
+        empty = (index + 2) % 4            # same parent shard at level 1
+        self.assertEqual({'hgx-1'},
+                         self.candidates(band_shards.widening(2, empty)))
+        self.assertEqual(2, len(self.queries))
+        self.queries.clear()
+        other = (index + 1) % 4            # the other half of the fleet
+        self.assertEqual({'hgx-1'},
+                         self.candidates(band_shards.widening(2, other)))
+        self.assertEqual(3, len(self.queries))
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_8'}, self.queries[-1][0])
+
+    def test_shard_only_on_unusable_hosts_widens(self):
+        shard = names.shard_number('hgx-7') % 4
+        tried = set(self.hosts) - {'hgx-7'}
+        hosts = self.candidates(
+            band_shards.widening(2, shard + 1), usable=lambda body: any(
+                c['host'] not in tried for c in body['allocation_requests']))
+        self.assertIn('hgx-7', hosts)
+
+    def test_default_is_the_whole_fleet(self):
+        self.assertEqual(set(self.hosts), self.candidates((None,)))
+        ((roots, groups),) = self.queries
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_8'}, roots)
+        self.assertFalse(any(group & names.SHARD_TRAITS for group in groups))
