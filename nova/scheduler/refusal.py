@@ -39,6 +39,10 @@ CLAIMS_TAKEN = 'claims_taken'
 CODES = (NO_FLAVOR_RESOURCES, NO_TRAIT, NO_FREE_DEVICE, NO_DEVICE_WITH_TRAIT,
          TOO_FEW_DEVICES, NO_GROUP_SIZE, NO_LOCAL_GROUP, FRAGMENTATION,
          SPREAD, HOSTS_UNUSABLE, NUMA_POLICY, CLAIMS_TAKEN)
+# Not a reason of its own (not counted, not in CODES): a NoValidHost code
+# added to the reasons when deleted servers still hold capacity in
+# Placement, so the refusal may not last (see nova.scheduler.manager).
+LEAKED_CAPACITY = 'leaked_capacity'
 
 
 @dataclasses.dataclass(frozen=True)
