@@ -10,6 +10,8 @@ API errors, the refused server action (InstanceInvalidState) and the
 missing instance action (InstanceActionNotFound) keep upstream's wording.
 """
 
+from collections.abc import Iterable
+
 from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
@@ -427,8 +429,18 @@ class InventoryInUse(Conflict):
 # Boot path ------------------------------------------------------------------
 
 class NoValidHost(NovaException):
+    """Nothing fits a request. ``kwargs['codes']`` are its causes for
+    programs (``nova.scheduler.refusal`` codes, sorted, each once; empty
+    when the raiser names none), next to ``reason`` for people. Being
+    kwargs, they cross RPC: oslo.messaging sends an exception's args and
+    kwargs and rebuilds it from them in the caller."""
+
     msg_fmt = ('No valid host was found. There are not enough hosts '
                'available: %(reason)s')
+
+    def __init__(self, message: str | None = None,
+                 codes: Iterable[str] = (), **kwargs) -> None:
+        super().__init__(message, codes=sorted(set(codes)), **kwargs)
 
 
 class BuildLeaseLost(NovaException):

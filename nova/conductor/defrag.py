@@ -148,14 +148,17 @@ class AutoDefrag:
         self.conf = conf
         self._api: compute_api.API | None = None
 
-    def free_for(self, context, instance_uuid: str, reason: str) -> bool:
-        """After the scheduler refused ``instance_uuid`` for ``reason``:
-        whether moves now freed a group of the size it asks, so it is
-        worth scheduling again. Only a server asking one device group,
-        refused for nothing but fragmentation, and only when the option
-        allows moves."""
+    def free_for(self, context, instance_uuid: str,
+                 codes: list[str]) -> bool:
+        """After the scheduler refused ``instance_uuid`` with the reason
+        ``codes`` of its NoValidHost: whether moves now freed a group of
+        the size it asks, so it is worth scheduling again. Only a server
+        asking one device group, refused for nothing but fragmentation
+        (every part of the request is free somewhere, only no group of its
+        size is wholly free: what moving servers can change), and only
+        when the option allows moves."""
         max_moves = self.conf.scheduler.defrag_max_moves
-        if not max_moves or not refusal.fragmentation_only(reason):
+        if not max_moves or set(codes) != {refusal.FRAGMENTATION}:
             return False
         requests = pci_request.requests_from_primitive(
             db.instance_get_by_uuid(context, instance_uuid)['pci_requests'])

@@ -386,8 +386,7 @@ class ConductorManager(manager.Manager):
                 context, instance_uuid, excluded, self.owner)
         except exception.NoValidHost as exc:
             if not defragment or not self.defrag.free_for(
-                    context, instance_uuid,
-                    exc.kwargs.get('reason', exc.message)):
+                    context, instance_uuid, exc.kwargs['codes']):
                 raise
         return self.scheduler_api.select_destination(
             context, instance_uuid, excluded, self.owner)

@@ -185,7 +185,8 @@ class SchedulerManager(manager.Manager):
                 candidates, usable = self._ordered_candidates(
                     request, wanted, fleet, excluded, requested_host)
             except exception.NoValidHost as exc:
-                raise _with_leaks(context, exc.kwargs['reason']) from exc
+                raise _with_leaks(context, exc.kwargs['reason'],
+                                  exc.kwargs['codes']) from exc
             for candidate in candidates:
                 node = usable[candidate.host]
                 if self.reportclient.claim_resources(
@@ -215,7 +216,8 @@ class SchedulerManager(manager.Manager):
         raise _with_leaks(context, (
             'Placement refused the claims on all %d candidate(s) for %s, '
             'found in %d queries ([scheduler]max_claim_rounds): taken '
-            'concurrently by other instances' % (refused, wanted, rounds)))
+            'concurrently by other instances' % (refused, wanted, rounds)),
+            [refusal.CLAIMS_TAKEN])
 
     def _ordered_candidates(
             self, request: request_builder.ResourceRequest, wanted: str,
@@ -236,9 +238,10 @@ class SchedulerManager(manager.Manager):
         offered = scheduler_candidates.from_response(response, request)
         if not offered:
             reasons = refusal.reasons(self.reportclient, request)
-            scheduler_metrics.refused(*(r.code for r in reasons))
+            codes = [reason.code for reason in reasons]
+            scheduler_metrics.refused(*codes)
             raise exception.NoValidHost(reason=refusal.no_candidate(
-                wanted, refusal.explain(reasons)))
+                wanted, refusal.explain(reasons)), codes=codes)
 
         usable, dropped = usable_hosts(response)
         kept = [candidate for candidate in offered
@@ -247,7 +250,8 @@ class SchedulerManager(manager.Manager):
             scheduler_metrics.refused(refusal.HOSTS_UNUSABLE)
             raise exception.NoValidHost(reason=(
                 '%d candidate(s) for %s, all on hosts that cannot be used: '
-                '%s' % (len(offered), wanted, '; '.join(dropped))))
+                '%s' % (len(offered), wanted, '; '.join(dropped))),
+                codes=[refusal.HOSTS_UNUSABLE])
 
         summaries = response.get('provider_summaries', {})
         kept, numa_reasons = numa_affinity.filter_candidates(
@@ -256,7 +260,8 @@ class SchedulerManager(manager.Manager):
             scheduler_metrics.refused(refusal.NUMA_POLICY)
             raise exception.NoValidHost(reason=(
                 'no candidate for %s meets the PCI NUMA affinity policy: %s'
-                % (wanted, '; '.join(numa_reasons))))
+                % (wanted, '; '.join(numa_reasons))),
+                codes=[refusal.NUMA_POLICY])
 
         ordered = numa_affinity.prefer_local(
             scheduler_candidates.order(kept, summaries, request),
@@ -417,14 +422,18 @@ def _on_hosts(response: dict, usable: dict) -> list[dict]:
             if scheduler_candidates.host_root(candidate, summaries) in usable]
 
 
-def _with_leaks(context, reason: str) -> exception.NoValidHost:
-    """NoValidHost for ``reason``, also naming the capacity deleted
-    servers still hold in Placement (frees pending since Placement did
-    not answer, see ``nova.scheduler.client.frees``): a refusal
-    then tells leaked capacity, freed shortly, from a race or a full
-    fleet."""
+def _with_leaks(context, reason: str,
+                codes: list[str]) -> exception.NoValidHost:
+    """NoValidHost for ``reason`` and its ``codes``, also naming the
+    capacity deleted servers still hold in Placement (frees pending since
+    Placement did not answer, see ``nova.scheduler.client.frees``): a
+    refusal then tells leaked capacity, freed shortly, from a race or a
+    full fleet. The code ``refusal.LEAKED_CAPACITY`` says so to programs:
+    the conductor moves no server for such a refusal, the leaked capacity
+    coming back at the next resource update of its compute."""
     pending = db.pending_free_get_all(context)
     if pending:
+        codes = codes + [refusal.LEAKED_CAPACITY]
         by_host: dict[str, list[str]] = {}
         for row in pending:
             by_host.setdefault(row['host'] or 'no host', []).append(
@@ -436,4 +445,4 @@ def _with_leaks(context, reason: str) -> exception.NoValidHost:
             'next resource update (%s)' % (len(pending), '; '.join(
                 '%s: %s' % (host, ', '.join(uuids))
                 for host, uuids in sorted(by_host.items()))))
-    return exception.NoValidHost(reason=reason)
+    return exception.NoValidHost(reason=reason, codes=codes)

@@ -14,7 +14,10 @@ a refusal says when broken hardware is what is missing.
 
 Each reason carries a code (``CODES``), the label the scheduler's refusal
 counter uses, so dashboards count refusals by cause without reading the
-text.
+text. The NoValidHost exception carries the codes too (its ``codes``
+kwarg), so callers across RPC act on the cause without reading the text:
+the conductor frees a group for a refusal whose only code is
+``FRAGMENTATION`` (``nova.conductor.defrag``).
 """
 
 import dataclasses
@@ -39,6 +42,10 @@ CLAIMS_TAKEN = 'claims_taken'
 CODES = (NO_FLAVOR_RESOURCES, NO_TRAIT, NO_FREE_DEVICE, NO_DEVICE_WITH_TRAIT,
          TOO_FEW_DEVICES, NO_GROUP_SIZE, NO_LOCAL_GROUP, FRAGMENTATION,
          SPREAD, HOSTS_UNUSABLE, NUMA_POLICY, CLAIMS_TAKEN)
+# Not a reason of its own (not counted, not in CODES): a NoValidHost code
+# added to the reasons when deleted servers still hold capacity in
+# Placement, so the refusal may not last (see nova.scheduler.manager).
+LEAKED_CAPACITY = 'leaked_capacity'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,12 +54,6 @@ class Reason:
 
     code: str
     text: str
-
-
-# How the words of a fragmentation reason start, and how a NoValidHost
-# reason for a request without candidates is put.
-FRAGMENTATION_PREFIX = 'fragmentation: '
-_NO_CANDIDATE = 'no host can provide %s: %s'
 
 
 def _devices(count: int, rc: str) -> str:
@@ -123,8 +124,8 @@ def _pci_reason(reportclient, pci_req, numa_cells: int) -> Reason | None:
                 'legacy' % (pci_req.numa_policy, pci_req.group_type,
                             pci_req.count, local[1], local[0], local[1])))
         return Reason(FRAGMENTATION, (
-            FRAGMENTATION_PREFIX + '%s free, but no %s group of %d is wholly '
-            'free (the free devices sit in partly used groups)%s' % (
+            'fragmentation: %s free, but no %s group of %d is wholly free '
+            '(the free devices sit in partly used groups)%s' % (
                 _devices(free, rc), pci_req.group_type, pci_req.count,
                 _unhealthy(reportclient, traits))))
     return None
@@ -154,15 +155,4 @@ def explain(found: list[Reason]) -> str:
 def no_candidate(wanted: str, explanation: str) -> str:
     """The NoValidHost reason of a request (``wanted``, in words) that
     Placement had no candidate for, and why (``explain``)."""
-    return _NO_CANDIDATE % (wanted, explanation)
-
-
-def fragmentation_only(reason: str) -> bool:
-    """Whether a NoValidHost ``reason`` says nothing but fragmentation:
-    every part of the request is free somewhere, only no group of its
-    size is wholly free (what moving servers can change)."""
-    head = _NO_CANDIDATE.split('%s')[0]
-    if not reason.startswith(head) or ': ' not in reason[len(head):]:
-        return False
-    parts = reason[len(head):].split(': ', 1)[1].split('; ')
-    return len(parts) == 1 and parts[0].startswith(FRAGMENTATION_PREFIX)
+    return 'no host can provide %s: %s' % (wanted, explanation)

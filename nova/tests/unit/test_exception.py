@@ -48,3 +48,28 @@ class TestReasonOf(test.TestCase):
         exc = exception.NovaException('')
         exc.message = ''
         self.assertEqual(str(exc), exception.reason_of(exc))
+
+
+class TestNoValidHostCodes(test.TestCase):
+
+    def test_codes_are_sorted_once_each_and_leave_the_message(self):
+        exc = exception.NoValidHost(reason='nothing fits',
+                                    codes=('spread', 'fragmentation',
+                                           'spread'))
+        self.assertEqual(['fragmentation', 'spread'], exc.kwargs['codes'])
+        self.assertEqual('No valid host was found. There are not enough '
+                         'hosts available: nothing fits', exc.message)
+        self.assertEqual(exc.message, str(exc))
+
+    def test_raisers_naming_no_code_give_none(self):
+        exc = exception.NoValidHost(reason='nothing fits')
+        self.assertEqual([], exc.kwargs['codes'])
+        self.assertEqual('No valid host was found. There are not enough '
+                         'hosts available: nothing fits', str(exc))
+
+    def test_explicit_message_is_kept_with_the_codes(self):
+        # How oslo.messaging rebuilds a remote exception: args and kwargs.
+        exc = exception.NoValidHost('sent text', reason='r',
+                                    codes=['fragmentation'])
+        self.assertEqual('sent text', exc.message)
+        self.assertEqual(['fragmentation'], exc.kwargs['codes'])

@@ -1,12 +1,15 @@
 """Tests for nova.rpc on the in-process transport: calls, casts, contexts
 and errors across threads (RabbitMQ: nova.tests.functional.test_rpc)."""
 
+import json
+import sys
 import threading
 import uuid
 
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 import oslo_messaging
+from oslo_messaging._drivers import common as messaging_common
 import testtools
 
 from nova import test
@@ -48,6 +51,10 @@ class Endpoint:
     def fail(self, context, instance_uuid):
         raise exception.RescheduledException(instance_uuid=instance_uuid,
                                              reason='disk on fire')
+
+    @oslo_messaging.expected_exceptions(exception.NoValidHost)
+    def refuse(self, context, codes):
+        raise exception.NoValidHost(reason='nothing fits', codes=codes)
 
 
 class RPCChecks:
@@ -127,6 +134,51 @@ class RPCChecks:
                       'tried on another: '
                       'disk on fire', str(error))
         self.assertEqual('disk on fire', error.kwargs['reason'])
+
+    def test_no_valid_host_keeps_its_codes(self):
+        client = rpc.get_client(self.topic, timeout=30)
+        error = self.assertRaises(
+            exception.NoValidHost, client.call, self.context, 'refuse',
+            codes=['spread_over_hosts', 'fragmentation'])
+        self.assertEqual(['fragmentation', 'spread_over_hosts'],
+                         error.kwargs['codes'])
+        self.assertEqual('nothing fits', error.kwargs['reason'])
+
+
+class TestRemoteExceptionWire(test.TestCase):
+    """What a broker carries of a nova exception: oslo.messaging's JSON
+    of its args and kwargs, rebuilt in the caller as the same class (the
+    in-process driver hands the exception object over unserialized)."""
+
+    def _across_the_wire(self, error: Exception) -> Exception:
+        try:
+            raise error
+        except Exception:
+            data = messaging_common.serialize_remote_exception(
+                sys.exc_info())
+        return messaging_common.deserialize_remote_exception(
+            data, rpc.ALLOWED_EXMODS)
+
+    def test_no_valid_host_codes_reach_the_caller(self):
+        sent = exception.NoValidHost(reason='nothing fits',
+                                     codes=['fragmentation'])
+        received = self._across_the_wire(sent)
+        self.assertIsInstance(received, exception.NoValidHost)
+        self.assertEqual(['fragmentation'], received.kwargs['codes'])
+        self.assertEqual('nothing fits', received.kwargs['reason'])
+        self.assertEqual(sent.message, received.message)
+
+    def test_no_valid_host_of_an_older_scheduler_has_no_codes(self):
+        # A scheduler of before the codes sends the reason alone.
+        data = json.dumps({
+            'class': 'NoValidHost', 'module': 'nova.exception',
+            'message': 'No valid host was found.', 'tb': [],
+            'args': ['No valid host was found.'],
+            'kwargs': {'reason': 'nothing fits'}})
+        received = messaging_common.deserialize_remote_exception(
+            data, rpc.ALLOWED_EXMODS)
+        self.assertIsInstance(received, exception.NoValidHost)
+        self.assertEqual([], received.kwargs['codes'])
 
 
 class TestFakeTransport(RPCChecks, testtools.TestCase):

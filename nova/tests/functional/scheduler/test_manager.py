@@ -10,6 +10,7 @@ from nova.db import models
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
+from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.tests.functional import base
@@ -270,6 +271,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
                       error.message)
         self.assertIn('found in 1 queries ([scheduler]max_claim_rounds)',
                       error.message)
+        self.assertEqual([refusal.CLAIMS_TAKEN], error.kwargs['codes'])
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
 
     def test_no_candidates_raises_no_valid_host_naming_the_request(self):
@@ -309,6 +311,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         self.assertIn('cmp1 already tried', error.message)
         self.assertIn('a free nvlink group of 4 x PGPU', error.message)
+        self.assertEqual([refusal.HOSTS_UNUSABLE], error.kwargs['codes'])
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
 
     def test_unknown_instance(self):

@@ -1,9 +1,11 @@
-"""The NoValidHost reason of a refused request, against real Placement."""
+"""The NoValidHost reason of a refused request and its codes, against
+real Placement."""
 
 from nova import exception
 from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.scheduler import manager
+from nova.scheduler import refusal
 from nova.tests.functional import gpu_hosts
 from nova.tests.functional.scheduler import test_manager
 
@@ -20,6 +22,7 @@ class TestRefusalReason(gpu_hosts.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
 
     def refuse(self, gpus, traits=(), flavor=None):
+        """The codes and the words of the request's refusal."""
         request = gpu_hosts.gpu_request(gpus)
         request.traits = set(traits)
         instance = db.instance_create(self.admin, {
@@ -33,46 +36,52 @@ class TestRefusalReason(gpu_hosts.GpuHostsTestCase):
             exception.NoValidHost,
             test_manager.TestSelectDestination._select, self, instance)
         self.assertTrue(error.message.startswith(PREFIX), error.message)
-        return error.message.split(': ', 2)[2]
+        return error.kwargs['codes'], error.message.split(': ', 2)[2]
 
     def test_fragmented_free_gpus(self):
         # One GPU of each quad in use: 6 free, no free quad.
         self.hosts.use('cmp1', [1, 6])
-        self.assertEqual(
+        self.assertEqual((
+            [refusal.FRAGMENTATION],
             'fragmentation: 6 PGPU devices free, but no nvlink group of 4 '
-            'is wholly free (the free devices sit in partly used groups)',
+            'is wholly free (the free devices sit in partly used groups)'),
             self.refuse(4))
 
     def test_no_free_gpu_at_all(self):
         self.hosts.use('cmp1', range(1, 9))
-        self.assertEqual('no PGPU device is free on any host',
+        self.assertEqual(([refusal.NO_FREE_DEVICE],
+                          'no PGPU device is free on any host'),
                          self.refuse(1))
 
     def test_too_few_free_gpus(self):
         self.hosts.use('cmp1', [1])
-        self.assertEqual('only 7 PGPU devices free, 8 needed',
+        self.assertEqual(([refusal.TOO_FEW_DEVICES],
+                          'only 7 PGPU devices free, 8 needed'),
                          self.refuse(8))
 
     def test_missing_device_trait_is_named(self):
         # The trait exists in Placement, no GPU carries it.
         self.hosts.builder.call('put', '/traits/CUSTOM_HBM_141G')
-        self.assertEqual(
+        self.assertEqual((
+            [refusal.NO_DEVICE_WITH_TRAIT],
             '8 PGPU devices free, none with the required trait(s) '
-            'CUSTOM_HBM_141G', self.refuse(2, traits=['CUSTOM_HBM_141G']))
+            'CUSTOM_HBM_141G'), self.refuse(2, traits=['CUSTOM_HBM_141G']))
 
     def test_missing_flavor_resource_and_trait(self):
         self.hosts.builder.call('put', '/traits/CUSTOM_FAST')
         flavor = dict(gpu_hosts.FLAVOR, vcpus=1000, extra_specs={
             'trait:CUSTOM_FAST': 'required'})
-        self.assertEqual('no host has 1000 VCPU free; no compute has the '
-                         'required trait CUSTOM_FAST',
-                         self.refuse(1, flavor=flavor))
+        self.assertEqual((
+            sorted([refusal.NO_FLAVOR_RESOURCES, refusal.NO_TRAIT]),
+            'no host has 1000 VCPU free; no compute has the required '
+            'trait CUSTOM_FAST'), self.refuse(1, flavor=flavor))
 
     def test_parts_on_different_hosts(self):
         self.hosts.add_host('cmp2')
         self.hosts.use('cmp1', range(1, 9))
         self.hosts.allocate('0ddba110-0000-4000-8000-000000000001', {
             self.hosts.roots['cmp2']: {'VCPU': 62}})
-        self.assertEqual(
-            'each part is free somewhere, but no single host has all',
+        self.assertEqual((
+            [refusal.SPREAD],
+            'each part is free somewhere, but no single host has all'),
             self.refuse(1))
