@@ -136,10 +136,10 @@ class MoveTasks:
                     sorted(excluded), requested_host)
             except exception.NoValidHost as exc:
                 if failures:
-                    raise exception.NoValidHost(reason='%s. Earlier '
-                                                'attempts: %s' % (
-                                                    exc.message,
-                                                    '; '.join(failures)))
+                    raise exception.NoValidHost(
+                        reason='%s. Earlier attempts: %s' % (
+                            exc.message, '; '.join(failures)),
+                        codes=exc.kwargs['codes'])
                 raise
             host = selection.host
             db.migration_update(context, migration['uuid'], {
