@@ -16,9 +16,11 @@ board of 8). Host choices, all on the same trace and fleet:
   (``nova.scheduler.fullness``, what nova-scheduler asks with
   ``[scheduler]band_shard_hosts = 0``); the band each host would publish
   is put on its root right after each claim and end;
-* shards: bands asked in one random shard of about ``--band-shard-hosts``
-  hosts first, then in wider ones (``nova.scheduler.band_shards``, what
-  nova-scheduler asks by default);
+* shards: hosts the request fits first, then bands, asked in one random
+  shard of about ``--band-shard-hosts`` hosts first and then in wider ones
+  (``nova.scheduler.band_shards``, what nova-scheduler asks by default);
+  the sizes each host can take without breaking a free group are put on
+  its root with its band;
 * first: Placement's first candidate;
 * random: a random candidate (seeded);
 * spread: emptiest host first (most free GPUs), Placement's order inside;
@@ -55,7 +57,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Callable
+from typing import Callable, Iterable
 
 from oslo_config import cfg
 from oslo_utils import uuidutils
@@ -67,6 +69,7 @@ from nova.conf import placement as placement_conf
 from nova import embedded_placement
 from nova.pci import defrag
 from nova.pci import devspec
+from nova.pci import free_groups
 from nova.pci import placement_names
 from nova.pci import groups as pci_groups
 from nova.pci import request as pci_request
@@ -470,7 +473,9 @@ class FleetRun:
                 rr, self.limit, self.client.get_allocation_candidates,
                 self.client.get_trait_names, shards=band_shards.widening(
                     self.shard_level, self.shard_rng.randrange(
-                        1 << self.shard_level)))
+                        1 << self.shard_level)),
+                hosts_with=lambda trait: self.client.provider_names(
+                    required=[trait]))
         return self.client.get_allocation_candidates(
             rr.to_query_params(self.limit))
 
@@ -486,7 +491,7 @@ class FleetRun:
             (asked - started, chosen - asked))
         consumer = uuidutils.generate_uuid()
         claimed = self._claim(consumer, body, ordered, rr, request.size)
-        if claimed is None and self.boards is not None and \
+        if claimed is None and self.policy == 'defrag' and \
                 self._defragment(request):
             body = self._candidates(rr)
             claimed = self._claim(consumer, body, order_candidates(
@@ -502,12 +507,13 @@ class FleetRun:
             if self.client.claim_resources(consumer, candidate, PROJECT,
                                            USER):
                 root = scheduler_candidates.host_root(candidate, summaries)
-                self._hold(consumer, root, size)
-                self._count_breaking(candidate, root, summaries, rr)
+                # The boards first: the traits _hold publishes read them.
                 if self.boards is not None:
                     self.boards.hold(consumer, root, frozenset(
                         scheduler_candidates.taken_providers(
                             rr.pci_providers(candidate))))
+                self._hold(consumer, root, size)
+                self._count_breaking(candidate, root, summaries, rr)
                 return consumer
         return None
 
@@ -552,9 +558,9 @@ class FleetRun:
     def release(self, consumer: str) -> None:
         self.client.delete_allocation_for_instance(consumer)
         root, size = self.consumers.pop(consumer)
-        self._hold(None, root, -size)
         if self.boards is not None:
             self.boards.release(consumer)
+        self._hold(None, root, -size)
 
     def _hold(self, consumer: str | None, root: str, size: int) -> None:
         """Count ``size`` more GPUs held on ``root``; with bands, publish
@@ -566,7 +572,9 @@ class FleetRun:
         self.held[root] += size
         if self.policy in BANDED:
             publish_band(self.client, root,
-                         GPUS_PER_HOST - self.held[root])
+                         GPUS_PER_HOST - self.held[root],
+                         self.boards.fitting_sizes(root)
+                         if self.policy == 'shards' else ())
 
     def density(self) -> float:
         """GPUs held over the GPUs of the hosts holding any: 1.0 when
@@ -658,6 +666,14 @@ class FleetBoards:
         return [defrag.Board(root, tuple(parts), holders[root])
                 for root, parts in self.partitions.items()]
 
+    def fitting_sizes(self, root: str) -> set[int]:
+        """Sizes host ``root`` can take without breaking a free group,
+        as its compute would publish them."""
+        busy = {device for consumer, (host, devices) in self.placed.items()
+                if host == root for device in devices}
+        return free_groups.fitting_sizes(
+            (partition.devices for partition in self.partitions[root]), busy)
+
     def servers(self) -> dict[str, defrag.Server]:
         return {consumer: defrag.Server(consumer, consumer,
                                         pci_request.DEFAULT_NUMA_POLICY,
@@ -666,20 +682,25 @@ class FleetBoards:
 
 
 def publish_band(client: report.SchedulerReportClient, root: str,
-                 free: int) -> None:
-    """Put the free-GPU band trait of ``free`` PGPU on host ``root``.
+                 free: int, fits: Iterable[int] = ()) -> None:
+    """Put the free-GPU band trait of ``free`` PGPU and the traits of
+    the ``fits`` sizes it can take without breaking a free group on host
+    ``root``.
 
-    A compute publishes it with its provider tree update (the translator,
-    from its PCI tracker); the benchmark runs no computes, so it sets the
-    same traits (``nova.pci.placement_names.band_traits``) at once after each
-    claim and end, as a compute updating right away would.
+    A compute publishes them with its provider tree update (the
+    translator, from its PCI tracker); the benchmark runs no computes, so
+    it sets the same traits (``nova.pci.placement_names.band_traits``,
+    ``fit_traits``) at once after each claim and end, as a compute
+    updating right away would.
     """
     path = '/resource_providers/%s/traits' % root
     body = client._call('GET', path).json()
-    band = placement_names.band_traits({'PGPU': free})
+    band = placement_names.band_traits({'PGPU': free}) | \
+        placement_names.fit_traits({'PGPU': fits})
     client._ensure_custom_names('traits', band)
     traits = {trait for trait in body['traits']
-              if not placement_names.is_band_trait(trait)}
+              if not placement_names.is_band_trait(trait) and
+              not placement_names.is_fit_trait(trait)}
     client._call('PUT', path, json={
         'traits': sorted(traits | band),
         'resource_provider_generation':
@@ -719,7 +740,7 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     try:
         started = time.perf_counter()
         boards = (FleetBoards(_database(state_path))
-                  if policy == 'defrag' else None)
+                  if policy in ('defrag', 'shards') else None)
         run = FleetRun(client, policy, args.limit or None, args.seed,
                        boards, args.defrag_max_moves)
         if policy == 'shards':
@@ -728,6 +749,12 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
         for root, held in gpus_held(_database(state_path)).items():
             run.held[root] = held
             run.busy_hosts += 1
+        if policy == 'shards':
+            # The fleet was built (and prefilled) with bands only; every
+            # compute would publish its fitting sizes at its next update.
+            for root in boards.partitions:
+                publish_band(client, root, GPUS_PER_HOST - run.held[root],
+                             boards.fitting_sizes(root))
         accepted = replay(trace, run.place, run.release)
         print('%s: %.0f s' % (policy, time.perf_counter() - started),
               file=sys.stderr, flush=True)
@@ -740,7 +767,7 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
                  policy=policy, density=statistics.mean(measured),
                  breaking=run.breaking / (run.claims or 1),
                  moves=_moves_by_size(trace, accepted, run.move_log, warmup)
-                 if boards is not None else None),
+                 if policy == 'defrag' else None),
             run.latency)
 
 

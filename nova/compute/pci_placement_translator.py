@@ -14,9 +14,10 @@ nova.pci.placement_names)::
       <host>_<ADDRESS>                  ungrouped device (as upstream)
       <host>_<static group name>        static spec group: 1 unit, whole
 
-The root also carries the host's free-device bands, and the root and
-every PCI provider its shard bits (``CUSTOM_PCI_FREE_*``,
-``CUSTOM_PCI_SHARD_*``: how the scheduler asks a large fleet).
+The root also carries the host's free-device bands and fitting sizes, and
+the root and every PCI provider its shard traits (``CUSTOM_PCI_FREE_*``,
+``CUSTOM_PCI_FIT_*``, ``CUSTOM_PCI_SHARD_*``: how the scheduler asks a
+large fleet).
 
 Changing the grouping of existing providers re-parents them (their UUIDs,
 inventories and allocations stay). A change that would delete or redefine a
@@ -36,6 +37,7 @@ from nova import exception
 from nova.compute import provider_tree as ptree
 from nova.pci import device as pci_device
 from nova.pci import devspec
+from nova.pci import free_groups
 from nova.pci import groups as pci_groups
 from nova.pci import numa as pci_numa
 from nova.pci import partitions as pci_partitions
@@ -421,27 +423,44 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
 def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
                         devices: dict[str, pci_device.TrackedDevice]
                         ) -> None:
-    """Put the host's free-device band traits and its shard bits on its
-    root provider.
+    """Put the host's free-device bands, fitting sizes and shard traits on
+    its root provider.
 
     Free units of a provider: its total less Placement's reservation less
     its devices the PCI tracker does not have available (claimed or
-    allocated to an instance). The shard bits depend on the node name
-    only; they let the scheduler ask one slice of a band at a time. Other
-    root traits are left alone.
+    allocated to an instance). Fitting sizes (``nova.pci.free_groups``)
+    count devices: a device with a unit reserved or taken is not free.
+    The shard traits depend on the node name only. Other root traits are
+    left alone.
     """
     free: dict[str, int] = collections.Counter()
+    # Resource class -> provider name -> the devices at or below it.
+    below: dict[str, dict[str, set[str]]] = collections.defaultdict(
+        lambda: collections.defaultdict(set))
+    busy = set()
     for wanted in view.wanted.values():
-        busy = sum(address not in devices or
-                   devices[address].status != pci_device.AVAILABLE
-                   for address in wanted.addresses)
+        taken = {address for address in wanted.addresses
+                 if address not in devices or
+                 devices[address].status != pci_device.AVAILABLE}
         for rc, record in tree.data(wanted.name).inventory.items():
-            free[rc] += max(record['total'] - record['reserved'] - busy, 0)
+            free[rc] += max(record['total'] - record['reserved'] -
+                            len(taken), 0)
+            busy |= taken if not record['reserved'] else set(
+                wanted.addresses)
+            name = wanted.name
+            while name in view.wanted:
+                below[rc][name].update(wanted.addresses)
+                name = view.wanted[name].parent
+    fits = {rc: free_groups.fitting_sizes(map(frozenset, groups.values()),
+                                          busy)
+            for rc, groups in below.items()}
     root = tree.data(view.nodename)
     tree.update_traits(root.uuid, {
         trait for trait in root.traits
-        if not names.is_band_trait(trait) and not names.is_shard_trait(trait)
-    } | names.band_traits(free) | names.shard_traits(view.nodename))
+        if not (names.is_band_trait(trait) or names.is_fit_trait(trait) or
+                names.is_shard_trait(trait))
+    } | names.band_traits(free) | names.fit_traits(fits) |
+        names.shard_traits(view.nodename))
 
 
 def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:

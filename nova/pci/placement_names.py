@@ -14,7 +14,9 @@ and nowhere else:
   ``CUSTOM_PCI_NUMA_LOCAL``, ``CUSTOM_PCI_SOCKET_LOCAL``) and upstream's
   host trait ``COMPUTE_SOCKET_PCI_NUMA_AFFINITY``, the free-device
   bands of a host (``CUSTOM_PCI_FREE_<RESOURCE_CLASS>_<BAND>``, below)
-  and the shard bits of a host (``CUSTOM_PCI_SHARD_<i>_<0|1>``, below);
+  the sizes a host can take without breaking a free group
+  (``CUSTOM_PCI_FIT_<RESOURCE_CLASS>_<N>``) and the shard bits of a host
+  (``CUSTOM_PCI_SHARD_<i>_<0|1>``, below);
 * resource classes: ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` by default, a spec's
   own class, ``CUSTOM_PCI_GROUP_<TYPE>`` for a static group;
 * request group suffixes: ``<request_id>-<i>`` per device,
@@ -351,6 +353,36 @@ def eligible_bands(resource_class: str, count: int,
                 2 * int(match.group('band')) - 1 >= count:
             bands.append((int(match.group('band')), trait))
     return [trait for _band, trait in sorted(bands)]
+
+
+# Fitting sizes: request sizes a host can take without breaking a free
+# group (nova.pci.free_groups), one root trait each::
+#
+#     CUSTOM_PCI_FIT_<RESOURCE_CLASS>_<N>
+#
+# The scheduler asks for hosts with the trait of the request's size before
+# the bands (nova.scheduler.fullness). Nova owns these traits and replaces
+# them on each update of the provider tree.
+FIT_TRAIT_PREFIX = 'CUSTOM_PCI_FIT_'
+_FIT_TRAIT_RE = re.compile(r'^%s[A-Z0-9_]+_\d+$' % FIT_TRAIT_PREFIX)
+
+
+def fit_trait(resource_class: str, size: int | str = '') -> str:
+    """Root trait of a host that can take ``size`` units of
+    ``resource_class`` without breaking a free group; without a size, the
+    prefix of them all."""
+    return '%s%s_%s' % (FIT_TRAIT_PREFIX, resource_class, size)
+
+
+def fit_traits(sizes: Mapping[str, Iterable[int]]) -> set[str]:
+    """Fitting-size traits of a host, from its sizes per resource
+    class."""
+    return {fit_trait(rc, size) for rc, rc_sizes in sizes.items()
+            for size in rc_sizes}
+
+
+def is_fit_trait(trait: str) -> bool:
+    return bool(_FIT_TRAIT_RE.match(trait))
 
 
 # Shards of the fleet: a bounded slice of the hosts for one query.

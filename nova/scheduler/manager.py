@@ -347,7 +347,8 @@ class SchedulerManager(manager.Manager):
         return fullness.allocation_candidates(
             request, self.conf.scheduler.max_placement_results,
             self._ask_placement, self.reportclient.get_trait_names, usable,
-            shards)
+            shards, lambda trait: self.reportclient.provider_names(
+                required=[trait]))
 
     def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
         """One ``GET /allocation_candidates``.

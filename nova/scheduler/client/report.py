@@ -217,6 +217,13 @@ class SchedulerReportClient:
                         required: Iterable[str] = ()) -> int:
         """How many providers have ``resources`` free and all ``required``
         traits; a trait Placement has never seen means none."""
+        return len(self.provider_names(resources, required))
+
+    def provider_names(self, resources: dict[str, int] | None = None,
+                       required: Iterable[str] = ()) -> list[str]:
+        """Names of the providers with ``resources`` free and all
+        ``required`` traits; a trait Placement has never seen means
+        none."""
         params = {}
         if resources:
             params['resources'] = ','.join(
@@ -228,9 +235,10 @@ class SchedulerReportClient:
         if resp.status_code == 400:
             detail, _code = _error_body(resp)
             if names_unknown_trait(resp.status_code, detail):
-                return 0
+                return []
             raise self._api_error('GET', '/resource_providers', resp)
-        return len(resp.json()['resource_providers'])
+        return [provider['name']
+                for provider in resp.json()['resource_providers']]
 
     def _root_uuid(self, root_name_or_uuid: str) -> str | None:
         if uuidutils.is_uuid_like(root_name_or_uuid):

@@ -81,6 +81,22 @@ class TestComputePublishesItsBand(base.FunctionalTestCase):
         self.assertEqual({'CUSTOM_PCI_FREE_PGPU_8'},
                          bands_of(self.root_traits()))
 
+    def test_fitting_sizes_follow_claims_and_frees(self):
+        def fits():
+            return {trait for trait in self.root_traits()
+                    if placement_names.is_fit_trait(trait)}
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_8'}, fits())
+        first = self.claim([1])
+        # GPU 1's partner, the other pair of its quad, the other quad.
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_%d' % n for n in (1, 2, 4)},
+                         fits())
+        self.claim([5, 6, 7, 8])
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_%d' % n for n in (1, 2)},
+                         fits())
+        self.compute.rt.pci_tracker.free_instance(first)
+        self.compute.update_available_resource()
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_4'}, fits())
+
     def test_other_root_traits_are_kept(self):
         traits = self.placement_get('/resource_providers/%s/traits' %
                                     self.root)

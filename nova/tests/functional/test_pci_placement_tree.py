@@ -15,9 +15,10 @@ from nova.virt.fake import host as fakehost
 GPUS = base.GPUS
 MANAGED = {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'}
 # The compute node: nova's, each NUMA node has one socket, and its 8 GPUs
-# are free (free-device band 8, see nova.pci.placement_names).
+# are free (free-device band 8, see nova.pci.placement_names), so only an
+# 8-GPU request takes a group without breaking a larger free one.
 ROOT_TRAITS = {'OWNER_NOVA', 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY',
-               'CUSTOM_PCI_FREE_PGPU_8'}
+               'CUSTOM_PCI_FREE_PGPU_8', 'CUSTOM_PCI_FIT_PGPU_8'}
 # All devices of the group on one NUMA node and socket.
 LOCAL = {'CUSTOM_PCI_NUMA_LOCAL', 'CUSTOM_PCI_SOCKET_LOCAL'}
 
@@ -134,8 +135,10 @@ class TestFlatTree(base.FunctionalTestCase):
         self.enable_h200_groups(groups=False)
         self.start_compute('cmp1')
         view = as_tuples(self.provider_view('cmp1'))
+        # Ungrouped GPUs: one GPU fits anywhere, nothing larger does.
         expected = {'cmp1': (None, {'VCPU': 224, 'MEMORY_MB': 2097152},
-                             ROOT_TRAITS)}
+                             ROOT_TRAITS - {'CUSTOM_PCI_FIT_PGPU_8'} |
+                             {'CUSTOM_PCI_FIT_PGPU_1'})}
         for gpu in range(1, 9):
             expected[dev('cmp1', gpu)] = ('cmp1', {'PGPU': 1},
                                           MANAGED | numa(gpu))

@@ -362,16 +362,18 @@ class TestRacingResizes(MoveTestBase):
         servers = [self.boot(self.flavors[1], 'r%d' % i) for i in range(2)]
         [source] = {s['OS-EXT-SRV-ATTR:host'] for s in servers}
         free = sorted(set(self.hosts) - {source})
-        # One free host's band went missing (a free whose band could not
-        # be published): the fullest band offers the other host's board
-        # alone, and this one is found only by the query without a band.
+        # One free host's band and fitting sizes went missing (a free
+        # whose traits could not be published): the fullest band offers
+        # the other host's board alone, and this one is found only by the
+        # query without a band.
         root = self.provider_view(free[1])[free[1]]
         traits = self.placement_get('/resource_providers/%s/traits' %
                                     root['uuid'])
         resp = self.placement.api.put(
             '/resource_providers/%s/traits' % root['uuid'], json={
                 'traits': [t for t in traits['traits']
-                           if not t.startswith('CUSTOM_PCI_FREE_')],
+                           if not t.startswith(('CUSTOM_PCI_FREE_',
+                                                'CUSTOM_PCI_FIT_'))],
                 'resource_provider_generation':
                     traits['resource_provider_generation']})
         self.assertEqual(200, resp.status_code, resp.text)

@@ -130,6 +130,41 @@ class TestFlatTree(TranslatorTestBase):
         self.assertIn('CUSTOM_RACK_1', self.traits(HOST))
 
 
+class TestRootTraits(TranslatorTestBase):
+    """Band and fitting sizes on the root, from the tracker's devices."""
+
+    def root_traits(self, prefix_test):
+        return {t for t in self.tree.data(HOST).traits if prefix_test(t)}
+
+    def test_free_board_fits_eight(self):
+        self.translate(gpu_devices(), h200_groups())
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_8'},
+                         self.root_traits(placement_names.is_fit_trait))
+
+    def test_one_gpu_taken_fits_one_two_and_four(self):
+        self.translate(gpu_devices(**{GPUS[0]: {
+            'status': 'allocated', 'instance_uuid': 'vm1'}}), h200_groups())
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_%d' % n for n in (1, 2, 4)},
+                         self.root_traits(placement_names.is_fit_trait))
+        self.assertEqual({'CUSTOM_PCI_FREE_PGPU_4'},
+                         self.root_traits(placement_names.is_band_trait))
+        # Freed again: the old sizes are replaced.
+        self.translate(gpu_devices(), h200_groups())
+        self.assertEqual({'CUSTOM_PCI_FIT_PGPU_8'},
+                         self.root_traits(placement_names.is_fit_trait))
+
+    def test_reserved_device_is_not_free(self):
+        withheld = partitions.Withheld()
+        tree = groups.GroupTree.from_config(list(h200_groups()))
+        withheld = health.withhold(withheld, tree,
+                                   {GPUS[0]: 'GPU is lost'}, {})
+        self.translate(gpu_devices(), h200_groups(), withheld=withheld)
+        self.assertIn('CUSTOM_PCI_FIT_PGPU_1',
+                      self.root_traits(placement_names.is_fit_trait))
+        self.assertNotIn('CUSTOM_PCI_FIT_PGPU_8',
+                         self.root_traits(placement_names.is_fit_trait))
+
+
 class TestGroupedTree(TranslatorTestBase):
 
     def test_h200_tree_shape_and_traits(self):

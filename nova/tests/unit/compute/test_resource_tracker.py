@@ -89,8 +89,8 @@ class TestH200Contract(ResourceTrackerTestCase):
     (nova.tests.fixtures.h200_placement) is what a compute reports.
 
     The fixture is hardware only: a compute also publishes its free-device
-    band, which follows usage, and on every provider its shard traits,
-    which follow its name, so the check takes them apart."""
+    band and fitting sizes, which follow usage, and on every provider its
+    shard traits, which follow its name, so the check takes them apart."""
 
     def test_fixture_equals_reported_tree(self):
         self.tracker().update_available_resource(self.context)
@@ -98,10 +98,13 @@ class TestH200Contract(ResourceTrackerTestCase):
                     for p in h200_placement.h200_providers(HOST)}
         reported = tree_view(self.client.sent[-1])
         parent, inventory, traits = reported[HOST]
-        self.assertEqual({names.band_trait('PGPU', 8)},
-                         {t for t in traits if names.is_band_trait(t)})
+        self.assertEqual({names.band_trait('PGPU', 8),
+                          names.fit_trait('PGPU', 8)},
+                         {t for t in traits
+                          if names.is_band_trait(t) or names.is_fit_trait(t)})
         reported[HOST] = (parent, inventory, {
-            t for t in traits if not names.is_band_trait(t)})
+            t for t in traits
+            if not (names.is_band_trait(t) or names.is_fit_trait(t))})
         for name, (parent, inventory, traits) in reported.items():
             self.assertEqual(names.shard_traits(HOST),
                              {t for t in traits if names.is_shard_trait(t)})
@@ -183,7 +186,8 @@ class TestUpdateCycle(ResourceTrackerTestCase):
             hardware.NUMACell(node, (node,), 1024, None) for node in (0, 1)))
         rt.update_available_resource(self.context)
         self.assertEqual({names.OWNER_NOVA_TRAIT,
-                          names.band_trait('PGPU', 8)} |
+                          names.band_trait('PGPU', 8),
+                          names.fit_trait('PGPU', 8)} |
                          names.shard_traits(HOST),
                          self.client.sent[-1].roots()[0].traits)
 

@@ -57,7 +57,8 @@ class TestAllocationCandidates(test.TestCase):
             lambda prefix: known.append(prefix) or BANDS)
         self.assertEqual(['any'], body['allocation_requests'])
         self.assertEqual(['CUSTOM_PCI_FREE_PGPU_8', None], asked)
-        self.assertEqual(['CUSTOM_PCI_FREE_PGPU_'], known)
+        self.assertEqual(['CUSTOM_PCI_FREE_PGPU_', 'CUSTOM_PCI_FIT_PGPU_'],
+                         known)
 
     def test_request_without_devices_is_one_query(self):
         ask, asked = self.ask_with({None: 'any'})
@@ -89,6 +90,9 @@ class TestShards(test.TestCase):
                                      names.shard_traits('hgx-%d' % n))
                       for n in range(1, 65)}
         self.queries = []
+        # Fitting sizes some host has published.
+        self.fits = set()
+        self.listed = []
 
     def ask(self, params):
         """Placement on ``self.hosts``: every host whose root has the
@@ -107,14 +111,70 @@ class TestShards(test.TestCase):
         return {'allocation_requests': [{'host': h} for h in matching],
                 'provider_summaries': {}}
 
-    def candidates(self, shards, size=8, usable=None):
+    def candidates(self, shards, size=8, usable=None, hosts_with=None):
         extra = {} if usable is None else {'usable': usable}
+        if hosts_with is not None:
+            extra['hosts_with'] = hosts_with
         body = fullness.allocation_candidates(
             gpu_request(size), 1000, self.ask,
             lambda prefix: {'CUSTOM_PCI_FREE_PGPU_%d' % b
-                            for b in (1, 2, 4, 8)},
+                            for b in (1, 2, 4, 8)} | {
+                                'CUSTOM_PCI_FIT_PGPU_%d' % n
+                                for n in self.fits},
             shards=shards, **extra)
         return {c['host'] for c in body['allocation_requests']}
+
+    def fitting(self, host):
+        """``host`` fits a pair; every other host is in band 2."""
+        self.fits = {2}
+        self.hosts = {
+            name: ('CUSTOM_PCI_FREE_PGPU_2', shard) for name, (band, shard)
+            in self.hosts.items()}
+        self.hosts[host] = ('CUSTOM_PCI_FIT_PGPU_2', self.hosts[host][1])
+
+    def hosts_with(self, trait):
+        self.listed.append(trait)
+        return [host for host, (root, _shard) in self.hosts.items()
+                if root == trait]
+
+    def asked(self):
+        """(shard level, root trait) of each query."""
+        return [(len(roots & names.SHARD_TRAITS),
+                 (roots - names.SHARD_TRAITS).pop())
+                for roots, _groups in self.queries]
+
+    def test_a_fitting_host_in_the_first_shard(self):
+        self.fitting('hgx-1')
+        shard = names.shard_number('hgx-1') % 8
+        self.assertEqual({'hgx-1'}, self.candidates(
+            band_shards.widening(3, shard), size=2,
+            hosts_with=self.hosts_with))
+        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2')], self.asked())
+        self.assertEqual([], self.listed)
+
+    def test_a_rare_fitting_host_is_found_by_its_name(self):
+        self.fitting('hgx-1')
+        other = (names.shard_number('hgx-1') + 1) % 8
+        self.assertEqual({'hgx-1'}, self.candidates(
+            band_shards.widening(3, other), size=2,
+            hosts_with=self.hosts_with))
+        # Its finest shard: 8 traits.
+        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2'),
+                          (8, 'CUSTOM_PCI_FIT_PGPU_2')], self.asked())
+        self.assertEqual(['CUSTOM_PCI_FIT_PGPU_2'], self.listed)
+
+    def test_fitting_host_not_usable_then_bands(self):
+        self.fitting('hgx-1')
+        other = (names.shard_number('hgx-1') + 1) % 8
+        hosts = self.candidates(
+            band_shards.widening(3, other), size=2,
+            hosts_with=self.hosts_with,
+            usable=lambda body: any(c['host'] != 'hgx-1'
+                                    for c in body['allocation_requests']))
+        self.assertNotIn('hgx-1', hosts)
+        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2'),
+                          (8, 'CUSTOM_PCI_FIT_PGPU_2'),
+                          (3, 'CUSTOM_PCI_FREE_PGPU_2')], self.asked())
 
     def in_shard(self, level, index):
         return {host for host in self.hosts
