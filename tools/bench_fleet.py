@@ -442,9 +442,10 @@ class FleetRun:
                  boards: 'FleetBoards | None' = None,
                  max_moves: int = 0) -> None:
         self.client = client
-        # How finely the shards host choice slices the fleet (level 0:
-        # whole bands), and which shard it asks first.
-        self.shard_level = 0
+        # The fleet's size and the hosts of a shard, as the shards host
+        # choice sees them (0: whole bands), and its choice of shard.
+        self.fleet_hosts = 0
+        self.shard_hosts = 0
         self.shard_rng = random.Random(seed)
         # The boards and holders the defrag host choice plans on.
         self.boards = boards
@@ -467,13 +468,22 @@ class FleetRun:
         # (arrival, density after the request was placed or refused)
         self.densities: list[tuple[float, float]] = []
 
+    def _known_traits(self, prefix: str) -> set[str]:
+        """Traits Placement knows starting with ``prefix``, as the host
+        choice sees them: fitting sizes only for shards (bands and defrag
+        are the scheduler before them; the hosts built by the translator
+        carry them)."""
+        if self.policy != 'shards' and \
+                prefix.startswith(placement_names.FIT_TRAIT_PREFIX):
+            return set()
+        return self.client.get_trait_names(prefix)
+
     def _candidates(self, rr: request_builder.ResourceRequest) -> dict:
         if self.policy in BANDED:
             return scheduler_fullness.allocation_candidates(
                 rr, self.limit, self.client.get_allocation_candidates,
-                self.client.get_trait_names, shards=band_shards.widening(
-                    self.shard_level, self.shard_rng.randrange(
-                        1 << self.shard_level)),
+                self._known_traits, shards=band_shards.for_request(
+                    self.fleet_hosts, self.shard_hosts, None, self.shard_rng),
                 hosts_with=lambda trait: self.client.provider_names(
                     required=[trait]))
         return self.client.get_allocation_candidates(
@@ -744,8 +754,8 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
         run = FleetRun(client, policy, args.limit or None, args.seed,
                        boards, args.defrag_max_moves)
         if policy == 'shards':
-            run.shard_level = band_shards.level_for(args.hosts,
-                                                    args.band_shard_hosts)
+            run.fleet_hosts = args.hosts
+            run.shard_hosts = args.band_shard_hosts
         for root, held in gpus_held(_database(state_path)).items():
             run.held[root] = held
             run.busy_hosts += 1

@@ -24,6 +24,7 @@ can take costs at most about twice the whole-fleet query.
 """
 
 import dataclasses
+import random
 
 from nova.pci import placement_names
 
@@ -57,3 +58,15 @@ def widening(level: int, index: int) -> list[Shard | None]:
     fleet."""
     return [Shard(finer, index % (1 << finer))
             for finer in range(level, 0, -1)] + [None]
+
+
+def for_request(hosts: int, per_shard: int, requested_node: str | None,
+                rng: random.Random) -> list[Shard | None]:
+    """The shards a request asks in turn on a fleet of ``hosts`` compute
+    hosts: one of about ``per_shard`` hosts, the one of
+    ``requested_node`` (a node name) when the request names a host, else
+    one at random, then wider ones."""
+    level = level_for(hosts, per_shard)
+    index = (placement_names.shard_number(requested_node)
+             if requested_node is not None else rng.randrange(1 << level))
+    return widening(level, index)

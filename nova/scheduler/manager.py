@@ -319,17 +319,14 @@ class SchedulerManager(manager.Manager):
 
     def _shards(self, nodes, requested_host: str | None
                 ) -> list[band_shards.Shard | None]:
-        """The shards of the fleet to ask in turn: one of about
-        ``[scheduler]band_shard_hosts`` of the compute ``nodes``, the
-        requested host's if any (else at random), then wider ones."""
+        """The shards of the fleet of compute ``nodes`` to ask in turn
+        (``band_shards.for_request``)."""
         nodes = list(nodes)
-        level = band_shards.level_for(len(nodes),
-                                      self.conf.scheduler.band_shard_hosts)
-        names = [node['hypervisor_hostname'] for node in nodes
-                 if node['host'] == requested_host]
-        index = (placement_names.shard_number(names[0]) if len(names) == 1
-                 else self._rng.randrange(1 << level))
-        return band_shards.widening(level, index)
+        requested = [node['hypervisor_hostname'] for node in nodes
+                     if node['host'] == requested_host]
+        return band_shards.for_request(
+            len(nodes), self.conf.scheduler.band_shard_hosts,
+            requested[0] if len(requested) == 1 else None, self._rng)
 
     def _allocation_candidates(self, request, usable,
                                shards=(None,)) -> dict:

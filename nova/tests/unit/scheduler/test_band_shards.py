@@ -1,5 +1,7 @@
 """Which shards of the fleet a request asks (nova.scheduler.band_shards)."""
 
+import random
+
 from nova.pci import placement_names as names
 from nova.scheduler import band_shards
 from nova import test
@@ -32,3 +34,24 @@ class TestWidening(test.TestCase):
 
     def test_level_zero_is_the_whole_fleet(self):
         self.assertEqual([None], band_shards.widening(0, 7))
+
+
+class TestForRequest(test.TestCase):
+
+    def test_random_shard_of_the_level_for_the_fleet(self):
+        shards = {band_shards.for_request(1000, 16, None,
+                                          random.Random(seed))[0]
+                  for seed in range(50)}
+        self.assertEqual({6}, {shard.level for shard in shards})
+        self.assertGreater(len(shards), 20)
+
+    def test_requested_host_in_its_own_shard(self):
+        shards = band_shards.for_request(1000, 16, 'hgx-7', random.Random())
+        self.assertEqual(names.shard_number('hgx-7') % 64, shards[0].index)
+        self.assertLessEqual(shards[0].traits(), names.shard_traits('hgx-7'))
+
+    def test_small_fleet_or_no_shards_ask_the_whole_fleet(self):
+        self.assertEqual([None], band_shards.for_request(
+            16, 16, None, random.Random()))
+        self.assertEqual([None], band_shards.for_request(
+            1000, 0, 'hgx-7', random.Random()))
