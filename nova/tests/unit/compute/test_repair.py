@@ -2,7 +2,10 @@
 again, and the periodic power state sync, on the compute manager with a
 fake hypervisor and Placement (``fakes``) and a real database."""
 
+import inspect
+
 from nova.compute import instance_actions
+from nova.compute import repair
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
@@ -179,3 +182,26 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
         self.conf.set_override('sync_power_state_interval', 42)
         self.assertIn(('sync_power_states', self.compute.sync_power_states,
                        42), self.compute.periodic_tasks())
+
+
+class TestComputeSeam(test_manager.ComputeManagerTestCase):
+    """repair.Compute is all repair uses of the compute manager."""
+
+    def test_the_manager_provides_what_repair_needs(self):
+        for name in repair.Compute.__annotations__:
+            self.assertTrue(hasattr(self.compute, name), name)
+        steps = [name for name, member in vars(repair.Compute).items()
+                 if callable(member) and not name.startswith('_')]
+        self.assertIn('tear_down', steps)
+        for name in steps:
+            # Each step takes the arguments repair passes, by the same
+            # names; any further parameter of the manager's is optional.
+            wanted = list(inspect.signature(
+                getattr(repair.Compute, name)).parameters)[1:]
+            provided = list(inspect.signature(
+                getattr(self.compute, name)).parameters.values())
+            self.assertEqual(wanted, [p.name for p in provided][
+                :len(wanted)], name)
+            self.assertEqual([], [p.name for p in provided[len(wanted):]
+                                  if p.default is inspect.Parameter.empty],
+                             name)
