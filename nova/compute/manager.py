@@ -48,7 +48,13 @@ TOPIC = 'compute'
 
 
 class ComputeManager(manager.Manager):
-    """Manages the instances and resources of one compute host."""
+    """Manages the instances and resources of one compute host.
+
+    Its public methods taking a context are its RPC API
+    (``nova.compute.rpcapi``); those marked ``rpc.local_only`` are not
+    served: they are the steps of its actions that ``nova.compute.repair``
+    uses in-process (``repair.Compute``).
+    """
 
     binary = BINARY
     topic = TOPIC
@@ -93,6 +99,7 @@ class ComputeManager(manager.Manager):
         servers to their guests' power (``repair.sync_power_states``)."""
         repair.sync_power_states(self)
 
+    @rpc.local_only
     def hand_back_build(self, context, instance_uuid: str,
                         vm_state: str = vm_states.BUILDING) -> bool:
         """Return a build (or unshelve) this host cleaned up to the
@@ -312,6 +319,7 @@ class ComputeManager(manager.Manager):
 
     # Instances --------------------------------------------------------------
 
+    @rpc.local_only
     def instance_lock(self, instance_uuid: str) -> threading.Lock:
         """The lock that serializes builds, actions, deletes and repairs
         of one instance on this host."""
@@ -522,6 +530,7 @@ class ComputeManager(manager.Manager):
         self.rt.report_claimed(devices)
         return devices
 
+    @rpc.local_only
     def tear_down(self, instance_uuid: str) -> None:
         """Destroy the guest and free its devices (both idempotent)."""
         try:
@@ -529,6 +538,7 @@ class ComputeManager(manager.Manager):
         finally:
             self.rt.free_instance(instance_uuid)
 
+    @rpc.local_only
     def forget_instance_lock(self, instance_uuid: str) -> None:
         """Drop the lock of an instance that is gone from this host."""
         with self._locks_guard:
@@ -617,6 +627,7 @@ class ComputeManager(manager.Manager):
                 self.finish_action(context, instance_uuid, task_state,
                                    dict(values, task_state=None))
 
+    @rpc.local_only
     def finish_action(self, context, instance_uuid: str, task_state: str,
                       values: dict) -> bool:
         """Store the outcome of an action unless a delete took over."""
@@ -630,6 +641,7 @@ class ComputeManager(manager.Manager):
             return False
         return True
 
+    @rpc.local_only
     def fail_action(self, context, instance: dict, task_state: str,
                     exc: Exception) -> None:
         """End an action that raised ``exc``: clear its task state, keep
@@ -661,6 +673,7 @@ class ComputeManager(manager.Manager):
                   else task_states.REBOOTING, 'compute_reboot_instance',
                   work)
 
+    @rpc.local_only
     def hard_reboot_guest(self, instance: dict) -> None:
         """Power cycle the guest; one that is gone is defined again on
         the devices the instance holds (as upstream, a hard reboot
@@ -668,11 +681,13 @@ class ComputeManager(manager.Manager):
         if not self.define_lost_guest(instance, power_on=True):
             self.driver.reboot(instance['uuid'], hard=True)
 
+    @rpc.local_only
     def power_on_guest(self, instance: dict) -> None:
         """Start the guest; one that is gone is defined again first."""
         if not self.define_lost_guest(instance, power_on=True):
             self.driver.power_on(instance['uuid'])
 
+    @rpc.local_only
     def define_lost_guest(self, instance: dict, power_on: bool) -> bool:
         """If the hypervisor has no guest of the instance, define it again
         on the devices the instance holds (with its partition), started
@@ -710,6 +725,7 @@ class ComputeManager(manager.Manager):
         self._act(context, instance_uuid, task_states.REBUILDING,
                   'compute_rebuild_instance', self.rebuild_guest)
 
+    @rpc.local_only
     def rebuild_guest(self, instance: dict, keep_disk: bool = False) -> dict:
         """Define the guest again on the devices the instance holds,
         running unless the server is stopped, with a root disk made again
@@ -762,6 +778,7 @@ class ComputeManager(manager.Manager):
         self._act(context, instance_uuid, task_states.SHELVING_OFFLOADING,
                   'compute_shelve_offload_instance', self.offload_from_host)
 
+    @rpc.local_only
     def offload_from_host(self, instance: dict) -> dict:
         """Destroy the guest and free its devices and allocation; the
         values of a SHELVED_OFFLOADED server."""

@@ -49,6 +49,10 @@ class Endpoint:
         raise exception.RescheduledException(instance_uuid=instance_uuid,
                                              reason='disk on fire')
 
+    @rpc.local_only
+    def step(self, context, value):
+        self.casts.append((context.request_id, value))
+
 
 class RPCChecks:
     """Checks every transport must pass; subclasses pick the transport."""
@@ -127,6 +131,15 @@ class RPCChecks:
                       'tried on another: '
                       'disk on fire', str(error))
         self.assertEqual('disk on fire', error.kwargs['reason'])
+
+    def test_local_only_method_is_not_served(self):
+        client = rpc.get_client(self.topic, timeout=30)
+        error = self.assertRaises(
+            (oslo_messaging.NoSuchMethod, oslo_messaging.RemoteError),
+            client.call, self.context, 'step', value=1)
+        self.assertIn('Endpoint does not support RPC method step',
+                      str(error))
+        self.assertEqual([], self.endpoint.casts)
 
 
 class TestFakeTransport(RPCChecks, testtools.TestCase):

@@ -4,11 +4,15 @@ fake hypervisor and Placement (``fakes``) and a real database."""
 
 import inspect
 
+import oslo_messaging
+
+from nova import rpc
 from nova.compute import instance_actions
 from nova.compute import repair
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.unit.compute import test_manager
 from nova.virt import driver as virt_driver
 
@@ -187,11 +191,15 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
 class TestComputeSeam(test_manager.ComputeManagerTestCase):
     """repair.Compute is all repair uses of the compute manager."""
 
+    def steps(self) -> list[str]:
+        """The methods repair.Compute lists."""
+        return [name for name, member in vars(repair.Compute).items()
+                if callable(member) and not name.startswith('_')]
+
     def test_the_manager_provides_what_repair_needs(self):
         for name in repair.Compute.__annotations__:
             self.assertTrue(hasattr(self.compute, name), name)
-        steps = [name for name, member in vars(repair.Compute).items()
-                 if callable(member) and not name.startswith('_')]
+        steps = self.steps()
         self.assertIn('tear_down', steps)
         for name in steps:
             # Each step takes the arguments repair passes, by the same
@@ -205,3 +213,15 @@ class TestComputeSeam(test_manager.ComputeManagerTestCase):
             self.assertEqual([], [p.name for p in provided[len(wanted):]
                                   if p.default is inspect.Parameter.empty],
                              name)
+
+    def test_the_steps_are_no_part_of_the_rpc_api(self):
+        # Public for repair, not for any sender on the message bus.
+        self.useFixture(rpc_fixture.RPCFixture()).start_server(
+            'compute', HOST, [self.compute])
+        client = rpc.get_client('compute', server=HOST, timeout=30)
+        for name in self.steps():
+            error = self.assertRaises(
+                (oslo_messaging.NoSuchMethod, oslo_messaging.RemoteError),
+                client.call, self.context, name)
+            self.assertIn('Endpoint does not support RPC method %s' % name,
+                          str(error))
