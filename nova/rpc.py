@@ -22,6 +22,11 @@ Each service's RPC API is versioned (MAJOR.MINOR, history in its
 a newer minor one, answering UnsupportedVersion. A client sends each
 method at the version that introduced it, capped by
 ``[upgrade_levels]<service>`` (see :class:`VersionedClient`).
+
+A server dispatches to its endpoints' public methods except those marked
+:func:`local_only`: steps a manager offers the other modules of its
+service in-process (e.g. ``nova.compute.repair.Compute``), which are no
+part of its RPC API.
 """
 
 import threading
@@ -113,19 +118,37 @@ class RequestContextSerializer(oslo_messaging.Serializer):
         return context
 
 
+def local_only(method):
+    """Mark a public method of an RPC endpoint as not served over RPC: a
+    step its service calls in-process, no part of the endpoint's
+    versioned API."""
+    method.rpc_local_only = True
+    return method
+
+
+class _AccessPolicy(oslo_messaging.DefaultRPCAccessPolicy):
+    """Dispatch neither private methods (oslo.messaging's default) nor
+    those marked :func:`local_only`."""
+
+    def is_allowed(self, endpoint, method: str) -> bool:
+        return super().is_allowed(endpoint, method) and not getattr(
+            getattr(endpoint, method, None), 'rpc_local_only', False)
+
+
 def get_server(topic: str, server: str,
                endpoints: list) -> oslo_messaging.MessageHandlingServer:
     """An RPC server for ``topic`` on ``server`` (not started).
 
     It receives messages sent to the topic and those sent to this server
-    by name. Endpoint methods are called as ``method(context, **kwargs)``.
+    by name. Endpoint methods are called as ``method(context, **kwargs)``;
+    private and :func:`local_only` ones are not served.
     """
     target = oslo_messaging.Target(topic=topic, server=server)
     # The executor defaults to 'threading' unless eventlet monkey patched
     # the process, which nova never does.
     return oslo_messaging.get_rpc_server(
         _transport(), target, endpoints,
-        serializer=RequestContextSerializer())
+        serializer=RequestContextSerializer(), access_policy=_AccessPolicy)
 
 
 def get_client(topic: str, server: str | None = None,

@@ -48,7 +48,13 @@ TOPIC = 'compute'
 
 
 class ComputeManager(manager.Manager):
-    """Manages the instances and resources of one compute host."""
+    """Manages the instances and resources of one compute host.
+
+    Its public methods taking a context are its RPC API
+    (``nova.compute.rpcapi``); those marked ``rpc.local_only`` are not
+    served: they are the steps of its actions that ``nova.compute.repair``
+    uses in-process (``repair.Compute``).
+    """
 
     binary = BINARY
     topic = TOPIC
@@ -93,8 +99,9 @@ class ComputeManager(manager.Manager):
         servers to their guests' power (``repair.sync_power_states``)."""
         repair.sync_power_states(self)
 
-    def _hand_back(self, context, instance_uuid: str,
-                   vm_state: str = vm_states.BUILDING) -> bool:
+    @rpc.local_only
+    def hand_back_build(self, context, instance_uuid: str,
+                        vm_state: str = vm_states.BUILDING) -> bool:
         """Return a build (or unshelve) this host cleaned up to the
         conductors (waiting for a host again, on no host); False if it is
         no longer building here (e.g. being deleted)."""
@@ -187,7 +194,7 @@ class ComputeManager(manager.Manager):
         ``stop`` action); at once, or once a build or action running on
         it (holding its lock, maybe the very update that found the
         fault) is done."""
-        lock = self._instance_lock(instance_uuid)
+        lock = self.instance_lock(instance_uuid)
         if lock.acquire(blocking=False):
             try:
                 self._stop_unhealthy(instance_uuid, reason)
@@ -231,8 +238,8 @@ class ComputeManager(manager.Manager):
                 values = {'task_state': None,
                           'power_state': self.driver.get_power_state(
                               instance_uuid)}
-        self._finish(context, instance_uuid, task_states.POWERING_OFF,
-                     values)
+        self.finish_action(context, instance_uuid,
+                           task_states.POWERING_OFF, values)
 
     @property
     def conductor_api(self) -> conductor_rpcapi.ConductorAPI:
@@ -312,7 +319,10 @@ class ComputeManager(manager.Manager):
 
     # Instances --------------------------------------------------------------
 
-    def _instance_lock(self, instance_uuid: str) -> threading.Lock:
+    @rpc.local_only
+    def instance_lock(self, instance_uuid: str) -> threading.Lock:
+        """The lock that serializes builds, actions, deletes and repairs
+        of one instance on this host."""
         with self._locks_guard:
             return self._instance_locks.setdefault(instance_uuid,
                                                    threading.Lock())
@@ -397,7 +407,7 @@ class ComputeManager(manager.Manager):
         longer this host's (taken over, or handed back at a restart) is
         answered with RescheduledException.
         """
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             try:
                 instance = db.instance_get_by_uuid(context, instance_uuid)
             except exception.InstanceNotFound:
@@ -478,10 +488,10 @@ class ComputeManager(manager.Manager):
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
-            self._cleanup(instance_uuid)
+            self.tear_down(instance_uuid)
             same_host = isinstance(exc, exception.NVLinkPartitionFailed) \
                 and self._withheld_now(devices)
-            self._hand_back(context, instance_uuid, instance['vm_state'])
+            self.hand_back_build(context, instance_uuid, instance['vm_state'])
             if isinstance(exc, exception.GuestHardwareUnsupported):
                 # Every host would build the same domain: no reschedule.
                 raise exception.BuildAbortException(
@@ -520,14 +530,17 @@ class ComputeManager(manager.Manager):
         self.rt.report_claimed(devices)
         return devices
 
-    def _cleanup(self, instance_uuid: str) -> None:
+    @rpc.local_only
+    def tear_down(self, instance_uuid: str) -> None:
         """Destroy the guest and free its devices (both idempotent)."""
         try:
             self.driver.destroy(instance_uuid)
         finally:
             self.rt.free_instance(instance_uuid)
 
-    def _forget_lock(self, instance_uuid: str) -> None:
+    @rpc.local_only
+    def forget_instance_lock(self, instance_uuid: str) -> None:
+        """Drop the lock of an instance that is gone from this host."""
         with self._locks_guard:
             self._instance_locks.pop(instance_uuid, None)
 
@@ -539,13 +552,13 @@ class ComputeManager(manager.Manager):
         update once Placement answers (the allocation audit is the safety
         net).
         """
-        with self._instance_lock(instance_uuid), instance_actions.step(
+        with self.instance_lock(instance_uuid), instance_actions.step(
                 context, instance_uuid, 'compute_terminate_instance',
                 host=self.host):
-            self._cleanup(instance_uuid)
+            self.tear_down(instance_uuid)
             compute_utils.free_and_destroy(context, self.reportclient,
                                            instance_uuid, self.host)
-        self._forget_lock(instance_uuid)
+        self.forget_instance_lock(instance_uuid)
         LOG.info('Instance %s deleted from %s', instance_uuid, self.host)
 
     def snapshot_instance(self, context, instance_uuid: str,
@@ -591,7 +604,7 @@ class ComputeManager(manager.Manager):
              event: str, work) -> None:
         """Run ``work(instance) -> values`` for an action accepted with
         ``task_state`` and store ``values`` (plus ``task_state: None``)."""
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             try:
                 instance = db.instance_get_by_uuid(context, instance_uuid)
             except exception.InstanceNotFound:
@@ -609,13 +622,14 @@ class ComputeManager(manager.Manager):
                 try:
                     values = work(instance)
                 except Exception as exc:
-                    self._action_failed(context, instance, task_state, exc)
+                    self.fail_action(context, instance, task_state, exc)
                     raise
-                self._finish(context, instance_uuid, task_state,
-                             dict(values, task_state=None))
+                self.finish_action(context, instance_uuid, task_state,
+                                   dict(values, task_state=None))
 
-    def _finish(self, context, instance_uuid: str, task_state: str,
-                values: dict) -> bool:
+    @rpc.local_only
+    def finish_action(self, context, instance_uuid: str, task_state: str,
+                      values: dict) -> bool:
         """Store the outcome of an action unless a delete took over."""
         try:
             db.instance_update(context, instance_uuid, values,
@@ -627,12 +641,16 @@ class ComputeManager(manager.Manager):
             return False
         return True
 
-    def _action_failed(self, context, instance: dict, task_state: str,
-                       exc: Exception) -> None:
+    @rpc.local_only
+    def fail_action(self, context, instance: dict, task_state: str,
+                    exc: Exception) -> None:
+        """End an action that raised ``exc``: clear its task state, keep
+        the reason as the server's fault and the power state the
+        hypervisor reports (unless a delete took over)."""
         reason = exception.reason_of(exc)
         LOG.error('Action %s of instance %s failed on %s: %s', task_state,
                   instance['uuid'], self.host, reason)
-        self._finish(context, instance['uuid'], task_state, {
+        self.finish_action(context, instance['uuid'], task_state, {
             'task_state': None, 'fault_message': reason,
             'power_state': self.driver.get_power_state(instance['uuid'])})
 
@@ -646,7 +664,7 @@ class ComputeManager(manager.Manager):
         """Reboot the guest; it is ACTIVE and running afterwards."""
         def work(instance):
             if hard:
-                self._hard_reboot(instance)
+                self.hard_reboot_guest(instance)
             else:
                 self.driver.reboot(instance_uuid, hard=False)
             return compute_utils.SETTLED_ACTIVE
@@ -655,19 +673,22 @@ class ComputeManager(manager.Manager):
                   else task_states.REBOOTING, 'compute_reboot_instance',
                   work)
 
-    def _hard_reboot(self, instance: dict) -> None:
+    @rpc.local_only
+    def hard_reboot_guest(self, instance: dict) -> None:
         """Power cycle the guest; one that is gone is defined again on
         the devices the instance holds (as upstream, a hard reboot
         recreates the guest from nova's records)."""
-        if not self._define_lost_guest(instance, power_on=True):
+        if not self.define_lost_guest(instance, power_on=True):
             self.driver.reboot(instance['uuid'], hard=True)
 
-    def _power_on(self, instance: dict) -> None:
+    @rpc.local_only
+    def power_on_guest(self, instance: dict) -> None:
         """Start the guest; one that is gone is defined again first."""
-        if not self._define_lost_guest(instance, power_on=True):
+        if not self.define_lost_guest(instance, power_on=True):
             self.driver.power_on(instance['uuid'])
 
-    def _define_lost_guest(self, instance: dict, power_on: bool) -> bool:
+    @rpc.local_only
+    def define_lost_guest(self, instance: dict, power_on: bool) -> bool:
         """If the hypervisor has no guest of the instance, define it again
         on the devices the instance holds (with its partition), started
         if ``power_on``; False if the guest exists."""
@@ -676,7 +697,7 @@ class ComputeManager(manager.Manager):
             return False
         LOG.warning('Instance %s has no guest on %s; defining it again on '
                     'the devices it holds', instance['uuid'], self.host)
-        self._rebuild(dict(instance, vm_state=vm_states.ACTIVE if power_on
+        self.rebuild_guest(dict(instance, vm_state=vm_states.ACTIVE if power_on
                            else vm_states.STOPPED), keep_disk=True)
         return True
 
@@ -692,7 +713,7 @@ class ComputeManager(manager.Manager):
         """Power a stopped guest on with the devices it has (a guest the
         hypervisor lost is defined again on them)."""
         def work(instance):
-            self._power_on(instance)
+            self.power_on_guest(instance)
             return compute_utils.SETTLED_ACTIVE
         self._act(context, instance_uuid, task_states.POWERING_ON,
                   'compute_start_instance', work)
@@ -702,9 +723,13 @@ class ComputeManager(manager.Manager):
         again from its image; a stopped server stays stopped (as
         upstream)."""
         self._act(context, instance_uuid, task_states.REBUILDING,
-                  'compute_rebuild_instance', self._rebuild)
+                  'compute_rebuild_instance', self.rebuild_guest)
 
-    def _rebuild(self, instance: dict, keep_disk: bool = False) -> dict:
+    @rpc.local_only
+    def rebuild_guest(self, instance: dict, keep_disk: bool = False) -> dict:
+        """Define the guest again on the devices the instance holds,
+        running unless the server is stopped, with a root disk made again
+        from its image (kept with ``keep_disk``); the settled values."""
         stopped = instance['vm_state'] == vm_states.STOPPED
         flavor = instance['flavor']
         devices = self._held_devices(instance['uuid'])
@@ -751,12 +776,15 @@ class ComputeManager(manager.Manager):
         """Remove a shelved server from this host: guest destroyed (its
         partition released), devices and Placement allocation freed."""
         self._act(context, instance_uuid, task_states.SHELVING_OFFLOADING,
-                  'compute_shelve_offload_instance', self._offload)
+                  'compute_shelve_offload_instance', self.offload_from_host)
 
-    def _offload(self, instance: dict) -> dict:
+    @rpc.local_only
+    def offload_from_host(self, instance: dict) -> dict:
+        """Destroy the guest and free its devices and allocation; the
+        values of a SHELVED_OFFLOADED server."""
         # Freed before the record says so: a crash in between leaves the
         # task state, and the start-up repair finishes the offload.
-        self._cleanup(instance['uuid'])
+        self.tear_down(instance['uuid'])
         frees.free_allocation(nova_context.get_admin_context(),
                               self.reportclient, instance['uuid'], self.host)
         LOG.info('Instance %s offloaded from %s', instance['uuid'],
@@ -768,7 +796,7 @@ class ComputeManager(manager.Manager):
         """Power a SHELVED (not offloaded) server on where it is; an
         offloaded one is scheduled again by the conductor instead."""
         def work(instance):
-            self._power_on(instance)
+            self.power_on_guest(instance)
             return compute_utils.SETTLED_ACTIVE
         self._act(context, instance_uuid, task_states.UNSHELVING,
                   'compute_unshelve_instance', work)
@@ -826,7 +854,7 @@ class ComputeManager(manager.Manager):
         flavor (``pci_providers``, or ``mappings`` from an RPC API 1.2
         caller). On failure nothing stays claimed here and
         RescheduledException lets the conductor try another host."""
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             new_ids = _request_ids(migration['new_pci_requests'])
             try:
@@ -859,7 +887,7 @@ class ComputeManager(manager.Manager):
                         migration_uuid: str) -> None:
         """Source: stop the guest (its devices stay claimed here, for a
         revert, until the move is confirmed)."""
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             db.migration_update(context, migration_uuid,
                                 {'status': states.MIGRATION_MIGRATING},
                                 expected_status=(
@@ -886,7 +914,7 @@ class ComputeManager(manager.Manager):
         On failure the guest and the devices claimed here are gone again
         and MigrationFailed is raised; the conductor rolls back.
         """
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             instance = db.instance_update(
                 context, instance_uuid,
@@ -936,7 +964,7 @@ class ComputeManager(manager.Manager):
     def confirm_resize(self, context, instance_uuid: str,
                        migration_uuid: str) -> None:
         """Source: free what the instance held here before the move."""
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             if migration['dest_compute'] != self.host:
                 self.driver.destroy(instance_uuid)
@@ -951,7 +979,7 @@ class ComputeManager(manager.Manager):
                       migration_uuid: str) -> None:
         """Destination: remove the guest and free the devices the move
         claimed here (also after a failed finish: idempotent)."""
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             self.driver.destroy(instance_uuid)
             freed = self.rt.free_instance(
@@ -965,7 +993,7 @@ class ComputeManager(manager.Manager):
         """Source: start the guest again with the old flavor on the
         devices it kept here; the server is ACTIVE on its old host, or
         SHUTOFF (guest powered off) if it was moved while SHUTOFF."""
-        with self._instance_lock(instance_uuid):
+        with self.instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             instance = db.instance_get_by_uuid(context, instance_uuid)
             flavor = migration['old_flavor']

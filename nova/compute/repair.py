@@ -25,14 +25,16 @@ Periodically, :func:`sync_power_states` keeps the power state of settled
 servers matched to their guests and :func:`release_unowned` removes the
 guests and device claims of instances that own nothing here.
 
-Each repair works through the compute manager's own steps (clean up,
+Each repair works through the compute manager's own steps (tear down,
 hand back, finish an action, define a lost guest), so it does exactly
-what the interrupted action would have done.
+what the interrupted action would have done. :class:`Compute` lists
+those steps: the public seam between this module and the
+``ComputeManager`` that provides them (and calls this module).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol, TYPE_CHECKING
 
 from oslo_log import log as logging
 
@@ -49,7 +51,12 @@ from nova.scheduler.client import frees
 from nova.virt import driver as virt_driver
 
 if TYPE_CHECKING:
-    from nova.compute.manager import ComputeManager
+    from contextlib import AbstractContextManager
+
+    from oslo_config import cfg
+
+    from nova.compute import resource_tracker
+    from nova.scheduler.client import report
 
 LOG = logging.getLogger(__name__)
 
@@ -65,7 +72,71 @@ _RESUMED_AT_START = (task_states.REBOOTING, task_states.REBOOTING_HARD,
 _POWER_SYNCED = (vm_states.ACTIVE, vm_states.STOPPED)
 
 
-def at_start(compute: ComputeManager, context) -> None:
+class Compute(Protocol):
+    """What repair needs of the compute whose host it repairs
+    (``nova.compute.manager.ComputeManager``): its host, hypervisor,
+    devices and Placement client, and the steps of its own actions, so a
+    repair does what the interrupted action would have done."""
+
+    #: The host repaired: whose instances, guests and migrations.
+    host: str
+    #: Read for ``[DEFAULT]resume_guests_state_on_host_boot``.
+    conf: cfg.ConfigOpts
+    #: Lists, powers and destroys the guests found on the host.
+    driver: virt_driver.ComputeDriver
+    #: Frees the PCI devices of instances that no longer own them.
+    rt: resource_tracker.ResourceTracker
+    #: Frees the allocations of evacuated and rolled back instances.
+    reportclient: report.SchedulerReportClient
+
+    def tear_down(self, instance_uuid: str) -> None:
+        """Destroy the guest and free the devices of an instance: what a
+        half-built, failed or unowned instance must not keep here."""
+
+    def hand_back_build(self, context, instance_uuid: str) -> bool:
+        """Return a torn down build to the conductors to be rescheduled;
+        False if it is no longer building here (e.g. being deleted)."""
+
+    def finish_action(self, context, instance_uuid: str, task_state: str,
+                      values: dict) -> bool:
+        """Store the outcome of an action cut short, fenced by its task
+        state so a delete that took over is not overwritten."""
+
+    def fail_action(self, context, instance: dict, task_state: str,
+                    exc: Exception) -> None:
+        """Record an action the repair could not finish as failed, as
+        the action itself would (task state cleared, fault kept)."""
+
+    def offload_from_host(self, instance: dict) -> dict:
+        """Finish a shelve offload: free guest, devices and allocation;
+        the values of the offloaded server."""
+
+    def rebuild_guest(self, instance: dict) -> dict:
+        """Finish a rebuild: define the guest again on the devices the
+        instance holds; the values of the settled server."""
+
+    def hard_reboot_guest(self, instance: dict) -> None:
+        """Finish a reboot, start or unshelve: power cycle the guest,
+        defining it again if the hypervisor lost it."""
+
+    def define_lost_guest(self, instance: dict, power_on: bool) -> bool:
+        """Define a guest the hypervisor lost on the devices the
+        instance holds; False if the guest exists."""
+
+    def power_on_guest(self, instance: dict) -> None:
+        """Start a guest found not running at start (defining it again
+        if lost), with ``resume_guests_state_on_host_boot``."""
+
+    def instance_lock(self, instance_uuid: str
+                      ) -> AbstractContextManager[object]:
+        """The lock a build, action or delete of the instance holds; the
+        periodic repairs hold it too so they never undercut one."""
+
+    def forget_instance_lock(self, instance_uuid: str) -> None:
+        """Drop the lock of an instance whose leftovers were removed."""
+
+
+def at_start(compute: Compute, context) -> None:
     """Repair what a previous life of ``compute``'s service left half
     done: evacuated instances first, then every instance of the host.
 
@@ -76,8 +147,7 @@ def at_start(compute: ComputeManager, context) -> None:
     _repair_instances(compute, context)
 
 
-def _destroy_evacuated_instances(compute: ComputeManager,
-                                 context) -> None:
+def _destroy_evacuated_instances(compute: Compute, context) -> None:
     """Clean up what instances evacuated away from this host while it
     was down left here, as upstream does at start.
 
@@ -117,7 +187,7 @@ def _destroy_evacuated_instances(compute: ComputeManager,
                     ', '.join(freed) or 'none', migration['uuid'])
 
 
-def _repair_instances(compute: ComputeManager, context) -> None:
+def _repair_instances(compute: Compute, context) -> None:
     """Undo builds in flight when the service stopped, and leftovers.
 
     Runs before the RPC server starts, so no build or delete of this
@@ -137,8 +207,8 @@ def _repair_instances(compute: ComputeManager, context) -> None:
             repairs.append(_roll_back_unshelve(compute, context, instance))
             instance = db.instance_get_by_uuid(context, uuid)
         elif building and started:
-            compute._cleanup(uuid)
-            if compute._hand_back(context, uuid):
+            compute.tear_down(uuid)
+            if compute.hand_back_build(context, uuid):
                 repairs.append('half-built instance %s torn down and '
                                'handed back to be rescheduled' % uuid)
                 continue
@@ -150,7 +220,7 @@ def _repair_instances(compute: ComputeManager, context) -> None:
                 not instance['power_state'] and started:
             # A failed build: its allocation is freed, so it must not
             # keep a guest or devices either.
-            compute._cleanup(uuid)
+            compute.tear_down(uuid)
             repairs.append('failed build of instance %s torn down' %
                            uuid)
         elif instance['task_state'] in _RESUMED_AT_START and \
@@ -190,15 +260,15 @@ def _repair_instances(compute: ComputeManager, context) -> None:
                  compute.host)
 
 
-def _roll_back_unshelve(compute: ComputeManager, context,
+def _roll_back_unshelve(compute: Compute, context,
                         instance: dict) -> str:
     """An unshelve cut short here: free guest, devices and the
     allocation and leave the server SHELVED_OFFLOADED (its conductor,
     if alive, finds it no longer unshelving and stops)."""
     uuid = instance['uuid']
-    compute._cleanup(uuid)
+    compute.tear_down(uuid)
     frees.free_allocation(context, compute.reportclient, uuid, compute.host)
-    compute._finish(context, uuid, instance['task_state'], {
+    compute.finish_action(context, uuid, instance['task_state'], {
         'task_state': None, 'host': None, 'node': None,
         'fault_message': 'The unshelve was interrupted by a restart of '
                          'nova-compute on %s; unshelve again' %
@@ -207,16 +277,16 @@ def _roll_back_unshelve(compute: ComputeManager, context,
             'devices and allocation freed, SHELVED_OFFLOADED' % uuid)
 
 
-def _resume_action(compute: ComputeManager, context,
+def _resume_action(compute: Compute, context,
                    instance: dict) -> str:
     """Finish an action a restart cut short (see
     ``_RESUMED_AT_START``); what was done, for the log."""
     uuid, task_state = instance['uuid'], instance['task_state']
     try:
         if task_state == task_states.SHELVING_OFFLOADING:
-            values = compute._offload(instance)
+            values = compute.offload_from_host(instance)
         elif task_state == task_states.REBUILDING:
-            values = compute._rebuild(instance)
+            values = compute.rebuild_guest(instance)
         elif task_state in (task_states.POWERING_OFF,
                             task_states.SHELVING):
             if compute.driver.get_power_state(uuid) != \
@@ -227,19 +297,19 @@ def _resume_action(compute: ComputeManager, context,
                     'vm_state': vm_states.SHELVED,
                     'power_state': virt_driver.SHUTDOWN}
         else:    # rebooting, powering on, unshelving a SHELVED server
-            compute._hard_reboot(instance)
+            compute.hard_reboot_guest(instance)
             values = compute_utils.SETTLED_ACTIVE
     except Exception as exc:
-        compute._action_failed(context, instance, task_state, exc)
+        compute.fail_action(context, instance, task_state, exc)
         return ('%s of instance %s could not be finished (%s); task '
                 'state cleared' % (task_state, uuid, exc))
-    compute._finish(context, uuid, task_state,
-                    dict(values, task_state=None))
+    compute.finish_action(context, uuid, task_state,
+                          dict(values, task_state=None))
     return ('%s of instance %s, cut short by the restart, finished: '
             'now %s' % (task_state, uuid, values['vm_state']))
 
 
-def _power_at_start(compute: ComputeManager, context,
+def _power_at_start(compute: Compute, context,
                     instance: dict) -> str | None:
     """Match a settled ACTIVE or SHUTOFF server to its guest at start
     (the hypervisor may have lost it: a host reboot, libvirt's test
@@ -258,7 +328,7 @@ def _power_at_start(compute: ComputeManager, context,
         if state == virt_driver.SHUTDOWN:
             return None
         try:
-            if not compute._define_lost_guest(instance, power_on=False):
+            if not compute.define_lost_guest(instance, power_on=False):
                 compute.driver.power_off(uuid)
         except Exception as exc:
             # Left as it is: a start defines the guest again.
@@ -276,7 +346,7 @@ def _power_at_start(compute: ComputeManager, context,
             else 'was not running')
     if compute.conf.resume_guests_state_on_host_boot:
         try:
-            compute._power_on(instance)
+            compute.power_on_guest(instance)
         except Exception as exc:
             reason = ('The guest of this server %s when nova-compute '
                       'started on %s and could not be started again '
@@ -298,7 +368,7 @@ def _power_at_start(compute: ComputeManager, context,
               '[DEFAULT]resume_guests_state_on_host_boot is False. '
               'Start the server again.' % (lost, compute.host))
     try:
-        compute._define_lost_guest(instance, power_on=False)
+        compute.define_lost_guest(instance, power_on=False)
     except Exception as exc:
         reason += (' Defining the guest failed (%s); the start defines '
                    'it.' % exception.reason_of(exc))
@@ -307,7 +377,7 @@ def _power_at_start(compute: ComputeManager, context,
     return 'instance %s: %s' % (uuid, reason)
 
 
-def sync_power_states(compute: ComputeManager) -> None:
+def sync_power_states(compute: Compute) -> None:
     """Periodic task (``[DEFAULT]sync_power_state_interval``), as
     upstream's power state sync: an ACTIVE server whose guest is not
     running becomes SHUTOFF (with a ``stop`` action saying why), a
@@ -320,7 +390,7 @@ def sync_power_states(compute: ComputeManager) -> None:
             'host': compute.host, 'vm_state': list(_POWER_SYNCED),
             'task_state': [None]}):
         uuid = found['uuid']
-        with compute._instance_lock(uuid):
+        with compute.instance_lock(uuid):
             try:
                 instance = db.instance_get_by_uuid(context, uuid)
             except exception.InstanceNotFound:
@@ -336,7 +406,7 @@ def sync_power_states(compute: ComputeManager) -> None:
                               'failed', uuid, compute.host)
 
 
-def _sync_power_state(compute: ComputeManager, context,
+def _sync_power_state(compute: Compute, context,
                       instance: dict) -> None:
     uuid = instance['uuid']
     state = compute.driver.get_power_state(uuid)
@@ -361,7 +431,7 @@ def _sync_power_state(compute: ComputeManager, context,
         _finish_settled(compute, context, instance, {'power_state': state})
 
 
-def _finish_settled(compute: ComputeManager, context, instance: dict,
+def _finish_settled(compute: Compute, context, instance: dict,
                     values: dict) -> bool:
     """Store ``values`` unless an action or delete started since
     ``instance`` was read (its task state is set then)."""
@@ -374,7 +444,7 @@ def _finish_settled(compute: ComputeManager, context, instance: dict,
     return True
 
 
-def _stopped_by_compute(compute: ComputeManager, context, instance: dict,
+def _stopped_by_compute(compute: Compute, context, instance: dict,
                         event: str, reason: str,
                         power_state: int = virt_driver.SHUTDOWN) -> None:
     """The compute, not a user, stopped the server: it is SHUTOFF
@@ -395,7 +465,7 @@ def _stopped_by_compute(compute: ComputeManager, context, instance: dict,
         step.fail(reason)
 
 
-def release_unowned(compute: ComputeManager, context) -> None:
+def release_unowned(compute: Compute, context) -> None:
     """Destroy the guests and free the PCI devices on this host of
     instances that do not own them here (``nova.compute.audit``):
     deleted (e.g. by the API while this compute was down), never
@@ -408,7 +478,7 @@ def release_unowned(compute: ComputeManager, context) -> None:
     """
     for instance_uuid, reason in sorted(audit.unowned(
             context, _holders(compute), compute.host).items()):
-        with compute._instance_lock(instance_uuid):
+        with compute.instance_lock(instance_uuid):
             reason = audit.unowned(context, [instance_uuid],
                                    compute.host).get(instance_uuid)
             if reason is None:
@@ -417,7 +487,7 @@ def release_unowned(compute: ComputeManager, context) -> None:
                         'devices of instance %s on %s: %s',
                         instance_uuid, compute.host, reason)
             try:
-                compute._cleanup(instance_uuid)
+                compute.tear_down(instance_uuid)
             except exception.NovaException:
                 # One guest that cannot be destroyed must not keep the
                 # compute from starting or the others from being
@@ -425,16 +495,16 @@ def release_unowned(compute: ComputeManager, context) -> None:
                 LOG.exception('Could not clean up instance %s on %s',
                               instance_uuid, compute.host)
                 continue
-        compute._forget_lock(instance_uuid)
+        compute.forget_instance_lock(instance_uuid)
 
 
-def _device_holders(compute: ComputeManager) -> set[str]:
+def _device_holders(compute: Compute) -> set[str]:
     """Instances holding a PCI device of this host."""
     return {dev.instance_uuid for dev in compute.rt.pci_tracker.pci_devs
             if dev.instance_uuid}
 
 
-def _holders(compute: ComputeManager) -> set[str]:
+def _holders(compute: Compute) -> set[str]:
     """Instances with a guest or a PCI device on this host."""
     return set(compute.driver.list_instance_uuids()) | \
         _device_holders(compute)

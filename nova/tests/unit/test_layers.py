@@ -17,6 +17,11 @@ the WSGI entry points (``nova.wsgi``). A
 service reaches a layer above, or its sibling, only through that layer's
 RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
 upstream's home for it), never by importing its code.
+
+A module given a service through a typed seam (a ``typing.Protocol``,
+e.g. ``nova.compute.repair.Compute``) uses only its public names: it
+never reads a private attribute (``compute._cleanup``) of what it is
+given.
 """
 
 import ast
@@ -74,6 +79,10 @@ FAKE_IMPORTERS = ('nova.cmd.all', 'nova.demo', TESTS, FAKES)
 EXEMPT = ('nova.compute.api',)
 
 SERVICES = ('nova.compute', 'nova.scheduler', 'nova.conductor', 'nova.api')
+
+# Modules that use the compute manager through a Protocol, and so only
+# by its public names.
+SEAMS = ('nova.compute.repair',)
 
 
 def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
@@ -146,6 +155,35 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
                     continue
                 if any(_within(imported, f) for f in forbidden):
                     found.append('%s -> %s' % (importer, imported))
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith('_') and not name.endswith('__')
+
+
+def private_reaches(root: pathlib.Path = ROOT) -> list[str]:
+    """``module:line expression`` for each private attribute a seam module
+    (``SEAMS``) reads on another object than ``self`` or ``cls``, by dot
+    or by ``getattr``."""
+    found = []
+    for module in SEAMS:
+        path = root.parent.joinpath(*module.split('.')).with_suffix('.py')
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute):
+                owner, name = node.value, node.attr
+            elif isinstance(node, ast.Call) and \
+                    getattr(node.func, 'id', None) == 'getattr' and \
+                    len(node.args) > 1 and \
+                    isinstance(node.args[1], ast.Constant) and \
+                    isinstance(node.args[1].value, str):
+                owner, name = node.args[0], node.args[1].value
+            else:
+                continue
+            if _private(name) and \
+                    getattr(owner, 'id', None) not in ('self', 'cls'):
+                found.append('%s:%d %s' % (module, node.lineno,
+                                           ast.unparse(node)))
     return found
 
 
@@ -302,3 +340,26 @@ class TestLayers(test.TestCase):
         self.assertEqual([], circles(root))
         (root / 'repair.py').write_text('from nova.manager import Manager\n')
         self.assertEqual([['nova.manager', 'nova.repair']], circles(root))
+
+    def test_seams_use_only_public_names(self):
+        self.assertEqual([], private_reaches())
+
+    def test_the_check_sees_a_private_reach(self):
+        # What nova.compute.repair did before repair.Compute: call the
+        # manager's private steps.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        (root / 'compute').mkdir(parents=True)
+        (root / 'compute' / 'repair.py').write_text(
+            'def at_start(compute, uuid):\n'
+            '    compute._cleanup(uuid)\n'
+            '    getattr(compute, "_hand_back")(uuid)\n'
+            '    compute.tear_down(uuid)\n'
+            '    compute.__class__\n'
+            'class Mine:\n'
+            '    def run(self):\n'
+            '        self._step()\n')
+        self.assertEqual(
+            ['nova.compute.repair:2 compute._cleanup',
+             "nova.compute.repair:3 getattr(compute, '_hand_back')"],
+            private_reaches(root))

@@ -56,6 +56,10 @@ class Endpoint:
     def refuse(self, context, codes):
         raise exception.NoValidHost(reason='nothing fits', codes=codes)
 
+    @rpc.local_only
+    def step(self, context, value):
+        self.casts.append((context.request_id, value))
+
 
 class RPCChecks:
     """Checks every transport must pass; subclasses pick the transport."""
@@ -143,6 +147,15 @@ class RPCChecks:
         self.assertEqual(['fragmentation', 'spread_over_hosts'],
                          error.kwargs['codes'])
         self.assertEqual('nothing fits', error.kwargs['reason'])
+
+    def test_local_only_method_is_not_served(self):
+        client = rpc.get_client(self.topic, timeout=30)
+        error = self.assertRaises(
+            (oslo_messaging.NoSuchMethod, oslo_messaging.RemoteError),
+            client.call, self.context, 'step', value=1)
+        self.assertIn('Endpoint does not support RPC method step',
+                      str(error))
+        self.assertEqual([], self.endpoint.casts)
 
 
 class TestRemoteExceptionWire(test.TestCase):

@@ -2,10 +2,17 @@
 again, and the periodic power state sync, on the compute manager with a
 fake hypervisor and Placement (``fakes``) and a real database."""
 
+import inspect
+
+import oslo_messaging
+
+from nova import rpc
 from nova.compute import instance_actions
+from nova.compute import repair
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.unit.compute import test_manager
 from nova.virt import driver as virt_driver
 
@@ -179,3 +186,42 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
         self.conf.set_override('sync_power_state_interval', 42)
         self.assertIn(('sync_power_states', self.compute.sync_power_states,
                        42), self.compute.periodic_tasks())
+
+
+class TestComputeSeam(test_manager.ComputeManagerTestCase):
+    """repair.Compute is all repair uses of the compute manager."""
+
+    def steps(self) -> list[str]:
+        """The methods repair.Compute lists."""
+        return [name for name, member in vars(repair.Compute).items()
+                if callable(member) and not name.startswith('_')]
+
+    def test_the_manager_provides_what_repair_needs(self):
+        for name in repair.Compute.__annotations__:
+            self.assertTrue(hasattr(self.compute, name), name)
+        steps = self.steps()
+        self.assertIn('tear_down', steps)
+        for name in steps:
+            # Each step takes the arguments repair passes, by the same
+            # names; any further parameter of the manager's is optional.
+            wanted = list(inspect.signature(
+                getattr(repair.Compute, name)).parameters)[1:]
+            provided = list(inspect.signature(
+                getattr(self.compute, name)).parameters.values())
+            self.assertEqual(wanted, [p.name for p in provided][
+                :len(wanted)], name)
+            self.assertEqual([], [p.name for p in provided[len(wanted):]
+                                  if p.default is inspect.Parameter.empty],
+                             name)
+
+    def test_the_steps_are_no_part_of_the_rpc_api(self):
+        # Public for repair, not for any sender on the message bus.
+        self.useFixture(rpc_fixture.RPCFixture()).start_server(
+            'compute', HOST, [self.compute])
+        client = rpc.get_client('compute', server=HOST, timeout=30)
+        for name in self.steps():
+            error = self.assertRaises(
+                (oslo_messaging.NoSuchMethod, oslo_messaging.RemoteError),
+                client.call, self.context, name)
+            self.assertIn('Endpoint does not support RPC method %s' % name,
+                          str(error))
