@@ -11,6 +11,7 @@ exists without a server on that host.
 import datetime
 import threading
 import time
+from urllib import parse
 
 import fixtures
 from oslo_utils import timeutils
@@ -21,6 +22,7 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.conductor import manager as conductor_manager
 from nova.db import api as db
 from nova.db import models
+from nova.pci import placement_names
 from nova.tests.fixtures import libvirt_faults
 from nova.tests.functional import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -493,6 +495,35 @@ class TestColdMigrate(MoveTestBase):
         reverted = self.revert(server['id'])
         self.assertEqual((source, pair), (
             reverted['OS-EXT-SRV-ATTR:host'], self.gpus_of(reverted)))
+        self.assert_consistent()
+
+
+class TestMigrateToNamedHostInShards(MoveTestBase):
+    """With shards of one host (``band_shard_hosts = 1``), a move to a
+    named host asks that host's shard first."""
+
+    hosts = ('cmp1', 'cmp2', 'cmp3', 'cmp4')
+
+    def test_named_host_in_another_shard(self):
+        self.flags('scheduler', band_shard_hosts=1)
+        self.start()
+        server = self.boot(self.flavors[2], 'named')
+        source = server['OS-EXT-SRV-ATTR:host']
+        # cmp2 is alone in shard 0 of level 2, cmp4 in shard 1.
+        target = 'cmp4' if source == 'cmp2' else 'cmp2'
+        seen = len(self.placement.faults.query_strings)
+        self.action(server['id'], {'migrate': {'host': target}},
+                    headers=ADMIN_2_56)
+        moved = self.wait_settled(server['id'], 'VERIFY_RESIZE')
+        self.assertEqual(target, moved['OS-EXT-SRV-ATTR:host'])
+        shard = placement_names.shard_query(
+            2, placement_names.shard_number(target) % 4)
+        first = next(parse.parse_qs(query) for query in
+                     self.placement.faults.query_strings[seen:]
+                     if 'root_required' in parse.parse_qs(query))
+        self.assertLessEqual(shard, set(
+            first['root_required'][0].split(',')))
+        self.confirm(server['id'])
         self.assert_consistent()
 
 
