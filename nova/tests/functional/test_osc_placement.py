@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+from nova.pci import placement_names
 from nova.tests.functional import base
 from nova.tests.functional import test_pci_placement_tree as tree_tests
 
@@ -41,7 +42,10 @@ class TestOscPlacementView(base.FunctionalTestCase):
                 if p['name'] == tree_tests.dev('cmp1', 3)][0]
         traits = {t['name'] for t in self.osc(
             'resource', 'provider', 'trait', 'list', gpu3['uuid'])}
-        self.assertEqual(expected[gpu3['name']][2], traits)
+        # The design's traits and the host's shard traits (every provider
+        # of the host has them).
+        self.assertEqual(expected[gpu3['name']][2] |
+                         placement_names.shard_traits('cmp1'), traits)
         inventory = self.osc('resource', 'provider', 'inventory', 'list',
                              gpu3['uuid'])
         self.assertEqual([('PGPU', 1)], [(i['resource_class'], i['total'])
