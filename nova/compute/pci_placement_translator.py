@@ -318,9 +318,10 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree
     """Make ``tree`` hold exactly the wanted PCI providers; return the
     provider UUID of each device address behind one.
 
-    Every PCI provider also carries the host's shard bits: a scheduler's
-    shard query names them in each single-provider group, so that
-    Placement filters providers by shard before it reads any tree.
+    Every PCI provider also carries the host's shard traits: a
+    scheduler's shard query requires them in each single-provider group,
+    so that Placement filters providers by shard before it reads any
+    tree.
     """
     shard = names.shard_traits(view.nodename)
     for wanted in view.wanted.values():

@@ -13,10 +13,10 @@ and nowhere else:
   locality (``CUSTOM_PCI_NUMA_NODE_<n>``, ``CUSTOM_PCI_SOCKET_<s>``,
   ``CUSTOM_PCI_NUMA_LOCAL``, ``CUSTOM_PCI_SOCKET_LOCAL``) and upstream's
   host trait ``COMPUTE_SOCKET_PCI_NUMA_AFFINITY``, the free-device
-  bands of a host (``CUSTOM_PCI_FREE_<RESOURCE_CLASS>_<BAND>``, below)
-  the sizes a host can take without breaking a free group
-  (``CUSTOM_PCI_FIT_<RESOURCE_CLASS>_<N>``) and the shard bits of a host
-  (``CUSTOM_PCI_SHARD_<i>_<0|1>``, below);
+  bands of a host (``CUSTOM_PCI_FREE_<RESOURCE_CLASS>_<BAND>``), the
+  sizes it can take without breaking a free group
+  (``CUSTOM_PCI_FIT_<RESOURCE_CLASS>_<N>``) and its shard traits
+  (``CUSTOM_PCI_SHARD_<i>_<0|1>``), all below;
 * resource classes: ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` by default, a spec's
   own class, ``CUSTOM_PCI_GROUP_<TYPE>`` for a static group;
 * request group suffixes: ``<request_id>-<i>`` per device,
@@ -186,10 +186,10 @@ def is_pci_provider(traits: Iterable[str]) -> bool:
 def is_nova_owned_trait(trait: str) -> bool:
     """True for the traits nova sets on its PCI providers and owns: every
     ``CUSTOM_PCI_*`` trait (device groups and their member positions, NUMA
-    locality, free-device bands, shard bits) and the ownership traits.
-    Flavors may not name them: a flavor's traits apply to the compute node
-    provider, where most of them never are, and nova rewrites them
-    anyway.
+    locality, free-device bands, fitting sizes, shard traits) and the
+    ownership traits. Flavors may not name them: a flavor's traits apply
+    to the compute node provider, where most of them never are, and nova
+    rewrites them anyway.
     """
     return trait.startswith(PCI_CLASS_PREFIX) or trait in MANAGED_TRAITS
 
