@@ -417,11 +417,11 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
     _check_multi_device_requests(devices, group_tree)
     _check_allocations_fit(view, tree, read_allocations)
     provider_of = _apply(view, tree)
-    _publish_free_bands(view, tree, by_address)
+    _publish_host_state(view, tree, by_address)
     return provider_of
 
 
-def _publish_free_bands(view: PlacementView, tree: ptree.ProviderTree,
+def _publish_host_state(view: PlacementView, tree: ptree.ProviderTree,
                         devices: dict[str, pci_device.TrackedDevice]
                         ) -> None:
     """Put the host's free-device bands, fitting sizes and shard traits on
