@@ -120,6 +120,21 @@ class TestSpecForms(base.FunctionalTestCase):
                              view['cmp1_' + NIC.upper()]['inventory'],
                              address)
 
+    def test_pf_and_its_vfs_in_one_class_stop_the_compute(self):
+        # Upstream refuses it; before, the PF's provider got 3 units.
+        devices = fakehost.hgx_h200_devices(num_gpus=1) + [
+            vf('0000:4b:00.%d' % fn, NIC) for fn in (2, 3)]
+        self.flags('pci', report_in_placement=True, device_spec=[
+            json.dumps({'vendor_id': '15b3', 'resource_class': 'CUSTOM_NIC'})])
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.start_compute, 'cmp1', devices)
+        self.assertIn('PF %s (resource class CUSTOM_NIC) and its VFs '
+                      '0000:4b:00.2, 0000:4b:00.3 (resource class '
+                      'CUSTOM_NIC)' % NIC, str(err))
+        self.assertEqual([], self.placement_get(
+            '/resource_providers?name=cmp1_%s' % NIC.upper())[
+                'resource_providers'])
+
     def test_non_string_resource_class_stops_the_compute(self):
         self.flags('pci', report_in_placement=True, device_spec=[
             '{"vendor_id": "10de", "resource_class": 2335}'])
