@@ -81,6 +81,7 @@ class ComputeManager(manager.Manager):
         # One build or delete at a time per instance.
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._claim_lock = threading.Lock()
 
     def init_host(self) -> None:
         """Connect to the hypervisor, register, report resources and
@@ -333,11 +334,14 @@ class ComputeManager(manager.Manager):
                      ) -> list[tuple[str, list[str]]]:
         """(request id, device addresses) for each PCI request, from
         ``pci_providers``: request id -> the provider the scheduler chose
-        for each of its devices, in device order."""
-        by_rp: dict[str, list[str]] = {}
+        for each of its devices, in device order. Each entry is one unit
+        of that provider (see ``_unit_of``)."""
+        by_rp: dict[str, list[pci_device.TrackedDevice]] = {}
         for dev in self.rt.pci_tracker.pci_devs:
             if dev.rp_uuid:
-                by_rp.setdefault(dev.rp_uuid, []).append(dev.address)
+                by_rp.setdefault(dev.rp_uuid, []).append(dev)
+        # VFs already given to an earlier unit of this build.
+        taken: set[str] = set()
         claims = []
         for request in pci_requests:
             rp_uuids = list(pci_providers.get(request.request_id) or [])
@@ -353,7 +357,16 @@ class ComputeManager(manager.Manager):
                         '%s: Placement allocated provider %s for device %d, '
                         'which holds no PCI device tracked on %s' % (
                             request.request_id, rp_uuid, index, self.host)))
-                addresses.extend(by_rp[rp_uuid])
+                unit = _unit_of(by_rp[rp_uuid], taken)
+                if not unit:
+                    raise exception.PciDeviceRequestFailed(requests=(
+                        '%s: Placement allocated provider %s for device %d, '
+                        'but none of its VFs %s on %s is free' % (
+                            request.request_id, rp_uuid, index,
+                            ', '.join(d.address for d in by_rp[rp_uuid]),
+                            self.host)))
+                taken.update(unit)
+                addresses.extend(unit)
             claims.append((request.request_id, addresses))
         return claims
 
@@ -523,10 +536,14 @@ class ComputeManager(manager.Manager):
                        ) -> list[pci_device.TrackedDevice]:
         """Claim the devices Placement allocated to each PCI request."""
         devices = []
-        for request_id, addresses in self._devices_for(pci_requests,
-                                                       pci_providers):
-            devices += self.rt.pci_tracker.claim(
-                instance_uuid, request_id, addresses)
+        # The free VFs of a provider are chosen and claimed under one
+        # lock, so two builds given a unit of one PF each take different
+        # VFs.
+        with self._claim_lock:
+            for request_id, addresses in self._devices_for(pci_requests,
+                                                           pci_providers):
+                devices += self.rt.pci_tracker.claim(
+                    instance_uuid, request_id, addresses)
         self.rt.report_claimed(devices)
         return devices
 
@@ -1028,6 +1045,23 @@ def _guest_devices(devices: list[pci_device.TrackedDevice]
                    ) -> list[pci_device.Passthrough]:
     """Tracked devices as the driver's spawn/rebuild take them."""
     return [dev.passthrough() for dev in devices]
+
+
+def _unit_of(devices: list[pci_device.TrackedDevice],
+             taken: set[str]) -> list[str]:
+    """Addresses of the devices one allocated unit of their provider
+    stands for: a free VF not in ``taken`` (healthy ones first) when the
+    provider is a PF's holding VFs, one unit each, as upstream takes
+    exactly the allocated count; otherwise every device behind it (a
+    device's own provider, or a static group's, whose one unit is the
+    whole group). Empty if no VF is free."""
+    vfs = [d for d in devices if d.dev_type == pci_device.DEV_TYPE_VF]
+    if not vfs:
+        return [d.address for d in devices]
+    free = sorted((d for d in vfs if d.status == pci_device.AVAILABLE and
+                   d.address not in taken),
+                  key=lambda d: (not d.healthy, d.address))
+    return [free[0].address] if free else []
 
 
 def _sent_providers(pci_providers: dict[str, list[str]] | None,

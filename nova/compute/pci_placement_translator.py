@@ -351,6 +351,44 @@ def _apply(view: PlacementView, tree: ptree.ProviderTree
             for address in wanted.addresses}
 
 
+def _refuse_pf_with_its_vfs(
+        provided: list[tuple[pci_device.TrackedDevice,
+                             devspec.PciDeviceSpec]]) -> None:
+    """Refuse a PF given a provider together with its own VFs, as
+    upstream does (the device_spec must match one or the other).
+
+    Their units would share the PF's provider (three units for a PF with
+    two VFs of one resource class), although the PF in use takes its VFs
+    and a VF in use the PF. Raises PlacementPciException naming each such
+    PF, its VFs and their resource classes.
+    """
+    pfs = {dev.address: (dev, spec) for dev, spec in provided
+           if dev.dev_type == pci_device.DEV_TYPE_PF}
+    vfs: dict[str, list[tuple[pci_device.TrackedDevice,
+                              devspec.PciDeviceSpec]]] = {}
+    for dev, spec in provided:
+        if dev.dev_type == pci_device.DEV_TYPE_VF and dev.parent_addr in pfs:
+            vfs.setdefault(dev.parent_addr, []).append((dev, spec))
+    if not vfs:
+        return
+    problems = []
+    for pf_address, children in sorted(vfs.items()):
+        pf, pf_spec = pfs[pf_address]
+        classes = sorted({spec.resource_class_for(vf)
+                          for vf, spec in children})
+        problems.append('PF %s (resource class %s) and its VFs %s '
+                        '(resource class %s)' % (
+                            pf_address, pf_spec.resource_class_for(pf),
+                            ', '.join(sorted(vf.address
+                                             for vf, _spec in children)),
+                            ', '.join(classes)))
+    raise exception.PlacementPciException(error=(
+        'Configuring both %s in [pci]device_spec is not supported. Either '
+        'the parent PF or its children VFs can be configured: make each '
+        'spec match only one of them (e.g. by product_id or address)' %
+        '; '.join(problems)))
+
+
 def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
                                  devices: list[pci_device.TrackedDevice],
                                  specs: Mapping[str, devspec.PciDeviceSpec],
@@ -390,6 +428,7 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
             in_static[address] = group
     static_traits: dict[str, set[str]] = collections.defaultdict(set)
     static_used_once: set[str] = set()
+    provided = []
     for dev in devices:
         if dev.status == pci_device.REMOVED:
             continue
@@ -403,6 +442,9 @@ def update_provider_tree_for_pci(tree: ptree.ProviderTree, nodename: str,
             # DPU): upstream never gives them to flavor aliases, and this
             # fork has no Neutron ports, so they get no provider.
             continue
+        provided.append((dev, spec))
+    _refuse_pf_with_its_vfs(provided)
+    for dev, spec in provided:
         group = in_static.get(dev.address)
         if group is not None:
             static_traits[group.name] |= set(spec.traits)

@@ -103,8 +103,11 @@ Each value is one JSON object with the keys ``name`` (required),
 ``traits``, ``live_migratable`` and ``group_type``. With ``group_type``, a
 request of N devices is always served by one whole device group of that
 type and of size N (N = 1 means any single device). Several values with
-the same name form one alias matching any of
-them. With ``[filter_scheduler]pci_in_placement`` an alias names either
+the same name are read as one alias with several specs, which is refused,
+as upstream refuses it with ``pci_in_placement``: Placement serves one
+spec per alias. To let one alias match several kinds of device, give them
+the same ``resource_class`` in several ``[pci]device_spec`` entries and
+name that class in a single alias entry. An alias names either
 ``resource_class`` or ``vendor_id``/``product_id``, not both: Placement
 chooses devices by resource class only, so the ids would be ignored.
 Aliases need ``[filter_scheduler]pci_in_placement`` (API, scheduler,

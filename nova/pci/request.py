@@ -223,7 +223,10 @@ def get_alias_from_config(values: list[str]) -> dict[str, PciAlias]:
 
     Entries sharing a name are merged into one alias whose specs are
     alternatives; they must agree on numa_policy, device_type and
-    group_type. Raises PciInvalidAlias naming the offending value.
+    group_type, and the alias is then refused all the same (see
+    _check_identification: Placement serves one spec per alias, as
+    upstream with pci_in_placement). Raises PciInvalidAlias naming the
+    offending value.
     """
     merged: dict[str, dict] = {}
     for value in values:

@@ -487,6 +487,75 @@ class TestDeclaredGroupsAgainstModuleMap(boot.BootTestBase):
         self.start()
         self.assertEqual([], self.warnings())
 
+    # A real 4-GPU A100 SXM4 80GB board (nvidia-smi -q of driver 555): its
+    # GPUs, in PCI order, print module IDs 3, 7, 5 and 6. It has no
+    # NVSwitch, so the HGX 8-GPU partition table says nothing about it.
+    A100_GPUS = ('0000:07:00.0', '0000:0f:00.0', '0000:47:00.0',
+                 '0000:4e:00.0')
+    A100_MODULES = dict(zip(A100_GPUS, (3, 7, 5, 6)))
+
+    def start_a100_board(self):
+        """A compute on the 4-GPU A100 board, its GPUs declared as two
+        pairs in a quad (each group joined by NVLink on that board)."""
+        devices = [dataclasses.replace(dev, address=address,
+                                       product_id='20b2')
+                   for dev, address in zip(fakehost.hgx_h200_devices(
+                       4, extra_devices=False), self.A100_GPUS)]
+        pairs = {'pair-1': self.A100_GPUS[:2], 'pair-2': self.A100_GPUS[2:]}
+        self.flags('libvirt', nvlink_partitions='none',
+                   gpu_module_map=json.dumps(self.A100_MODULES))
+        groups = [{'name': name, 'type': 'nvlink',
+                   'addresses': list(addresses)}
+                  for name, addresses in pairs.items()]
+        groups.append({'name': 'quad', 'type': 'nvlink',
+                       'members': sorted(pairs)})
+        self.flags('pci', report_in_placement=True,
+                   device_spec=[json.dumps({
+                       'vendor_id': '10de', 'product_id': '20b2',
+                       'resource_class': 'PGPU'})],
+                   alias=[json.dumps({'name': 'a100',
+                                      'resource_class': 'PGPU',
+                                      'group_type': 'nvlink'})],
+                   device_group=[json.dumps(group) for group in groups])
+        self.flags('filter_scheduler', pci_in_placement=True)
+        self.flags('libvirt', connection_uri=self.node_uri('cmp1', devices))
+        return self.start_compute(
+            'cmp1', driver=libvirt_driver.LibvirtDriver.from_config(self.conf))
+
+    def test_4gpu_a100_board_gets_no_hgx_table(self):
+        compute = self.start_a100_board()
+        # Before: pairs {3,7}, {5,6} and the quad were "not an NVLink
+        # partition", and GPUs 2 and 3 (modules 7 and 5) "partition 5".
+        self.assertEqual([], self.warnings())
+        self.assertIsNone(compute.driver.get_known_nvlink_partitions())
+        self.assertEqual(3, len(compute.rt.group_tree.groups()))
+        said = [line for line in self.logger.output.splitlines()
+                if 'HGX' in line and 'cmp1' in line]
+        self.assertEqual(1, len(said), said)
+        for part in ('4 GPUs of product 10de:20b2',
+                     'module IDs 3,5,6,7', 'only for 8 GPUs of one of',
+                     '10de:2335 (H200 SXM 141GB)',
+                     'No NVLink partitions are derived'):
+            self.assertIn(part, said[0])
+        # Once per host: a resource update says nothing more.
+        compute.update_available_resource()
+        self.assertEqual(said, [line for line in
+                                self.logger.output.splitlines()
+                                if 'HGX' in line and 'cmp1' in line])
+
+    def test_8gpu_h200_board_still_gets_the_table(self):
+        self.flags('libvirt', nvlink_partitions='none', gpu_module_map=(
+            json.dumps(fakehost.H200_MODULE_IDS)))
+        self.enable_h200_groups()
+        compute = self.start()
+        known = compute.driver.get_known_nvlink_partitions()
+        self.assertEqual(set(nvlink.HGX_PARTITIONS),
+                         {p.id for p in known.partitions})
+        self.assertEqual(tuple(sorted((BY_MODULE[5], BY_MODULE[7]))),
+                         {p.id: p for p in known.partitions}[5].addresses)
+        self.assertNotIn('No NVLink partitions are derived',
+                         self.logger.output)
+
 
 class TestManagePartitions(NVLinkTestBase):
 

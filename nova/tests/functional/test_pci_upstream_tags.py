@@ -15,6 +15,7 @@ from nova.pci import devspec
 from nova.tests.functional import base
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.fake import host as fakehost
+from nova.virt.libvirt import config as libvirt_config
 
 GPUS = base.GPUS
 NIC = fakehost.NIC_ADDRESS
@@ -119,6 +120,21 @@ class TestSpecForms(base.FunctionalTestCase):
             self.assertEqual({'CUSTOM_VF': 2},
                              view['cmp1_' + NIC.upper()]['inventory'],
                              address)
+
+    def test_pf_and_its_vfs_in_one_class_stop_the_compute(self):
+        # Upstream refuses it; before, the PF's provider got 3 units.
+        devices = fakehost.hgx_h200_devices(num_gpus=1) + [
+            vf('0000:4b:00.%d' % fn, NIC) for fn in (2, 3)]
+        self.flags('pci', report_in_placement=True, device_spec=[
+            json.dumps({'vendor_id': '15b3', 'resource_class': 'CUSTOM_NIC'})])
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.start_compute, 'cmp1', devices)
+        self.assertIn('PF %s (resource class CUSTOM_NIC) and its VFs '
+                      '0000:4b:00.2, 0000:4b:00.3 (resource class '
+                      'CUSTOM_NIC)' % NIC, str(err))
+        self.assertEqual([], self.placement_get(
+            '/resource_providers?name=cmp1_%s' % NIC.upper())[
+                'resource_providers'])
 
     def test_non_string_resource_class_stops_the_compute(self):
         self.flags('pci', report_in_placement=True, device_spec=[
@@ -253,3 +269,77 @@ class TestRemoteManaged(base.FunctionalTestCase):
                                 self.start_compute, 'cmp1', self.devices())
         self.assertIn("network interface 'enp75s0f0v9' does not exist",
                       str(err))
+
+
+class TestVFClaims(boot.BootTestBase):
+    """A request for N VFs of a PF's provider gets N VFs, not all of
+    them (upstream takes exactly the allocated count from each pool)."""
+
+    VFS = tuple('0000:4b:00.%d' % fn for fn in (2, 3, 4, 5))
+
+    def setUp(self):
+        super().setUp()
+        # The PF itself is not in device_spec: its 4 VFs are 4 units of
+        # one provider.
+        self.flags('pci', report_in_placement=True,
+                   device_spec=[json.dumps({'vendor_id': '15b3',
+                                            'product_id': '101e',
+                                            'resource_class': 'CUSTOM_VF'})],
+                   alias=[json.dumps({'name': 'vf', 'device_type': 'type-VF',
+                                      'resource_class': 'CUSTOM_VF'})])
+        self.flags('filter_scheduler', pci_in_placement=True)
+        self.start_services(devices=fakehost.hgx_h200_devices(num_gpus=0) + [
+            vf(address, NIC) for address in self.VFS])
+        self.pf_rp = self.provider_view('cmp1')['cmp1_' + NIC.upper()]
+
+    def held(self, server):
+        """(tracked VFs, domain hostdevs, Placement units) of a server."""
+        compute = self.computes['cmp1']
+        tracked = {d.address for d in compute.rt.pci_tracker.pci_devs
+                   if d.instance_uuid == server['id']}
+        domain = compute.driver.host.lookup_domain(server['id'])
+        hostdevs = {h.address for h in libvirt_config.parse_guest_hostdevs(
+            domain.XMLDesc())}
+        allocations = self.placement_get(
+            '/allocations/%s' % server['id'])['allocations']
+        units = allocations[self.pf_rp['uuid']]['resources']['CUSTOM_VF']
+        return tracked, hostdevs, units
+
+    def test_one_and_two_vfs_from_one_provider(self):
+        self.assertEqual({'CUSTOM_VF': 4}, self.pf_rp['inventory'])
+        one = self.boot(self.flavor('vf.1x', 'vf:1'), 'one')
+        tracked, hostdevs, units = self.held(one)
+        # Before: the 1-VF server got all four VFs.
+        self.assertEqual((1, 1), (len(tracked), units))
+        self.assertEqual(tracked, hostdevs)
+        two = self.boot(self.flavor('vf.2x', 'vf:2'), 'two')
+        tracked2, hostdevs2, units2 = self.held(two)
+        self.assertEqual((2, 2), (len(tracked2), units2))
+        self.assertEqual(tracked2, hostdevs2)
+        self.assertEqual(set(), tracked & tracked2)
+        # The last free VF still serves a 1-VF request; a third 2-VF
+        # request finds no room.
+        last = self.boot(self.flavor('vf.1y', 'vf:1'), 'last')
+        self.assertEqual(set(self.VFS), tracked | tracked2 |
+                         self.held(last)[0])
+        self.boot(self.flavor('vf.2y', 'vf:2'), 'full', status='ERROR')
+        self.delete(two['id'])
+        again = self.boot(self.flavor('vf.2z', 'vf:2'), 'again')
+        self.assertEqual(tracked2, self.held(again)[0])
+
+    def test_builds_at_once_take_different_vfs(self):
+        flavor = self.flavor('vf.1x', 'vf:1')
+        ids = [self.api('POST', '/servers', {'server': {
+            'name': 'vm%d' % n, 'flavorRef': flavor,
+            'imageRef': 'none'}})['server']['id'] for n in range(4)]
+        held = [self.held(self.wait_for(server_id, 'ACTIVE'))[0]
+                for server_id in ids]
+        self.assertEqual(set(self.VFS), set().union(*held))
+
+    def test_two_requests_on_one_provider_take_different_vfs(self):
+        # One PCI request per alias item, both given a unit of the PF's
+        # provider: each takes its own VF.
+        server = self.boot(self.flavor('vf.1+1', 'vf:1,vf:1'))
+        tracked, hostdevs, units = self.held(server)
+        self.assertEqual((2, 2), (len(tracked), units))
+        self.assertEqual(tracked, hostdevs)

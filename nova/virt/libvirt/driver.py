@@ -119,7 +119,8 @@ class LibvirtDriver(driver.ComputeDriver):
         self.network = network
         self.nvlink = nvlink
         self.module_reader = module_reader
-        # GPU module IDs module_reader found at start (address -> ID).
+        # GPU module IDs module_reader found at start (address -> ID),
+        # kept only on an HGX board, the one kind they give partitions.
         self._module_ids: dict[str, int] = {}
         self._hostname: str | None = None
         # Serializes the exists-check and define of spawn, so two spawns of
@@ -182,13 +183,26 @@ class LibvirtDriver(driver.ComputeDriver):
         self.host.get_connection()
         if self.nvlink is None and self.module_reader is None:
             return
-        gpus = [dev.address for dev in self.get_pci_devices()
-                if _is_nvidia_gpu(dev)]
+        gpu_devices = [dev for dev in self.get_pci_devices()
+                       if _is_nvidia_gpu(dev)]
+        gpus = [dev.address for dev in gpu_devices]
         if self.nvlink is not None:
             self.nvlink.start(host, gpus)
             self.nvlink.forget_missing(set(self.list_instance_uuids()))
-        else:
-            self._module_ids = self.module_reader.read(host, gpus)
+            return
+        module_ids = self.module_reader.read(host, gpus)
+        mismatch = nvlink_partitions.hgx_board_mismatch(
+            [dev.product_id for dev in gpu_devices])
+        if module_ids and mismatch:
+            # Module IDs alone do not make an HGX board; on any other
+            # board the table would invent partitions (and warnings).
+            LOG.info('Host %s is no HGX 8-GPU NVSwitch board: %s. No '
+                     'NVLink partitions are derived from its GPU module '
+                     'IDs %s, and its declared nvlink groups are not '
+                     'checked against any', host, mismatch,
+                     ','.join(map(str, sorted(module_ids.values()))))
+            module_ids = {}
+        self._module_ids = module_ids
 
     def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """FM's partitions and the GPU module map, None without FM mode.
@@ -202,7 +216,8 @@ class LibvirtDriver(driver.ComputeDriver):
     def get_known_nvlink_partitions(
             self) -> pci_partitions.FabricPartitions | None:
         """Without FM mode: the HGX board's fixed partitions by the module
-        IDs read at start; None when no GPU module ID is known."""
+        IDs read at start; None when no GPU module ID is known or the
+        host is no HGX 8-GPU board (see init_host)."""
         if self.nvlink is not None or not self._module_ids:
             return None
         return pci_partitions.FabricPartitions(

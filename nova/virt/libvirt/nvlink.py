@@ -31,6 +31,7 @@ mode, GENERIC_ERROR, IN_USE) never quarantine.
 NVLink failed devices say of the GPUs' and NVSwitches' health.
 """
 
+import collections
 import json
 import os
 import re
@@ -62,6 +63,15 @@ HGX_PARTITIONS = {0: frozenset(range(1, 9)), 1: frozenset({1, 2, 3, 4}),
                   4: frozenset({2, 4}), 5: frozenset({5, 7}),
                   6: frozenset({6, 8})}
 HGX_PARTITIONS.update({6 + m: frozenset({m}) for m in range(1, 9)})
+# The boards that table is Fabric Manager's for: HGX 8-GPU NVSwitch
+# baseboards of these GPUs (NVIDIA PCI product IDs, facts file 4.3 and
+# pci.ids; H20's ID is not known here). Other boards print module IDs too
+# (a 4-GPU A100 board 3, 7, 5, 6; both GPUs of an H100 NVL pair 4) that
+# say nothing about this table; A100 and B200 HGX boards have tables of
+# their own, not this one.
+HGX_BOARD_PRODUCTS = {'2330': 'H100 SXM5 80GB', '2324': 'H800',
+                      '2335': 'H200 SXM 141GB'}
+HGX_BOARD_GPUS = 8
 _GPU_LINE = re.compile(r'^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:'
                        r'[0-9A-Fa-f]{2}\.[0-7])\s*$')
 # R525-era drivers print "Module ID : N" directly in a GPU block; 565 and
@@ -754,6 +764,29 @@ class ModuleMapReader:
         mapped, _unmapped = _check_map(
             {**saved, **seen, **self.module_override}, gpu_addresses)
         return mapped
+
+
+def _product(product_id: str) -> str:
+    name = HGX_BOARD_PRODUCTS.get(product_id)
+    return '%s:%s%s' % (NVIDIA_VENDOR_ID, product_id,
+                        ' (%s)' % name if name else '')
+
+
+def hgx_board_mismatch(product_ids: list[str]) -> str | None:
+    """Why a host whose NVIDIA GPUs have these PCI product IDs (one per
+    GPU) is no HGX 8-GPU board HGX_PARTITIONS holds for; None if it is
+    one: exactly HGX_BOARD_GPUS GPUs, all of one HGX_BOARD_PRODUCTS."""
+    counts = collections.Counter(product_ids)
+    if len(counts) == 1 and HGX_BOARD_GPUS in counts.values() and \
+            set(counts) <= set(HGX_BOARD_PRODUCTS):
+        return None
+    return 'it has %s; the HGX partition table holds only for %d GPUs ' \
+        'of one of the products %s' % (
+            ' and '.join('%d GPU%s of product %s' % (
+                n, '' if n == 1 else 's', _product(p))
+                         for p, n in sorted(counts.items())) or 'no GPU',
+            HGX_BOARD_GPUS,
+            ', '.join(_product(p) for p in sorted(HGX_BOARD_PRODUCTS)))
 
 
 def hgx_partitions(module_ids: dict[str, int]

@@ -452,6 +452,48 @@ class TestUpstreamTags(TranslatorTestBase):
         self.assertIn('0000:4b:00.2', str(err))
         self.assertEqual([], self.tree.children(HOST))
 
+    def nic_pf_and_vfs(self):
+        """The ConnectX-7 PF and two of its VFs."""
+        pf = tracked('0000:4b:00.0', '15b3', '1021', 'type-PF')
+        return [pf] + [tracked('0000:4b:00.%d' % fn, '15b3', '101e',
+                               'type-VF', parent_addr=pf.address)
+                       for fn in (2, 3)]
+
+    def test_pf_and_its_vfs_of_one_class_are_refused(self):
+        # Before: one provider with 3 units of CUSTOM_NIC.
+        whitelist = devspec.Whitelist.from_config([json.dumps(
+            {'vendor_id': '15b3', 'resource_class': 'nic'})], True)
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.translate, self.nic_pf_and_vfs(),
+                                whitelist=whitelist)
+        self.assertIn('Configuring both PF 0000:4b:00.0 (resource class '
+                      'CUSTOM_NIC) and its VFs 0000:4b:00.2, 0000:4b:00.3 '
+                      '(resource class CUSTOM_NIC) in [pci]device_spec is '
+                      'not supported', str(err))
+        self.assertEqual([], self.tree.children(HOST))
+
+    def test_pf_and_its_vfs_of_two_classes_are_refused(self):
+        whitelist = devspec.Whitelist.from_config([json.dumps(
+            {'vendor_id': '15b3', 'product_id': '1021',
+             'resource_class': 'pf'}), json.dumps(
+            {'vendor_id': '15b3', 'product_id': '101e',
+             'resource_class': 'vf'})], True)
+        err = self.assertRaises(exception.PlacementPciException,
+                                self.translate, self.nic_pf_and_vfs(),
+                                whitelist=whitelist)
+        self.assertIn('PF 0000:4b:00.0 (resource class CUSTOM_PF) and its '
+                      'VFs 0000:4b:00.2, 0000:4b:00.3 (resource class '
+                      'CUSTOM_VF)', str(err))
+
+    def test_vfs_alone_share_their_pf_provider(self):
+        whitelist = devspec.Whitelist.from_config([json.dumps(
+            {'vendor_id': '15b3', 'product_id': '101e',
+             'resource_class': 'vf'})], True)
+        self.translate(self.nic_pf_and_vfs(), whitelist=whitelist)
+        name = placement_names.device_rp_name(HOST, '0000:4b:00.0')
+        self.assertEqual(2, self.tree.data(name).inventory['CUSTOM_VF'][
+            'total'])
+
 
 class TestNumaLocality(TranslatorTestBase):
     """Sub-NUMA clustering: nodes 0 and 1 on socket 0, nodes 2 and 3 on

@@ -6,6 +6,7 @@ import uuid
 
 from nova import test
 from nova import exception
+from nova.conf import pci as pci_conf
 from nova.pci import devspec
 from nova.pci import request
 
@@ -269,6 +270,25 @@ class TestAliasRejected(test.TestCase):
             [_alias(resource_class='A'), _alias(resource_class='B')],
             "alias 'gpu' has 2 specs", 'one spec per alias',
             'same resource_class to several [pci]device_spec')
+
+    def test_help_says_same_name_entries_are_refused(self):
+        # The option's help said such entries form one alias matching any
+        # of them, while they are refused here (as upstream with
+        # pci_in_placement, the only mode aliases have here).
+        [alias_opt] = [opt for opt in pci_conf.pci_opts
+                       if opt.name == 'alias']
+        help_text = ' '.join(alias_opt.help.split())
+        self.assertNotIn('matching any of them', help_text)
+        self.assertIn('Several values with the same name are read as one '
+                      'alias with several specs, which is refused',
+                      help_text)
+        self.assertIn('same ``resource_class`` in several '
+                      '``[pci]device_spec`` entries', help_text)
+        self._reject_values(
+            [_alias(vendor_id='10de', product_id='2335'),
+             _alias(vendor_id='10de', product_id='2330')],
+            "alias 'gpu' has 2 specs",
+            'same resource_class to several [pci]device_spec entries')
 
     def _reject_values(self, values, *expected):
         exc = self.assertRaises(exception.PciInvalidAlias,

@@ -115,6 +115,27 @@ class HGXPartitionsTest(test.TestCase):
         self.assertIsNone(parts[4].addresses)
         self.assertEqual(('0000:18:00.0',), parts[8].addresses)
 
+    def test_table_only_for_8_gpus_of_an_hgx_product(self):
+        for products in (['2335'] * 8, ['2330'] * 8, ['2324'] * 8):
+            self.assertIsNone(nvlink.hgx_board_mismatch(products))
+        # A 4-GPU A100 board, an 8-GPU A100 board (FM has another table
+        # for it), a 4-GPU HGX H200 board (no NVSwitch), ten A40s, a
+        # board with a foreign GPU beside seven H200s, no GPU at all.
+        for products, says in (
+                (['20b2'] * 4, '4 GPUs of product 10de:20b2;'),
+                (['20b2'] * 8, '8 GPUs of product 10de:20b2;'),
+                (['2335'] * 4, '4 GPUs of product 10de:2335 (H200 SXM '
+                               '141GB);'),
+                (['2235'] * 10, '10 GPUs of product 10de:2235;'),
+                (['2335'] * 7 + ['20b2'], '1 GPU of product 10de:20b2 '
+                 'and 7 GPUs of product 10de:2335 (H200 SXM 141GB);'),
+                ([], 'it has no GPU;')):
+            reason = nvlink.hgx_board_mismatch(products)
+            self.assertIn(says, reason)
+            self.assertIn('only for 8 GPUs of one of the products '
+                          '10de:2324 (H800), 10de:2330 (H100 SXM5 80GB), '
+                          '10de:2335 (H200 SXM 141GB)', reason)
+
 
 class ModuleMapReaderTest(test.TestCase):
 
