@@ -205,6 +205,15 @@ class HostBoard:
         return [w for w in self.withholdings
                 if addresses.intersection(w.addresses)]
 
+    def group_not_offered(self, group: 'Group') -> list[Withholding]:
+        """Why ``group`` of the tree is not offered (empty if it is, or
+        if it is no group of devices: ``UNGROUPED`` or a single device).
+        """
+        members = group.all_devices()
+        if group.name == UNGROUPED or len(members) < 2:
+            return []
+        return self.not_offered(members)
+
     def groups(self) -> list[list[pci_device.TrackedDevice]]:
         """The devices of each group of two or more devices, nested groups
         included (a board, then its quads, then their pairs)."""
@@ -273,9 +282,7 @@ class HostBoard:
                     line += ' [%s]' % ' | '.join(
                         '%s %-8s' % (d.address, self.holder(d))
                         for d in child.devices)
-                members = child.all_devices()
-                why = self.not_offered(members) if \
-                    child.name != UNGROUPED and len(members) > 1 else []
+                why = self.group_not_offered(child)
                 if why:
                     line += ' NOT OFFERED: ' + '; '.join(
                         w.reason for w in why)

@@ -111,8 +111,10 @@ def _draw_cell(parent: ET.Element, host_board: board.HostBoard,
     withholding = host_board.withholding(dev)
     cell = ET.SubElement(parent, 'g', {'class': 'device %s' % state})
     tip = ET.SubElement(cell, 'title')
+    # On hover, all the device's records say of why it is out.
     tip.text = '%s: %s%s' % (dev.address, holder, ''.join(
-        '; %s' % w.text for w in host_board.not_offered([dev])))
+        '; %s' % why for why in (dev.describe_health(), dev.withheld)
+        if why))
     ET.SubElement(cell, 'rect', x=str(x), y=str(y), width=str(CELL_W),
                   height=str(CELL_H), rx='4', fill=COLOURS[state],
                   stroke='#263238')
@@ -133,9 +135,7 @@ def _draw_cell(parent: ET.Element, host_board: board.HostBoard,
 def _draw_box(parent: ET.Element, host_board: board.HostBoard, box: _Box,
               x: int, y: int, labelled: bool) -> None:
     if labelled:
-        why = host_board.not_offered(box.group.all_devices()) \
-            if box.group.name != board.UNGROUPED and \
-            len(box.group.all_devices()) > 1 else []
+        why = host_board.group_not_offered(box.group)
         attrs = {'x': str(x), 'y': str(y), 'width': str(box.width),
                  'height': str(box.height), 'rx': '6', 'fill': 'none',
                  'stroke': GROUP_STROKE, 'class': 'group'}
@@ -169,11 +169,8 @@ def _reason_lines(host_board: board.HostBoard
 
     def visit(group: board.Group) -> None:
         for child in group.children.values():
-            members = child.all_devices()
-            if child.name != board.UNGROUPED and len(members) > 1:
-                for withholding in host_board.not_offered(members):
-                    names.setdefault(withholding.reason, []).append(
-                        child.name)
+            for withholding in host_board.group_not_offered(child):
+                names.setdefault(withholding.reason, []).append(child.name)
             visit(child)
     visit(host_board.tree())
     return [(w, w.text + (' \u2014 not offered: %s' % ', '.join(

@@ -119,5 +119,7 @@ class WithheldSvgTest(test.TestCase):
             '0000:5d:00.0': ['withheld', '!', 'foreign partition 3']},
             marks)
         tips = [t.text for t in self.svg.iterfind('.//s:g/s:title', NS)]
-        self.assertIn('0000:3a:00.0: withheld; withheld: foreign partition '
-                      '3 active', tips)
+        self.assertIn('0000:3a:00.0: withheld; in Fabric Manager '
+                      'partition 3 (...)', tips)
+        self.assertIn('0000:18:00.0: vm-1; unhealthy since ? (operator): '
+                      'uncorrectable ECC errors, RMA 1234', tips)
