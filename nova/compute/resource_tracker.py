@@ -187,7 +187,7 @@ class ResourceTracker:
             # Known at start: a restart does not tell the holders again.
             self._unhealthy_seen = set(self.pci_tracker.unhealthy())
         self.pci_tracker.update_devices_from_hypervisor_resources(
-            devices, specs, self._group_path, rows_withheld.reason)
+            devices, specs, self._group_path, rows_withheld)
         return specs
 
     def report_claimed(self, devices: list[pci_device.TrackedDevice]

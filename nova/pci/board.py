@@ -8,10 +8,14 @@ group size, the groups whose devices are all free: what the next request
 of that size can get. Unhealthy devices are drawn as such, and a group
 that is not offered (it holds an unhealthy or withheld device, or an
 NVSwitch is down) says why, so the board shows which partitions a host
-with a broken GPU still offers.
+with a broken GPU still offers. Each reason is a ``Withholding`` record,
+built from the device records' health and ``partition_hold`` (the
+Fabric Manager partition that keeps a device out), which the text and
+the picture (``nova.pci.board_svg``) both draw.
 """
 
 import dataclasses
+import functools
 
 from nova.db import api as db
 from nova.pci import device as pci_device
@@ -56,18 +60,73 @@ def _offered_alone(dev: pci_device.TrackedDevice) -> bool:
     return not reason or reason.startswith(pci_partitions.IN_GROUPS_PREFIX)
 
 
-def _group_not_offered(members: list[pci_device.TrackedDevice]
-                       ) -> str | None:
-    """Why a group of these devices is not offered at any size (None
-    if it is)."""
-    why = ['%s unhealthy' % d.address for d in members if not d.healthy]
-    why += ['%s withheld' % d.address for d in members
-            if _withheld_entirely(d)]
-    in_groups = sorted({d.withheld[len(pci_partitions.IN_GROUPS_PREFIX):]
-                        for d in members if d.withheld and
-                        d.withheld.startswith(
-                            pci_partitions.IN_GROUPS_PREFIX)})
-    return '; '.join(why + in_groups) or None
+@dataclasses.dataclass(frozen=True)
+class Withholding:
+    """One reason a host's devices are out of the offer, as the board
+    (text and picture) says it.
+
+    ``reason``: e.g. ``device 0000:18:00.0 unhealthy (operator: RMA
+    1234)`` or ``foreign partition 3 active``. ``state``: ``UNHEALTHY``
+    or ``WITHHELD``, how the picture colours it. ``mark``: the few words
+    drawn on each device it takes out (None when the devices are still
+    offered alone, e.g. an NVSwitch is down). ``addresses``: its
+    devices; every group holding one of them is not offered.
+    """
+
+    reason: str
+    state: str
+    mark: str | None
+    addresses: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The reason as the picture writes it under a host."""
+        return '%s: %s' % (WITHHELD, self.reason)
+
+
+def _partition_words(hold: pci_device.PartitionHold) -> tuple[str, str]:
+    """(reason, mark) of a device a hardware partition keeps out."""
+    if hold.state == pci_device.PARTITION_FOREIGN:
+        return ('foreign partition %d active' % hold.partition,
+                'foreign partition %d' % hold.partition)
+    return 'partition %d quarantined' % hold.partition, 'quarantined'
+
+
+def _causes(dev: pci_device.TrackedDevice
+            ) -> list[tuple[str, str, str | None]]:
+    """(state, reason, mark) of each reason ``dev`` is out of the
+    offer: its health, then the partition keeping it, any other reason
+    it is withheld, or why it is offered alone only."""
+    causes = []
+    if unhealthy(dev):
+        causes.append((UNHEALTHY, 'device %s unhealthy (%s: %s)' % (
+            dev.address, dev.health_source or '?',
+            dev.health_reason or '?'), UNHEALTHY))
+    hold = dev.partition_hold
+    if hold is not None:
+        causes.append((WITHHELD, *_partition_words(hold)))
+    elif _withheld_entirely(dev):
+        causes.append((WITHHELD, 'device %s %s' % (dev.address,
+                                                   dev.withheld),
+                       'not offered'))
+    elif dev.withheld and dev.withheld.startswith(
+            pci_partitions.IN_GROUPS_PREFIX):
+        causes.append((WITHHELD, dev.withheld[
+            len(pci_partitions.IN_GROUPS_PREFIX):], None))
+    return causes
+
+
+def _withholdings(devices: list[pci_device.TrackedDevice]
+                  ) -> list[Withholding]:
+    """Every reason devices of ``devices`` are out of the offer, one per
+    cause (a partition of two devices is one reason), with its devices.
+    """
+    found: dict[tuple[str, str, str | None], list[str]] = {}
+    for dev in sorted(devices, key=lambda d: d.address):
+        for cause in _causes(dev):
+            found.setdefault(cause, []).append(dev.address)
+    return [Withholding(reason, state, mark, tuple(addresses))
+            for (state, reason, mark), addresses in found.items()]
 
 
 @dataclasses.dataclass
@@ -126,6 +185,35 @@ class HostBoard:
         holder = self.holder(dev)
         return holder if holder in (FREE, WITHHELD) else USED
 
+    @functools.cached_property
+    def withholdings(self) -> list[Withholding]:
+        """Every reason devices of the host are out of the offer."""
+        return _withholdings(self.devices)
+
+    def withholding(self, dev: pci_device.TrackedDevice
+                    ) -> Withholding | None:
+        """What takes ``dev`` itself out of the offer (its health first),
+        None if it is offered, at least alone."""
+        return next((w for w in self.withholdings if w.mark and
+                     dev.address in w.addresses), None)
+
+    def not_offered(self, members: list[pci_device.TrackedDevice]
+                    ) -> list[Withholding]:
+        """Why a group of ``members`` is not offered at any size (empty
+        if it is)."""
+        addresses = {d.address for d in members}
+        return [w for w in self.withholdings
+                if addresses.intersection(w.addresses)]
+
+    def group_not_offered(self, group: 'Group') -> list[Withholding]:
+        """Why ``group`` of the tree is not offered (empty if it is, or
+        if it is no group of devices: ``UNGROUPED`` or a single device).
+        """
+        members = group.all_devices()
+        if group.name == UNGROUPED or len(members) < 2:
+            return []
+        return self.not_offered(members)
+
     def groups(self) -> list[list[pci_device.TrackedDevice]]:
         """The devices of each group of two or more devices, nested groups
         included (a board, then its quads, then their pairs)."""
@@ -157,7 +245,7 @@ class HostBoard:
                 counts[1] += 1
         for members in self.groups():
             free = all(self.holder(d) == FREE for d in members) \
-                and _group_not_offered(members) is None
+                and not self.not_offered(members)
             counts[len(members)] = counts.get(len(members), 0) + int(free)
         return counts
 
@@ -170,7 +258,7 @@ class HostBoard:
         for members in self.groups():
             covered = in_free_group.setdefault(len(members), set())
             if all(self.holder(d) == FREE for d in members) \
-                    and _group_not_offered(members) is None:
+                    and not self.not_offered(members):
                 covered.update(d.address for d in members)
         return {size: len(free - covered)
                 for size, covered in in_free_group.items()}
@@ -194,11 +282,10 @@ class HostBoard:
                     line += ' [%s]' % ' | '.join(
                         '%s %-8s' % (d.address, self.holder(d))
                         for d in child.devices)
-                members = child.all_devices()
-                why = _group_not_offered(members) if \
-                    child.name != UNGROUPED and len(members) > 1 else None
+                why = self.group_not_offered(child)
                 if why:
-                    line += ' NOT OFFERED: ' + why
+                    line += ' NOT OFFERED: ' + '; '.join(
+                        w.reason for w in why)
                 lines.append(line)
                 visit(child, depth + 1)
         visit(self.tree(), 1)

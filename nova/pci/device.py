@@ -48,6 +48,13 @@ HEALTHY = 'healthy'
 UNHEALTHY = 'unhealthy'
 HEALTH_STATES = (HEALTHY, UNHEALTHY)
 
+# How a hardware partition keeps a device out of nova's offer
+# (``PartitionHold.state``): it is active but nova did not activate it, or
+# nova quarantined it after its activation failed for a hardware reason.
+PARTITION_FOREIGN = 'foreign'
+PARTITION_QUARANTINED = 'quarantined'
+PARTITION_HOLD_STATES = (PARTITION_FOREIGN, PARTITION_QUARANTINED)
+
 # Prefix of a HostDevice's dev_id, as libvirt names node devices.
 _DEV_ID_PREFIX = 'pci_'
 
@@ -108,6 +115,24 @@ class Passthrough:
     request_id: str | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class PartitionHold:
+    """The hardware partition (an NVLink Fabric Manager partition) that
+    keeps a device out of nova's offer, and how (one of
+    ``PARTITION_HOLD_STATES``): what the board names as the reason,
+    e.g. "foreign partition 3 active"."""
+
+    partition: int
+    state: str
+
+    def __post_init__(self) -> None:
+        if self.state not in PARTITION_HOLD_STATES:
+            raise exception.Invalid(reason=(
+                'partition %d holds a device as %r; allowed: %s' % (
+                    self.partition, self.state,
+                    ', '.join(PARTITION_HOLD_STATES))))
+
+
 def _flag(value: str) -> bool:
     """A "true"/"false" tag as stored in ``extra_info`` (anything but
     "false" is true, as upstream reads ``managed``)."""
@@ -117,10 +142,13 @@ def _flag(value: str) -> bool:
 def extra_info(managed: str, live_migratable: str,
                withheld: str | None = None,
                card_serial_number: str | None = None,
-               resource_class: str | None = None) -> dict[str, str]:
+               resource_class: str | None = None,
+               partition_hold: PartitionHold | None = None
+               ) -> dict[str, str]:
     """The ``extra_info`` JSON of a tracked device: the spec's
     ``managed`` and ``live_migratable`` tags (what the libvirt driver and
-    live migration need), why nova does not offer the device (for
+    live migration need), why nova does not offer the device and the
+    hardware partition that keeps it out, if one does (for
     ``nova-manage pci list``/``board``), for a remote-managed
     device the card serial number its backend identifies it by, and the
     Placement resource class its compute reports it as (for the
@@ -130,6 +158,9 @@ def extra_info(managed: str, live_migratable: str,
         info['resource_class'] = resource_class
     if withheld:
         info['withheld'] = withheld
+    if partition_hold is not None:
+        info['withheld_partition'] = str(partition_hold.partition)
+        info['withheld_partition_state'] = partition_hold.state
     if card_serial_number is not None:
         info['remote_managed'] = 'true'
         info['card_serial_number'] = card_serial_number
@@ -265,6 +296,17 @@ class TrackedDevice:
         """Why the device's compute does not offer it (None if it does).
         """
         return self.extra_info.get('withheld') or None
+
+    @property
+    def partition_hold(self) -> PartitionHold | None:
+        """The hardware partition that keeps the device out of the offer
+        (None if none does)."""
+        partition = self.extra_info.get('withheld_partition')
+        if partition is None:
+            return None
+        return PartitionHold(int(partition),
+                             self.extra_info.get('withheld_partition_state',
+                                                 ''))
 
     @property
     def resource_class(self) -> str | None:

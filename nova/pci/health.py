@@ -208,4 +208,4 @@ def withhold(withheld: pci_partitions.Withheld,
         devices=devices, alone=alone,
         groups={**withheld.groups, **groups},
         group_devices={g.name: tuple(g.addresses) for g in tree.groups()},
-        in_groups=in_groups)
+        in_groups=in_groups, holds=withheld.holds)

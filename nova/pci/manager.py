@@ -28,6 +28,7 @@ from nova import exception
 from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import health as pci_health
+from nova.pci import partitions as pci_partitions
 from nova.pci import utils
 
 LOG = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ class PciDevTracker:
     def _wanted_devices(devices: list[pci_device.HostDevice],
                         specs: Mapping[str, devspec.PciDeviceSpec],
                         group_path: Callable[[str], str] | None,
-                        withheld: Callable[[str], str | None] | None
+                        withheld: pci_partitions.Withheld | None
                         ) -> dict[str, pci_device.TrackedFields]:
         """Map address -> tracked fields of each assignable device."""
         wanted = {}
@@ -153,12 +154,14 @@ class PciDevTracker:
             parent = dev.parent_addr
             # What the libvirt driver and live migration need to know
             # about the device, from its spec (defaults as upstream), why
-            # nova does not offer it, and what a remote backend
-            # identifies the card by.
+            # nova does not offer it (and the partition that keeps it
+            # out), and what a remote backend identifies the card by.
             info = pci_device.extra_info(
                 managed=spec.tags.get('managed', 'true'),
                 live_migratable=spec.tags.get('live_migratable', 'false'),
-                withheld=withheld(address) if withheld else None,
+                withheld=withheld.reason(address) if withheld else None,
+                partition_hold=withheld.hold(address) if withheld
+                else None,
                 card_serial_number=(dev.card_serial_number
                                     if spec.remote_managed else None),
                 resource_class=spec.resource_class_for(dev))
@@ -171,7 +174,7 @@ class PciDevTracker:
             self, devices: list[pci_device.HostDevice],
             specs: Mapping[str, devspec.PciDeviceSpec],
             group_path: Callable[[str], str] | None = None,
-            withheld: Callable[[str], str | None] | None = None) -> None:
+            withheld: pci_partitions.Withheld | None = None) -> None:
         """Make the tracked devices match the hypervisor's ``devices``
         that have a spec in ``specs``
         (``Whitelist.classify``).
@@ -180,8 +183,8 @@ class PciDevTracker:
         vanished free devices are deleted and vanished in-use devices are
         kept until freed (see the module docstring). ``group_path(address)``
         gives the device's group path, e.g. ``quad-a/pair-a1``;
-        ``withheld(address)`` why the device is not offered (None if it
-        is), kept in its ``extra_info``.
+        ``withheld`` says why a device is not offered and which hardware
+        partition keeps it out, kept in its ``extra_info``.
         """
         wanted = self._wanted_devices(devices, specs, group_path, withheld)
         with self._lock:

@@ -15,6 +15,7 @@ import dataclasses
 from typing import NamedTuple
 
 from nova import exception
+from nova.pci import device as pci_device
 from nova.pci import groups
 
 # How Withheld.reason starts for a device withheld only alone.
@@ -77,8 +78,10 @@ class Withheld:
     any size (its provider loses its size trait), e.g. it holds an
     unhealthy device. ``in_groups``: address -> reason; every
     multi-device group of the device is withheld, so it is offered alone
-    only (an NVSwitch is down). Computed beside the group tree on every
-    update, so a device comes back as soon as the reason is gone.
+    only (an NVSwitch is down). ``holds``: address -> the hardware
+    partition that withholds the device (foreign or quarantined), for
+    the board. Computed beside the group tree on every update, so a
+    device comes back as soon as the reason is gone.
     """
 
     devices: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -88,6 +91,8 @@ class Withheld:
     group_devices: Mapping[str, tuple[str, ...]] = dataclasses.field(
         default_factory=dict)
     in_groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    holds: Mapping[str, pci_device.PartitionHold] = dataclasses.field(
+        default_factory=dict)
 
     def reason(self, address: str) -> str | None:
         """Why the device is not (fully) offered; None if it is."""
@@ -98,6 +103,11 @@ class Withheld:
         if address in self.in_groups:
             return IN_GROUPS_PREFIX + self.in_groups[address]
         return None
+
+    def hold(self, address: str) -> pci_device.PartitionHold | None:
+        """The hardware partition that withholds the device (None if no
+        partition does)."""
+        return self.holds.get(address)
 
     def offers(self, addresses: list[str]) -> bool:
         """Whether a request may get exactly the devices ``addresses``."""
@@ -321,6 +331,7 @@ def withheld_devices(
     activated.
     """
     devices: dict[str, str] = {}
+    holds: dict[str, pci_device.PartitionHold] = {}
     for address, why in unmapped.items():
         devices[address] = 'cannot be activated: it %s' % why
     for partition in partitions:
@@ -328,16 +339,21 @@ def withheld_devices(
             reason = ('in Fabric Manager partition %s, which is active but '
                       'was not activated by nova; deactivate it to offer '
                       'the device again' % partition.describe())
+            state = pci_device.PARTITION_FOREIGN
         elif partition.quarantined:
             reason = 'in quarantined Fabric Manager partition %s: %s' % (
                 partition.describe(), partition.quarantined)
+            state = pci_device.PARTITION_QUARANTINED
         else:
             continue
         for address in partition.addresses or ():
-            devices.setdefault(address, reason)
+            if address not in devices:
+                devices[address] = reason
+                holds[address] = pci_device.PartitionHold(partition.id,
+                                                          state)
     singles = {p.module_ids for p in partitions if len(p.module_ids) == 1}
     alone = {address: 'no Fabric Manager partition of its own (module %d)'
              % module for address, module in module_ids.items()
              if frozenset({module}) not in singles and
              address not in devices}
-    return Withheld(devices, alone)
+    return Withheld(devices, alone, holds=holds)

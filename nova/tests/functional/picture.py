@@ -6,7 +6,9 @@ the PNG is decoded here with the standard library (zlib), as the project
 has no image library.
 """
 
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -53,6 +55,40 @@ def dom(html_path: str) -> str:
     with tempfile.TemporaryDirectory() as workdir:
         return _run(['--dump-dom', 'file://' + os.path.abspath(html_path)],
                     workdir).stdout
+
+
+# Appended to a copy of the page: writes where the element of the CSS
+# selector lies into the <body>, for ``--dump-dom`` to show.
+_BOX_SCRIPT = (
+    '<script>(function(){var e=document.querySelector(%s);var r=e&&'
+    'e.getBoundingClientRect();document.body.setAttribute("data-box",'
+    'r?[r.left,r.top,r.width,r.height].join(" "):"none");})();</script>')
+_BOX_ATTR = re.compile(r'data-box="([^"]*)"')
+
+
+def bounding_box(html_path: str, selector: str, width: int, height: int
+                 ) -> tuple[float, float, float, float] | None:
+    """(left, top, width, height) in CSS pixels of the first element
+    matching ``selector`` on ``html_path`` laid out in a ``width`` x
+    ``height`` window, as Chromium's layout puts it (None: no such
+    element). The page is copied with a script that measures it."""
+    with open(html_path, encoding='utf-8') as f:
+        page = f.read()
+    with tempfile.TemporaryDirectory() as workdir:
+        measured = os.path.join(workdir, 'measured.html')
+        with open(measured, 'w', encoding='utf-8') as f:
+            f.write(page.replace('</body>', _BOX_SCRIPT % json.dumps(
+                selector) + '</body>'))
+        out = _run(['--window-size=%d,%d' % (width, height), '--dump-dom',
+                    'file://' + measured], workdir).stdout
+    found = _BOX_ATTR.search(out)
+    if found is None:
+        raise ValueError('the page %s did not run the measuring script'
+                         % html_path)
+    if found.group(1) == 'none':
+        return None
+    left, top, box_width, box_height = map(float, found.group(1).split())
+    return left, top, box_width, box_height
 
 
 def _paeth(a: int, b: int, c: int) -> int:

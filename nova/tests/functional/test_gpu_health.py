@@ -109,7 +109,8 @@ class TestObservedHealth(HealthTestBase):
         self.assertEqual({0}, set(reserved.values()))
         board = self.manage_output(manage.pci_board)
         self.assertIn('1 unhealthy', board)
-        self.assertIn('NOT OFFERED: %s unhealthy' % broken, board)
+        self.assertIn('NOT OFFERED: device %s unhealthy (nvidia-smi: '
+                      % broken, board)
         # The other quartet, the other pair of its quartet and single
         # GPUs are still offered.
         quad = self.boot(self.flavors[4], 'quad')

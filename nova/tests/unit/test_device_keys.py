@@ -40,7 +40,8 @@ DEVICE_KEYS = frozenset(
     for record in (pci_device.HostDevice, pci_device.TrackedDevice,
                    pci_device.Passthrough)
     for field in dataclasses.fields(record)
-) | {'class', 'capabilities', 'withheld'}
+) | {'class', 'capabilities', 'withheld', 'withheld_partition',
+     'withheld_partition_state'}
 # Device keys other records (migrations, PCI requests, alias and device
 # specs, services, XML attributes) also have.
 SHARED_KEYS = frozenset({

@@ -70,9 +70,11 @@ class UnhealthyBoardTest(test.TestCase):
         host = board.HostBoard('cmp1', devices, {'u1': 'vm-1'})
         self.assertEqual([
             'cmp1: 4 devices, 2 free, 1 unhealthy',
-            '  quad NOT OFFERED: 0000:18:00.0 unhealthy',
+            '  quad NOT OFFERED: device 0000:18:00.0 unhealthy '
+            '(nvidia-smi: nvidia-smi: GPU is lost)',
             '    pair-1 [0000:18:00.0 unhealthy | 0000:2a:00.0 free    ] '
-            'NOT OFFERED: 0000:18:00.0 unhealthy',
+            'NOT OFFERED: device 0000:18:00.0 unhealthy (nvidia-smi: '
+            'nvidia-smi: GPU is lost)',
             '    pair-2 [0000:3a:00.0 free     | 0000:5d:00.0 vm-1    ]',
             '  0000:18:00.0 unhealthy since 2026-12-04T08:00:00 '
             '(nvidia-smi): nvidia-smi: GPU is lost',
@@ -90,6 +92,71 @@ class UnhealthyBoardTest(test.TestCase):
         self.assertIn('pair-1 [0000:18:00.0 free     | 0000:2a:00.0 free    '
                       '] NOT OFFERED: NVSwitch 0000:05:00.0 is down',
                       host.draw())
+
+
+def withheld_by(dev, state, partition=3):
+    """``dev`` as its compute records it while a partition keeps it."""
+    return dataclasses.replace(dev, extra_info=pci_device.extra_info(
+        'true', 'false', 'in Fabric Manager partition %d (...)' % partition,
+        partition_hold=pci_device.PartitionHold(partition, state)))
+
+
+def operator_marked(dev, reason='uncorrectable ECC errors, RMA 1234'):
+    return dataclasses.replace(dev, health=pci_device.UNHEALTHY,
+                               health_reason=reason, health_source='operator')
+
+
+class WithheldBoardTest(test.TestCase):
+    """Why capacity is missing, per cause, as board and picture say it."""
+
+    def setUp(self):
+        super().setUp()
+        devices = [_dev('0000:18:00.0', 'quad/pair-1'),
+                   _dev('0000:2a:00.0', 'quad/pair-1'),
+                   _dev('0000:3a:00.0', 'quad/pair-2'),
+                   _dev('0000:5d:00.0', 'quad/pair-2')]
+        devices[0] = operator_marked(devices[0])
+        devices[2:] = [withheld_by(d, pci_device.PARTITION_FOREIGN)
+                       for d in devices[2:]]
+        self.host = board.HostBoard('cmp1', devices, {})
+
+    def test_one_reason_per_cause(self):
+        self.assertEqual([
+            board.Withholding(
+                'device 0000:18:00.0 unhealthy (operator: uncorrectable '
+                'ECC errors, RMA 1234)', board.UNHEALTHY, board.UNHEALTHY,
+                ('0000:18:00.0',)),
+            board.Withholding('foreign partition 3 active', board.WITHHELD,
+                              'foreign partition 3',
+                              ('0000:3a:00.0', '0000:5d:00.0'))],
+            self.host.withholdings)
+        self.assertEqual('withheld: foreign partition 3 active',
+                         self.host.withholdings[1].text)
+        pair_2 = self.host.devices[2:]
+        self.assertEqual([self.host.withholdings[1]],
+                         self.host.not_offered(pair_2))
+        self.assertEqual(self.host.withholdings[1],
+                         self.host.withholding(pair_2[0]))
+        self.assertIsNone(self.host.withholding(self.host.devices[1]))
+
+    def test_text_board_names_the_partition_and_the_mark(self):
+        lines = self.host.draw().splitlines()
+        self.assertEqual(
+            '  quad NOT OFFERED: device 0000:18:00.0 unhealthy (operator: '
+            'uncorrectable ECC errors, RMA 1234); foreign partition 3 '
+            'active', lines[1])
+        self.assertTrue(lines[3].endswith(
+            '] NOT OFFERED: foreign partition 3 active'), lines[3])
+        self.assertEqual({1: 1, 2: 0, 4: 0}, self.host.free_partitions())
+
+    def test_quarantined_partition(self):
+        devices = [withheld_by(_dev(a, 'pair-1'),
+                               pci_device.PARTITION_QUARANTINED, 5)
+                   for a in ('0000:18:00.0', '0000:2a:00.0')]
+        host = board.HostBoard('cmp1', devices, {})
+        self.assertEqual([('partition 5 quarantined', 'quarantined')],
+                         [(w.reason, w.mark) for w in host.withholdings])
+        self.assertIn('NOT OFFERED: partition 5 quarantined', host.draw())
 
 
 class NestedBoardTest(test.TestCase):

@@ -5,7 +5,10 @@ import xml.etree.ElementTree as ET
 from nova import test
 from nova.pci import board
 from nova.pci import board_svg
+from nova.pci import device as pci_device
 from nova.tests.unit.pci.test_board import _dev
+from nova.tests.unit.pci.test_board import operator_marked
+from nova.tests.unit.pci.test_board import withheld_by
 
 NS = {'s': board_svg.SVG_NS}
 
@@ -59,3 +62,64 @@ class BoardSvgTest(test.TestCase):
         self.assertIn('<td>&lt;script&gt;alert("x")&lt;/script&gt; &amp; '
                       'a-very-long-server-name</td><td>hgx-1</td>'
                       '<td>0000:01:00.0 0000:02:00.0</td>', page)
+
+
+class WithheldSvgTest(test.TestCase):
+    """A GPU the operator marked and a foreign partition, on one host."""
+
+    def setUp(self):
+        super().setUp()
+        devices = [_dev('0000:18:00.0', 'board/pair-1', 'u1'),
+                   _dev('0000:2a:00.0', 'board/pair-1', 'u1'),
+                   _dev('0000:3a:00.0', 'board/pair-2'),
+                   _dev('0000:5d:00.0', 'board/pair-2'),
+                   _dev('0000:9a:00.0', 'pair-3'),
+                   _dev('0000:ab:00.0', 'pair-3')]
+        devices[0] = operator_marked(devices[0])
+        devices[2:4] = [withheld_by(d, pci_device.PARTITION_FOREIGN)
+                        for d in devices[2:4]]
+        self.svg = ET.fromstring(board_svg.to_svg(board.HostBoard(
+            'hgx-1', devices, {'u1': 'vm-1'})).split('\n', 1)[1])
+
+    def test_groups_marked_and_reasons_written(self):
+        texts = [t.text for t in self.svg.iterfind('.//s:text', NS)]
+        self.assertEqual('hgx-1: 6 devices, 1 used, 1 unhealthy, '
+                         '2 withheld', texts[0])
+        self.assertEqual([
+            'withheld: device 0000:18:00.0 unhealthy (operator: '
+            'uncorrectable ECC errors, RMA 1234) \u2014 not offered: '
+            'board, pair-1',
+            'withheld: foreign partition 3 active \u2014 not offered: '
+            'board, pair-2'],
+            [t.text for t in self.svg.iterfind('.//s:text', NS)
+             if t.get('class') == 'withheld-reason'])
+        boxes = {}
+        for rect in self.svg.iterfind('.//s:rect', NS):
+            if rect.get('class', '').startswith('group'):
+                boxes[rect.get('class')] = boxes.get(rect.get('class'),
+                                                     0) + 1
+                if rect.get('class') == 'group withheld':
+                    self.assertEqual(board_svg.NOT_OFFERED_DASH,
+                                     rect.get('stroke-dasharray'))
+        # board, pair-1 and pair-2 are not offered; pair-3 is.
+        self.assertEqual({'group withheld': 3, 'group': 1}, boxes)
+        self.assertIn('pair-1 \u00b7 not offered', texts)
+        self.assertIn('pair-3', texts)
+
+    def test_devices_marked(self):
+        marks = {}
+        for cell in self.svg.iterfind('.//s:g', NS):
+            lines = [t.text for t in cell.iterfind('s:text', NS)]
+            if cell.find('s:circle', NS) is not None:
+                marks[lines[0]] = lines[1:]
+        self.assertEqual({
+            # Held by a server: its name, then why it is out.
+            '0000:18:00.0': ['vm-1', '!', 'unhealthy'],
+            '0000:3a:00.0': ['withheld', '!', 'foreign partition 3'],
+            '0000:5d:00.0': ['withheld', '!', 'foreign partition 3']},
+            marks)
+        tips = [t.text for t in self.svg.iterfind('.//s:g/s:title', NS)]
+        self.assertIn('0000:3a:00.0: withheld; in Fabric Manager '
+                      'partition 3 (...)', tips)
+        self.assertIn('0000:18:00.0: vm-1; unhealthy since ? (operator): '
+                      'uncorrectable ECC errors, RMA 1234', tips)

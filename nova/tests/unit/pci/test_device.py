@@ -79,6 +79,22 @@ class TestTrackedDevice(test.TestCase):
             self.assertTrue(pci_device.TrackedDevice.from_row(
                 dict(ROW, extra_info={'managed': value})).managed)
 
+    def test_partition_hold(self):
+        hold = pci_device.PartitionHold(3, pci_device.PARTITION_FOREIGN)
+        info = pci_device.extra_info('true', 'false', 'in partition 3',
+                                     partition_hold=hold)
+        self.assertEqual({'withheld_partition': '3',
+                          'withheld_partition_state': 'foreign'},
+                         {k: v for k, v in info.items()
+                          if k.startswith('withheld_')})
+        dev = pci_device.TrackedDevice.from_row(dict(ROW, extra_info=info))
+        self.assertEqual(hold, dev.partition_hold)
+        self.assertIsNone(pci_device.TrackedDevice.from_row(
+            ROW).partition_hold)
+        err = self.assertRaises(exception.Invalid, pci_device.PartitionHold,
+                                3, 'borrowed')
+        self.assertIn("'borrowed'; allowed: foreign, quarantined", str(err))
+
     def test_in_use(self):
         for status, in_use in (('available', False), ('claimed', True),
                                ('allocated', True)):

@@ -134,9 +134,12 @@ class TestWithhold(test.TestCase):
         self.assertNotIn(BY_MODULE[8], result.alone)
 
     def test_nothing_broken_changes_nothing_offered(self):
-        offered = partitions.Withheld(devices={BY_MODULE[2]: 'foreign'})
+        hold = pci_device.PartitionHold(4, pci_device.PARTITION_FOREIGN)
+        offered = partitions.Withheld(devices={BY_MODULE[2]: 'foreign'},
+                                      holds={BY_MODULE[2]: hold})
         result = health.withhold(offered, TREE, {}, {})
         self.assertEqual(dict(offered.devices), dict(result.devices))
+        self.assertEqual(hold, result.hold(BY_MODULE[2]))
         self.assertEqual({}, dict(result.groups))
         self.assertEqual(result, health.withhold(offered, TREE, {}, {}))
 

@@ -13,6 +13,7 @@ from nova import exception
 from nova.pci import device as pci_device
 from nova.pci import devspec
 from nova.pci import manager
+from nova.pci import partitions
 from nova.tests.fixtures import database as db_fixture
 
 GPU_ADDRESSES = ('0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
@@ -90,6 +91,23 @@ class TestPciDevTracker(test.TestCase):
         self.assertEqual({'managed': 'false', 'live_migratable': 'true',
                           'resource_class': 'CUSTOM_PCI_10DE_2335'},
                          device.extra_info)
+
+    def test_withheld_reason_and_partition_recorded(self):
+        hold = pci_device.PartitionHold(4, pci_device.PARTITION_FOREIGN)
+        withheld = partitions.Withheld(
+            devices={'0000:18:00.0': 'in foreign partition 4'},
+            holds={'0000:18:00.0': hold})
+        self.tracker.update_devices_from_hypervisor_resources(
+            self.devices, whitelist().classify(self.devices), None,
+            withheld)
+        stored = self._db_devices()
+        self.assertEqual('in foreign partition 4',
+                         stored['0000:18:00.0'].withheld)
+        self.assertEqual(hold, stored['0000:18:00.0'].partition_hold)
+        self.assertIsNone(stored['0000:2a:00.0'].partition_hold)
+        # Gone with its reason at the next sync.
+        self._sync()
+        self.assertIsNone(self._db_devices()['0000:18:00.0'].partition_hold)
 
     def test_resource_class_tag_recorded(self):
         self._sync(wl=whitelist(

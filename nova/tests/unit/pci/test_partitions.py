@@ -6,6 +6,7 @@ from unittest import mock
 
 from nova import exception
 from nova import test
+from nova.pci import device as pci_device
 from nova.pci import groups
 from nova.pci import partitions
 from nova.tests.unit.pci.test_groups import gpu
@@ -119,6 +120,13 @@ class PartitionTreeTest(test.TestCase):
         self.assertFalse(withheld.offers([gpu(1), gpu(2), gpu(3), gpu(4)]))
         self.assertTrue(withheld.offers([gpu(2), gpu(4)]))
         self.assertEqual({}, withheld.alone)
+        # The board names the partition that keeps each device out.
+        self.assertEqual({
+            gpu(5): pci_device.PartitionHold(11, 'foreign'),
+            gpu(1): pci_device.PartitionHold(3, 'quarantined'),
+            gpu(3): pci_device.PartitionHold(3, 'quarantined')},
+            dict(withheld.holds))
+        self.assertIsNone(withheld.hold(gpu(2)))
         none = partitions.withheld_devices(fm_partitions(), modules, {})
         self.assertEqual(partitions.Withheld(), none)
 
