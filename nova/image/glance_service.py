@@ -122,17 +122,19 @@ class GlanceService:
     """Glance in a child process; ``url`` is its endpoint once started.
 
     Its images and database live in ``state_dir`` (kept across restarts,
-    so a restarted Glance has the same images).
+    so a restarted Glance has the same images). ``options`` name the
+    options that set ``port``, for the error when Glance cannot start.
     """
 
     def __init__(self, state_dir: str, host: str = '127.0.0.1',
                  port: int = 0,
-                 keystone_authtoken: dict[str, object] | None = None
-                 ) -> None:
+                 keystone_authtoken: dict[str, object] | None = None,
+                 options: str = '') -> None:
         self.state_dir = os.path.abspath(state_dir)
         self.config_dir = os.path.join(self.state_dir, 'etc')
         self.host = host
         self.port = port
+        self.options = options
         self.keystone_authtoken = keystone_authtoken
         self.url: str | None = None
         self._process: subprocess.Popen | None = None
@@ -147,7 +149,8 @@ class GlanceService:
                          conf.keystone_authtoken.items()
                          if name in _AUTHTOKEN_OPTIONS and value is not None}
         return cls(os.path.join(conf.state_path, 'glance'), port=port,
-                   keystone_authtoken=authtoken)
+                   keystone_authtoken=authtoken,
+                   options='[all_in_one]glance_listen_port')
 
     def configure_nova(self, conf) -> None:
         """Point ``conf``'s ``[glance]`` at this Glance: no credentials
@@ -191,7 +194,12 @@ class GlanceService:
                 SYNC_TIMEOUT) from err
 
     def start(self) -> None:
-        """Write the configuration, sync the schema, start serving."""
+        """Write the configuration, sync the schema, start serving.
+
+        Raises InvalidConfiguration naming Glance's address, the options
+        that set it, the child's exit status and its own error (the last
+        line it wrote) when the child does not serve.
+        """
         self._write_config()
         self._db_sync()
         errors = os.path.join(self.state_dir, 'glance-api.stderr')
@@ -203,13 +211,20 @@ class GlanceService:
                 stderr=stderr, text=True)
         line = self._process.stdout.readline().strip()
         if not line.startswith('http://'):
-            self._process.wait(timeout=START_TIMEOUT)
-            with open(errors) as f:
-                detail = f.read()[-2000:]
+            # No URL: the child ended (or closed its stdout) before it
+            # served.
+            try:
+                status = self._process.wait(timeout=START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                status = self._process.wait()
             self._close()
-            raise exception.InvalidConfiguration(
-                reason='Glance did not start (exit %s): %s' % (
-                    self._process.returncode, detail))
+            raise exception.InvalidConfiguration(reason=(
+                'Glance did not start on %s:%s%s (exit %s): %s; its '
+                'output is in %s' % (
+                    self.host, self.port,
+                    ', set by %s' % self.options if self.options else '',
+                    status, _last_line(errors), errors)))
         self.url = line
         LOG.info('Glance listening at %s', self.url)
 
@@ -232,15 +247,30 @@ class GlanceService:
         self._process = None
 
 
+def _last_line(path: str) -> str:
+    """The last non-blank line of the file at ``path`` (a traceback's
+    is the error itself), or a note that there is none."""
+    with open(path, errors='replace') as f:
+        lines = [line.strip() for line in f if line.strip()]
+    return lines[-1] if lines else 'it wrote no error'
+
+
 def _serve(config_dir: str, host: str, port: int) -> None:
-    """The child: Glance's WSGI application on ``host:port``."""
+    """The child: Glance's WSGI application on ``host:port``; exits 1
+    with one line on stderr when it cannot listen."""
     # Glance reads glance-api.conf from here, and parses no command line.
     os.environ['OS_GLANCE_CONFIG_DIR'] = config_dir
     del sys.argv[1:]
     from glance.wsgi import api
     from nova import wsgi_server
-    server = wsgi_server.WSGIServer(api.application, host=host, port=port)
-    server.start()
+    server = wsgi_server.WSGIServer(api.application, host=host, port=port,
+                                    service='Glance')
+    try:
+        server.start()
+    except exception.ListenFailed as err:
+        print(err, file=sys.stderr, flush=True)
+        # As below: Glance's threads must not run the interpreter's exit.
+        os._exit(1)
     print(server.url, flush=True)
     # Serve until the parent closes stdin (it ended) or terminates us.
     sys.stdin.read()
