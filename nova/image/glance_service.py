@@ -18,7 +18,11 @@ its stdin closes (it never outlives nova-all).
 import os
 import subprocess
 import sys
+import traceback
 
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
@@ -33,11 +37,11 @@ START_TIMEOUT = 120
 # (owner-based) rules apply instead.
 _NOAUTH_POLICY = {'enforce_new_defaults': False, 'enforce_scope': False}
 
-# The [keystone_authtoken] options nova-all gives its Glance.
-_AUTHTOKEN_OPTIONS = (
-    'www_authenticate_uri', 'auth_url', 'auth_type', 'username', 'password',
-    'project_name', 'user_domain_id', 'project_domain_id',
-    'user_domain_name', 'project_domain_name', 'interface', 'region_name')
+# Where an option's value came from when nova.conf (its files, the
+# command line, the environment) or nova itself set it.
+_SET_LOCATIONS = (cfg.Locations.user, cfg.Locations.command_line,
+                  cfg.Locations.environment, cfg.Locations.set_override)
+AUTHTOKEN_GROUP = 'keystone_authtoken'
 
 _PASTE = """\
 [pipeline:glance-api]
@@ -109,11 +113,50 @@ def config_sections(state_dir: str,
     return sections
 
 
+def keystone_authtoken(conf: cfg.ConfigOpts) -> dict[str, object]:
+    """Every option of ``conf``'s ``[keystone_authtoken]`` that nova.conf
+    sets, for a Glance that validates tokens as nova-api does.
+
+    keystonemiddleware registers its options, and those of the auth
+    plugin ``auth_type`` names (``auth_url``, the service user's
+    credentials), only when nova-api's pipeline is built; they are
+    registered here first so that their values in nova.conf are read.
+    """
+    from keystonemiddleware import auth_token
+    for group, opts in auth_token.list_opts():
+        conf.register_opts(opts, group=group)
+    section = conf[AUTHTOKEN_GROUP]
+    if section.auth_type:
+        try:
+            plugin = ks_loading.get_plugin_loader(section.auth_type)
+        except ks_exc.NoMatchingPlugin as err:
+            raise exception.InvalidConfiguration(reason=(
+                '[%s]auth_type = %s: %s' % (AUTHTOKEN_GROUP,
+                                            section.auth_type, err))) from err
+        conf.register_opts(ks_loading.get_auth_plugin_conf_options(plugin),
+                           group=AUTHTOKEN_GROUP)
+    options = {}
+    for name, value in section.items():
+        location = conf.get_location(name, AUTHTOKEN_GROUP)
+        if value is not None and location is not None and \
+                location.location in _SET_LOCATIONS:
+            options[name] = value
+    return options
+
+
+def _ini_value(value: object) -> str:
+    """An option's value as oslo.config reads it back from a file."""
+    if isinstance(value, (list, tuple)):
+        return ','.join(str(item) for item in value)
+    return str(value)
+
+
 def _ini(sections: dict[str, dict[str, object]]) -> str:
     lines = []
     for name, options in sections.items():
         lines.append('[%s]' % name)
-        lines += ['%s = %s' % (key, value) for key, value in options.items()]
+        lines += ['%s = %s' % (key, _ini_value(value))
+                  for key, value in options.items()]
         lines.append('')
     return '\n'.join(lines)
 
@@ -140,14 +183,13 @@ class GlanceService:
         self._process: subprocess.Popen | None = None
 
     @classmethod
-    def for_nova_all(cls, conf, port: int) -> 'GlanceService':
+    def for_nova_all(cls, conf: cfg.ConfigOpts,
+                     port: int) -> 'GlanceService':
         """nova-all's Glance: under ``$state_path/glance``, with Keystone
         (nova's ``[keystone_authtoken]``) when nova-api uses it."""
         authtoken = None
         if conf.api.auth_strategy == 'keystone':
-            authtoken = {name: value for name, value in
-                         conf.keystone_authtoken.items()
-                         if name in _AUTHTOKEN_OPTIONS and value is not None}
+            authtoken = keystone_authtoken(conf)
         return cls(os.path.join(conf.state_path, 'glance'), port=port,
                    keystone_authtoken=authtoken,
                    options='[all_in_one]glance_listen_port')
@@ -255,22 +297,31 @@ def _last_line(path: str) -> str:
     return lines[-1] if lines else 'it wrote no error'
 
 
+def _exit_with(error: str) -> None:
+    """End the child with ``error`` as the last line of its stderr (the
+    one the parent reports), without the interpreter's exit: Glance's
+    threads would add errors of their own after it."""
+    print(error, file=sys.stderr, flush=True)
+    os._exit(1)
+
+
 def _serve(config_dir: str, host: str, port: int) -> None:
     """The child: Glance's WSGI application on ``host:port``; exits 1
-    with one line on stderr when it cannot listen."""
+    with its error as the last line of stderr when it cannot serve."""
     # Glance reads glance-api.conf from here, and parses no command line.
     os.environ['OS_GLANCE_CONFIG_DIR'] = config_dir
     del sys.argv[1:]
-    from glance.wsgi import api
     from nova import wsgi_server
-    server = wsgi_server.WSGIServer(api.application, host=host, port=port,
-                                    service='Glance')
     try:
+        from glance.wsgi import api
+        server = wsgi_server.WSGIServer(api.application, host=host,
+                                        port=port, service='Glance')
         server.start()
     except exception.ListenFailed as err:
-        print(err, file=sys.stderr, flush=True)
-        # As below: Glance's threads must not run the interpreter's exit.
-        os._exit(1)
+        _exit_with(str(err))
+    except Exception as err:
+        traceback.print_exc()
+        _exit_with('%s: %s' % (type(err).__name__, err))
     print(server.url, flush=True)
     # Serve until the parent closes stdin (it ended) or terminates us.
     sys.stdin.read()
