@@ -46,15 +46,21 @@ def _allowed(group: str | None, name: str) -> bool:
 
 def _layer(conf: cfg.ConfigOpts, own: cfg.ConfigOpts,
            shared: cfg.ConfigOpts) -> list[str]:
-    """Give ``conf`` the shared value of every option the compute file
-    (parsed alone in ``own``) does not set; return the options the file
-    sets but may not."""
+    """Give ``conf`` the value of the compute file (parsed alone in
+    ``own``) for every option it sets, and the shared value of every other
+    one; return the options the file sets but may not.
+
+    The file's own value replaces the shared one even for a multi-valued
+    option (``[pci]alias``), which parsing both files would merge.
+    """
     refused = []
     for group, name in _options(own):
         location = own.get_location(name, group)
         if location is not None and location.location == cfg.Locations.user:
             if not _allowed(group, name):
                 refused.append('[%s]%s' % (group or 'DEFAULT', name))
+            conf.set_override(name, getattr(own[group] if group else own,
+                                            name), group=group)
             continue
         section = shared[group] if group else shared
         try:
