@@ -162,14 +162,16 @@ class EmbeddedPlacement:
     ``connection`` is a SQLAlchemy URL; None means a SQLite file under
     ``state_path``. ``url`` is the endpoint to give nova's [placement]
     ``endpoint`` once started. A request body over ``max_body_size``
-    bytes is refused with 413.
+    bytes is refused with 413. ``options`` name the options that set
+    ``port`` when it cannot be bound.
     """
 
     def __init__(self, connection: str | None = None,
                  state_path: str | None = None, host: str = '127.0.0.1',
                  port: int = 0,
                  max_body_size: int =
-                 api_conf.DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
+                 api_conf.DEFAULT_MAX_REQUEST_BODY_SIZE,
+                 options: str = '') -> None:
         if connection is None:
             if state_path is None:
                 raise exception.InvalidConfiguration(
@@ -181,7 +183,8 @@ class EmbeddedPlacement:
         self.conf = build_conf(connection)
         self.max_body_size = max_body_size
         self._server = wsgi_server.WSGIServer(
-            None, host=host, port=port, max_requests=MAX_CONCURRENT_REQUESTS)
+            None, host=host, port=port, max_requests=MAX_CONCURRENT_REQUESTS,
+            service='Placement', options=options)
 
     @property
     def url(self) -> str:

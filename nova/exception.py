@@ -69,6 +69,13 @@ class InvalidConfiguration(Invalid):
     msg_fmt = 'Invalid configuration: %(reason)s'
 
 
+class ListenFailed(Invalid):
+    """A service could not bind its address: the port is taken (or the
+    address is not this host's); ``options`` name where it is set."""
+    msg_fmt = ('%(service)s cannot listen on %(address)s%(options)s: '
+               '%(reason)s')
+
+
 # PCI configuration -------------------------------------------------------
 
 class PciConfigInvalidSpec(Invalid):

@@ -25,15 +25,19 @@ _MAX_REQUESTS = 4
 
 
 def make_server(collectors: Iterable[prometheus_registry.Collector],
-                host: str, port: int) -> wsgi_server.WSGIServer:
+                host: str, port: int,
+                options: str = '') -> wsgi_server.WSGIServer:
     """An HTTP server (not started) rendering ``collectors`` (collectors
-    or whole registries) at each request; ``port`` 0 binds a free one."""
+    or whole registries) at each request; ``port`` 0 binds a free one.
+    ``options`` name where ``host`` and ``port`` are set."""
     registry = prometheus_client.CollectorRegistry(auto_describe=True)
     for collector in collectors:
         registry.register(collector)
     return wsgi_server.WSGIServer(prometheus_client.make_wsgi_app(registry),
                                   host=host, port=port,
-                                  max_requests=_MAX_REQUESTS)
+                                  max_requests=_MAX_REQUESTS,
+                                  service='The metrics endpoint',
+                                  options=options)
 
 
 def serve(conf: cfg.ConfigOpts,
@@ -44,7 +48,8 @@ def serve(conf: cfg.ConfigOpts,
     if not conf.metrics.listen_port:
         return None
     server = make_server(collectors, conf.metrics.listen,
-                         conf.metrics.listen_port)
+                         conf.metrics.listen_port,
+                         options='[metrics]listen, [metrics]listen_port')
     server.start()
     LOG.info('Prometheus metrics at %s/metrics', server.url)
     return server

@@ -27,6 +27,8 @@ from cheroot import wsgi as cheroot_wsgi
 from cheroot.workers import threadpool
 from oslo_log import log as logging
 
+from nova import exception
+
 LOG = logging.getLogger(__name__)
 
 # Pending connections the kernel queues (capped by net.core.somaxconn),
@@ -146,20 +148,32 @@ class _Server(cheroot_wsgi.Server):
         LOG.log(level, 'WSGI server: %s', msg, exc_info=traceback)
 
 
+def _address(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets."""
+    if ':' in host:
+        return '[%s]:%d' % (host, port)
+    return '%s:%d' % (host, port)
+
+
 class WSGIServer:
     """Serve a WSGI ``app`` on ``host``:``port`` from background threads.
 
     ``port=0`` binds a free port; ``url`` then reports the real one.
     At most ``max_requests`` requests are handled at once (one worker
-    thread each); further connections wait in the backlog.
+    thread each); further connections wait in the backlog. ``service``
+    and ``options`` (the options that set ``host`` and ``port``, e.g.
+    ``[api]listen, [api]listen_port``) name it when it cannot listen.
     """
 
     def __init__(self, app, host: str = '127.0.0.1', port: int = 0,
-                 max_requests: int = DEFAULT_MAX_REQUESTS) -> None:
+                 max_requests: int = DEFAULT_MAX_REQUESTS,
+                 service: str = 'HTTP server', options: str = '') -> None:
         self.app = app
         self.host = host
         self.port = port
         self.max_requests = max_requests
+        self.service = service
+        self.options = options
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -168,19 +182,33 @@ class WSGIServer:
         """Base URL of the running server, e.g. ``http://127.0.0.1:4242``."""
         if self._server is None:
             raise RuntimeError('WSGIServer is not started')
-        host = self.host
-        if ':' in host:
-            host = '[%s]' % host
-        return 'http://%s:%d' % (host, self._server.bind_addr[1])
+        return 'http://' + _address(self.host, self._server.bind_addr[1])
 
     def start(self) -> None:
-        """Bind the socket and start serving in background threads."""
+        """Bind the socket and start serving in background threads.
+
+        Raises ListenFailed naming the service, its address and options
+        and the system's reason when the socket cannot be bound (the
+        port is in use, the address is not this host's).
+        """
         if self._server is not None:
             raise RuntimeError('WSGIServer is already started')
         server = _Server((self.host, self.port), self.app,
                          self.max_requests)
-        # Binds and listens here, so the port is known and taken on return.
-        server.prepare()
+        try:
+            # Binds and listens here, so the port is known and taken on
+            # return.
+            server.prepare()
+        except OSError as err:
+            # cheroot wraps the bind's error in one naming every address
+            # it tried; the bind's own says why.
+            cause = err.__cause__ if isinstance(err.__cause__, OSError) \
+                else err
+            raise exception.ListenFailed(
+                service=self.service,
+                address=_address(self.host, self.port),
+                options=' (%s)' % self.options if self.options else '',
+                reason=cause) from err
         self._server = server
         self._thread = threading.Thread(
             target=server.serve, name='wsgi-%d' % server.bind_addr[1],

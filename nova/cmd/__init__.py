@@ -12,8 +12,10 @@ with status 1 (see :func:`wait_for_signal`).
 """
 
 from collections.abc import Callable
+import ipaddress
 import os
 import signal
+import socket
 import sys
 import threading
 
@@ -103,6 +105,51 @@ def run_service(binary: str, serve: Callable[[cfg.ConfigOpts], int],
         print('%s: %s' % (binary, ' '.join(str(err).splitlines())),
               file=sys.stderr, flush=True)
         return 1
+
+
+# Where the Compute API listens when [api]listen is unset: only this host
+# without authentication, every interface with Keystone.
+NOAUTH_LISTEN = '127.0.0.1'
+KEYSTONE_LISTEN = '0.0.0.0'
+# The options that set the Compute API's address, named when it cannot
+# listen there.
+API_LISTEN_OPTIONS = '[api]listen, [api]listen_port'
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether every address ``host`` (an address or a name) stands for
+    is a loopback one; an unknown name is not."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    # Not the builtin all(): in this package, ``all`` is nova.cmd.all.
+    addresses = {ipaddress.ip_address(info[4][0].split('%')[0])
+                 for info in infos}
+    return bool(addresses) and min(a.is_loopback for a in addresses)
+
+
+def api_listen_address(conf: cfg.ConfigOpts) -> str:
+    """The address the Compute API binds to (see ``[api]listen``).
+
+    With ``auth_strategy = noauth2`` every caller may claim to be the
+    admin, so the API stays on this host: an address others reach is
+    refused (InvalidConfiguration naming it and the options that allow
+    it) unless ``[api]allow_remote_noauth2`` is set.
+    """
+    noauth = conf.api.auth_strategy == 'noauth2'
+    host = conf.api.listen
+    if host is None:
+        return NOAUTH_LISTEN if noauth else KEYSTONE_LISTEN
+    if noauth and not conf.api.allow_remote_noauth2 and \
+            not _is_loopback(host):
+        raise exception.InvalidConfiguration(reason=(
+            '[api]listen = %s is not a loopback address, and with '
+            '[api]auth_strategy = noauth2 anyone reaching it would be the '
+            'admin; listen on 127.0.0.1 or ::1 (the default), use '
+            'auth_strategy = keystone, or set [api]allow_remote_noauth2 = '
+            'true to serve the unauthenticated API to the network' % host))
+    return host
 
 
 def rpc_service(manager, topic: str, server: str) -> service.Service:

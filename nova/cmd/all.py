@@ -116,6 +116,8 @@ class AllInOne:
         self._drivers = dict(drivers or {})
         self.api_port = conf.api.listen_port if api_port is None \
             else api_port
+        # Checked here, before anything starts (see cmd.api_listen_address).
+        self.api_host = cmd.api_listen_address(conf)
         self.services: list = []
         self.computes: dict[str, compute_manager.ComputeManager] = {}
         self.api_server: wsgi_server.WSGIServer | None = None
@@ -180,7 +182,8 @@ class AllInOne:
             self.computes[host] = manager
         app = wsgi_app.make_app(self.conf, compute_api.API(self.conf))
         self.api_server = wsgi_server.WSGIServer(
-            app, host=self.conf.api.listen, port=self.api_port)
+            app, host=self.api_host, port=self.api_port,
+            service='The Compute API', options=cmd.API_LISTEN_OPTIONS)
         self.api_server.start()
         LOG.info('Compute API listening at %s', self.api_url)
         self.metrics_server = metrics_endpoint.serve(
@@ -308,11 +311,17 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
     stops the whole of nova-all, see doc/source/admin/deployment.rst)."""
     compute_confs = {name: per_compute.layered(conf, path)
                      for name, path in compute_files.items()}
+    hosts = list(compute_files) or [
+        '%s-%d' % (conf.host, i + 1) for i in range(args.computes or 2)]
+    # Made first: it refuses a bad API address before anything starts.
+    allinone = AllInOne(conf, hosts, api_port=0 if args.demo else None,
+                        compute_confs=compute_confs)
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(
         state_path=conf.state_path,
         port=0 if args.demo else conf.all_in_one.placement_listen_port,
-        max_body_size=conf.api.max_request_body_size)
+        max_body_size=conf.api.max_request_body_size,
+        options='[all_in_one]placement_listen_port')
     placement.start()
     glance = glance_service.GlanceService.for_nova_all(
         conf, port=0 if args.demo else conf.all_in_one.glance_listen_port)
@@ -321,10 +330,6 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
         for service_conf in [conf, *compute_confs.values()]:
             glance.configure_nova(service_conf)
         use_noauth_placement(conf, placement.url)
-        hosts = list(compute_files) or [
-            '%s-%d' % (conf.host, i + 1) for i in range(args.computes or 2)]
-        allinone = AllInOne(conf, hosts, api_port=0 if args.demo else None,
-                            compute_confs=compute_confs)
         try:
             allinone.start()
             if args.demo:

@@ -22,9 +22,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(conf) -> int:
+    # Refused before anything starts (see cmd.api_listen_address).
+    host = cmd.api_listen_address(conf)
     app = wsgi.compute_api_app(conf)
-    server = wsgi_server.WSGIServer(app, host=conf.api.listen,
-                                    port=conf.api.listen_port)
+    server = wsgi_server.WSGIServer(app, host=host,
+                                    port=conf.api.listen_port,
+                                    service='The Compute API',
+                                    options=cmd.API_LISTEN_OPTIONS)
     server.start()
     LOG.info('Compute API listening at %s/v2.1', server.url)
     try:

@@ -24,11 +24,25 @@ api_opts = [
                ],
                help='How incoming Compute API requests are authenticated.'),
     cfg.HostAddressOpt('listen',
-                       default='0.0.0.0',
-                       help='Address nova-api binds to.'),
+                       help='Address nova-api (and the Compute API of '
+                            'nova-all) binds to. Unset: 127.0.0.1 with '
+                            'auth_strategy = noauth2, where every caller '
+                            'can claim to be the admin, and 0.0.0.0 (every '
+                            'interface) with keystone. With noauth2 an '
+                            'address that is not loopback is refused unless '
+                            'allow_remote_noauth2 is true.'),
     cfg.PortOpt('listen_port',
                 default=8774,
-                help='TCP port nova-api listens on.'),
+                help='TCP port nova-api (and the Compute API of nova-all) '
+                     'listens on.'),
+    cfg.BoolOpt('allow_remote_noauth2',
+                default=False,
+                help='Let nova-api and nova-all listen on an address other '
+                     'hosts reach (not loopback) with auth_strategy = '
+                     'noauth2. Anyone who reaches the port is then the '
+                     'admin of the cloud: only for a network that is '
+                     'yours alone (a lab behind a firewall). Otherwise use '
+                     'auth_strategy = keystone.'),
     cfg.IntOpt('max_request_body_size',
                default=DEFAULT_MAX_REQUEST_BODY_SIZE,
                min=1,

@@ -18,7 +18,11 @@ its stdin closes (it never outlives nova-all).
 import os
 import subprocess
 import sys
+import traceback
 
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova import exception
@@ -33,11 +37,11 @@ START_TIMEOUT = 120
 # (owner-based) rules apply instead.
 _NOAUTH_POLICY = {'enforce_new_defaults': False, 'enforce_scope': False}
 
-# The [keystone_authtoken] options nova-all gives its Glance.
-_AUTHTOKEN_OPTIONS = (
-    'www_authenticate_uri', 'auth_url', 'auth_type', 'username', 'password',
-    'project_name', 'user_domain_id', 'project_domain_id',
-    'user_domain_name', 'project_domain_name', 'interface', 'region_name')
+# Where an option's value came from when nova.conf (its files, the
+# command line, the environment) or nova itself set it.
+_SET_LOCATIONS = (cfg.Locations.user, cfg.Locations.command_line,
+                  cfg.Locations.environment, cfg.Locations.set_override)
+AUTHTOKEN_GROUP = 'keystone_authtoken'
 
 _PASTE = """\
 [pipeline:glance-api]
@@ -109,11 +113,50 @@ def config_sections(state_dir: str,
     return sections
 
 
+def keystone_authtoken(conf: cfg.ConfigOpts) -> dict[str, object]:
+    """Every option of ``conf``'s ``[keystone_authtoken]`` that nova.conf
+    sets, for a Glance that validates tokens as nova-api does.
+
+    keystonemiddleware registers its options, and those of the auth
+    plugin ``auth_type`` names (``auth_url``, the service user's
+    credentials), only when nova-api's pipeline is built; they are
+    registered here first so that their values in nova.conf are read.
+    """
+    from keystonemiddleware import auth_token
+    for group, opts in auth_token.list_opts():
+        conf.register_opts(opts, group=group)
+    section = conf[AUTHTOKEN_GROUP]
+    if section.auth_type:
+        try:
+            plugin = ks_loading.get_plugin_loader(section.auth_type)
+        except ks_exc.NoMatchingPlugin as err:
+            raise exception.InvalidConfiguration(reason=(
+                '[%s]auth_type = %s: %s' % (AUTHTOKEN_GROUP,
+                                            section.auth_type, err))) from err
+        conf.register_opts(ks_loading.get_auth_plugin_conf_options(plugin),
+                           group=AUTHTOKEN_GROUP)
+    options = {}
+    for name, value in section.items():
+        location = conf.get_location(name, AUTHTOKEN_GROUP)
+        if value is not None and location is not None and \
+                location.location in _SET_LOCATIONS:
+            options[name] = value
+    return options
+
+
+def _ini_value(value: object) -> str:
+    """An option's value as oslo.config reads it back from a file."""
+    if isinstance(value, (list, tuple)):
+        return ','.join(str(item) for item in value)
+    return str(value)
+
+
 def _ini(sections: dict[str, dict[str, object]]) -> str:
     lines = []
     for name, options in sections.items():
         lines.append('[%s]' % name)
-        lines += ['%s = %s' % (key, value) for key, value in options.items()]
+        lines += ['%s = %s' % (key, _ini_value(value))
+                  for key, value in options.items()]
         lines.append('')
     return '\n'.join(lines)
 
@@ -122,32 +165,34 @@ class GlanceService:
     """Glance in a child process; ``url`` is its endpoint once started.
 
     Its images and database live in ``state_dir`` (kept across restarts,
-    so a restarted Glance has the same images).
+    so a restarted Glance has the same images). ``options`` name the
+    options that set ``port``, for the error when Glance cannot start.
     """
 
     def __init__(self, state_dir: str, host: str = '127.0.0.1',
                  port: int = 0,
-                 keystone_authtoken: dict[str, object] | None = None
-                 ) -> None:
+                 keystone_authtoken: dict[str, object] | None = None,
+                 options: str = '') -> None:
         self.state_dir = os.path.abspath(state_dir)
         self.config_dir = os.path.join(self.state_dir, 'etc')
         self.host = host
         self.port = port
+        self.options = options
         self.keystone_authtoken = keystone_authtoken
         self.url: str | None = None
         self._process: subprocess.Popen | None = None
 
     @classmethod
-    def for_nova_all(cls, conf, port: int) -> 'GlanceService':
+    def for_nova_all(cls, conf: cfg.ConfigOpts,
+                     port: int) -> 'GlanceService':
         """nova-all's Glance: under ``$state_path/glance``, with Keystone
         (nova's ``[keystone_authtoken]``) when nova-api uses it."""
         authtoken = None
         if conf.api.auth_strategy == 'keystone':
-            authtoken = {name: value for name, value in
-                         conf.keystone_authtoken.items()
-                         if name in _AUTHTOKEN_OPTIONS and value is not None}
+            authtoken = keystone_authtoken(conf)
         return cls(os.path.join(conf.state_path, 'glance'), port=port,
-                   keystone_authtoken=authtoken)
+                   keystone_authtoken=authtoken,
+                   options='[all_in_one]glance_listen_port')
 
     def configure_nova(self, conf) -> None:
         """Point ``conf``'s ``[glance]`` at this Glance: no credentials
@@ -191,7 +236,12 @@ class GlanceService:
                 SYNC_TIMEOUT) from err
 
     def start(self) -> None:
-        """Write the configuration, sync the schema, start serving."""
+        """Write the configuration, sync the schema, start serving.
+
+        Raises InvalidConfiguration naming Glance's address, the options
+        that set it, the child's exit status and its own error (the last
+        line it wrote) when the child does not serve.
+        """
         self._write_config()
         self._db_sync()
         errors = os.path.join(self.state_dir, 'glance-api.stderr')
@@ -203,13 +253,20 @@ class GlanceService:
                 stderr=stderr, text=True)
         line = self._process.stdout.readline().strip()
         if not line.startswith('http://'):
-            self._process.wait(timeout=START_TIMEOUT)
-            with open(errors) as f:
-                detail = f.read()[-2000:]
+            # No URL: the child ended (or closed its stdout) before it
+            # served.
+            try:
+                status = self._process.wait(timeout=START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                status = self._process.wait()
             self._close()
-            raise exception.InvalidConfiguration(
-                reason='Glance did not start (exit %s): %s' % (
-                    self._process.returncode, detail))
+            raise exception.InvalidConfiguration(reason=(
+                'Glance did not start on %s:%s%s (exit %s): %s; its '
+                'output is in %s' % (
+                    self.host, self.port,
+                    ', set by %s' % self.options if self.options else '',
+                    status, _last_line(errors), errors)))
         self.url = line
         LOG.info('Glance listening at %s', self.url)
 
@@ -232,15 +289,39 @@ class GlanceService:
         self._process = None
 
 
+def _last_line(path: str) -> str:
+    """The last non-blank line of the file at ``path`` (a traceback's
+    is the error itself), or a note that there is none."""
+    with open(path, errors='replace') as f:
+        lines = [line.strip() for line in f if line.strip()]
+    return lines[-1] if lines else 'it wrote no error'
+
+
+def _exit_with(error: str) -> None:
+    """End the child with ``error`` as the last line of its stderr (the
+    one the parent reports), without the interpreter's exit: Glance's
+    threads would add errors of their own after it."""
+    print(error, file=sys.stderr, flush=True)
+    os._exit(1)
+
+
 def _serve(config_dir: str, host: str, port: int) -> None:
-    """The child: Glance's WSGI application on ``host:port``."""
+    """The child: Glance's WSGI application on ``host:port``; exits 1
+    with its error as the last line of stderr when it cannot serve."""
     # Glance reads glance-api.conf from here, and parses no command line.
     os.environ['OS_GLANCE_CONFIG_DIR'] = config_dir
     del sys.argv[1:]
-    from glance.wsgi import api
     from nova import wsgi_server
-    server = wsgi_server.WSGIServer(api.application, host=host, port=port)
-    server.start()
+    try:
+        from glance.wsgi import api
+        server = wsgi_server.WSGIServer(api.application, host=host,
+                                        port=port, service='Glance')
+        server.start()
+    except exception.ListenFailed as err:
+        _exit_with(str(err))
+    except Exception as err:
+        traceback.print_exc()
+        _exit_with('%s: %s' % (type(err).__name__, err))
     print(server.url, flush=True)
     # Serve until the parent closes stdin (it ended) or terminates us.
     sys.stdin.read()

@@ -422,15 +422,20 @@ class Deployment(_Processes):
 class AllInOne(_Processes):
     """``nova-all`` in a subprocess with its defaults under a temporary
     ``state_path`` (SQLite, embedded Placement, in-process messaging) and
-    the HGX H200 config; ``--computes`` hosts ``hgx-1``... Process name:
-    ``nova-all``. This process's ``nova.db.api`` reads its database.
+    the HGX H200 config; ``--computes`` hosts ``hgx-1``..., or with
+    ``compute_files`` one ``--compute NAME=FILE`` per name, FILE holding
+    the sections given for it. Process name: ``nova-all``. This process's
+    ``nova.db.api`` reads its database.
     """
 
     def __init__(self, computes: int = 2,
                  workdir: str | None = None,
-                 extra_conf: dict[str, dict] | None = None) -> None:
+                 extra_conf: dict[str, dict] | None = None,
+                 compute_files: dict[str, dict[str, dict]] | None = None
+                 ) -> None:
         super().__init__(workdir, extra_conf)
         self.computes = computes
+        self.compute_files = compute_files
 
     def _setUp(self) -> None:
         self._make_workdir()
@@ -444,10 +449,17 @@ class AllInOne(_Processes):
             'all_in_one': {'placement_listen_port': free_port(),
                            'glance_listen_port': self.glance_port},
         }, h200_sections(), self.extra_conf))
+        if self.compute_files is None:
+            computes = ['--computes', str(self.computes)]
+        else:
+            computes = []
+            for name, sections in self.compute_files.items():
+                path = write_conf(os.path.join(
+                    self.workdir, '%s.conf' % name), sections)
+                computes += ['--compute', '%s=%s' % (name, path)]
         self._add('nova-all', [
             os.path.join(BIN, 'nova-all'), '--config-file', conf,
-            '--computes', str(self.computes)],
-            http_ready('http://127.0.0.1:%d' % self.api_port))
+            *computes], http_ready('http://127.0.0.1:%d' % self.api_port))
         self._start_all(['nova-all'])
         # nova-all's default [database]connection (see nova.conf.database).
         self.useFixture(db_fixture.DatabaseView(

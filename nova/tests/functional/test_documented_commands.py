@@ -100,6 +100,7 @@ class TestDocumentedCommands(test.TestCase):
                                 stderr=log, text=True,
                                 preexec_fn=process_fixture.die_with_parent())
         self.addCleanup(_stop, proc)
+        self.nova_all = proc
         self.addOnException(lambda _exc: self.addDetail(
             'nova-all', testtools.content.text_content(
                 _read(log))))
@@ -123,8 +124,25 @@ class TestDocumentedCommands(test.TestCase):
             'http://127.0.0.1:%d/v2.1/servers/detail' % self.api_port,
             headers={'X-Auth-Token': 'admin'}, timeout=30).json()['servers']
 
+    def wait_status(self, status: str) -> dict:
+        """The one server, once it is ``status`` (or at the timeout)."""
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            servers = self.servers()
+            if servers and servers[0]['status'] == status or \
+                    time.monotonic() > deadline:
+                self.assertEqual(status, servers[0]['status'], servers)
+                return servers[0]
+            time.sleep(0.5)
+
     def test_readme_using_it(self):
         commands = doc_commands.commands(doc_commands.README, 'Using it')
+        # The flavor gets its GPUs in the command that creates it: no
+        # second command whose failure would leave a GPU-less flavor.
+        flavors = [c for c in commands if c.startswith('openstack flavor')]
+        self.assertEqual(1, len(flavors), flavors)
+        self.assertRegex(flavors[0], r'^openstack flavor create .*'
+                         r'--property pci_passthrough:alias=h200:2 gpu\.2x$')
         start = next(i for i, c in enumerate(commands)
                      if c.startswith('.venv/bin/nova-all'))
         self.bash(commands[:start])
@@ -148,6 +166,21 @@ class TestDocumentedCommands(test.TestCase):
                 self.glance_port, server['image']['id']),
             timeout=30).json()['name'])
         self.assertRegex(out, r'\| name +\| vm1-snap ')
+        self.assertRegex(out, r'\| properties +\| '
+                              r".*pci_passthrough:alias='h200:2'")
+
+        # Restarted, as README's "Restarting nova-all" says: the server
+        # is SHUTOFF on its test:/// host, and the command it gives starts
+        # it again.
+        _stop(self.nova_all)
+        self.start_nova_all(commands[start])
+        self.wait_status('SHUTOFF')
+        restart = doc_commands.commands(doc_commands.README,
+                                        'Restarting nova-all')
+        self.assertEqual(['openstack server start vm1'], restart)
+        self.bash([c for c in commands[start + 1:]
+                   if c.startswith(('. ', 'export '))] + restart)
+        self.assertEqual(server['id'], self.wait_status('ACTIVE')['id'])
 
     def test_deployment_guide(self):
         guide = doc_commands.commands(doc_commands.DEPLOYMENT_GUIDE)

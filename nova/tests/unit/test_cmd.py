@@ -51,3 +51,37 @@ class TestRunService(test.TestCase):
                           self.run_failing,
                           exception.PlacementAPIConnectFailure(
                               url='http://placement', error='refused'))
+
+
+class TestApiListenAddress(test.TestCase):
+    """Where the Compute API listens (``[api]listen``) by auth strategy."""
+
+    def address(self, **api) -> str:
+        conf = cfg.ConfigOpts()
+        nova_conf.register_all(conf)
+        conf([], default_config_files=[], default_config_dirs=[])
+        for name, value in api.items():
+            conf.set_override(name, value, group='api')
+        return cmd.api_listen_address(conf)
+
+    def test_unset_is_loopback_without_auth_and_everywhere_with(self):
+        self.assertEqual('127.0.0.1', self.address())
+        self.assertEqual('0.0.0.0', self.address(auth_strategy='keystone'))
+
+    def test_loopback_addresses_and_names_are_taken(self):
+        for host in ('127.0.0.1', '127.0.0.5', '::1', 'localhost'):
+            self.assertEqual(host, self.address(listen=host))
+
+    def test_network_address_without_auth_is_refused(self):
+        for host in ('0.0.0.0', '::', '192.0.2.10', 'no-such-host.invalid'):
+            err = self.assertRaises(exception.InvalidConfiguration,
+                                    self.address, listen=host)
+            self.assertIn('[api]listen = %s is not a loopback address'
+                          % host, str(err))
+            self.assertIn('[api]allow_remote_noauth2 = true', str(err))
+
+    def test_network_address_allowed_explicitly_or_with_keystone(self):
+        self.assertEqual('0.0.0.0', self.address(
+            listen='0.0.0.0', allow_remote_noauth2=True))
+        self.assertEqual('192.0.2.10', self.address(
+            listen='192.0.2.10', auth_strategy='keystone'))

@@ -3,6 +3,7 @@
 import os
 
 import fixtures
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from nova import test
@@ -52,6 +53,29 @@ class LayeredTest(test.TestCase):
         self.assertIn(path, str(exc))
         self.assertIn('[DEFAULT]host, [database]connection', str(exc))
         self.assertIn('[pci] and [libvirt]', str(exc))
+
+    def test_options_registered_later_come_from_the_shared_files(self):
+        # keystoneauth registers the options of [glance]auth_type's plugin
+        # only when a compute loads it; their values are in nova.conf.
+        shared = cfg.ConfigOpts()
+        nova.conf.register_all(shared)
+        shared(['--config-file', self.write(
+            '[glance]\nauth_type = password\nauth_url = http://ks/v3\n'
+            'username = nova\n[pci]\nreport_in_placement = true\n'
+            'alias = {"name": "a"}\n',
+            'nova.conf')], default_config_files=[], default_config_dirs=[])
+        conf = per_compute.layered(shared, self.write(
+            '[pci]\nreport_in_placement = false\nalias = {"name": "b"}\n'))
+        conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('password'),
+            group='glance')
+        self.assertEqual('password', conf.glance.auth_type)
+        self.assertEqual('http://ks/v3', conf.glance.auth_url)
+        self.assertEqual('nova', conf.glance.username)
+        # The compute's own file still wins over the shared one, for a
+        # multi-valued option too (not merged with the shared entries).
+        self.assertFalse(conf.pci.report_in_placement)
+        self.assertEqual(['{"name": "b"}'], conf.pci.alias)
 
     def test_bad_value_names_the_file(self):
         path = self.write('[DEFAULT]\nreserved_host_disk_mb = -1\n')
