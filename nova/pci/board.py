@@ -56,8 +56,8 @@ def _offered_alone(dev: pci_device.TrackedDevice) -> bool:
     return not reason or reason.startswith(pci_partitions.IN_GROUPS_PREFIX)
 
 
-def _group_not_offered(members: list[pci_device.TrackedDevice]
-                       ) -> str | None:
+def group_not_offered(members: list[pci_device.TrackedDevice]
+                      ) -> str | None:
     """Why a group of these devices is not offered at any size (None
     if it is)."""
     why = ['%s unhealthy' % d.address for d in members if not d.healthy]
@@ -129,15 +129,20 @@ class HostBoard:
     def groups(self) -> list[list[pci_device.TrackedDevice]]:
         """The devices of each group of two or more devices, nested groups
         included (a board, then its quads, then their pairs)."""
+        return [members for _path, members in self.group_paths()]
+
+    def group_paths(self) -> list[tuple[str, list[pci_device.TrackedDevice]]]:
+        """``groups`` with the path of each (``board/quad-a``)."""
         found = []
 
-        def visit(group: Group) -> None:
+        def visit(group: Group, parent: str) -> None:
             for child in group.children.values():
+                path = parent + child.name
                 members = child.all_devices()
                 if child.name != UNGROUPED and len(members) > 1:
-                    found.append(members)
-                visit(child)
-        visit(self.tree())
+                    found.append((path, members))
+                visit(child, path + '/')
+        visit(self.tree(), '')
         return found
 
     def holders(self) -> dict[str, list[str]]:
@@ -157,7 +162,7 @@ class HostBoard:
                 counts[1] += 1
         for members in self.groups():
             free = all(self.holder(d) == FREE for d in members) \
-                and _group_not_offered(members) is None
+                and group_not_offered(members) is None
             counts[len(members)] = counts.get(len(members), 0) + int(free)
         return counts
 
@@ -170,7 +175,7 @@ class HostBoard:
         for members in self.groups():
             covered = in_free_group.setdefault(len(members), set())
             if all(self.holder(d) == FREE for d in members) \
-                    and _group_not_offered(members) is None:
+                    and group_not_offered(members) is None:
                 covered.update(d.address for d in members)
         return {size: len(free - covered)
                 for size, covered in in_free_group.items()}
@@ -195,7 +200,7 @@ class HostBoard:
                         '%s %-8s' % (d.address, self.holder(d))
                         for d in child.devices)
                 members = child.all_devices()
-                why = _group_not_offered(members) if \
+                why = group_not_offered(members) if \
                     child.name != UNGROUPED and len(members) > 1 else None
                 if why:
                     line += ' NOT OFFERED: ' + why

@@ -26,8 +26,11 @@ from nova.cmd import manage
 from nova.db import api as db
 from nova.pci import manager as pci_manager
 from nova.pci import placement_names as names
+from nova.scheduler import metrics as scheduler_metrics
+from nova.scheduler import refusal
 from nova.tests.functional import deployment
 from nova.tests.functional import invariants
+from nova.tests.functional import test_defrag
 from nova.tests.functional import test_nvlink_offer as offer
 from nova.tests.functional import workload
 from nova.virt.fake import fabric_manager as fake
@@ -39,6 +42,12 @@ SWITCH = '0000:05:00.0'
 
 def modules(*numbers):
     return {BY_MODULE[m] for m in numbers}
+
+
+def _refusals(code: str) -> float:
+    """How many refusals the scheduler counted for reason ``code``."""
+    return scheduler_metrics.REGISTRY.get_sample_value(
+        'nova_scheduler_refusals_total', {'reason': code}) or 0
 
 
 class HealthTestBase(offer.OfferTestBase):
@@ -144,6 +153,33 @@ class TestObservedHealth(HealthTestBase):
         self.assertEqual({'nova-compute cmp1'},
                          {e['actor'] for e in self.history(broken)})
 
+    def test_board_of_a_broken_gpu_is_refused_as_withheld(self):
+        self.start()
+        broken = BY_MODULE[1]
+        self.fm.break_gpu(broken, 'lost')
+        self.update()
+        before = _refusals(refusal.UNHEALTHY)
+        refused = self.boot(self.flavors[8], 'board', status='ERROR')
+        self.assertEqual(before + 1, _refusals(refusal.UNHEALTHY))
+        fault = refused['fault']['message']
+        self.assertIn('no nvlink group of 8 is offered: 1 nvlink group(s) '
+                      'of 8 withheld for unhealthy devices (cmp1 board: %s '
+                      'unhealthy since ' % broken, fault)
+        self.assertIn('(nvidia-smi): ', fault)
+        self.assertNotIn('fragmentation', fault)
+        # A GPU of each quartet broken: no quartet left at all, though 6
+        # GPUs are free.
+        self.fm.break_gpu(BY_MODULE[5], 'lost')
+        self.update()
+        fault = self.boot(self.flavors[4], 'quad',
+                          status='ERROR')['fault']['message']
+        self.assertIn('no nvlink group of 4 is offered: 2 nvlink group(s) '
+                      'of 4 withheld for unhealthy devices (cmp1 '
+                      'board/quad-a: %s unhealthy since ' % broken, fault)
+        self.assertIn('; cmp1 board/quad-b: %s unhealthy since ' %
+                      BY_MODULE[5], fault)
+        self.check_invariants()
+
     def test_hypervisor_lists_a_gpu_whose_link_is_down(self):
         broken = BY_MODULE[7]
         devices = [dataclasses.replace(dev, link_down=dev.address == broken)
@@ -212,13 +248,18 @@ class TestObservedHealth(HealthTestBase):
 
 class TestOperatorHealth(HealthTestBase):
 
-    def test_mark_wins_until_cleared(self):
-        self.start()
-        address = BY_MODULE[3]
+    def mark_unhealthy(self, address):
+        """``pci device set ADDRESS --unhealthy``; its output."""
         code, out = self.manage('pci', 'device', 'set', address,
                                 '--unhealthy', '--reason', 'RMA 4711')
         self.assertEqual(0, code, out)
         self.assertIn('is unhealthy: RMA 4711', out)
+        return out
+
+    def test_mark_wins_until_cleared(self):
+        self.start()
+        address = BY_MODULE[3]
+        self.mark_unhealthy(address)
         self.update()
         self.assertEqual(('operator', 'RMA 4711'), self.unhealthy()[address])
         self.assertEqual(1, self.reserved()[address])
@@ -242,10 +283,8 @@ class TestOperatorHealth(HealthTestBase):
         # the default update_resources_interval of 60 s).
         self.start()
         address = BY_MODULE[3]
-        code, out = self.manage('pci', 'device', 'set', address,
-                                '--unhealthy', '--reason', 'RMA 4711')
-        self.assertEqual(0, code, out)
-        self.assertIn('Placement no longer offers it or its groups', out)
+        self.assertIn('Placement no longer offers it or its groups',
+                      self.mark_unhealthy(address))
         self.assertEqual(1, self.reserved()[address])
         # The board and the groups holding the GPU are withheld, the
         # other quartet is not.
@@ -552,3 +591,31 @@ class TestMarkAgainstNovaAll(test.TestCase):
         self.assertIn('No valid host', servers[1]['fault']['message'])
         self.assertEqual([], [d.address for d in pci_manager.devices_of_node(
             self.ctx, node['id']) if d.instance_uuid])
+
+
+class TestAutomaticDefragAndHealth(test_defrag.DefragTestBase):
+    """The conductor's automatic mode moves no server to free a group
+    that an unhealthy device withholds: that frees nothing."""
+
+    def test_no_move_frees_a_board_with_a_broken_gpu(self):
+        self.flags('scheduler', defrag_max_moves=2)
+        one = self.boot_on('cmp1', self.flavors[1], 'one',
+                           test_defrag.ALLOW)
+        broken = sorted(d.address for d in self.computes['cmp1'].rt.
+                        pci_tracker.pci_devs if not d.instance_uuid)[0]
+        node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
+        pci_manager.set_device_health(self.ctx, node['id'], broken, True,
+                                      'RMA 4711', 'test')
+        self.computes['cmp1'].update_available_resource()
+        # cmp2's board is held by a server that may not move.
+        self.boot_on('cmp2', self.flavors[2], 'pair')
+        refused = self.boot(self.flavors[8], 'big', status='ERROR')
+        fault = refused['fault']['message']
+        self.assertIn('fragmentation', fault)
+        self.assertIn('1 nvlink group(s) of 8 withheld for unhealthy '
+                      'devices (cmp1 board: %s unhealthy since ' % broken,
+                      fault)
+        self.assertEqual([], self.migrations(one['id']))
+        self.assertEqual('cmp1',
+                         self.server(one['id'])['OS-EXT-SRV-ATTR:host'])
+        self.assert_consistent()
