@@ -123,6 +123,11 @@ class PciDeviceRequestFailed(NovaException):
     msg_fmt = 'PCI devices for %(requests)s could not be claimed'
 
 
+class PciDeviceUnhealthy(PciDeviceRequestFailed):
+    """A claim named devices that are unhealthy (``kwargs['addresses']``),
+    e.g. marked by an operator after Placement offered them."""
+
+
 # Placement client ---------------------------------------------------------
 
 class PlacementAPIConnectFailure(NovaException):

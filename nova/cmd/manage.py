@@ -7,10 +7,12 @@ import sys
 from oslo_config import cfg
 
 from nova import cmd
+from nova.cmd import all as nova_all
 from nova.cmd import defrag
 from nova import context as nova_context
 from nova import exception
 from nova.compute import audit
+from nova.compute import pci_placement_translator as translator
 from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
 from nova.db import migration
@@ -205,10 +207,62 @@ def _operator() -> str:
     return 'nova-manage (%s)' % user
 
 
-def pci_device_set(address: str, host: str | None, unhealthy: bool,
-                   reason: str | None) -> int:
-    """Mark a device unhealthy with a reason, or clear that mark; the
-    compute acts on it at its next resource update."""
+# Tries of the Placement write of ``pci device set`` when the compute
+# writes the same tree concurrently (a generation conflict).
+_WITHHOLD_ATTEMPTS = 4
+
+
+def _reportclient(conf: cfg.ConfigOpts) -> report.SchedulerReportClient:
+    """A Placement client as the managed services have: ``[placement]``
+    of the config file or, when it names no ``auth_type``, nova-all's
+    embedded Placement (noauth2 on 127.0.0.1,
+    ``[all_in_one]placement_listen_port``), which nova-all's services
+    use whatever ``[placement]`` says."""
+    if conf.placement.auth_type is None:
+        nova_all.use_noauth_placement(conf, 'http://127.0.0.1:%d' % (
+            conf.all_in_one.placement_listen_port))
+    return report.SchedulerReportClient(conf)
+
+
+def _withhold_in_placement(reportclient: report.SchedulerReportClient,
+                           node: dict, address: str) -> str:
+    """Stop Placement offering the device at ``address`` of compute
+    ``node`` and its groups now (``translator.withhold_unhealthy``), not
+    at the compute's next resource update; what happened, in words."""
+    later = ('its compute withholds it at its next resource update; until '
+             'then its claims refuse the device, so a build given it is '
+             'rescheduled')
+    attempt = 1
+    while True:
+        try:
+            tree = reportclient.get_provider_tree(node['uuid'])
+            if tree is None or not translator.withhold_unhealthy(
+                    tree, node['hypervisor_hostname'], address):
+                return 'It has no provider of its own in Placement: ' + later
+            reportclient.update_from_provider_tree(tree)
+            return 'Placement no longer offers it or its groups'
+        except exception.NovaException as err:
+            if isinstance(err, exception.ResourceProviderUpdateConflict) \
+                    and attempt < _WITHHOLD_ATTEMPTS:
+                attempt += 1
+                continue
+            print('Placement not updated (%s): %s' % (err, later),
+                  file=sys.stderr)
+            return 'Placement not updated: ' + later
+
+
+def pci_device_set(conf: cfg.ConfigOpts, address: str, host: str | None,
+                   unhealthy: bool, reason: str | None,
+                   reportclient: report.SchedulerReportClient | None = None
+                   ) -> int:
+    """Mark a device unhealthy with a reason, or clear that mark.
+
+    A mark takes effect at once: the compute's claims refuse the device
+    (they read its health from the database) and Placement stops
+    offering it and its groups before the command returns. A cleared
+    mark takes effect at the compute's next resource update, which also
+    consults the observations.
+    """
     context = nova_context.get_admin_context()
     node = _node_of_device(context, address, host)
     if node is None:
@@ -223,11 +277,12 @@ def pci_device_set(address: str, host: str | None, unhealthy: bool,
               'health applies from the next resource update' % (
                   address, node['host']))
     else:
-        print('PCI device %s of %s is unhealthy: %s. The compute stops '
-              'offering it and its groups at its next resource update%s' % (
-                  address, node['host'], change.reason,
-                  '; instance %s holds it' % change.instance_uuid
-                  if change.instance_uuid else ''))
+        print('PCI device %s of %s is unhealthy: %s%s. %s.' % (
+            address, node['host'], change.reason,
+            '; instance %s holds it' % change.instance_uuid
+            if change.instance_uuid else '',
+            _withhold_in_placement(reportclient or _reportclient(conf),
+                                   node, change.address)))
     return 0
 
 
@@ -455,8 +510,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == 'board':
             return pci_board(args.host, args.format)
         if args.action == 'device' and args.device_action == 'set':
-            return pci_device_set(args.address, args.host, args.unhealthy,
-                                  args.reason)
+            return pci_device_set(conf, args.address, args.host,
+                                  args.unhealthy, args.reason)
         if args.action == 'device':
             return pci_device_history(args.address, args.host)
         if args.action == 'defrag' and args.step == 'plan':

@@ -470,11 +470,13 @@ class ComputeManager(manager.Manager):
         undo both, hand the instance back and raise
         RescheduledException.
 
-        A failed NVLink partition activation updates the host's offer at
-        once (a partition quarantined, or found active behind nova's
-        back, is withheld); if that took the devices out of the offer,
-        the exception says ``same_host``: this host's other free groups
-        may still take the build.
+        A failed NVLink partition activation, or a claim refused for an
+        unhealthy device (marked after Placement offered it), updates the
+        host's offer at once (a partition quarantined, or found active
+        behind nova's back, or an unhealthy device and its groups are
+        withheld); if that took the devices out of the offer, the
+        exception says ``same_host``: this host's other free groups may
+        still take the build.
         """
         instance_uuid = instance['uuid']
         devices: list[pci_device.TrackedDevice] = []
@@ -502,8 +504,7 @@ class ComputeManager(manager.Manager):
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
             self.tear_down(instance_uuid)
-            same_host = isinstance(exc, exception.NVLinkPartitionFailed) \
-                and self._withheld_now(devices)
+            same_host = self._withheld_now(_refused_devices(exc, devices))
             self.hand_back_build(context, instance_uuid, instance['vm_state'])
             if isinstance(exc, exception.GuestHardwareUnsupported):
                 # Every host would build the same domain: no reschedule.
@@ -516,19 +517,22 @@ class ComputeManager(manager.Manager):
                 same_host=same_host)
         return devices
 
-    def _withheld_now(self, devices: list[pci_device.TrackedDevice]
-                      ) -> bool:
-        """Publish the host's offer now; whether it no longer offers
-        exactly ``devices`` (the reschedule then cannot pick them
+    def _withheld_now(self, addresses: list[str] | None) -> bool:
+        """Publish the host's offer now, for devices ``addresses`` that
+        failed (None: none did, nothing to publish); whether it no longer
+        offers exactly them (the reschedule then cannot pick them
         again)."""
+        if addresses is None:
+            return False
         try:
             self.rt.update_available_resource(
                 nova_context.get_admin_context())
         except Exception as err:
-            LOG.warning('Could not update the resources of %s after a '
-                        'failed partition activation: %s', self.host, err)
+            LOG.warning('Could not update the resources of %s after PCI '
+                        'devices %s failed: %s', self.host,
+                        ', '.join(addresses), err)
             return False
-        return not self.rt.offers([d.address for d in devices])
+        return not self.rt.offers(addresses)
 
     def _claim_devices(self, instance_uuid: str,
                        pci_requests: list[pci_request.InstancePCIRequest],
@@ -1062,6 +1066,20 @@ def _unit_of(devices: list[pci_device.TrackedDevice],
                    d.address not in taken),
                   key=lambda d: (not d.healthy, d.address))
     return [free[0].address] if free else []
+
+
+def _refused_devices(exc: Exception,
+                     claimed: list[pci_device.TrackedDevice]
+                     ) -> list[str] | None:
+    """The addresses of the devices a build failed on that the host may
+    stop offering at once (see ``_claim_and_spawn``): the claimed ones
+    whose NVLink partition did not activate, the unhealthy ones a claim
+    refused; None for any other failure."""
+    if isinstance(exc, exception.NVLinkPartitionFailed):
+        return [dev.address for dev in claimed]
+    if isinstance(exc, exception.PciDeviceUnhealthy):
+        return list(exc.kwargs['addresses'])
+    return None
 
 
 def _sent_providers(pci_providers: dict[str, list[str]] | None,

@@ -47,6 +47,46 @@ from nova.virt import hardware
 LOG = logging.getLogger(__name__)
 
 
+def _withheld_group_traits(traits: set[str]) -> set[str]:
+    """The traits of a withheld group provider that has ``traits`` when
+    offered: no size trait (no request of any size gets it) and
+    ``CUSTOM_PCI_WITHHELD``."""
+    return {t for t in traits if not names.is_group_size_trait(t)} | {
+        names.WITHHELD_TRAIT}
+
+
+def withhold_unhealthy(tree: ptree.ProviderTree, nodename: str,
+                       address: str) -> bool:
+    """Withhold in ``tree`` the device at ``address`` of node
+    ``nodename``, just marked unhealthy, and every device group above it,
+    as the node's next update will (``nova.pci.health.withhold``): its
+    inventory reserved, ``CUSTOM_PCI_WITHHELD`` and
+    ``CUSTOM_PCI_UNHEALTHY`` on it, its groups withheld.
+
+    For ``nova-manage pci device set``, so that Placement stops offering
+    the device when the command returns, not a resource update later;
+    the compute lifts the reservation once the device is healthy again
+    (its ``CUSTOM_PCI_WITHHELD``). False when the device has no provider
+    of its own (a VF, a static group member): its compute withholds it.
+    """
+    name = names.device_rp_name(nodename, address)
+    if not tree.exists(name):
+        return False
+    device = tree.data(name)
+    tree.update_inventory(name, {
+        rc: dict(record, reserved=record['total'])
+        for rc, record in device.inventory.items()})
+    tree.update_traits(name, device.traits | {names.WITHHELD_TRAIT,
+                                              names.UNHEALTHY_TRAIT})
+    parent = tree.data(device.parent_uuid)
+    while parent.parent_uuid is not None and not parent.inventory and \
+            names.is_pci_provider(parent.traits):
+        tree.update_traits(parent.uuid, _withheld_group_traits(
+            set(parent.traits)))
+        parent = tree.data(parent.parent_uuid)
+    return True
+
+
 def _keep_reserved(wanted: dict[str, dict],
                    current: dict[str, dict]) -> dict[str, dict]:
     """``wanted`` with each class's ``reserved`` raised to Placement's.
@@ -126,9 +166,7 @@ class PlacementView:
             name = names.group_rp_name(self.nodename, group.name)
             traits = set(group.traits)
             if group.name in self._withheld.groups:
-                traits = {t for t in traits
-                          if not names.is_group_size_trait(t)}
-                traits.add(names.WITHHELD_TRAIT)
+                traits = _withheld_group_traits(traits)
             self.wanted[name] = _Wanted(name=name, parent=parent,
                                         inventory={}, traits=traits)
             pending.extend((member, name) for member in group.members)

@@ -217,15 +217,20 @@ class HostBoard:
     def groups(self) -> list[list[pci_device.TrackedDevice]]:
         """The devices of each group of two or more devices, nested groups
         included (a board, then its quads, then their pairs)."""
+        return [members for _path, members in self.group_paths()]
+
+    def group_paths(self) -> list[tuple[str, list[pci_device.TrackedDevice]]]:
+        """``groups`` with the path of each (``board/quad-a``)."""
         found = []
 
-        def visit(group: Group) -> None:
+        def visit(group: Group, parent: str) -> None:
             for child in group.children.values():
+                path = parent + child.name
                 members = child.all_devices()
                 if child.name != UNGROUPED and len(members) > 1:
-                    found.append(members)
-                visit(child)
-        visit(self.tree())
+                    found.append((path, members))
+                visit(child, path + '/')
+        visit(self.tree(), '')
         return found
 
     def holders(self) -> dict[str, list[str]]:

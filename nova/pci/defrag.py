@@ -387,15 +387,19 @@ def _kind(devices) -> str:
 
 def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
     """The planner's boards of ``nova.pci.board``'s: every group of more
-    than one device (each prefix of the devices' group paths) and every
-    device offered alone is a partition."""
+    than one device (each prefix of the devices' group paths) that its
+    compute offers and every device offered alone is a partition;
+    unhealthy and withheld devices are unusable."""
     boards = []
     for host_board in host_boards:
         by_path: dict[str, list] = {}
         alone, unusable = [], set()
         for dev in host_board.devices:
-            state = host_board.holder(dev)
-            if state == 'withheld':
+            # An unhealthy device is never free, whoever holds it: a
+            # group with one is withheld, moving its holders frees
+            # nothing.
+            if host_board.state(dev) in (pci_board.WITHHELD,
+                                         pci_board.UNHEALTHY):
                 unusable.add(dev.address)
             elif not dev.withheld:
                 alone.append(dev)
@@ -414,7 +418,8 @@ def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
                       frozenset(d.numa_node for d in members),
                       _kind(members))
             for path, members in sorted(by_path.items())
-            if len(members) > 1)
+            if len(members) > 1 and
+            not host_board.not_offered(members))
         holders = {dev.address: dev.instance_uuid
                    for dev in host_board.devices if dev.instance_uuid}
         boards.append(Board(host_board.host, tuple(partitions), holders,

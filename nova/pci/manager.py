@@ -245,7 +245,9 @@ class PciDevTracker:
         instance, all or nothing, and return them.
 
         Raises PciDeviceRequestFailed naming every address that is not
-        available (in use, not tracked, or repeated) and changes nothing.
+        available (in use, unhealthy, not tracked, or repeated) and changes
+        nothing; PciDeviceUnhealthy when some are unhealthy (Placement
+        offered them before the compute withheld them).
         """
         wanted = [utils.normalize_address(address) for address in addresses]
         with self._lock:
@@ -253,9 +255,15 @@ class PciDevTracker:
                 current = self._current()
                 problems = self._claim_problems(wanted, current)
                 if problems:
-                    raise exception.PciDeviceRequestFailed(
+                    unhealthy = sorted(
+                        address for address in set(wanted) & set(current)
+                        if not current[address].healthy)
+                    error = exception.PciDeviceUnhealthy if unhealthy \
+                        else exception.PciDeviceRequestFailed
+                    raise error(
                         requests='%s of instance %s (not available: %s)' % (
-                            request_id, instance_uuid, '; '.join(problems)))
+                            request_id, instance_uuid, '; '.join(problems)),
+                        addresses=unhealthy)
                 values = pci_device.row_values(
                     status=pci_device.ALLOCATED,
                     instance_uuid=instance_uuid, request_id=request_id)
@@ -281,6 +289,11 @@ class PciDevTracker:
             elif device.status != pci_device.AVAILABLE:
                 problems.append('%s is %s to instance %s' % (
                     address, device.status, device.instance_uuid))
+            elif not device.healthy:
+                # Read from the database: an operator's mark counts at
+                # once, before the compute's next update withholds it.
+                problems.append('%s is %s' % (address,
+                                              device.describe_health()))
         return problems
 
     def free_instance(self, instance_uuid: str,

@@ -35,6 +35,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova import rpc
+from nova.pci import board
 from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards
@@ -183,7 +184,8 @@ class SchedulerManager(manager.Manager):
         for round_number in range(1, rounds + 1):
             try:
                 candidates, usable = self._ordered_candidates(
-                    request, wanted, fleet, excluded, requested_host)
+                    context, request, wanted, fleet, excluded,
+                    requested_host)
             except exception.NoValidHost as exc:
                 raise _with_leaks(context, exc.kwargs['reason'],
                                   exc.kwargs['codes']) from exc
@@ -220,7 +222,8 @@ class SchedulerManager(manager.Manager):
             [refusal.CLAIMS_TAKEN])
 
     def _ordered_candidates(
-            self, request: request_builder.ResourceRequest, wanted: str,
+            self, context, request: request_builder.ResourceRequest,
+            wanted: str,
             fleet: tuple[dict, dict], excluded: set[str],
             requested_host: str | None
     ) -> tuple[list[scheduler_candidates.Candidate], dict]:
@@ -237,7 +240,10 @@ class SchedulerManager(manager.Manager):
             self._shards(fleet[0].values(), requested_host))
         offered = scheduler_candidates.from_response(response, request)
         if not offered:
-            reasons = refusal.reasons(self.reportclient, request)
+            # The boards name withheld groups and why.
+            reasons = refusal.reasons(
+                self.reportclient, request,
+                lambda: board.load_fleet(context, names=False))
             codes = [reason.code for reason in reasons]
             scheduler_metrics.refused(*codes)
             raise exception.NoValidHost(reason=refusal.no_candidate(

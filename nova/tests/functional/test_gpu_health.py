@@ -11,16 +11,28 @@ update, which these tests run by hand (``update_resources_interval`` is
 import concurrent.futures
 import dataclasses
 import io
+import os
+import subprocess
+import time
 from unittest import mock
 
+import fixtures
 import requests
+import testtools
 
 from nova import context as nova_context
+from nova import test
 from nova.cmd import manage
 from nova.db import api as db
+from nova.pci import manager as pci_manager
 from nova.pci import placement_names as names
+from nova.scheduler import metrics as scheduler_metrics
+from nova.scheduler import refusal
+from nova.tests.functional import deployment
 from nova.tests.functional import invariants
+from nova.tests.functional import test_defrag
 from nova.tests.functional import test_nvlink_offer as offer
+from nova.tests.functional import workload
 from nova.virt.fake import fabric_manager as fake
 from nova.virt.fake import host as fakehost
 
@@ -30,6 +42,12 @@ SWITCH = '0000:05:00.0'
 
 def modules(*numbers):
     return {BY_MODULE[m] for m in numbers}
+
+
+def _refusals(code: str) -> float:
+    """How many refusals the scheduler counted for reason ``code``."""
+    return scheduler_metrics.REGISTRY.get_sample_value(
+        'nova_scheduler_refusals_total', {'reason': code}) or 0
 
 
 class HealthTestBase(offer.OfferTestBase):
@@ -136,6 +154,33 @@ class TestObservedHealth(HealthTestBase):
         self.assertEqual({'nova-compute cmp1'},
                          {e['actor'] for e in self.history(broken)})
 
+    def test_board_of_a_broken_gpu_is_refused_as_withheld(self):
+        self.start()
+        broken = BY_MODULE[1]
+        self.fm.break_gpu(broken, 'lost')
+        self.update()
+        before = _refusals(refusal.UNHEALTHY)
+        refused = self.boot(self.flavors[8], 'board', status='ERROR')
+        self.assertEqual(before + 1, _refusals(refusal.UNHEALTHY))
+        fault = refused['fault']['message']
+        self.assertIn('no nvlink group of 8 is offered: 1 nvlink group(s) '
+                      'of 8 withheld for unhealthy devices (cmp1 board: %s '
+                      'unhealthy since ' % broken, fault)
+        self.assertIn('(nvidia-smi): ', fault)
+        self.assertNotIn('fragmentation', fault)
+        # A GPU of each quartet broken: no quartet left at all, though 6
+        # GPUs are free.
+        self.fm.break_gpu(BY_MODULE[5], 'lost')
+        self.update()
+        fault = self.boot(self.flavors[4], 'quad',
+                          status='ERROR')['fault']['message']
+        self.assertIn('no nvlink group of 4 is offered: 2 nvlink group(s) '
+                      'of 4 withheld for unhealthy devices (cmp1 '
+                      'board/quad-a: %s unhealthy since ' % broken, fault)
+        self.assertIn('; cmp1 board/quad-b: %s unhealthy since ' %
+                      BY_MODULE[5], fault)
+        self.check_invariants()
+
     def test_hypervisor_lists_a_gpu_whose_link_is_down(self):
         broken = BY_MODULE[7]
         devices = [dataclasses.replace(dev, link_down=dev.address == broken)
@@ -204,13 +249,18 @@ class TestObservedHealth(HealthTestBase):
 
 class TestOperatorHealth(HealthTestBase):
 
-    def test_mark_wins_until_cleared(self):
-        self.start()
-        address = BY_MODULE[3]
+    def mark_unhealthy(self, address):
+        """``pci device set ADDRESS --unhealthy``; its output."""
         code, out = self.manage('pci', 'device', 'set', address,
                                 '--unhealthy', '--reason', 'RMA 4711')
         self.assertEqual(0, code, out)
         self.assertIn('is unhealthy: RMA 4711', out)
+        return out
+
+    def test_mark_wins_until_cleared(self):
+        self.start()
+        address = BY_MODULE[3]
+        self.mark_unhealthy(address)
         self.update()
         self.assertEqual(('operator', 'RMA 4711'), self.unhealthy()[address])
         self.assertEqual(1, self.reserved()[address])
@@ -228,6 +278,51 @@ class TestOperatorHealth(HealthTestBase):
         self.assertEqual(0, code, out)
         self.assertEqual(2, out.count('| operator |'), out)
         self.assertIn('nova-manage (', out)
+
+    def test_mark_takes_effect_before_the_next_update(self):
+        # No resource update runs between the mark and the boots (as with
+        # the default update_resources_interval of 60 s).
+        self.start()
+        address = BY_MODULE[3]
+        self.assertIn('Placement no longer offers it or its groups',
+                      self.mark_unhealthy(address))
+        self.assertEqual(1, self.reserved()[address])
+        # The board and the groups holding the GPU are withheld, the
+        # other quartet is not.
+        withheld = {name for name, traits in self.group_traits().items()
+                    if names.WITHHELD_TRAIT in traits}
+        self.assertEqual(3, len(withheld), withheld)
+        for name in withheld:
+            self.assertEqual([], [t for t in self.group_traits()[name]
+                                  if names.is_group_size_trait(t)])
+        refused = self.boot(self.flavors[8], 'board', status='ERROR')
+        self.assertIn('No valid host', refused['fault']['message'])
+        self.assert_nothing_held(refused['id'])
+        quad = self.boot(self.flavors[4], 'quad')
+        self.assertEqual(modules(5, 6, 7, 8), self.held(quad))
+        self.check_invariants()
+
+    def test_claim_refuses_a_device_marked_after_placement_offered_it(self):
+        # The mark reached the database only (Placement was not told, or
+        # a concurrent resource update undid it): Placement still offers
+        # the board, the compute's claim refuses it, withholds it at once
+        # and the build is rescheduled.
+        self.start()
+        address = BY_MODULE[3]
+        node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
+        pci_manager.set_device_health(self.ctx, node['id'], address, True,
+                                      'RMA 4711', 'test')
+        self.assertEqual(0, self.reserved()[address])
+        refused = self.boot(self.flavors[8], 'board', status='ERROR')
+        fault = refused['fault']['message']
+        self.assertIn('cmp1: PCI devices for', fault)
+        self.assertIn('%s is unhealthy since' % address, fault)
+        self.assert_nothing_held(refused['id'])
+        # Withheld by the refused claim, not by a periodic update.
+        self.assertEqual(1, self.reserved()[address])
+        self.assertEqual(modules(5, 6, 7, 8),
+                         self.held(self.boot(self.flavors[4], 'quad')))
+        self.check_invariants()
 
     def test_bad_input_is_named(self):
         self.start()
@@ -421,3 +516,107 @@ class TestBurstAndRestart(HealthTestBase):
             'GET', '/servers/%s/os-instance-actions' %
             server['id'])['instanceActions'])
         self.check_invariants()
+
+
+class TestMarkAgainstNovaAll(test.TestCase):
+    """``nova-manage pci device set --unhealthy`` as an operator runs it: a
+    child process with nova-all's config file, from another directory,
+    against nova-all running as its own process whose computes update
+    their resources once an hour only."""
+
+    TIMEOUT = 300
+
+    def setUp(self):
+        super().setUp()
+        self.nova_all = deployment.AllInOne(computes=2, extra_conf={
+            'DEFAULT': {'update_resources_interval': '3600'}})
+        self.addOnException(self._attach_log)
+        self.useFixture(self.nova_all)
+        self.client = workload.ComputeClient(self.nova_all.api_url)
+        self.flavors = self.client.ensure_flavors()
+        self.ctx = nova_context.get_admin_context()
+
+    def _attach_log(self, exc_info) -> None:
+        for name, text in self.nova_all.logs().items():
+            self.addDetail(name, testtools.content.text_content(text))
+
+    def nova_manage(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [os.path.join(deployment.BIN, 'nova-manage'), '--config-file',
+             os.path.join(self.nova_all.workdir, 'nova.conf'), *argv],
+            cwd=self.useFixture(fixtures.TempDir()).path,
+            capture_output=True, text=True, timeout=120)
+
+    def settled(self, server_id: str) -> dict:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            server = self.client._ok('GET', '/servers/%s' %
+                                     server_id)['server']
+            if server['status'] != 'BUILD':
+                return server
+            time.sleep(0.2)
+        self.fail('server %s never left BUILD' % server_id)
+
+    def test_boot_right_after_the_mark_avoids_the_board(self):
+        node = db.compute_node_get_by_nodename(self.ctx, 'hgx-1')
+        address = sorted(d.address for d in pci_manager.devices_of_node(
+            self.ctx, node['id']))[0]
+        done = self.nova_manage('pci', 'device', 'set', address, '--host',
+                                'hgx-1', '--unhealthy', '--reason',
+                                'RMA 4711')
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        self.assertIn('Placement no longer offers it or its groups',
+                      done.stdout)
+        provider = requests.get(
+            '%s/resource_providers?name=hgx-1_%s' % (
+                self.nova_all.placement_url, address.upper()),
+            headers={'X-Auth-Token': deployment.TOKEN,
+                     'OpenStack-API-Version': 'placement 1.39'},
+            timeout=30).json()['resource_providers'][0]
+        self.assertEqual(1, requests.get(
+            '%s/resource_providers/%s/inventories' % (
+                self.nova_all.placement_url, provider['uuid']),
+            headers={'X-Auth-Token': deployment.TOKEN},
+            timeout=30).json()['inventories']['PGPU']['reserved'])
+        # Right away, long before the computes' next update: one board is
+        # left (hgx-2's), the second 8-GPU server finds none.
+        servers = []
+        for i in range(2):
+            created = self.client._ok('POST', '/servers', {'server': {
+                'name': 'board-%d' % i, 'flavorRef': self.flavors[8],
+                'imageRef': 'none'}})['server']
+            servers.append(self.settled(created['id']))
+        self.assertEqual(['ACTIVE', 'ERROR'],
+                         [s['status'] for s in servers])
+        self.assertEqual('hgx-2', servers[0]['OS-EXT-SRV-ATTR:host'])
+        self.assertIn('No valid host', servers[1]['fault']['message'])
+        self.assertEqual([], [d.address for d in pci_manager.devices_of_node(
+            self.ctx, node['id']) if d.instance_uuid])
+
+
+class TestAutomaticDefragAndHealth(test_defrag.DefragTestBase):
+    """The conductor's automatic mode moves no server to free a group
+    that an unhealthy device withholds: that frees nothing."""
+
+    def test_no_move_frees_a_board_with_a_broken_gpu(self):
+        self.flags('scheduler', defrag_max_moves=2)
+        one = self.boot_on('cmp1', self.flavors[1], 'one',
+                           test_defrag.ALLOW)
+        broken = sorted(d.address for d in self.computes['cmp1'].rt.
+                        pci_tracker.pci_devs if not d.instance_uuid)[0]
+        node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
+        pci_manager.set_device_health(self.ctx, node['id'], broken, True,
+                                      'RMA 4711', 'test')
+        self.computes['cmp1'].update_available_resource()
+        # cmp2's board is held by a server that may not move.
+        self.boot_on('cmp2', self.flavors[2], 'pair')
+        refused = self.boot(self.flavors[8], 'big', status='ERROR')
+        fault = refused['fault']['message']
+        self.assertIn('fragmentation', fault)
+        self.assertIn('1 nvlink group(s) of 8 withheld for unhealthy '
+                      'devices (cmp1 board: %s unhealthy since ' % broken,
+                      fault)
+        self.assertEqual([], self.migrations(one['id']))
+        self.assertEqual('cmp1',
+                         self.server(one['id'])['OS-EXT-SRV-ATTR:host'])
+        self.assert_consistent()

@@ -59,6 +59,15 @@ class TestRefusalReason(gpu_hosts.GpuHostsTestCase):
                           'only 7 PGPU devices free, 8 needed'),
                          self.refuse(8))
 
+    def test_no_group_of_a_size_no_host_declares(self):
+        # 2 GPUs free, 3 asked: the size is what no host can give, now or
+        # after any delete.
+        self.hosts.use('cmp1', range(1, 7))
+        self.assertEqual((
+            [refusal.NO_GROUP_SIZE],
+            'no nvlink group of 3 on any host (no host declares one, trait '
+            'CUSTOM_PCI_GROUP_NVLINK_3)'), self.refuse(3))
+
     def test_missing_device_trait_is_named(self):
         # The trait exists in Placement, no GPU carries it.
         self.hosts.builder.call('put', '/traits/CUSTOM_HBM_141G')

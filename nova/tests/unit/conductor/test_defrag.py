@@ -44,6 +44,10 @@ class TestFreeFor(test.TestCase):
                       [refusal.FRAGMENTATION, refusal.NO_FLAVOR_RESOURCES],
                       [refusal.FRAGMENTATION, refusal.LEAKED_CAPACITY],
                       [refusal.TOO_FEW_DEVICES],
+                      # Withheld groups: moving servers frees none.
+                      [refusal.UNHEALTHY],
+                      [refusal.WITHHELD],
+                      [refusal.UNHEALTHY, refusal.WITHHELD],
                       [refusal.CLAIMS_TAKEN]):
             self.assertFalse(self.auto.free_for(mock.sentinel.ctx, 'i-1',
                                                 codes), codes)

@@ -1,5 +1,7 @@
 """The defragmentation planner: exact plans on small fleets."""
 
+import dataclasses
+
 from nova import test
 from nova.pci import board as pci_board
 from nova.pci import defrag
@@ -60,6 +62,37 @@ class BoardsFromTest(test.TestCase):
         board, = defrag.boards_from([host])
         self.assertEqual(frozenset([_addr(1)]), board.unusable)
         self.assertNotIn(_addr(1), [p.name for p in board.partitions])
+
+
+def _unhealthy(host_board, gpu):
+    """``host_board`` with GPU ``gpu`` marked unhealthy."""
+    return pci_board.HostBoard(host_board.host, [
+        dataclasses.replace(dev, health=pci_device.UNHEALTHY,
+                            health_reason='RMA 4711')
+        if dev.address == _addr(gpu) else dev
+        for dev in host_board.devices], {})
+
+
+class BoardsFromHealthTest(test.TestCase):
+
+    def test_unhealthy_device_is_unusable_and_its_groups_no_partitions(
+            self):
+        board, = defrag.boards_from([_unhealthy(_board('h1', {}), 1)])
+        self.assertEqual(frozenset([_addr(1)]), board.unusable)
+        names = {p.name for p in board.partitions}
+        self.assertFalse({_addr(1), 'board', 'board/quad-a',
+                          'board/quad-a/pair-a1'} & names, names)
+        self.assertIn('board/quad-b', names)
+
+    def test_no_move_frees_a_board_with_a_broken_gpu(self):
+        # h1's board holds an unhealthy GPU: freeing it by moving s1
+        # would free nothing; h2's board is freed by moving s2.
+        plan = defrag.plan(defrag.boards_from([
+            _unhealthy(_board('h1', {5: 's1'}), 1),
+            _board('h2', {1: 's2'})]), _servers('s1', 's2'), 8, 3)
+        self.assertEqual(('h2', 'board'), (plan.freed.host,
+                                           plan.freed.name))
+        self.assertEqual(['s2'], [m.server for m in plan.moves])
 
 
 class PlanTest(test.TestCase):

@@ -233,6 +233,22 @@ class TestPciDevTracker(test.TestCase):
                          self.tracker.get_by_address(
                              '0000:2a:00.0').status)
 
+    def test_claim_refuses_a_device_marked_unhealthy_since_loaded(self):
+        # Marked by another process (nova-manage) after this tracker read
+        # the devices: the claim reads the mark from the database.
+        self._sync()
+        manager.set_device_health(self.ctx, self.node['id'],
+                                  '0000:18:00.0', True, 'RMA 4711',
+                                  'nova-manage (ops)')
+        error = self.assertRaises(
+            exception.PciDeviceUnhealthy, self.tracker.claim, 'inst-1',
+            'req-1', ['0000:2a:00.0', '0000:18:00.0'])
+        self.assertEqual(['0000:18:00.0'], error.kwargs['addresses'])
+        self.assertIn('0000:18:00.0 is unhealthy since', str(error))
+        self.assertIn('(operator): RMA 4711', str(error))
+        self.assertEqual({'available'}, {
+            d.status for d in self._db_devices().values()})
+
     def test_claim_same_device_twice_fails(self):
         self._sync()
         error = self.assertRaises(exception.PciDeviceRequestFailed,

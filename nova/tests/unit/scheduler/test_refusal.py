@@ -6,6 +6,8 @@ from unittest import mock
 from nova import context as nova_context
 from nova import test
 from nova.db import api as db
+from nova.pci import board
+from nova.pci import device as pci_device
 from nova.pci import placement_names as names
 from nova.pci import request as pci_request
 from nova.scheduler import manager
@@ -37,6 +39,99 @@ def _placement(free: int = 8, missing=()) -> mock.Mock:
             return 0
         return free
     return mock.Mock(count_providers=mock.Mock(side_effect=count_providers))
+
+
+SIZE_8 = names.group_size_trait('nvlink', 8)
+FIRST_OF_8 = names.group_member_trait('nvlink', 8, 0)
+
+
+def _fleet(free: int, declared: int, offered: int) -> mock.Mock:
+    """A report client whose Placement has ``free`` free devices,
+    ``declared`` groups of 8 (devices at member index 0) of which
+    ``offered`` carry the size trait, and no unhealthy device."""
+    def count_providers(resources=None, required=()):
+        if names.UNHEALTHY_TRAIT in required:
+            return 0
+        if FIRST_OF_8 in required:
+            return declared
+        if SIZE_8 in required:
+            return offered
+        return free
+    return mock.Mock(count_providers=mock.Mock(side_effect=count_providers))
+
+
+def _host_board(host: str, unhealthy: bool = False,
+                withheld: str | None = None) -> board.HostBoard:
+    """An 8-GPU board whose first GPU is unhealthy or ``withheld``."""
+    devices = []
+    for gpu in range(8):
+        first = gpu == 0
+        devices.append(pci_device.TrackedDevice(
+            id=gpu, compute_node_id=1, address='0000:0%d:00.0' % gpu,
+            vendor_id='10de', product_id='2335',
+            dev_type=pci_device.DEV_TYPE_PCI,
+            group_path='board/quad-%s' % 'ab'[gpu // 4],
+            status='available',
+            health='unhealthy' if first and unhealthy else 'healthy',
+            health_source='operator', health_reason='RMA 4711',
+            extra_info=dict({'resource_class': 'PGPU'}, **(
+                {'withheld': withheld} if first and withheld else {}))))
+    return board.HostBoard(host, devices, {})
+
+
+class TestWithheldGroups(test.TestCase):
+    """A size whose groups exist but are all withheld is refused for
+    that, naming each group's host and why; never for fragmentation,
+    which would have the conductor move servers for nothing."""
+
+    def test_board_withheld_by_an_unhealthy_gpu(self):
+        found = refusal.reasons(
+            _fleet(free=15, declared=2, offered=0), _request(8),
+            lambda: [_host_board('cmp1', unhealthy=True),
+                     _host_board('cmp2', withheld='in an active '
+                                 'partition Fabric Manager reports')])
+        self.assertEqual([refusal.UNHEALTHY, refusal.WITHHELD],
+                         [reason.code for reason in found])
+        self.assertEqual(
+            'no nvlink group of 8 is offered: 1 nvlink group(s) of 8 '
+            'withheld for unhealthy devices (cmp1 board: 0000:00:00.0 '
+            'unhealthy since ? (operator): RMA 4711); 1 nvlink group(s) '
+            'of 8 withheld by their computes (cmp2 board: device '
+            '0000:00:00.0 in an active partition Fabric Manager reports)',
+            refusal.explain(found))
+
+    def test_withheld_without_boards_says_where_to_look(self):
+        found = refusal.reasons(_fleet(free=15, declared=1, offered=0),
+                                _request(8))
+        self.assertEqual([refusal.WITHHELD],
+                         [reason.code for reason in found])
+        self.assertEqual(
+            'no nvlink group of 8 is offered: 1 nvlink group(s) of 8 '
+            'withheld by their computes (see nova-manage pci board)',
+            refusal.explain(found))
+
+    def test_fragmentation_names_the_withheld_groups_apart(self):
+        # One board offered but partly used, one withheld: moving servers
+        # can free the first, so fragmentation it is.
+        found = refusal.reasons(
+            _fleet(free=14, declared=2, offered=1), _request(8),
+            lambda: [_host_board('cmp1', unhealthy=True)])
+        self.assertEqual([refusal.FRAGMENTATION],
+                         [reason.code for reason in found])
+        self.assertEqual(
+            FRAGMENTED.replace('8 PGPU', '14 PGPU') + '; 1 nvlink '
+            'group(s) of 8 withheld for unhealthy devices (cmp1 board: '
+            '0000:00:00.0 unhealthy since ? (operator): RMA 4711)',
+            refusal.explain(found))
+
+    def test_no_group_of_the_size_before_too_few(self):
+        found = refusal.reasons(_fleet(free=2, declared=0, offered=0),
+                                _request(8))
+        self.assertEqual([refusal.NO_GROUP_SIZE],
+                         [reason.code for reason in found])
+        self.assertEqual('no nvlink group of 8 on any host (no host '
+                         'declares one, trait %s)' % SIZE_8,
+                         refusal.explain(found))
 
 
 class TestReasonCodes(test.TestCase):
