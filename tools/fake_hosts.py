@@ -2,10 +2,13 @@
 
 Each ``NAME=KIND`` argument writes ``DIR/NAME.xml`` (a libvirt test:///
 node file) and ``DIR/NAME.conf`` (that compute's [libvirt] and [pci]);
-``DIR/nova.conf`` gets what every service shares (the alias and PCI
-scheduling through Placement). Kinds: ``hgx-h200`` (8 GPUs: four NVLink
-pairs, two quartets, the board) and ``h200-nvl`` (4 GPUs: two NVLink
-pairs). Prints the nova-all command line. Example::
+``DIR/nova.conf`` gets what every service shares (the alias, PCI
+scheduling through Placement, and ``state_path``: ``DIR/state`` as an
+absolute path, so that nova-all and ``nova-manage --config-file
+DIR/nova.conf`` use the same databases from any directory). Kinds:
+``hgx-h200`` (8 GPUs: four NVLink pairs, two quartets, the board) and
+``h200-nvl`` (4 GPUs: two NVLink pairs). Prints the nova-all command
+line. Example::
 
     .venv/bin/python tools/fake_hosts.py --dir hosts \\
         hgx-1=hgx-h200 nvl-1=h200-nvl
@@ -29,7 +32,9 @@ def write_fleet(directory: str, hosts: dict[str, str]) -> list[str]:
         path = fakehost.write_compute_config(kind, name, directory)
         argv += ['--compute', '%s=%s' % (
             name, os.path.join(directory, os.path.basename(path)))]
-    lines = ['[filter_scheduler]', 'pci_in_placement = true', '',
+    lines = ['[DEFAULT]', 'state_path = %s' % os.path.abspath(
+                 os.path.join(directory, 'state')), '',
+             '[filter_scheduler]', 'pci_in_placement = true', '',
              '[pci]', 'alias = %s' % json.dumps(fakehost.H200_ALIAS)]
     with open(os.path.join(directory, 'nova.conf'), 'w',
               encoding='utf-8') as conf_file:

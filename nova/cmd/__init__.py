@@ -41,8 +41,10 @@ CONFIG_ERRORS = (cfg.Error, exception.Invalid)
 
 def parse_args(argv: list[str] | None = None,
                conf: cfg.ConfigOpts = nova.conf.CONF,
-               log_file: str | None = None) -> cfg.ConfigOpts:
-    """Load nova.conf and command-line options, set up logging and the DB.
+               log_file: str | None = None,
+               configure_db: bool = True) -> cfg.ConfigOpts:
+    """Load nova.conf and command-line options, set up logging and (with
+    ``configure_db``; opening a SQLite database creates its file) the DB.
 
     Configuration files default to oslo.config's search path
     (/etc/nova/nova.conf etc.); ``--config-file`` adds more. Logging is
@@ -59,7 +61,8 @@ def parse_args(argv: list[str] | None = None,
         conf.set_default('log_file', os.path.join(conf.state_path, log_file))
         conf.set_default('use_stderr', False)
     logging.setup(conf, 'nova')
-    db.configure(conf)
+    if configure_db:
+        db.configure(conf)
     return conf
 
 

@@ -2,9 +2,12 @@
 
 import argparse
 import getpass
+import os
+import signal
 import sys
 
 from oslo_config import cfg
+import sqlalchemy as sa
 
 from nova import cmd
 from nova.cmd import all as nova_all
@@ -16,6 +19,7 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
 from nova.db import migration
+from nova.db import sqlite
 from nova.pci import board
 from nova.pci import board_svg
 from nova.pci import manager as pci_manager
@@ -29,6 +33,9 @@ AUDIT_NOTHING_FOUND = 0
 AUDIT_FOUND = 3
 AUDIT_ALL_DELETED = 4
 AUDIT_BAD_INPUT = 127
+# A command whose reader went away (a closed pipe), as a shell reports
+# one killed by SIGPIPE.
+BROKEN_PIPE = 128 + signal.SIGPIPE
 
 _PCI_COLUMNS = ('host', 'address', 'vendor_id', 'product_id', 'group_path',
                 'status', 'instance_uuid', 'health', 'not_offered')
@@ -495,13 +502,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+def _open_database(conf: cfg.ConfigOpts, command: str) -> bool:
+    """Point ``nova.db.api`` at the database of ``conf``; whether it has
+    nova's schema (``db sync`` makes it), after saying which database it
+    is and what to do if not. The commands read the database of the
+    service they manage, which its config file names; a SQLite file that
+    does not exist is not created."""
+    connection = conf.database.connection
+    if command != 'db' and sqlite.is_sqlite_file(connection) and \
+            not os.path.exists(sa.engine.make_url(connection).database):
+        why = 'the file does not exist'
+    else:
+        db.configure(conf)
+        why = (None if command == 'db' or migration.db_version()
+               else 'it has no tables of nova')
+    if why is None:
+        return True
+    print('nova-manage: the nova database %s has no schema (%s). Pass '
+          'the --config-file of the service it manages (its [database]'
+          'connection, or [DEFAULT]state_path for the default SQLite '
+          'file; state_path is %s here), or create the schema with '
+          '"nova-manage --config-file ... db sync"' % (
+              sa.engine.make_url(connection).render_as_string(
+                  hide_password=True), why, conf.state_path),
+          file=sys.stderr)
+    return False
+
+
+def _run(args: argparse.Namespace) -> int:
     oslo_args = []
     for path in args.config_file:
         oslo_args += ['--config-file', path]
     try:
-        conf = cmd.parse_args(oslo_args)
+        conf = cmd.parse_args(oslo_args, configure_db=False)
+        if not _open_database(conf, args.category):
+            return 1
         if args.category == 'db':
             return db_sync()
         if args.category == 'placement':
@@ -525,6 +560,26 @@ def main(argv: list[str] | None = None) -> int:
     except exception.NovaException as err:
         print(err, file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code. Output cut short by the reader
+    (``nova-manage pci board | head``) ends quietly with the status a
+    shell gives a command killed by SIGPIPE, as other commands do."""
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(args)
+        # What is still buffered goes out now, so that a closed pipe is
+        # seen here and not at interpreter exit.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # Nothing more can be written there, and Python's flush at exit
+        # must not complain about it either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return BROKEN_PIPE
 
 
 if __name__ == '__main__':

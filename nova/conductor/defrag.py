@@ -14,10 +14,17 @@ a server landing on another free partition of its size than planned
 changes the rest of the plan, never its validity. A failed move is rolled
 back by the conductor (the server on its old partition) and stops the
 run.
+
+Who carries a move out is a :class:`Mover`: the conductor's own mode
+uses the Compute API's code in its process (:class:`ComputeApiMover`);
+``nova-manage`` cannot join a deployment's messaging (nor nova-all's,
+which lives inside its process) and calls the Compute API over REST
+(``nova.cmd.defrag``).
 """
 
 import dataclasses
 import time
+import typing
 from typing import Callable
 
 from oslo_config import cfg
@@ -70,13 +77,22 @@ def plan(context, conf: cfg.ConfigOpts, size: int, host: str | None,
     return defrag.plan(boards, servers, size, max_moves, host)
 
 
-def free_group(context, conf: cfg.ConfigOpts, api: compute_api.API,
+class Mover(typing.Protocol):
+    """Carries out one move: the server cold-migrated to the move's
+    target host and confirmed there when it returns; MigrationFailed
+    (the conductor rolled it back, or it did not finish in time) or
+    another NovaException otherwise."""
+
+    def __call__(self, move: defrag.Move) -> None:
+        ...
+
+
+def free_group(context, conf: cfg.ConfigOpts, mover: Mover,
                size: int, host: str | None, max_moves: int,
-               timeout: float,
                report: Callable[[str], None] = LOG.info) -> Outcome:
-    """Move servers until a group of ``size`` is wholly free (on
-    ``host`` if given), at most ``max_moves``; ``report`` gets one line
-    per move started."""
+    """Move servers with ``mover`` until a group of ``size`` is wholly
+    free (on ``host`` if given), at most ``max_moves``; ``report`` gets
+    one line per move started."""
     moved = 0
     while True:
         found = plan(context, conf, size, host, max_moves - moved)
@@ -89,55 +105,64 @@ def free_group(context, conf: cfg.ConfigOpts, api: compute_api.API,
         host = found.freed.host
         report('Moving %s' % found.describe()[0].split('. ', 1)[1])
         try:
-            _move(context, api, found.moves[0], timeout)
+            mover(found.moves[0])
         except exception.NovaException as exc:
             return Outcome(None, moved, exc.message, failed_move=True)
         moved += 1
 
 
-def _wait(context, uuid: str, migration_uuid: str, done, timeout: float
-          ) -> tuple[dict, dict]:
-    """The instance and migration once ``done(instance, migration)``;
-    MigrationFailed after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        instance = db.instance_get_by_uuid(context, uuid)
-        migration = db.migration_get_by_uuid(context, migration_uuid)
-        if done(instance, migration):
-            return instance, migration
-        if time.monotonic() > deadline:
+class ComputeApiMover:
+    """Moves through the Compute API's code in this process, waiting on
+    the database: the conductor's automatic mode."""
+
+    def __init__(self, context, api: compute_api.API,
+                 timeout: float) -> None:
+        self.context = context
+        self.api = api
+        self.timeout = timeout
+
+    def _wait(self, uuid: str, migration_uuid: str, done
+              ) -> tuple[dict, dict]:
+        """The instance and migration once ``done(instance, migration)``;
+        MigrationFailed after the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            instance = db.instance_get_by_uuid(self.context, uuid)
+            migration = db.migration_get_by_uuid(self.context,
+                                                 migration_uuid)
+            if done(instance, migration):
+                return instance, migration
+            if time.monotonic() > deadline:
+                raise exception.MigrationFailed(
+                    instance_uuid=uuid, reason='migration %s is still %s '
+                    'after %ds; it goes on without this run' % (
+                        migration_uuid, migration['status'], self.timeout))
+            time.sleep(_POLL)
+
+    def __call__(self, move: defrag.Move) -> None:
+        """Cold-migrate and confirm one server. Each request has its own
+        context, so its own request id: the server's instance actions
+        tell them apart, as for REST requests."""
+        instance = db.instance_get_by_uuid(self.context, move.server)
+        migration = self.api.migrate(nova_context.get_admin_context(),
+                                     instance, move.target.host)
+        instance, migration = self._wait(
+            move.server, migration['uuid'],
+            lambda i, m: i['task_state'] is None and (
+                m['status'] == states.MIGRATION_FINISHED or
+                m['status'] in _FAILED))
+        if migration['status'] != states.MIGRATION_FINISHED:
             raise exception.MigrationFailed(
-                instance_uuid=uuid, reason='migration %s is still %s after '
-                '%ds; it goes on without this run' % (
-                    migration_uuid, migration['status'], timeout))
-        time.sleep(_POLL)
-
-
-def _move(context, api: compute_api.API, move: defrag.Move,
-          timeout: float) -> None:
-    """Cold-migrate and confirm one server; MigrationFailed (the
-    conductor rolled the move back) or another NovaException. Each
-    request has its own context, so its own request id: the server's
-    instance actions tell them apart, as for REST requests."""
-    instance = db.instance_get_by_uuid(context, move.server)
-    migration = api.migrate(nova_context.get_admin_context(), instance,
-                            move.target.host)
-    instance, migration = _wait(
-        context, move.server, migration['uuid'],
-        lambda i, m: i['task_state'] is None and (
-            m['status'] == states.MIGRATION_FINISHED or
-            m['status'] in _FAILED), timeout)
-    if migration['status'] != states.MIGRATION_FINISHED:
-        raise exception.MigrationFailed(
-            instance_uuid=move.server, reason='migration %s is %s, the '
-            'server stays on %s: %s' % (
-                migration['uuid'], migration['status'], move.source_host,
-                instance['fault_message'] or 'see its instance actions'))
-    api.confirm_resize(nova_context.get_admin_context(), instance,
-                       wait=True)
-    _wait(context, move.server, migration['uuid'],
-          lambda i, m: m['status'] == states.MIGRATION_CONFIRMED and
-          i['task_state'] is None, timeout)
+                instance_uuid=move.server, reason='migration %s is %s, the '
+                'server stays on %s: %s' % (
+                    migration['uuid'], migration['status'],
+                    move.source_host,
+                    instance['fault_message'] or 'see its instance actions'))
+        self.api.confirm_resize(nova_context.get_admin_context(), instance,
+                                wait=True)
+        self._wait(move.server, migration['uuid'],
+                   lambda i, m: m['status'] == states.MIGRATION_CONFIRMED and
+                   i['task_state'] is None)
 
 
 class AutoDefrag:
@@ -167,8 +192,9 @@ class AutoDefrag:
         if self._api is None:
             self._api = compute_api.API(self.conf)
         outcome = free_group(
-            context, self.conf, self._api, requests[0].count, None,
-            max_moves, AUTO_MOVE_TIMEOUT,
+            context, self.conf,
+            ComputeApiMover(context, self._api, AUTO_MOVE_TIMEOUT),
+            requests[0].count, None, max_moves,
             lambda line: LOG.info('Instance %s: %s to free a group of %d',
                                   instance_uuid, line, requests[0].count))
         if outcome.freed is None:

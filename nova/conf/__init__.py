@@ -16,6 +16,7 @@ from nova.conf import glance
 from nova.conf import image_cache
 from nova.conf import libvirt
 from nova.conf import metrics
+from nova.conf import nova_api
 from nova.conf import paths
 from nova.conf import pci
 from nova.conf import placement
@@ -26,8 +27,8 @@ from nova.conf import upgrade_levels
 CONF = cfg.CONF
 
 _MODULES = (paths, all_in_one, api, compute, conductor, database, glance,
-            image_cache, libvirt, metrics, pci, placement, scheduler,
-            service, upgrade_levels)
+            image_cache, libvirt, metrics, nova_api, pci, placement,
+            scheduler, service, upgrade_levels)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -1,10 +1,9 @@
 """[glance] options: how services reach the image service (Glance)
 through keystoneauth1, as upstream names them."""
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
-from nova.conf import groups
+from nova.conf import ksa
 
 glance_group = cfg.OptGroup(
     'glance', title='Glance (image service) options',
@@ -31,21 +30,8 @@ glance_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    groups.register_group_opts(conf, glance_group, glance_opts)
-    ks_loading.register_session_conf_options(conf, glance_group.name)
-    ks_loading.register_auth_conf_options(conf, glance_group.name)
-    ks_loading.register_adapter_conf_options(
-        conf, glance_group.name, include_deprecated=False)
-    conf.set_default('service_type', DEFAULT_SERVICE_TYPE,
-                     group=glance_group.name)
-    conf.set_default('valid_interfaces', ['internal', 'public'],
-                     group=glance_group.name)
+    ksa.register_opts(conf, glance_group, glance_opts, DEFAULT_SERVICE_TYPE)
 
 
 def list_opts() -> dict:
-    opts = (glance_opts + ks_loading.get_session_conf_options() +
-            ks_loading.get_auth_common_conf_options() +
-            ks_loading.get_auth_plugin_conf_options('password') +
-            ks_loading.get_adapter_conf_options(include_deprecated=False))
-    unique = {opt.dest: opt for opt in opts}
-    return {glance_group: list(unique.values())}
+    return ksa.list_opts(glance_group, glance_opts)

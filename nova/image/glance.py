@@ -19,12 +19,12 @@ import os
 import uuid
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 import requests
 
 from nova import exception
+from nova.conf import ksa
 
 LOG = logging.getLogger(__name__)
 
@@ -118,14 +118,10 @@ def load_adapter(conf: cfg.ConfigOpts):
     ``endpoint_override``, else the first of ``api_servers``, else the
     service catalog."""
     group = conf[CONF_GROUP]
-    auth = ks_loading.load_auth_from_conf_options(conf, CONF_GROUP)
-    session = ks_loading.load_session_from_conf_options(
-        conf, CONF_GROUP, auth=auth)
     kwargs = {}
     if not group.endpoint_override and group.api_servers:
         kwargs['endpoint_override'] = group.api_servers[0]
-    return ks_loading.load_adapter_from_conf_options(
-        conf, CONF_GROUP, session=session, auth=auth, **kwargs)
+    return ksa.load_adapter(conf, CONF_GROUP, **kwargs)
 
 
 class GlanceClient:

@@ -24,7 +24,6 @@ import time
 from typing import Iterable
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
@@ -32,6 +31,7 @@ from oslo_utils import uuidutils
 
 from nova.compute import provider_tree as ptree
 import nova.conf
+from nova.conf import ksa
 from nova import exception
 
 LOG = logging.getLogger(__name__)
@@ -115,11 +115,7 @@ class SchedulerReportClient:
                  adapter=None) -> None:
         if adapter is None:
             conf = conf if conf is not None else nova.conf.CONF
-            auth = ks_loading.load_auth_from_conf_options(conf, CONF_GROUP)
-            session = ks_loading.load_session_from_conf_options(
-                conf, CONF_GROUP, auth=auth)
-            adapter = ks_loading.load_adapter_from_conf_options(
-                conf, CONF_GROUP, session=session, auth=auth)
+            adapter = ksa.load_adapter(conf, CONF_GROUP)
         self._adapter = adapter
         # Root UUID -> copy of what Placement held after our last read or
         # sync of that tree.

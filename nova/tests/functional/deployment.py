@@ -419,6 +419,16 @@ class Deployment(_Processes):
         return 'http://127.0.0.1:%d' % self.placement_port
 
 
+def deployment_or_skip(test, **kwargs) -> Deployment:
+    """A :class:`Deployment` (``kwargs`` as it takes) on the MariaDB of
+    this machine; ``test`` is skipped without RabbitMQ or MariaDB."""
+    reason = rabbit_fixture.unavailable_reason()
+    if reason is not None:
+        test.skipTest(reason)
+    return Deployment(db_fixture.server_url_or_skip(test, 'mysql'),
+                      **kwargs)
+
+
 class AllInOne(_Processes):
     """``nova-all`` in a subprocess with its defaults under a temporary
     ``state_path`` (SQLite, embedded Placement, in-process messaging) and

@@ -13,6 +13,7 @@ PCI_GROUPS_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin',
                                 'pci-groups.rst')
 DEPLOYMENT_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin',
                                 'deployment.rst')
+DEFRAG_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin', 'defrag.rst')
 README = os.path.join(ROOT, 'README.rst')
 
 _PROMPT = re.compile(r'^\s*\$ (.*)$')
@@ -49,4 +50,25 @@ def commands(path: str, section: str | None = None) -> list[str]:
             pending = command.rstrip('\\').strip()
         else:
             found.append(command)
+    return found
+
+
+def sample_output(path: str) -> list[str]:
+    """The output the document shows: every line right after a ``$
+    command`` (and its continuation lines) in the same literal block,
+    up to the next command or the block's end, without indentation."""
+    with open(path, encoding='utf-8') as doc:
+        lines = doc.read().splitlines()
+    found = []
+    in_output = continued = False
+    for line in lines:
+        if _PROMPT.match(line):
+            in_output = True
+            continued = line.rstrip().endswith('\\')
+        elif continued:
+            continued = line.rstrip().endswith('\\')
+        elif in_output and line.startswith('    ') and line.strip():
+            found.append(line.strip())
+        else:
+            in_output = False
     return found

@@ -5,6 +5,8 @@ real Placement and database."""
 import io
 from unittest import mock
 
+from keystoneauth1 import loading as ks_loading
+
 from nova.cmd import defrag as defrag_cmd
 from nova.cmd import manage
 from nova.db import api as db
@@ -43,9 +45,21 @@ class DefragTestBase(test_resize.MoveTestBase):
                               {'disabled': disabled})
 
     def manage(self, *argv):
+        """nova-manage in this process; apply reaches the API over REST
+        as [nova] says (as an operator's command does)."""
+        if 'endpoint' not in self.conf.nova:
+            self.conf.register_opts(
+                ks_loading.get_auth_plugin_conf_options('admin_token'),
+                group='nova')
+        self.flags('nova', auth_type='admin_token', token='admin',
+                   endpoint=self.allinone.api_url)
         out, err = io.StringIO(), io.StringIO()
+        # This process's database is the test's (test_nova_manage_commands
+        # runs nova-manage on a service's own).
         with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err), \
-                mock.patch('nova.cmd.parse_args', return_value=self.conf):
+                mock.patch('nova.cmd.parse_args', return_value=self.conf), \
+                mock.patch.object(manage, '_open_database',
+                                  return_value=True):
             code = manage.main(['pci', 'defrag'] + list(argv))
         return code, out.getvalue(), err.getvalue()
 

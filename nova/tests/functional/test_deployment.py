@@ -29,8 +29,6 @@ import requests
 import testtools
 
 from nova import test
-from nova.tests.fixtures import database as db_fixture
-from nova.tests.fixtures import rabbit as rabbit_fixture
 from nova.tests.functional import deployment
 from nova.tests.functional import invariants
 from nova.tests.functional import workload
@@ -52,11 +50,7 @@ class DeploymentTestCase(test.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = rabbit_fixture.unavailable_reason()
-        if reason is not None:
-            self.skipTest(reason)
-        server = db_fixture.server_url_or_skip(self, 'mysql')
-        self.deployment = deployment.Deployment(server, extra_conf={
+        self.deployment = deployment.deployment_or_skip(self, extra_conf={
             'DEFAULT': {'graceful_shutdown_timeout': GRACE}},
             metrics=self.METRICS)
         self.addOnException(self._attach_logs)

@@ -31,6 +31,22 @@ TIMEOUT = 240
 GIB = 1024 ** 3
 
 
+# The defrag page's sections whose commands run on the README's fleet.
+DEFRAG_SECTIONS = ('Which servers may move', 'The plan', 'Carrying it out')
+# What differs between runs in the defrag page's output: which HGX board
+# the scheduler put the server on, and on which pairs.
+_VARYING = re.compile(r'(hgx-[12]|board/quad-[ab]/pair-[ab][12])')
+
+
+def _shape(line: str) -> re.Pattern:
+    """A whole line of output as the document shows it, up to the parts
+    that vary between runs."""
+    parts = _VARYING.split(line)
+    return re.compile('^%s$' % ''.join(
+        re.escape(part) if index % 2 == 0 else _VARYING.pattern
+        for index, part in enumerate(parts)), re.M)
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """SIGTERM, then SIGKILL if ``proc`` does not exit in time."""
     proc.terminate()
@@ -181,6 +197,25 @@ class TestDocumentedCommands(test.TestCase):
         self.bash([c for c in commands[start + 1:]
                    if c.startswith(('. ', 'export '))] + restart)
         self.assertEqual(server['id'], self.wait_status('ACTIVE')['id'])
+
+    def test_defrag_guide(self):
+        """The defrag page's commands, in the README's shell after its
+        own: they run as written and print what the page shows (up to
+        which HGX board the scheduler chose and which pairs)."""
+        readme = doc_commands.commands(doc_commands.README, 'Using it')
+        start = next(i for i, c in enumerate(readme)
+                     if c.startswith('.venv/bin/nova-all'))
+        self.bash(readme[:start])
+        self.start_nova_all(readme[start])
+        guide = [command for section in DEFRAG_SECTIONS
+                 for command in doc_commands.commands(
+                     doc_commands.DEFRAG_GUIDE, section)]
+        self.assertEqual(7, len(guide), guide)
+        out = self.bash(readme[start + 1:] + guide)
+        samples = doc_commands.sample_output(doc_commands.DEFRAG_GUIDE)
+        self.assertEqual(4, len(samples), samples)
+        for line in samples:
+            self.assertRegex(out, _shape(line))
 
     def test_deployment_guide(self):
         guide = doc_commands.commands(doc_commands.DEPLOYMENT_GUIDE)

@@ -91,7 +91,9 @@ class HealthTestBase(offer.OfferTestBase):
         # The command line as typed, against this test's database.
         with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err), \
                 mock.patch.object(manage.cmd, 'parse_args',
-                                  return_value=self.conf):
+                                  return_value=self.conf), \
+                mock.patch.object(manage, '_open_database',
+                                  return_value=True):
             code = manage.main(list(argv))
         return code, out.getvalue() + err.getvalue()
 

@@ -272,7 +272,9 @@ class TestPlacementAudit(base.FunctionalTestCase):
             with mock.patch('sys.stdout', out), \
                     mock.patch('sys.stderr', out), \
                     mock.patch.object(manage.cmd, 'parse_args',
-                                      return_value=self.conf):
+                                      return_value=self.conf), \
+                    mock.patch.object(manage, '_open_database',
+                                      return_value=True):
                 code = manage.main()
         self.assertEqual(1, code)
         self.assertIn('Unable to reach the Placement service', out.getvalue())

@@ -36,6 +36,10 @@ class FakeHostsTest(test.TestCase):
             text = shared.read()
         self.assertIn('pci_in_placement = true', text)
         self.assertIn('"group_type": "nvlink"', text)
+        # nova-manage --config-file nova.conf finds the same databases
+        # from any directory.
+        self.assertIn('state_path = %s' % os.path.join(self.tmp, 'state'),
+                      text)
 
     def test_bad_arguments(self):
         for argv, needle in ((['a=h100'], "'a=h100' is not allowed"),
