@@ -150,7 +150,8 @@ class TestFleetPicture(boot.BootTestBase):
         """The operator's mark on hgx-1, the foreign partition on hgx-2,
         then servers of 4, 2 and 1 GPUs."""
         code, _, err = test_nova_manage._capture(
-            lambda host: manage.pci_device_set(BROKEN_GPU, host, True, RMA),
+            lambda host: manage.pci_device_set(self.conf, BROKEN_GPU, host,
+                                               True, RMA, self.reportclient),
             'hgx-1')
         self.assertEqual(0, code, err)
         self.fm.call('activate', FOREIGN_PARTITION)
