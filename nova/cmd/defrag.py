@@ -19,6 +19,7 @@ from keystoneauth1 import token_endpoint
 from oslo_config import cfg
 from oslo_utils import netutils
 
+from nova import cmd
 from nova import context as nova_context
 from nova import exception
 from nova.conductor import defrag as conductor_defrag
@@ -84,7 +85,8 @@ def compute_api_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
                 'auth_type = password, auth_url, username, password, '
                 'project_name, user_domain_name, project_domain_name)' %
                 conf.api.auth_strategy)
-        address = _ANY_ADDRESS.get(conf.api.listen, conf.api.listen)
+        listen = cmd.api_listen_address(conf)
+        address = _ANY_ADDRESS.get(listen, listen)
         auth = token_endpoint.Token('http://%s:%d/v2.1' % (
             netutils.escape_ipv6(address), conf.api.listen_port),
             NOAUTH_ADMIN_TOKEN)
