@@ -67,3 +67,32 @@ def virt_type() -> tuple[str, str]:
         return 'qemu', ('%s is PVM (%s), which boots only PVM guest '
                         'kernels' % (KVM_DEVICE, PVM_MODULE))
     return 'kvm', '%s is hardware KVM' % KVM_DEVICE
+
+
+class BootDeadlines:
+    """How long a real guest's boot may take, from this machine's speed.
+
+    The first boot measured gets ``first`` seconds (generous: it is the
+    only one without a measurement); every later one ``factor`` times
+    the slowest boot measured so far, and at least ``floor`` seconds.
+    A slow or loaded machine (TCG on two shared cores) so makes the test
+    slower, not red. ``boots`` keeps each measured boot's seconds, for
+    the test's details.
+    """
+
+    def __init__(self, first: float = 900.0, factor: float = 3.0,
+                 floor: float = 120.0) -> None:
+        self.first = first
+        self.factor = factor
+        self.floor = floor
+        self.boots: list[float] = []
+
+    def timeout(self) -> float:
+        """The seconds the next boot may take."""
+        if not self.boots:
+            return self.first
+        return max(self.floor, self.factor * max(self.boots))
+
+    def record(self, seconds: float) -> None:
+        """Note how long a boot took."""
+        self.boots.append(seconds)
