@@ -393,6 +393,23 @@ class ComputeManager(manager.Manager):
         return pci_numa.guest_nodes(placed, guest_hardware.numa_cells_of(
             flavor.get('extra_specs')) or 1)
 
+    def _guest_spec(self, instance: dict, flavor: dict,
+                    devices: list[pci_device.TrackedDevice],
+                    pci_requests: list[pci_request.InstancePCIRequest]
+                    ) -> virt_driver.GuestSpec:
+        """The guest of ``instance`` with ``flavor`` (its own, or a move's
+        new one) on ``devices``, claimed here for ``pci_requests``: the
+        one description of a guest every build, rebuild and move end
+        hands the driver."""
+        return virt_driver.GuestSpec(
+            instance_uuid=instance['uuid'], name=instance['display_name'],
+            vcpus=flavor['vcpus'], memory_mb=flavor['memory_mb'],
+            pci_devices=tuple(dev.passthrough() for dev in devices),
+            numa_nodes=self._guest_numa_nodes(pci_requests, devices,
+                                              flavor),
+            extra_specs=dict(flavor.get('extra_specs') or {}),
+            root_disk=compute_utils.root_disk(instance, flavor))
+
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
     @oslo_messaging.expected_exceptions(exception.RescheduledException,
@@ -493,13 +510,8 @@ class ComputeManager(manager.Manager):
                                {'task_state': task_states.SPAWNING},
                                expected={'task_state': waiting,
                                          'host': self.host})
-            self.driver.spawn(
-                instance_uuid, instance['display_name'],
-                flavor['vcpus'], flavor['memory_mb'],
-                _guest_devices(devices),
-                self._guest_numa_nodes(pci_requests, devices, flavor),
-                extra_specs=flavor.get('extra_specs'),
-                root_disk=compute_utils.root_disk(instance))
+            self.driver.spawn(self._guest_spec(
+                instance, flavor, devices, pci_requests))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
                         instance_uuid, self.host, exc)
@@ -755,15 +767,10 @@ class ComputeManager(manager.Manager):
         flavor = instance['flavor']
         devices = self._held_devices(instance['uuid'])
         self.driver.rebuild(
-            instance['uuid'], instance['display_name'], flavor['vcpus'],
-            flavor['memory_mb'], _guest_devices(devices),
-            power_on=not stopped,
-            numa_nodes=self._guest_numa_nodes(
-                pci_request.requests_from_primitive(
-                    instance.get('pci_requests')), devices, flavor),
-            extra_specs=flavor.get('extra_specs'),
-            root_disk=compute_utils.root_disk(instance),
-            keep_disk=keep_disk)
+            self._guest_spec(instance, flavor, devices,
+                             pci_request.requests_from_primitive(
+                                 instance.get('pci_requests'))),
+            power_on=not stopped, keep_disk=keep_disk)
         return (compute_utils.SETTLED_STOPPED if stopped
                 else compute_utils.SETTLED_ACTIVE)
 
@@ -857,14 +864,9 @@ class ComputeManager(manager.Manager):
         devices = [dev for dev in self.rt.pci_tracker.pci_devs
                    if dev.instance_uuid == instance_uuid and
                    dev.request_id in request_ids]
-        self.driver.spawn(
-            instance_uuid, instance['display_name'], flavor['vcpus'],
-            flavor['memory_mb'], _guest_devices(devices),
-            self._guest_numa_nodes(
-                pci_request.requests_from_primitive(pci_requests), devices,
-                flavor),
-            extra_specs=flavor.get('extra_specs'),
-            root_disk=compute_utils.root_disk(instance, flavor))
+        self.driver.spawn(self._guest_spec(
+            instance, flavor, devices,
+            pci_request.requests_from_primitive(pci_requests)))
         return devices
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
@@ -1043,12 +1045,6 @@ class ComputeManager(manager.Manager):
             LOG.info('Instance %s runs on %s again with PCI devices %s',
                      instance_uuid, self.host,
                      ', '.join(d.address for d in devices) or 'none')
-
-
-def _guest_devices(devices: list[pci_device.TrackedDevice]
-                   ) -> list[pci_device.Passthrough]:
-    """Tracked devices as the driver's spawn/rebuild take them."""
-    return [dev.passthrough() for dev in devices]
 
 
 def _unit_of(devices: list[pci_device.TrackedDevice],

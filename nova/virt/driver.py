@@ -31,6 +31,39 @@ class RootDisk:
     properties: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
+@dataclasses.dataclass(frozen=True)
+class GuestSpec:
+    """What a guest is, as the compute manager decides it once per build,
+    rebuild or move end and every driver defines it: the instance it
+    belongs to (``name`` is its display name), the flavor's size, the
+    devices passed through, the host NUMA nodes its vCPUs and memory are
+    confined to (none: not confined; guest NUMA cell i is on
+    ``numa_nodes[i % len(numa_nodes)]``), the flavor's extra specs (machine
+    type, firmware, NUMA cells: see nova.virt.guest_hardware) and the
+    image it boots from (None: no disk)."""
+
+    instance_uuid: str
+    name: str
+    vcpus: int
+    memory_mb: int
+    pci_devices: tuple[pci_device.Passthrough, ...] = ()
+    numa_nodes: tuple[int, ...] = ()
+    extra_specs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    root_disk: RootDisk | None = None
+
+    def __post_init__(self) -> None:
+        # Frozen through and through: a list of devices or no extra specs
+        # from a caller become a tuple and an empty mapping.
+        object.__setattr__(self, 'pci_devices', tuple(self.pci_devices))
+        object.__setattr__(self, 'numa_nodes', tuple(self.numa_nodes))
+        object.__setattr__(self, 'extra_specs', dict(self.extra_specs or {}))
+
+    @property
+    def addresses(self) -> list[str]:
+        """The host addresses of the devices passed through."""
+        return [dev.address for dev in self.pci_devices]
+
+
 class ComputeDriver(abc.ABC):
     """Abstract hypervisor driver."""
 
@@ -60,22 +93,11 @@ class ComputeDriver(abc.ABC):
         return hardware.HostNUMATopology()
 
     @abc.abstractmethod
-    def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[pci_device.Passthrough],
-              numa_nodes: tuple[int, ...] = (),
-              extra_specs: dict | None = None,
-              root_disk: RootDisk | None = None) -> None:
-        """Create and start a guest with ``pci_devices`` passed through.
+    def spawn(self, spec: GuestSpec) -> None:
+        """Create and start the guest ``spec`` describes.
 
-        ``pci_devices`` are the devices to pass through.
-        ``numa_nodes`` are the host NUMA nodes the guest's vCPUs and
-        memory are confined to (none: not confined); with several, guest
-        NUMA cell i is on ``numa_nodes[i % len(numa_nodes)]``.
-        ``extra_specs`` are the flavor's (machine type, firmware, NUMA
-        cells: see nova.virt.guest_hardware). ``root_disk``: the image it
-        boots from (None: no disk). GuestHardwareUnsupported when the
-        guest could not work on any host; on failure nothing of the guest
-        stays on the hypervisor.
+        GuestHardwareUnsupported when the guest could not work on any
+        host; on failure nothing of the guest stays on the hypervisor.
         """
 
     @abc.abstractmethod
@@ -97,17 +119,12 @@ class ComputeDriver(abc.ABC):
         """Reboot the guest (soft: by the guest OS; hard: power cycle)."""
 
     @abc.abstractmethod
-    def rebuild(self, instance_uuid: str, name: str, vcpus: int,
-                memory_mb: int, pci_devices: list[pci_device.Passthrough],
-                power_on: bool, numa_nodes: tuple[int, ...] = (),
-                extra_specs: dict | None = None,
-                root_disk: RootDisk | None = None,
+    def rebuild(self, spec: GuestSpec, power_on: bool,
                 keep_disk: bool = False) -> None:
-        """Redefine the guest with the same ``pci_devices``,
-        ``numa_nodes`` and ``extra_specs`` (as for ``spawn``), started if
-        ``power_on``. Its root disk is made again from ``root_disk``'s
-        image, unless ``keep_disk`` and the disk exists (a guest the
-        hypervisor lost is defined again on its disk)."""
+        """Redefine the guest as ``spec`` describes it (the devices it
+        holds), started if ``power_on``. Its root disk is made again from
+        the spec's image, unless ``keep_disk`` and the disk exists (a
+        guest the hypervisor lost is defined again on its disk)."""
 
     @abc.abstractmethod
     def get_power_state(self, instance_uuid: str) -> int:

@@ -19,6 +19,7 @@ from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.functional import test_boot_gpu_groups as boot
+from nova.virt import driver as virt_driver
 from nova.virt.fake import host as fakehost
 
 PAIRS = boot.PAIRS
@@ -159,16 +160,19 @@ class TestBuildRecovery(boot.BootTestBase):
                 .values() for gpu in pair
                 if {GPUS[g - 1] for g in pair} <= available]
         compute.rt.pci_tracker.claim(half['uuid'], 'r1', free[:2])
-        compute.driver.spawn(half['uuid'], 'half', 1, 512, [])
+        compute.driver.spawn(virt_driver.GuestSpec(
+            half['uuid'], 'half', 1, 512, []))
         # A guest and devices of an instance that was deleted, and a
         # guest of one that lives on another host.
         gone = db.instance_create(self.ctx, {'host': 'cmp1'})
         db.instance_destroy(self.ctx, gone['uuid'])
         compute.rt.pci_tracker.claim(gone['uuid'], 'r2', free[2:3])
-        compute.driver.spawn(gone['uuid'], 'gone', 1, 512, [])
+        compute.driver.spawn(virt_driver.GuestSpec(
+            gone['uuid'], 'gone', 1, 512, []))
         elsewhere = db.instance_create(self.ctx, {'host': 'cmp2',
                                                   'vm_state': 'active'})
-        compute.driver.spawn(elsewhere['uuid'], 'moved', 1, 512, [])
+        compute.driver.spawn(virt_driver.GuestSpec(
+            elsewhere['uuid'], 'moved', 1, 512, []))
         # A build assigned here whose request is still queued.
         queued = db.instance_create(self.ctx, {
             'vm_state': 'building', 'task_state': 'scheduling',

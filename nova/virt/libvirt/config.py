@@ -15,6 +15,7 @@ from nova import exception
 from nova.pci import device as pci_device
 from nova.pci import utils as pci_utils
 from nova.virt import guest_hardware
+from nova.virt import driver
 from nova.virt import hardware
 from nova.virt.libvirt import pcie
 
@@ -361,31 +362,30 @@ def _add_guest_io(devices: ET.Element, io: GuestIO) -> None:
         devices.append(serial_console_element(io.console_log))
 
 
-def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
-                    memory_mb: int,
-                    pci_devices: list[pci_device.Passthrough],
-                    domain_type: str, numa_nodes: tuple[int, ...] = (),
+def build_guest_xml(spec: driver.GuestSpec, domain_type: str,
                     host_cpus: tuple[int, ...] = (),
                     platform: GuestPlatform | None = None,
                     io: GuestIO = GuestIO()) -> str:
-    """Return the domain XML of a guest with the given PCI devices.
+    """Return the domain XML of the guest ``spec`` describes.
 
     The domain uuid is the instance uuid and its name ``domain_name()``,
     so the instance can be found on the hypervisor without any other
-    bookkeeping; the display ``name`` is the domain's title. With
-    ``numa_nodes`` the guest is confined to those host NUMA nodes, its
-    vCPUs to ``host_cpus`` (see nova.pci.numa for how they are chosen).
-    ``platform`` gives machine type, firmware, NUMA cell count and the
-    PCIe layout's inputs (default: q35); a guest whose devices could not
-    work on it raises GuestHardwareUnsupported saying why. ``io`` adds a
-    root disk, a console log and a NIC.
+    bookkeeping; the display name is the domain's title. With NUMA nodes
+    the guest is confined to them, its vCPUs to ``host_cpus`` (see
+    nova.pci.numa for how they are chosen). ``platform`` gives machine
+    type, firmware, NUMA cell count and the PCIe layout's inputs
+    (default: q35); a guest whose devices could not work on it raises
+    GuestHardwareUnsupported saying why. ``io`` adds a root disk, a
+    console log and a NIC.
     """
     platform = platform or GuestPlatform()
+    name, vcpus, memory_mb = spec.name, spec.vcpus, spec.memory_mb
+    numa_nodes, pci_devices = tuple(spec.numa_nodes), spec.pci_devices
     try:
-        canonical_uuid = str(uuidlib.UUID(str(instance_uuid)))
+        canonical_uuid = str(uuidlib.UUID(str(spec.instance_uuid)))
     except ValueError:
         raise exception.Invalid(reason=(
-            'instance uuid %r is not a valid UUID' % (instance_uuid,)))
+            'instance uuid %r is not a valid UUID' % (spec.instance_uuid,)))
     if not isinstance(name, str) or not name.strip():
         raise exception.Invalid(reason=(
             'instance name %r is not allowed; a non-empty string is '
@@ -418,7 +418,7 @@ def build_guest_xml(instance_uuid: str, name: str, vcpus: int,
     cpu = _add_cpu(domain, bool(pci_devices))
     cells = platform.hardware.numa_cells or (1 if numa_nodes else 0)
     cell_of_node = _add_numa(domain, cpu, vcpus, memory_mb, cells,
-                             tuple(numa_nodes), tuple(host_cpus),
+                             numa_nodes, tuple(host_cpus),
                              platform.node_cpus) if cells else {}
     if not len(cpu):
         domain.remove(cpu)

@@ -10,7 +10,6 @@ when ``[libvirt]guest_network`` names a network.
 """
 
 import dataclasses
-from collections.abc import Mapping
 import os
 import platform
 import threading
@@ -47,6 +46,13 @@ def _canonical_uuid(instance_uuid: str) -> str:
     except ValueError:
         raise exception.Invalid(reason=(
             'instance uuid %r is not a valid UUID' % (instance_uuid,)))
+
+
+def _canonical(spec: driver.GuestSpec) -> driver.GuestSpec:
+    """``spec`` with its instance uuid in canonical form (the domain's
+    name and uuid are made from it)."""
+    return dataclasses.replace(
+        spec, instance_uuid=_canonical_uuid(spec.instance_uuid))
 
 
 def _is_nvidia_gpu(dev: pci_device.HostDevice) -> bool:
@@ -289,30 +295,23 @@ class LibvirtDriver(driver.ComputeDriver):
         """The host's NUMA nodes, as libvirt reports them."""
         return self.host.get_numa_topology()
 
-    def spawn(self, instance_uuid: str, name: str, vcpus: int,
-              memory_mb: int, pci_devices: list[pci_device.Passthrough],
-              numa_nodes: tuple[int, ...] = (),
-              extra_specs: dict | None = None,
-              root_disk: driver.RootDisk | None = None) -> None:
+    def spawn(self, spec: driver.GuestSpec) -> None:
         """Define and start the guest; undefine it again (and remove its
-        files) on any failure. With ``numa_nodes`` its vCPUs and memory
-        stay on those nodes; ``extra_specs`` (the flavor's) choose its
-        machine (see nova.virt.guest_hardware); with ``root_disk`` it
-        boots from an overlay of that image."""
-        instance_uuid = _canonical_uuid(instance_uuid)
+        files) on any failure. With NUMA nodes its vCPUs and memory stay
+        on them; the flavor's extra specs choose its machine (see
+        nova.virt.guest_hardware); with a root disk it boots from an
+        overlay of that image."""
+        spec = _canonical(spec)
+        instance_uuid = spec.instance_uuid
         # GuestHardwareUnsupported before anything is made.
-        guest_platform = self._platform(
-            pci_devices, extra_specs, numa_nodes,
-            root_disk.properties if root_disk else None)
+        guest_platform = self._platform(spec)
         conn = self.host.get_connection()
         with self._define_lock:
             if self.host.lookup_domain(instance_uuid) is not None:
                 raise exception.InstanceExists(uuid=instance_uuid)
             try:
-                io = self._prepare_files(instance_uuid, root_disk)
-                xml = self._guest_xml(instance_uuid, name, vcpus,
-                                      memory_mb, pci_devices, numa_nodes,
-                                      guest_platform, io)
+                io = self._prepare_files(instance_uuid, spec.root_disk)
+                xml = self._guest_xml(spec, guest_platform, io)
                 domain = conn.defineXML(xml)
             except BaseException as err:
                 self._remove_files(instance_uuid)
@@ -324,8 +323,7 @@ class LibvirtDriver(driver.ComputeDriver):
             # The partition is live before the guest starts: a guest never
             # runs on GPUs whose partition is not active.
             if self.nvlink is not None:
-                self.nvlink.activate(instance_uuid, [
-                    dev.address for dev in pci_devices])
+                self.nvlink.activate(instance_uuid, spec.addresses)
             domain.create()
         except BaseException as err:
             self._remove_failed_domain(domain, instance_uuid)
@@ -336,7 +334,7 @@ class LibvirtDriver(driver.ComputeDriver):
                     uuid=instance_uuid, uri=self.uri, error=err) from err
             raise
         LOG.info('Spawned instance %s with PCI devices %s', instance_uuid,
-                 [dev.address for dev in pci_devices])
+                 spec.addresses)
 
     # Power actions ----------------------------------------------------------
     #
@@ -411,11 +409,7 @@ class LibvirtDriver(driver.ComputeDriver):
         self._power('hard reboot' if hard else 'reboot', instance_uuid,
                     power_cycle if hard else soft)
 
-    def rebuild(self, instance_uuid: str, name: str, vcpus: int,
-                memory_mb: int, pci_devices: list[pci_device.Passthrough],
-                power_on: bool, numa_nodes: tuple[int, ...] = (),
-                extra_specs: dict | None = None,
-                root_disk: driver.RootDisk | None = None,
+    def rebuild(self, spec: driver.GuestSpec, power_on: bool,
                 keep_disk: bool = False) -> None:
         """Redefine the guest from scratch with the same devices (and NUMA
         confinement), and start it if ``power_on``. The partition stays
@@ -423,17 +417,15 @@ class LibvirtDriver(driver.ComputeDriver):
         guest defined again after the hypervisor lost it, started or
         not, holds its partition as any defined guest does); a missing
         domain (a rebuild cut short, a host restart) is defined. The
-        root disk is a new overlay of ``root_disk``'s image, unless
+        root disk is a new overlay of the spec's image, unless
         ``keep_disk`` and the disk is there; the console log is kept."""
-        instance_uuid = _canonical_uuid(instance_uuid)
+        spec = _canonical(spec)
+        instance_uuid = spec.instance_uuid
         # GuestHardwareUnsupported before the old guest is touched.
-        guest_platform = self._platform(
-            pci_devices, extra_specs, numa_nodes,
-            root_disk.properties if root_disk else None)
+        guest_platform = self._platform(spec)
         conn = self.host.get_connection()
         if self.nvlink is not None:
-            self.nvlink.activate(instance_uuid, [
-                dev.address for dev in pci_devices])
+            self.nvlink.activate(instance_uuid, spec.addresses)
         try:
             with self._define_lock:
                 old = self.host.lookup_domain(instance_uuid)
@@ -441,11 +433,10 @@ class LibvirtDriver(driver.ComputeDriver):
                     if old.isActive():
                         old.destroy()
                     old.undefine()
-                io = self._prepare_files(instance_uuid, root_disk,
+                io = self._prepare_files(instance_uuid, spec.root_disk,
                                          keep_disk=keep_disk)
                 domain = conn.defineXML(self._guest_xml(
-                    instance_uuid, name, vcpus, memory_mb, pci_devices,
-                    numa_nodes, guest_platform, io))
+                    spec, guest_platform, io))
             if power_on:
                 self._start(domain, instance_uuid)
         except libvirt.libvirtError as err:
@@ -453,7 +444,7 @@ class LibvirtDriver(driver.ComputeDriver):
                 action='rebuild', uuid=instance_uuid, uri=self.uri,
                 error=err) from err
         LOG.info('Rebuilt instance %s with PCI devices %s', instance_uuid,
-                 [dev.address for dev in pci_devices])
+                 spec.addresses)
 
     def get_power_state(self, instance_uuid: str) -> int:
         """1 (running), 4 (shut down) or 0 (no domain), as upstream."""
@@ -462,36 +453,37 @@ class LibvirtDriver(driver.ComputeDriver):
             return driver.NOSTATE
         return driver.RUNNING if domain.isActive() else driver.SHUTDOWN
 
-    def _guest_xml(self, instance_uuid: str, name: str, vcpus: int,
-                   memory_mb: int, pci_devices: list[pci_device.Passthrough],
-                   numa_nodes: tuple[int, ...],
+    def domain_xml(self, spec: driver.GuestSpec,
+                   io: config.GuestIO = config.GuestIO()) -> str:
+        """The domain XML this driver defines for ``spec`` with ``io``,
+        without defining it: what the docs and the boot tests show of a
+        guest shape; GuestHardwareUnsupported as for ``spawn``."""
+        spec = _canonical(spec)
+        return self._guest_xml(spec, self._platform(spec), io)
+
+    def _guest_xml(self, spec: driver.GuestSpec,
                    guest_platform: config.GuestPlatform,
                    io: config.GuestIO) -> str:
         """The domain XML of a guest (spawned or rebuilt) on
-        ``guest_platform`` with ``io``, confined to ``numa_nodes`` and
-        their host CPUs (read once, by ``_platform``) when given."""
+        ``guest_platform`` with ``io``, confined to its NUMA nodes and
+        their host CPUs (read once, by ``_platform``) when it has any."""
         host_cpus = tuple(sorted(
             cpu for cpus in guest_platform.node_cpus.values()
             for cpu in cpus))
         return config.build_guest_xml(
-            instance_uuid, name, vcpus, memory_mb, pci_devices,
-            self.domain_type, tuple(numa_nodes), host_cpus, guest_platform,
-            io=io)
+            spec, self.domain_type, host_cpus, guest_platform, io=io)
 
-    def _platform(self, pci_devices: list[pci_device.Passthrough],
-                  extra_specs: dict | None,
-                  numa_nodes: tuple[int, ...],
-                  image_properties: Mapping[str, str] | None = None
-                  ) -> config.GuestPlatform:
+    def _platform(self, spec: driver.GuestSpec) -> config.GuestPlatform:
         """The machine a guest gets: options, flavor, image properties,
         device BARs, the host CPUs of its NUMA nodes;
         GuestHardwareUnsupported when its devices could not work."""
+        numa_nodes = spec.numa_nodes
         topology = self.host.get_numa_topology() if numa_nodes else None
         node_cpus = {node: topology.cpus_of((node,))
                      for node in numa_nodes} if topology else {}
         arch = platform.machine() or 'x86_64'
         bars = {}
-        for dev in pci_devices:
+        for dev in spec.pci_devices:
             address = dev.address
             found = self.bar_reader(address)
             if found is None:
@@ -502,8 +494,8 @@ class LibvirtDriver(driver.ComputeDriver):
                 bars[address] = found
         try:
             guest_hw = guest_hardware.resolve(
-                self.guest_options.machine_types, arch, extra_specs,
-                image_properties)
+                self.guest_options.machine_types, arch, spec.extra_specs,
+                spec.root_disk.properties if spec.root_disk else None)
         except exception.Invalid as exc:
             raise exception.GuestHardwareUnsupported(
                 reason=exception.reason_of(exc)) from exc

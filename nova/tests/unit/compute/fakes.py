@@ -28,6 +28,8 @@ class FakeDriver(virt_driver.ComputeDriver):
         self.calls: list[tuple[str, str]] = []
         self.fail_spawn: Exception | None = None
         self.root_disks: list[tuple[str, object, bool]] = []
+        # Every GuestSpec spawn and rebuild were given, in order.
+        self.specs: list[virt_driver.GuestSpec] = []
         self.console = ''
 
     def init_host(self, host):
@@ -42,17 +44,17 @@ class FakeDriver(virt_driver.ComputeDriver):
     def get_numa_topology(self) -> hardware.HostNUMATopology:
         return self.topology
 
-    def spawn(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-              numa_nodes=(), extra_specs=None, root_disk=None):
+    def spawn(self, spec):
+        instance_uuid = spec.instance_uuid
         self.calls.append(('spawn', instance_uuid))
-        self.root_disks.append((instance_uuid, root_disk, False))
+        self.specs.append(spec)
+        self.root_disks.append((instance_uuid, spec.root_disk, False))
         # The guest exists when the failure hits: the manager must
         # destroy it.
         self.guests[instance_uuid] = virt_driver.RUNNING
         if self.fail_spawn is not None:
             raise self.fail_spawn
-        self.spawned.append((instance_uuid,
-                             sorted(d.address for d in pci_devices)))
+        self.spawned.append((instance_uuid, sorted(spec.addresses)))
 
     def destroy(self, instance_uuid):
         self.calls.append(('destroy', instance_uuid))
@@ -75,11 +77,11 @@ class FakeDriver(virt_driver.ComputeDriver):
         self._existing(instance_uuid)
         self.guests[instance_uuid] = virt_driver.RUNNING
 
-    def rebuild(self, instance_uuid, name, vcpus, memory_mb, pci_devices,
-                power_on, numa_nodes=(), extra_specs=None, root_disk=None,
-                keep_disk=False):
+    def rebuild(self, spec, power_on, keep_disk=False):
+        instance_uuid = spec.instance_uuid
         self.calls.append(('rebuild', instance_uuid))
-        self.root_disks.append((instance_uuid, root_disk, keep_disk))
+        self.specs.append(spec)
+        self.root_disks.append((instance_uuid, spec.root_disk, keep_disk))
         self.guests[instance_uuid] = (virt_driver.RUNNING if power_on
                                       else virt_driver.SHUTDOWN)
 

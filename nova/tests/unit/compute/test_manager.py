@@ -346,6 +346,17 @@ class TestLifecycle(ComputeManagerTestCase):
                           (instance['uuid'], None, False)],
                          self.driver.root_disks)
 
+    def test_rebuild_describes_the_guest_as_its_build_did(self):
+        # One GuestSpec per build, rebuild or move end, from the same
+        # instance fields: the rebuilt guest is the built one.
+        [built] = self.driver.specs
+        self.assertEqual((self.uuid, 'vm', 4, 4096, (GPUS[0],)),
+                         (built.instance_uuid, built.name, built.vcpus,
+                          built.memory_mb, tuple(built.addresses)))
+        self.accept(task_states.REBUILDING)
+        self.compute.rebuild_instance(self.context, self.uuid)
+        self.assertEqual(built, self.driver.specs[-1])
+
     def test_rebuild_makes_the_disk_again_a_lost_guest_keeps_it(self):
         db.instance_update(self.context, self.uuid, {'image_ref': 'img'})
         self.accept(task_states.REBUILDING)

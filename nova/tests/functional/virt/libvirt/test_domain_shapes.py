@@ -23,6 +23,7 @@ from nova import test
 from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
 from nova.tests.functional import real_hypervisor
+from nova.virt import driver as virt_driver
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import driver as libvirt_driver
@@ -61,9 +62,9 @@ FULL_IO = libvirt_config.GuestIO(
 
 def _domain_xml(driver, name: str, devices, nodes, extra_specs) -> str:
     """The domain XML the driver writes for this guest."""
-    return driver._guest_xml(
+    return driver.domain_xml(virt_driver.GuestSpec(
         str(uuid.uuid4()), name, VCPUS, MEMORY_MB, devices, nodes,
-        driver._platform(devices, extra_specs, nodes), FULL_IO)
+        extra_specs), FULL_IO)
 
 
 def _guest_nodes(driver, devices, policy, cells) -> tuple[int, ...]:

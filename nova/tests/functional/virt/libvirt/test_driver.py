@@ -129,7 +129,8 @@ class SpawnDestroyTest(_LibvirtTestCase):
     def test_spawn_two_gpus(self):
         devices = self.gpus(0, 2)
         devices[1] = dataclasses.replace(devices[1], managed=False)
-        self.driver.spawn(UUID1, 'vm1', 16, 65536, devices)
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 16, 65536, devices))
         domain = self.domain(UUID1)
         self.assertTrue(domain.isActive())
         self.assertEqual(libvirt.VIR_DOMAIN_RUNNING, domain.state()[0])
@@ -143,13 +144,15 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
 
     def test_spawn_without_devices(self):
-        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.driver.spawn(virt_driver.GuestSpec(UUID1, 'vm1', 1, 512, []))
         self.assertEqual(
             [], config.parse_guest_hostdevs(self.domain(UUID1).XMLDesc(0)))
 
     def test_destroy(self):
-        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(4))
-        self.driver.spawn(UUID2, 'vm2', 2, 1024, self.gpus(5))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024, self.gpus(4)))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID2, 'vm2', 2, 1024, self.gpus(5)))
         self.assertEqual(sorted([UUID1, UUID2]),
                          self.driver.list_instance_uuids())
         self.driver.destroy(UUID1)
@@ -166,7 +169,8 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.assertRaises(exception.Invalid, self.driver.destroy, 'x')
 
     def test_destroy_failure(self):
-        self.driver.spawn(UUID1, 'vm1', 1, 512, self.gpus(0))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 1, 512, self.gpus(0)))
         faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
             self.driver.host, 'undefine'))
         exc = self.assertRaises(exception.InstanceDestroyFailed,
@@ -175,9 +179,11 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.assertEqual(['undefine'], faults.triggered)
 
     def test_duplicate_uuid_keeps_existing_guest(self):
-        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
-        exc = self.assertRaises(exception.InstanceExists, self.driver.spawn,
-                                UUID1, 'vm1', 4, 2048, self.gpus(1))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024, self.gpus(0, 2)))
+        exc = self.assertRaises(
+            exception.InstanceExists, self.driver.spawn,
+            virt_driver.GuestSpec(UUID1, 'vm1', 4, 2048, self.gpus(1)))
         self.assertIn(UUID1, str(exc))
         domain = self.domain(UUID1)
         self.assertTrue(domain.isActive())
@@ -187,8 +193,8 @@ class SpawnDestroyTest(_LibvirtTestCase):
                 domain.XMLDesc(0))])
 
     def test_same_display_name_boots_twice(self):
-        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
-        self.driver.spawn(UUID2, 'vm1', 1, 512, [])
+        self.driver.spawn(virt_driver.GuestSpec(UUID1, 'vm1', 1, 512, []))
+        self.driver.spawn(virt_driver.GuestSpec(UUID2, 'vm1', 1, 512, []))
         self.assertEqual(sorted([UUID1, UUID2]),
                          self.driver.list_instance_uuids())
         for uuid in (UUID1, UUID2):
@@ -201,15 +207,15 @@ class SpawnDestroyTest(_LibvirtTestCase):
             "<domain type='test'><name>%s</name><uuid>%s</uuid>"
             "<memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type>hvm"
             "</type></os></domain>" % ('operator-vm', UUID2))
-        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.driver.spawn(virt_driver.GuestSpec(UUID1, 'vm1', 1, 512, []))
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
 
     def test_start_failure_leaves_no_domain(self):
         faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
             self.driver.host, 'create', message='device busy'))
-        exc = self.assertRaises(exception.InstanceSpawnFailed,
-                                self.driver.spawn, UUID1, 'vm1', 2, 1024,
-                                self.gpus(0, 2))
+        exc = self.assertRaises(
+            exception.InstanceSpawnFailed, self.driver.spawn,
+            virt_driver.GuestSpec(UUID1, 'vm1', 2, 1024, self.gpus(0, 2)))
         self.assertIn('device busy', str(exc))
         self.assertIn(UUID1, str(exc))
         self.assertEqual(['create'], faults.triggered)
@@ -227,29 +233,30 @@ class SpawnDestroyTest(_LibvirtTestCase):
         self.useFixture(fixtures.MockPatchObject(
             self.driver.host.get_connection(), 'defineXML',
             side_effect=define))
-        self.assertRaises(KeyError, self.driver.spawn, UUID1, 'vm1', 1, 512,
-                          [])
+        self.assertRaises(KeyError, self.driver.spawn,
+                          virt_driver.GuestSpec(UUID1, 'vm1', 1, 512, []))
         self.assertEqual([], self.driver.list_instance_uuids())
 
     def test_define_failure(self):
         faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
             self.driver.host, 'defineXML'))
-        self.assertRaises(exception.InstanceSpawnFailed, self.driver.spawn,
-                          UUID1, 'vm1', 1, 512, self.gpus(0))
+        self.assertRaises(
+            exception.InstanceSpawnFailed, self.driver.spawn,
+            virt_driver.GuestSpec(UUID1, 'vm1', 1, 512, self.gpus(0)))
         self.assertEqual(['defineXML'], faults.triggered)
         self.assertEqual([], self.driver.list_instance_uuids())
 
     def test_invalid_request_defines_nothing(self):
-        self.assertRaises(exception.Invalid, self.driver.spawn, UUID1, 'vm1',
-                          0, 512, [])
-        self.assertRaises(exception.Invalid, self.driver.spawn, 'nope',
-                          'vm1', 1, 512, [])
+        self.assertRaises(exception.Invalid, self.driver.spawn,
+                          virt_driver.GuestSpec(UUID1, 'vm1', 0, 512, []))
+        self.assertRaises(exception.Invalid, self.driver.spawn,
+                          virt_driver.GuestSpec('nope', 'vm1', 1, 512, []))
         self.assertEqual([], self.driver.list_instance_uuids())
 
     def test_state_survives_new_host_calls(self):
         # Every call goes through the one connection, so the guest the
         # test driver keeps in memory is still there.
-        self.driver.spawn(UUID1, 'vm1', 1, 512, [])
+        self.driver.spawn(virt_driver.GuestSpec(UUID1, 'vm1', 1, 512, []))
         self.driver.get_pci_devices()
         self.driver.get_available_resource()
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
@@ -260,7 +267,8 @@ class PowerActionsTest(_LibvirtTestCase):
 
     def setUp(self):
         super().setUp()
-        self.driver.spawn(UUID1, 'vm1', 2, 1024, self.gpus(0, 2))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024, self.gpus(0, 2)))
 
     def hostdevs(self):
         return [h.address for h in
@@ -316,19 +324,19 @@ class PowerActionsTest(_LibvirtTestCase):
         self.assertIn('device busy', exc.message)
 
     def test_rebuild_redefines_with_the_same_devices(self):
-        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
-                            power_on=True)
+        self.driver.rebuild(virt_driver.GuestSpec(
+            UUID1, 'renamed', 2, 1024, self.gpus(0, 2)), power_on=True)
         self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
         self.assertIn('<title>renamed</title>',
                       self.domain(UUID1).XMLDesc())
         self.assertTrue(self.domain(UUID1).isActive())
-        self.driver.rebuild(UUID1, 'renamed', 2, 1024, self.gpus(0, 2),
-                            power_on=False)
+        self.driver.rebuild(virt_driver.GuestSpec(
+            UUID1, 'renamed', 2, 1024, self.gpus(0, 2)), power_on=False)
         self.assertFalse(self.domain(UUID1).isActive())
         # A rebuild cut short after the undefine is finished by another.
         self.driver.destroy(UUID1)
-        self.driver.rebuild(UUID1, 'vm1', 2, 1024, self.gpus(0, 2),
-                            power_on=True)
+        self.driver.rebuild(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024, self.gpus(0, 2)), power_on=True)
         self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
 
@@ -377,11 +385,13 @@ class NUMATest(_LibvirtTestCase):
                          [(c.id, c.socket, c.memory_mb) for c in cells])
 
     def test_spawn_confined_to_a_node(self):
-        self.driver.spawn(UUID1, 'vm1', 4, 4096, self.gpus(5), (1,))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 4, 4096, self.gpus(5), (1,)))
         self.assertEqual({'nodeset': '1', 'cpuset': '112-223', 'cells': 1},
                          config.parse_guest_numa(self.domain(
                              UUID1).XMLDesc()))
-        self.driver.spawn(UUID2, 'vm2', 4, 4096, self.gpus(0))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID2, 'vm2', 4, 4096, self.gpus(0)))
         self.assertEqual({'nodeset': None, 'cpuset': None, 'cells': 0},
                          config.parse_guest_numa(self.domain(
                              UUID2).XMLDesc()))

@@ -50,9 +50,9 @@ class GuestFilesTest(test.TestCase):
 
     def spawn(self, image='', size_gb=0, uuid=UUID):
         image = self.image if image == '' else image
-        self.driver.spawn(uuid, 'vm', 1, 256, [], root_disk=None
-                          if image is None else
-                          virt_driver.RootDisk(image, size_gb))
+        self.driver.spawn(virt_driver.GuestSpec(
+            uuid, 'vm', 1, 256, [], root_disk=None if image is None else
+            virt_driver.RootDisk(image, size_gb)))
 
     def disk_info(self) -> dict:
         return json.loads(subprocess.run(
@@ -127,9 +127,10 @@ class GuestFilesTest(test.TestCase):
         self.glance.client.delete(self.image)
         # In use: kept, however old.
         self.assertEqual([], self.driver.manage_image_cache(True, 0))
-        self.driver.rebuild(UUID, 'vm', 1, 256, [], power_on=True,
-                            root_disk=virt_driver.RootDisk(self.image),
-                            keep_disk=True)
+        self.driver.rebuild(
+            virt_driver.GuestSpec(UUID, 'vm', 1, 256, [],
+                                  root_disk=virt_driver.RootDisk(self.image)),
+            power_on=True, keep_disk=True)
         self.driver.destroy(UUID)
         # Unused but used recently: kept until old enough.
         self.assertEqual([], self.driver.manage_image_cache(True, 3600))
@@ -158,8 +159,10 @@ class GuestFilesTest(test.TestCase):
         # What the guest wrote to its disk.
         with open(self.files.disk, 'wb') as disk:
             disk.write(b'guest data')
-        self.driver.rebuild(UUID, 'vm', 1, 256, [], power_on=True,
-                            root_disk=virt_driver.RootDisk(self.image))
+        self.driver.rebuild(
+            virt_driver.GuestSpec(UUID, 'vm', 1, 256, [],
+                                  root_disk=virt_driver.RootDisk(self.image)),
+            power_on=True)
         self.assertEqual(self.image, os.path.basename(
             self.disk_info()['backing-filename']))
         # The console log stays: it shows every boot.
@@ -167,9 +170,10 @@ class GuestFilesTest(test.TestCase):
                          self.driver.get_console_output(UUID))
         with open(self.files.disk, 'wb') as disk:
             disk.write(b'guest data')
-        self.driver.rebuild(UUID, 'vm', 1, 256, [], power_on=True,
-                            root_disk=virt_driver.RootDisk(self.image),
-                            keep_disk=True)
+        self.driver.rebuild(
+            virt_driver.GuestSpec(UUID, 'vm', 1, 256, [],
+                                  root_disk=virt_driver.RootDisk(self.image)),
+            power_on=True, keep_disk=True)
         with open(self.files.disk, 'rb') as disk:
             self.assertEqual(b'guest data', disk.read())
 
@@ -205,7 +209,8 @@ class GuestXmlOnTestDriverTest(test.TestCase):
                                       fakehost.hgx_h200_node_xml())
         drv = libvirt_driver.LibvirtDriver(uri)
         xml = config.build_guest_xml(
-            UUID, 'vm', 1, 256, [], 'test', io=config.GuestIO(
+            virt_driver.GuestSpec(UUID, 'vm', 1, 256, []), 'test',
+            io=config.GuestIO(
                 '/d/disk', '/d/console.log', 'default'))
         domain = drv.host.get_connection().defineXML(xml)
         self.addCleanup(domain.undefine)

@@ -4,6 +4,7 @@ import xml.etree.ElementTree as ET
 from nova import test
 from nova import exception
 from nova.pci import device as pci_device
+from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware
 from nova.virt.libvirt import config
 from nova.virt.libvirt import pcie
@@ -165,11 +166,15 @@ class GuestXmlTest(test.TestCase):
     UUID = '6f0a4b1e-6c39-4d5f-9d0e-1a2b3c4d5e6f'
 
     def _build(self, devices, domain_type='test', **kwargs):
-        args = dict(instance_uuid=self.UUID, name='vm1', vcpus=8,
+        """The XML of a guest ``kwargs`` name GuestSpec fields or
+        build_guest_xml arguments of."""
+        spec = dict(instance_uuid=self.UUID, name='vm1', vcpus=8,
                     memory_mb=4096)
-        args.update(kwargs)
+        spec.update((key, kwargs.pop(key)) for key in list(kwargs)
+                    if key in spec or key == 'numa_nodes')
         return ET.fromstring(config.build_guest_xml(
-            pci_devices=devices, domain_type=domain_type, **args))
+            virt_driver.GuestSpec(pci_devices=devices, **spec),
+            domain_type=domain_type, **kwargs))
 
     def test_domain_fields(self):
         root = self._build([], domain_type='kvm')
@@ -228,7 +233,8 @@ class GuestXmlTest(test.TestCase):
     def test_parse_guest_hostdevs_round_trip(self):
         devices = [pci_device.Passthrough('0000:18:00.0', managed=False),
                    pci_device.Passthrough('0000:9a:00.0', managed=True)]
-        xml = config.build_guest_xml(self.UUID, 'vm', 1, 1, devices, 'test')
+        xml = config.build_guest_xml(
+            virt_driver.GuestSpec(self.UUID, 'vm', 1, 1, devices), 'test')
         self.assertEqual(devices, config.parse_guest_hostdevs(xml))
 
     def test_bad_uuid(self):
@@ -286,9 +292,11 @@ class GuestMachineTest(test.TestCase):
 
     def _build(self, devices, platform, **kwargs):
         return ET.fromstring(config.build_guest_xml(
-            self.UUID, 'vm', kwargs.pop('vcpus', 16),
-            kwargs.pop('memory_mb', 65536), devices, 'kvm',
-            platform=platform, **kwargs))
+            virt_driver.GuestSpec(
+                self.UUID, 'vm', kwargs.pop('vcpus', 16),
+                kwargs.pop('memory_mb', 65536), devices,
+                numa_nodes=kwargs.pop('numa_nodes', ())),
+            'kvm', platform=platform, **kwargs))
 
     def test_eight_gpus_on_two_cells(self):
         root = self._build(BOARD, _platform(cells=2), numa_nodes=(0, 1),
