@@ -34,9 +34,13 @@ STATE_TIMEOUT = 120
 MARKER = 'NOVA-TEST-IMAGE-BOOTED'
 
 
-class RealGuestTest(test.TestCase):
+class RealGuestTestBase(test.TestCase):
+    """nova-all with one compute on the real hypervisor, the test image
+    in its Glance (``image_ref``), and the helpers of the real-guest
+    tests. ``extra_conf`` sections are added to nova-all's."""
 
     TIMEOUT = 1500
+    extra_conf: dict[str, dict] = {}
 
     def setUp(self):
         super().setUp()
@@ -59,6 +63,8 @@ class RealGuestTest(test.TestCase):
                             'virt_type': virt_type},
                 # No GPUs here: none of the HGX H200 PCI config.
                 'pci': {'device_spec': [], 'alias': [], 'device_group': []}}
+        for section, options in self.extra_conf.items():
+            conf.setdefault(section, {}).update(options)
         self.nova = deployment.AllInOne(computes=1, workdir=workdir,
                                         extra_conf=conf)
         self.addOnException(self._attach_log)
@@ -129,6 +135,21 @@ class RealGuestTest(test.TestCase):
     def domain_state(self, server: str) -> int:
         domain = self.conn.lookupByName(libvirt_config.domain_name(server))
         return domain.state()[0]
+
+    def _destroy_domain(self, server: str) -> None:
+        """Leave no domain (nor a UEFI guest's NVRAM) behind, whatever
+        the test did."""
+        try:
+            domain = self.conn.lookupByName(
+                libvirt_config.domain_name(server))
+        except libvirt.libvirtError:
+            return
+        if domain.isActive():
+            domain.destroy()
+        domain.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+
+
+class RealGuestTest(RealGuestTestBase):
 
     # The test -----------------------------------------------------------
 
@@ -210,14 +231,3 @@ class RealGuestTest(test.TestCase):
         self.assertRaises(libvirt.libvirtError, self.conn.lookupByName,
                           libvirt_config.domain_name(server))
         self.assertFalse(os.path.exists(files))
-
-    def _destroy_domain(self, server: str) -> None:
-        """Leave no domain behind, whatever the test did."""
-        try:
-            domain = self.conn.lookupByName(
-                libvirt_config.domain_name(server))
-        except libvirt.libvirtError:
-            return
-        if domain.isActive():
-            domain.destroy()
-        domain.undefine()

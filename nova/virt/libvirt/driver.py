@@ -39,6 +39,22 @@ LOG = logging.getLogger(__name__)
 # Used when [libvirt]connection_uri is empty.
 DEFAULT_URI = 'qemu:///system'
 
+# How a guest's definition is removed (virDomainUndefineFlags). QEMU
+# refuses to undefine a UEFI guest whose NVRAM (its UEFI variable store,
+# made from OVMF's template at its first start) exists unless told what
+# to do with it. Removing the guest removes the NVRAM, as upstream, with
+# any managed save image and snapshot metadata (its disk goes too);
+# redefining it with the disk kept keeps the NVRAM (the boot entries and
+# keys the guest wrote), while a managed save image of the old
+# definition must never be restored into the new one.
+UNDEFINE_REMOVE = (libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE |
+                   libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA |
+                   libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+UNDEFINE_KEEP_NVRAM = (libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE |
+                       libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM)
+_NVRAM_FLAGS = (libvirt.VIR_DOMAIN_UNDEFINE_NVRAM |
+                libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM)
+
 
 def _canonical_uuid(instance_uuid: str) -> str:
     try:
@@ -53,6 +69,26 @@ def _canonical(spec: driver.GuestSpec) -> driver.GuestSpec:
     name and uuid are made from it)."""
     return dataclasses.replace(
         spec, instance_uuid=_canonical_uuid(spec.instance_uuid))
+
+
+def undefine(domain: libvirt.virDomain, keep_nvram: bool) -> None:
+    """Undefine ``domain`` (stopped), removing its NVRAM file or, with
+    ``keep_nvram``, keeping it for the guest defined again in its place.
+
+    A hypervisor driver without NVRAM (libvirt's ``test:///``, whose
+    domains keep no file) refuses the NVRAM flags as unsupported; it is
+    undefined without them.
+    """
+    flags = UNDEFINE_KEEP_NVRAM if keep_nvram else UNDEFINE_REMOVE
+    try:
+        domain.undefineFlags(flags)
+    except libvirt.libvirtError as err:
+        if err.get_error_code() != libvirt.VIR_ERR_INVALID_ARG:
+            raise
+        LOG.debug('Undefine of domain %s with flags %#x refused (%s); '
+                  'undefining it without the NVRAM flags', domain.name(),
+                  flags, err)
+        domain.undefineFlags(flags & ~_NVRAM_FLAGS)
 
 
 def _is_nvidia_gpu(dev: pci_device.HostDevice) -> bool:
@@ -418,7 +454,9 @@ class LibvirtDriver(driver.ComputeDriver):
         not, holds its partition as any defined guest does); a missing
         domain (a rebuild cut short, a host restart) is defined. The
         root disk is a new overlay of the spec's image, unless
-        ``keep_disk`` and the disk is there; the console log is kept."""
+        ``keep_disk`` and the disk is there; a UEFI guest's NVRAM is
+        kept with ``keep_disk`` and made again otherwise; the console
+        log is kept."""
         spec = _canonical(spec)
         instance_uuid = spec.instance_uuid
         # GuestHardwareUnsupported before the old guest is touched.
@@ -432,7 +470,9 @@ class LibvirtDriver(driver.ComputeDriver):
                 if old is not None:
                     if old.isActive():
                         old.destroy()
-                    old.undefine()
+                    # The NVRAM goes with the root disk: kept with it,
+                    # made again from OVMF's template with a new one.
+                    undefine(old, keep_nvram=keep_disk)
                 io = self._prepare_files(instance_uuid, spec.root_disk,
                                          keep_disk=keep_disk)
                 domain = conn.defineXML(self._guest_xml(
@@ -596,32 +636,48 @@ class LibvirtDriver(driver.ComputeDriver):
         try:
             if domain.isActive():
                 domain.destroy()
-            domain.undefine()
+            undefine(domain, keep_nvram=False)
         except libvirt.libvirtError as err:
             LOG.error('Could not undefine domain %s after a failed spawn: '
                       '%s', instance_uuid, err)
 
     def destroy(self, instance_uuid: str) -> None:
-        """Stop and undefine the guest and remove its files; a missing
-        guest is fine."""
+        """Stop and undefine the guest (with its NVRAM) and remove its
+        files and NVLink partition; a missing guest is fine.
+
+        Once the guest is stopped its files and partition go even if
+        the undefine fails (InstanceDestroyFailed is raised after): its
+        devices are freed by the caller either way, and a partition kept
+        for a guest that cannot run would block their next guest. A
+        guest that cannot be stopped keeps them (it may still run on
+        them)."""
         instance_uuid = _canonical_uuid(instance_uuid)
         domain = self.host.lookup_domain(instance_uuid)
+        failure = None
         if domain is not None:
             try:
                 if domain.isActive():
                     domain.destroy()
-                domain.undefine()
+            except libvirt.libvirtError as err:
+                self._destroy_failed(instance_uuid, err)
+            try:
+                undefine(domain, keep_nvram=False)
                 LOG.info('Destroyed instance %s', instance_uuid)
             except libvirt.libvirtError as err:
-                # A concurrent destroy got there first: the goal is
-                # reached.
-                if err.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
-                    raise exception.InstanceDestroyFailed(
-                        uuid=instance_uuid, uri=self.uri,
-                        error=err) from err
-        # Only once the guest is gone may its files and partition go.
+                failure = err
+        # Only once the guest is stopped may its files and partition go.
         self._remove_files(instance_uuid)
         self._release_partition(instance_uuid)
+        if failure is not None:
+            self._destroy_failed(instance_uuid, failure)
+
+    def _destroy_failed(self, instance_uuid: str,
+                        err: libvirt.libvirtError) -> None:
+        """InstanceDestroyFailed, unless the domain is gone already (a
+        concurrent destroy got there first: the goal is reached)."""
+        if err.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
+            raise exception.InstanceDestroyFailed(
+                uuid=instance_uuid, uri=self.uri, error=err) from err
 
     def _release_partition(self, instance_uuid: str) -> None:
         if self.nvlink is not None:

@@ -12,12 +12,15 @@ import libvirt
 from nova import test
 from nova import exception
 from nova.pci import device as pci_device
+from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.fixtures import libvirt_faults
 from nova.virt import driver as virt_driver
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config
 from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import fabric_manager
 from nova.virt.libvirt import host as libvirt_host
+from nova.virt.libvirt import nvlink
 
 GPUS = ['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0', '0000:5d:00.0',
         '0000:9a:00.0', '0000:ab:00.0', '0000:ba:00.0', '0000:db:00.0']
@@ -167,16 +170,6 @@ class SpawnDestroyTest(_LibvirtTestCase):
 
     def test_destroy_bad_uuid(self):
         self.assertRaises(exception.Invalid, self.driver.destroy, 'x')
-
-    def test_destroy_failure(self):
-        self.driver.spawn(virt_driver.GuestSpec(
-            UUID1, 'vm1', 1, 512, self.gpus(0)))
-        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
-            self.driver.host, 'undefine'))
-        exc = self.assertRaises(exception.InstanceDestroyFailed,
-                                self.driver.destroy, UUID1)
-        self.assertIn(UUID1, str(exc))
-        self.assertEqual(['undefine'], faults.triggered)
 
     def test_duplicate_uuid_keeps_existing_guest(self):
         self.driver.spawn(virt_driver.GuestSpec(
@@ -339,6 +332,121 @@ class PowerActionsTest(_LibvirtTestCase):
             UUID1, 'vm1', 2, 1024, self.gpus(0, 2)), power_on=True)
         self.assertEqual([GPUS[0], GPUS[2]], self.hostdevs())
         self.assertEqual([UUID1], self.driver.list_instance_uuids())
+
+
+class UndefineTest(_LibvirtTestCase):
+    """What a guest's undefine does with its NVRAM, and what a delete
+    frees, on a host with instance files and NVLink partitions.
+
+    The flags every undefine asks for are recorded: QEMU refuses to
+    undefine a UEFI guest with an NVRAM file unless told to remove or
+    keep it (``nova.tests.functional.test_real_uefi_guest`` proves that
+    on the real libvirtd), while the test driver keeps no NVRAM and
+    refuses those flags, so the driver undefines without them there.
+    """
+
+    def setUp(self):
+        super().setUp()
+        fm = self.useFixture(fake_fm.FabricManagerFixture(
+            fakehost.H200_MODULE_IDS)).fm
+        self.fm = fm
+        self.instances = os.path.join(self.tmp, 'instances')
+        self.driver = libvirt_driver.LibvirtDriver(
+            self.uri, self.instances, nvlink=nvlink.NVLinkPartitions(
+                fabric_manager.FabricManagerClient(fm.fmpm_path),
+                fm.nvidia_smi_path, {}, os.path.join(self.tmp, 'nvlink')))
+        self.driver.init_host('cmp1')
+        self.undefines = []
+        real = libvirt.virDomain.undefineFlags
+
+        def record(domain, flags=0):
+            self.undefines.append(flags)
+            return real(domain, flags)
+        self.useFixture(fixtures.MockPatchObject(
+            libvirt.virDomain, 'undefineFlags', autospec=True,
+            side_effect=record))
+        self.useFixture(fixtures.MockPatchObject(
+            libvirt.virDomain, 'undefine', side_effect=AssertionError(
+                'undefine without flags refuses a UEFI guest')))
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024, self.gpus(0)))
+        self.directory = os.path.join(self.instances, UUID1)
+
+    def asked(self, *expected):
+        """The first undefine asked for exactly the ``expected`` NVRAM
+        flag (and the managed save image's removal); the test driver's
+        refusal of it was followed by an undefine without it."""
+        nvram_flags = (libvirt.VIR_DOMAIN_UNDEFINE_NVRAM |
+                       libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM)
+        self.assertEqual(2, len(self.undefines), self.undefines)
+        first, retry = self.undefines
+        self.assertEqual(set(expected), {
+            flag for flag in (libvirt.VIR_DOMAIN_UNDEFINE_NVRAM,
+                              libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM)
+            if first & flag})
+        self.assertTrue(first & libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
+        self.assertEqual(first & ~nvram_flags, retry)
+        del self.undefines[:]
+
+    def test_delete_removes_the_nvram_and_frees_everything(self):
+        self.assertEqual({UUID1}, set(self.driver.nvlink.holders().values()))
+        self.driver.destroy(UUID1)
+        self.asked(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        self.assertIsNone(self.domain(UUID1))
+        self.assertFalse(os.path.exists(self.directory))
+        self.assertEqual({}, self.driver.nvlink.holders())
+        self.assertEqual(set(), self.fm.active())
+
+    def test_failed_spawn_removes_the_nvram(self):
+        self.driver.destroy(UUID1)
+        del self.undefines[:]
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'create', message='device busy'))
+        self.assertRaises(
+            exception.InstanceSpawnFailed, self.driver.spawn,
+            virt_driver.GuestSpec(UUID1, 'vm1', 2, 1024, self.gpus(0)))
+        self.asked(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        self.assertEqual([], self.driver.list_instance_uuids())
+
+    def test_rebuild_keeps_the_nvram_with_the_disk(self):
+        # A new root disk from the image: a new NVRAM from the template.
+        self.driver.rebuild(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024, self.gpus(0)), power_on=True)
+        self.asked(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        self.driver.rebuild(virt_driver.GuestSpec(
+            UUID1, 'vm1', 2, 1024,
+            self.gpus(0)), power_on=True, keep_disk=True)
+        self.asked(libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM)
+        self.assertTrue(self.domain(UUID1).isActive())
+
+    def test_failed_undefine_still_frees_files_and_partition(self):
+        faults = self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'undefineFlags'))
+        exc = self.assertRaises(exception.InstanceDestroyFailed,
+                                self.driver.destroy, UUID1)
+        self.assertIn(UUID1, str(exc))
+        self.assertEqual(['undefineFlags'], faults.triggered)
+        # The guest is stopped: nothing of it may stay held.
+        self.assertFalse(self.domain(UUID1).isActive())
+        self.assertFalse(os.path.exists(self.directory))
+        self.assertEqual({}, self.driver.nvlink.holders())
+        self.assertEqual(set(), self.fm.active())
+        # The delete tried again (libvirt answering again) finishes.
+        faults.methods.clear()
+        self.driver.destroy(UUID1)
+        self.assertIsNone(self.domain(UUID1))
+
+    def test_guest_that_cannot_be_stopped_keeps_files_and_partition(self):
+        holders = self.driver.nvlink.holders()
+        self.useFixture(libvirt_faults.LibvirtFaultFixture(
+            self.driver.host, 'destroy'))
+        self.assertRaises(exception.InstanceDestroyFailed,
+                          self.driver.destroy, UUID1)
+        # It may still run on its GPUs.
+        self.assertTrue(self.domain(UUID1).isActive())
+        self.assertTrue(os.path.isdir(self.directory))
+        self.assertEqual(holders, self.driver.nvlink.holders())
+        self.assertEqual([], self.undefines)
 
 
 class NUMATest(_LibvirtTestCase):

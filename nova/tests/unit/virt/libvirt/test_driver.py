@@ -1,10 +1,12 @@
-"""Building the libvirt driver from configuration (no connection made).
+"""Building the libvirt driver from configuration, and the flags guests
+are undefined with (no connection made).
 
 The driver against libvirt's test:/// driver is tested in
 ``nova.tests.functional.virt.libvirt.test_driver``.
 """
 
 import fixtures
+import libvirt
 from oslo_config import cfg
 
 from nova import conf as nova_conf
@@ -90,3 +92,70 @@ class FromConfigTest(test.TestCase):
     def driver(self, **overrides) -> libvirt_driver.LibvirtDriver:
         return libvirt_driver.LibvirtDriver.from_config(self.conf,
                                                         **overrides)
+
+
+def _libvirt_error(code: int) -> libvirt.libvirtError:
+    err = libvirt.libvirtError('refused')
+    err.err = (code, libvirt.VIR_FROM_QEMU, 'refused', 2, '', '', '', 0, 0)
+    return err
+
+
+class _Domain:
+    """Records the flags of each undefine; refuses them per ``refuse``
+    (flags -> libvirt error code)."""
+
+    def __init__(self, refuse: dict[int, int] | None = None) -> None:
+        self.refuse = refuse or {}
+        self.undefines: list[int] = []
+
+    def name(self) -> str:
+        return 'instance-x'
+
+    def undefineFlags(self, flags: int) -> None:
+        self.undefines.append(flags)
+        if flags in self.refuse:
+            raise _libvirt_error(self.refuse[flags])
+
+
+class UndefineTest(test.TestCase):
+    """The flags a guest is undefined with (see
+    nova.tests.functional.virt.libvirt.test_driver for the driver's
+    paths that use them)."""
+
+    def test_removed_with_its_nvram_managed_save_and_snapshots(self):
+        domain = _Domain()
+        libvirt_driver.undefine(domain, keep_nvram=False)
+        self.assertEqual([libvirt.VIR_DOMAIN_UNDEFINE_NVRAM |
+                          libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE |
+                          libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA],
+                         domain.undefines)
+
+    def test_kept_nvram(self):
+        domain = _Domain()
+        libvirt_driver.undefine(domain, keep_nvram=True)
+        self.assertEqual([libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM |
+                          libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE],
+                         domain.undefines)
+
+    def test_hypervisor_without_nvram_flags(self):
+        for keep in (False, True):
+            flags = libvirt_driver.UNDEFINE_KEEP_NVRAM if keep else \
+                libvirt_driver.UNDEFINE_REMOVE
+            domain = _Domain({flags: libvirt.VIR_ERR_INVALID_ARG})
+            libvirt_driver.undefine(domain, keep_nvram=keep)
+            self.assertEqual(2, len(domain.undefines))
+            self.assertFalse(domain.undefines[1] & (
+                libvirt.VIR_DOMAIN_UNDEFINE_NVRAM |
+                libvirt.VIR_DOMAIN_UNDEFINE_KEEP_NVRAM))
+            self.assertTrue(domain.undefines[1] &
+                            libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
+
+    def test_other_refusal_is_raised_not_retried(self):
+        # QEMU's "cannot undefine domain with nvram" and the like.
+        domain = _Domain({libvirt_driver.UNDEFINE_REMOVE:
+                          libvirt.VIR_ERR_OPERATION_INVALID})
+        err = self.assertRaises(libvirt.libvirtError, libvirt_driver.undefine,
+                                domain, keep_nvram=False)
+        self.assertEqual(libvirt.VIR_ERR_OPERATION_INVALID,
+                         err.get_error_code())
+        self.assertEqual(1, len(domain.undefines))
