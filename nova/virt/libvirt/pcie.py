@@ -20,6 +20,7 @@ total keeps the whole window naturally aligned. For an H200 (BAR1 256 GiB,
 BAR3 32 MiB) ``w`` is 512 GiB; eight of them need 4 TiB.
 """
 
+import collections
 import dataclasses
 import os
 import xml.etree.ElementTree as ET
@@ -45,6 +46,10 @@ _NUM_BARS = 6
 GUEST_PHYS_BITS = 46
 # Above this a 64-bit BAR is a "large BAR" nova only maps with UEFI.
 BIOS_MAX_BAR = 4 * GiB
+# PCI bus numbers of a PCI domain, and those pcie-root's hierarchy keeps
+# below the expander buses (see expander_bus_numbers).
+PCI_BUSES = 256
+ROOT_BUSES = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +167,36 @@ def _pci_address(bus: int, slot: int = 0) -> dict:
             'slot': '0x%02x' % slot, 'function': '0x0'}
 
 
+def expander_bus_numbers(expanders: Sequence[tuple[int, int]]
+                         ) -> list[int]:
+    """The ``busNr`` of each ``pcie-expander-bus``, given as (guest
+    cell, root ports behind it) pairs.
+
+    An expander takes its ``busNr`` and every bus behind it the numbers
+    above, up to the next expander's; ``pcie-root`` keeps the numbers
+    below the first expander's. Without explicit numbers libvirt gives
+    the expanders 254, 252, ..., one bus each behind them, so the
+    firmware gives a secondary bus to only one root port per expander and
+    the devices behind the others do not enumerate. ``pcie-root`` keeps
+    0 to ``ROOT_BUSES - 1`` (its root ports, spare ones and those libvirt
+    adds for its own devices take one each); the expanders share the rest
+    in equal spans, each of which must hold the expander's own bus and
+    one per root port behind it.
+    """
+    if not expanders:
+        return []
+    span = (PCI_BUSES - ROOT_BUSES) // len(expanders)
+    for cell, ports in expanders:
+        if ports + 1 > span:
+            raise exception.GuestHardwareUnsupported(reason=(
+                'the expander bus of guest NUMA cell %d has %d root ports;'
+                ' each of the %d expander buses has %d bus numbers, which '
+                'hold at most %d root ports' % (
+                    cell, ports, len(expanders), span, span - 1)))
+    return [ROOT_BUSES + position * span
+            for position in range(len(expanders))]
+
+
 def add_pcie_layout(devices: ET.Element,
                     hostdevs: Sequence[tuple[ET.Element,
                                              tuple[str, int] | None]],
@@ -171,8 +206,8 @@ def add_pcie_layout(devices: ET.Element,
 
     ``hostdevs`` are (hostdev element, expander key) pairs: hostdevs with
     the same key ``(group, cell)`` share a ``pcie-expander-bus`` bound to
-    guest NUMA cell ``cell``; root ports of hostdevs without a key sit on
-    ``pcie-root``.
+    guest NUMA cell ``cell``, numbered by expander_bus_numbers; root
+    ports of hostdevs without a key sit on ``pcie-root``.
     ``window`` (bytes) becomes ``pcihole64``; free root ports are added
     up to ``num_pcie_ports`` root ports in all.
     """
@@ -197,11 +232,15 @@ def add_pcie_layout(devices: ET.Element,
         controllers.append(element)
         return index
 
+    behind = collections.Counter(key for _hostdev, key in hostdevs
+                                 if key is not None)
+    keys = sorted(behind, key=lambda k: (k[1], k[0]))
     expanders: dict[tuple[str, int], int] = {}
-    for key in sorted({key for _hostdev, key in hostdevs
-                       if key is not None}, key=lambda k: (k[1], k[0])):
+    for key, bus_nr in zip(keys, expander_bus_numbers(
+            [(key[1], behind[key]) for key in keys])):
         index = controller('pcie-expander-bus', None)
-        target = ET.SubElement(controllers[index], 'target')
+        target = ET.SubElement(controllers[index], 'target',
+                               {'busNr': str(bus_nr)})
         ET.SubElement(target, 'node').text = str(key[1])
         expanders[key] = index
     ports = 0

@@ -220,5 +220,9 @@ class RealLibvirtDomainTest(test.TestCase):
                                            16))]
             self.assertEqual('pcie-expander-bus', expander.get('model'))
             cell = expander.findtext('target/node')
+            # libvirt keeps the driver's bus numbers (its own, 254 and
+            # 252, leave one bus behind each expander).
+            self.assertIn(expander.find('target').get('busNr'),
+                          ('128', '192'))
             # The expander's guest cell is bound to the GPU's host node.
             self.assertEqual(str(dev.numa_node), memnodes[cell])

@@ -1,4 +1,6 @@
+import collections
 import os
+import xml.etree.ElementTree as ET
 
 import fixtures
 
@@ -83,3 +85,75 @@ class WindowTest(test.TestCase):
         self.assertEqual(4096 * GiB, pcie.check_guest(
             guest_hardware.GuestHardware('pc-q35-7.2'), 'uefi', bars, 8,
             2 * 1024 * 1024))
+
+
+def _layout(keys, ports=0):
+    """The controllers add_pcie_layout writes for hostdevs with these
+    expander keys, by index."""
+    devices = ET.Element('devices')
+    hostdevs = [(ET.SubElement(devices, 'hostdev'), key) for key in keys]
+    pcie.add_pcie_layout(devices, hostdevs, 0, ports)
+    return {int(c.get('index')): c for c in devices.findall('controller')}
+
+
+class ExpanderBusTest(test.TestCase):
+    """Every root port behind an expander bus gets a bus number."""
+
+    def _ranges(self, controllers):
+        """(first, last) bus number of each expander's range, and the
+        number of root ports behind it, lowest first."""
+        behind = collections.Counter(
+            int(c.find('address').get('bus'), 16)
+            for c in controllers.values()
+            if c.get('model') == 'pcie-root-port'
+            and c.find('address') is not None)
+        starts = sorted((int(c.find('target').get('busNr')), index)
+                        for index, c in controllers.items()
+                        if c.get('model') == 'pcie-expander-bus')
+        ends = [start for start, _index in starts[1:]] + [pcie.PCI_BUSES]
+        return [(start, end - 1, behind[index])
+                for (start, index), end in zip(starts, ends)]
+
+    def test_eight_gpus_on_two_cells(self):
+        # The NUMA-confined board: 4 GPUs per cell, and 4 spare ports.
+        controllers = _layout([('req', 0)] * 4 + [('req', 1)] * 4,
+                              ports=12)
+        ranges = self._ranges(controllers)
+        self.assertEqual([(128, 191, 4), (192, 255, 4)], ranges)
+        for first, last, ports in ranges:
+            # The expander's own bus and one secondary bus per port.
+            self.assertGreaterEqual(last - first + 1, ports + 1)
+        # pcie-root keeps every number below the first expander's: its
+        # spare ports and those libvirt adds get one each.
+        on_root = [c for c in controllers.values()
+                   if c.get('model') == 'pcie-root-port'
+                   and c.find('address') is None]
+        self.assertEqual(4, len(on_root))
+        self.assertLess(len(on_root), ranges[0][0])
+
+    def test_one_expander_per_group_and_cell(self):
+        keys = [('a', 0), ('a', 0), ('b', 0), ('a', 1), ('b', 1), ('b', 1)]
+        ranges = self._ranges(_layout(keys))
+        self.assertEqual([2, 1, 1, 2], [ports for _f, _l, ports in ranges])
+        self.assertEqual(pcie.ROOT_BUSES, ranges[0][0])
+        self.assertEqual(pcie.PCI_BUSES - 1, ranges[-1][1])
+        for (first, last, ports), following in zip(ranges,
+                                                   ranges[1:] + [None]):
+            self.assertGreaterEqual(last - first + 1, ports + 1)
+            if following:
+                self.assertLess(last, following[0])
+
+    def test_no_expanders_no_numbers(self):
+        self.assertEqual([], pcie.expander_bus_numbers([]))
+        self.assertEqual([], self._ranges(_layout([None, None])))
+
+    def test_too_many_ports_for_a_span_refused(self):
+        # 64 expanders get 2 numbers each: one root port behind each.
+        self.assertEqual(list(range(128, 256, 2)),
+                         pcie.expander_bus_numbers([(0, 1)] * 64))
+        exc = self.assertRaises(
+            exception.GuestHardwareUnsupported, pcie.expander_bus_numbers,
+            [(0, 1)] * 63 + [(5, 2)])
+        self.assertIn('the expander bus of guest NUMA cell 5 has 2 root '
+                      'ports; each of the 64 expander buses has 2 bus '
+                      'numbers, which hold at most 1 root ports', str(exc))
