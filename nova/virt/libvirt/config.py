@@ -243,8 +243,10 @@ def _add_numa(domain: ET.Element, cpu: ET.Element, vcpus: int,
     """Give the guest ``cells`` NUMA cells; with ``numa_nodes``, cell i
     is bound strictly to host node ``numa_nodes[i % len(numa_nodes)]``,
     the vCPUs to ``host_cpus`` and, when ``node_cpus`` knows the node,
-    each cell's vCPUs to its node's CPUs. Returns host node -> its first
-    guest cell (where that node's devices are local)."""
+    each cell's vCPUs to its node's CPUs; QEMU's emulator threads run on
+    ``host_cpus`` too, so a confined guest's I/O and device emulation
+    stay on its nodes. Returns host node -> its first guest cell (where
+    that node's devices are local)."""
     if numa_nodes and host_cpus:
         vcpu = domain.find('vcpu')
         vcpu.set('placement', 'static')
@@ -273,6 +275,9 @@ def _add_numa(domain: ET.Element, cpu: ET.Element, vcpus: int,
                     ET.SubElement(cputune, 'vcpupin', {
                         'vcpu': str(vcpu_id),
                         'cpuset': hardware.format_cpu_set(node_cpus[node])})
+    if numa_nodes and host_cpus:
+        ET.SubElement(cputune, 'emulatorpin', {
+            'cpuset': hardware.format_cpu_set(host_cpus)})
     if len(cputune):
         domain.append(cputune)
     return cell_of_node
@@ -313,6 +318,39 @@ def _add_cpu(domain: ET.Element, has_devices: bool) -> ET.Element:
                                         'migratable': 'off'})
     ET.SubElement(cpu, 'maxphysaddr', {'mode': 'passthrough'})
     return cpu
+
+
+def _add_topology(cpu: ET.Element, vcpus: int, cells: int) -> None:
+    """A CPU ``<topology>`` of one socket per guest NUMA cell (one
+    without cells) with one thread per core, so the guest's sockets match
+    its cells instead of libvirt's default of a one-core socket per
+    vCPU. The cells split the vCPUs evenly (see _guest_cells)."""
+    sockets = cells or 1
+    topology = ET.Element('topology', {
+        'sockets': str(sockets), 'dies': '1',
+        'cores': str(vcpus // sockets), 'threads': '1'})
+    # <topology> before <maxphysaddr> and <numa>, as libvirt writes it.
+    cpu.insert(0, topology)
+
+
+# libvirt's namespace for QEMU command line arguments.
+QEMU_NS = 'http://libvirt.org/schemas/domain/qemu/1.0'
+ET.register_namespace('qemu', QEMU_NS)
+
+
+def _add_fw_cfg(domain: ET.Element, firmware: str, window: int) -> None:
+    """Tell OVMF how large a 64-bit MMIO aperture to open
+    (``opt/ovmf/X-PciMmio64Mb`` through fw_cfg): older OVMF builds open
+    a fixed 32 GiB and leave GPUs whose BARs do not fit unassigned.
+    libvirt's ``<sysinfo type='fwcfg'>`` refuses the ``opt/ovmf/`` names
+    as reserved, so the entry is a QEMU ``-fw_cfg`` argument."""
+    aperture = pcie.ovmf_aperture_mb(window)
+    if firmware != guest_hardware.UEFI or not aperture:
+        return
+    commandline = ET.SubElement(domain, '{%s}commandline' % QEMU_NS)
+    for value in ('-fw_cfg', 'name=opt/ovmf/X-PciMmio64Mb,string=%d' %
+                  aperture):
+        ET.SubElement(commandline, '{%s}arg' % QEMU_NS, {'value': value})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,8 +458,11 @@ def build_guest_xml(spec: driver.GuestSpec, domain_type: str,
     cell_of_node = _add_numa(domain, cpu, vcpus, memory_mb, cells,
                              numa_nodes, tuple(host_cpus),
                              platform.node_cpus) if cells else {}
-    if not len(cpu):
+    if len(cpu):
+        _add_topology(cpu, vcpus, cells)
+    else:
         domain.remove(cpu)
+    _add_fw_cfg(domain, firmware, window)
     devices = ET.SubElement(domain, 'devices')
     _add_guest_io(devices, io)
     hostdevs = []
@@ -434,6 +475,10 @@ def build_guest_xml(spec: driver.GuestSpec, domain_type: str,
     if platform.hardware.is_q35:
         pcie.add_pcie_layout(devices, hostdevs, window,
                              platform.num_pcie_ports)
+    if pci_devices:
+        # A balloon cannot take back memory pinned for device DMA, and
+        # libvirt would add a virtio one by default.
+        ET.SubElement(devices, 'memballoon', {'model': 'none'})
     return ET.tostring(domain, encoding='unicode')
 
 

@@ -50,6 +50,11 @@ BIOS_MAX_BAR = 4 * GiB
 # below the expander buses (see expander_bus_numbers).
 PCI_BUSES = 256
 ROOT_BUSES = 128
+# OVMF's own 64-bit aperture in builds that do not size it from the
+# guest's address width (edk2 before stable202211), and the largest
+# size its ``opt/ovmf/X-PciMmio64Mb`` fw_cfg knob takes (16 TiB, in MiB).
+OVMF_CLASSIC_APERTURE = 32 * GiB
+OVMF_MAX_APERTURE_MB = 16 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +119,18 @@ def mmio64_window(devices_bars: Sequence[Sequence[Bar]]) -> int:
                      for bars in devices_bars))
 
 
+def ovmf_aperture_mb(window: int) -> int:
+    """The 64-bit MMIO aperture (MiB) OVMF is told to open for a guest
+    whose devices need ``window`` bytes: the window plus OVMF's classic
+    32 GiB, which holds the 64-bit BARs of the guest's other devices
+    (virtio) and the reservations of its spare root ports. OVMF takes it
+    as a minimum (a newer build may open a larger window of its own);
+    0 without a window."""
+    if not window:
+        return 0
+    return (window + OVMF_CLASSIC_APERTURE) // (1024 * 1024)
+
+
 def firmware_for(hardware: guest_hardware.GuestHardware,
                  has_devices: bool) -> str:
     """The firmware of a guest: the flavor's choice, else UEFI for a
@@ -159,6 +176,12 @@ def check_guest(hardware: guest_hardware.GuestHardware, firmware: str,
             '%d GiB a %d-bit guest address space has above the guest\'s '
             'memory' % (window // GiB, max(limit, 0) // GiB,
                         GUEST_PHYS_BITS)))
+    if (firmware == guest_hardware.UEFI
+            and ovmf_aperture_mb(window) > OVMF_MAX_APERTURE_MB):
+        raise exception.GuestHardwareUnsupported(reason=(
+            'the devices need a %d GiB 64-bit MMIO window; OVMF opens '
+            'at most %d GiB when told its size' % (
+                window // GiB, OVMF_MAX_APERTURE_MB // 1024)))
     return window
 
 

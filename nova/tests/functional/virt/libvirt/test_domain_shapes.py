@@ -25,6 +25,7 @@ from nova.pci import numa as pci_numa
 from nova.tests.functional import real_hypervisor
 from nova.virt import driver as virt_driver
 from nova.virt.fake import host as fakehost
+from nova.virt import hardware
 from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import pcie
@@ -226,3 +227,68 @@ class RealLibvirtDomainTest(test.TestCase):
                           ('128', '192'))
             # The expander's guest cell is bound to the GPU's host node.
             self.assertEqual(str(dev.numa_node), memnodes[cell])
+
+        # libvirt keeps what a guest of this size needs besides its
+        # devices: no balloon, one socket per cell, QEMU's threads on the
+        # guest's nodes, and OVMF told the aperture the GPUs need.
+        self.assertEqual(['none'], [b.get('model') for b in
+                                    root.findall('devices/memballoon')])
+        self.assertEqual(('2', str(VCPUS // 2), '1'), tuple(
+            root.find('cpu/topology').get(f)
+            for f in ('sockets', 'cores', 'threads')))
+        self.assertEqual(
+            hardware.format_cpu_set(sorted(
+                cpu for node in nodes
+                for cpu in self.real.get_numa_topology().cpus_of((node,)))),
+            root.find('cputune/emulatorpin').get('cpuset'))
+        ns = libvirt_config.QEMU_NS
+        self.assertEqual(
+            ['-fw_cfg', 'name=opt/ovmf/X-PciMmio64Mb,string=%d' %
+             pcie.ovmf_aperture_mb(window_kib * 1024)],
+            [arg.get('value') for arg in root.findall(
+                '{%s}commandline/{%s}arg' % (ns, ns))])
+
+
+# The guest guest-domain.rst shows: the full board of a generated HGX
+# H200 host for a 192-vCPU, 1.75 TiB flavor with two NUMA cells and a
+# required NUMA policy.
+DOC_EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                           '..', '..', 'doc', 'source', 'admin', 'examples',
+                           'hgx-h200-8gpu-2cells.xml')
+DOC_UUID = '6f1c2a9e-3b7d-4e5f-8a91-0c2d3e4f5a6b'
+
+
+class DocumentedDomainTest(test.TestCase):
+    """The domain XML in the docs is the one the driver writes now."""
+
+    def _written(self) -> str:
+        tmp = self.useFixture(fixtures.TempDir()).path
+        driver = _driver(fakehost.write_node_xml(
+            os.path.join(tmp, 'node.xml'), fakehost.hgx_h200_node_xml()), 0)
+        devices = _gpus(driver, 8)
+        nodes = _guest_nodes(driver, devices, pci_numa.REQUIRED, 2)
+        instance_dir = '/var/lib/nova/instances/' + DOC_UUID
+        xml = driver.domain_xml(virt_driver.GuestSpec(
+            DOC_UUID, 'train-8x', 192, 1792 * 1024, devices, nodes,
+            {'hw:numa_nodes': '2', 'hw:pci_numa_affinity_policy': 'required',
+             'pci_passthrough:alias': 'h200:8'}),
+            libvirt_config.GuestIO(
+                disk_path=instance_dir + '/disk',
+                console_log=instance_dir + '/console.log'))
+        root = ET.fromstring(xml)
+        # The test driver's domain type; a KVM host writes 'kvm'.
+        root.set('type', 'kvm')
+        ET.indent(root)
+        return ET.tostring(root, encoding='unicode') + '\n'
+
+    def test_docs_show_the_written_domain(self):
+        written = self._written()
+        if os.environ.get('NOVA_WRITE_DOC_EXAMPLES'):
+            with open(DOC_EXAMPLE, 'w') as handle:
+                handle.write(written)
+        with open(DOC_EXAMPLE) as handle:
+            documented = handle.read()
+        self.assertEqual(written, documented,
+                         'the driver writes another domain than %s shows; '
+                         'run this test with NOVA_WRITE_DOC_EXAMPLES=1 to '
+                         'write it' % os.path.normpath(DOC_EXAMPLE))

@@ -319,6 +319,23 @@ class GuestMachineTest(test.TestCase):
             [(str(v), '32-63') for v in range(8, 16)],
             [(p.get('vcpu'), p.get('cpuset'))
              for p in root.findall('cputune/vcpupin')])
+        # QEMU's own threads stay on the guest's nodes.
+        self.assertEqual('0-63', root.find('cputune/emulatorpin')
+                         .get('cpuset'))
+        # One socket per cell, not a one-core socket per vCPU.
+        self.assertEqual(
+            {'sockets': '2', 'dies': '1', 'cores': '8', 'threads': '1'},
+            root.find('cpu/topology').attrib)
+        # No balloon: a passed-through device pins the guest's memory.
+        self.assertEqual(['none'], [b.get('model') for b in
+                                    root.findall('devices/memballoon')])
+        # OVMF opens the 4 TiB window plus its classic 32 GiB.
+        self.assertEqual(
+            ['-fw_cfg', 'name=opt/ovmf/X-PciMmio64Mb,string=%d' % (
+                4 * 1024 * 1024 + 32 * 1024)],
+            [arg.get('value') for arg in root.findall(
+                '{%s}commandline/{%s}arg' % (config.QEMU_NS,
+                                             config.QEMU_NS))])
         pcie_root = root.find("devices/controller[@model='pcie-root']")
         # 8 x pow2(256 GiB + 32 MiB) = 8 x 512 GiB = 4 TiB.
         self.assertEqual(str(4 * 1024 * GiB // 1024),
@@ -341,8 +358,12 @@ class GuestMachineTest(test.TestCase):
         root = self._build(devices, _platform(devices=devices),
                            numa_nodes=(0,), host_cpus=(0, 1))
         self.assertEqual(1, len(root.findall('cpu/numa/cell')))
-        # One cell: the <vcpu cpuset> pins it, no per-vCPU pinning.
-        self.assertIsNone(root.find('cputune'))
+        # One cell: the <vcpu cpuset> pins it, no per-vCPU pinning; the
+        # emulator threads run on the same CPUs.
+        self.assertEqual([], root.findall('cputune/vcpupin'))
+        self.assertEqual('0-1', root.find('cputune/emulatorpin')
+                         .get('cpuset'))
+        self.assertEqual('16', root.find('cpu/topology').get('cores'))
         self.assertEqual(['0'], [c.findtext('target/node') for c in
                                  root.findall("devices/controller"
                                               "[@model='pcie-expander-bus']")])
@@ -356,6 +377,11 @@ class GuestMachineTest(test.TestCase):
         ports = root.findall("devices/controller[@model='pcie-root-port']")
         self.assertEqual(2, len(ports))
         self.assertEqual([None, None], [p.find('address') for p in ports])
+        # Not confined: nothing pins the vCPUs or the emulator.
+        self.assertIsNone(root.find('cputune'))
+        self.assertEqual(
+            {'sockets': '1', 'dies': '1', 'cores': '16', 'threads': '1'},
+            root.find('cpu/topology').attrib)
 
     def test_guest_without_devices(self):
         root = self._build([], _platform(ports=3, devices=[]))
@@ -365,6 +391,9 @@ class GuestMachineTest(test.TestCase):
             "devices/controller[@model='pcie-root-port']")))
         self.assertIsNone(root.find(
             "devices/controller[@model='pcie-root']/pcihole64"))
+        # No devices: libvirt's default balloon, OVMF's own aperture.
+        self.assertIsNone(root.find('devices/memballoon'))
+        self.assertIsNone(root.find('{%s}commandline' % config.QEMU_NS))
 
     def test_i440fx_guest_without_devices(self):
         root = self._build([], _platform(machine='pc', devices=[]))
@@ -396,6 +425,8 @@ class GuestMachineTest(test.TestCase):
                                         GuestHardware('q35', 'bios'))
         root = self._build(BOARD[:1], platform)
         self.assertIsNone(root.find('os').get('firmware'))
+        # The aperture knob is OVMF's; SeaBIOS gets none.
+        self.assertIsNone(root.find('{%s}commandline' % config.QEMU_NS))
 
     def test_uneven_cells_refused(self):
         exc = self.assertRaises(

@@ -86,6 +86,26 @@ class WindowTest(test.TestCase):
             guest_hardware.GuestHardware('pc-q35-7.2'), 'uefi', bars, 8,
             2 * 1024 * 1024))
 
+    def test_ovmf_aperture(self):
+        self.assertEqual(0, pcie.ovmf_aperture_mb(0))
+        # The devices' window plus OVMF's classic 32 GiB, in MiB.
+        self.assertEqual(512 * 1024 + 32 * 1024,
+                         pcie.ovmf_aperture_mb(512 * GiB))
+
+    def test_aperture_beyond_ovmf_knob_refused(self):
+        # 16 x 1 TiB fits a 46-bit address space but not OVMF's knob.
+        bars = {'0000:%02x:00.0' % i: (pcie.Bar(1, 1024 * GiB, True, True),)
+                for i in range(16)}
+        exc = self.assertRaises(
+            exception.GuestHardwareUnsupported, pcie.check_guest,
+            guest_hardware.GuestHardware('q35'), 'uefi', bars, 16, 1024)
+        self.assertIn('16384 GiB 64-bit MMIO window; OVMF opens at most '
+                      '16384 GiB', str(exc))
+        # SeaBIOS has no such knob (its own limit is the 4 GiB BAR check).
+        small = {a: (pcie.Bar(1, 2 * GiB, True, True),) for a in bars}
+        self.assertEqual(32 * GiB, pcie.check_guest(
+            guest_hardware.GuestHardware('q35'), 'bios', small, 16, 1024))
+
 
 def _layout(keys, ports=0):
     """The controllers add_pcie_layout writes for hostdevs with these
