@@ -42,7 +42,9 @@ _CREATE_SCHEMA = {
     'properties': {
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
                  'pattern': r'^\S(.*\S)?$'},
-        'id': {'type': ['string', 'null'], 'minLength': 1,
+        # A number too, as upstream (clients send integer ids); the
+        # string rules apply to strings only.
+        'id': {'type': ['string', 'number', 'null'], 'minLength': 1,
                'maxLength': 255, 'pattern': r'^[\w.\- ]+$'},
         'ram': validation.positive_integer(),
         'vcpus': validation.positive_integer(),
@@ -51,7 +53,7 @@ _CREATE_SCHEMA = {
         'swap': {'anyOf': [validation.non_negative_integer(),
                            {'enum': ['']}]},
         'rxtx_factor': {'type': ['number', 'string']},
-        'os-flavor-access:is_public': {'type': 'boolean'},
+        'os-flavor-access:is_public': validation.BOOLEAN,
         'description': {'type': ['string', 'null'], 'maxLength': 65535},
     },
     'required': ['name', 'ram', 'vcpus', 'disk'],
@@ -160,6 +162,16 @@ def _check_fixed_fields(body: dict) -> None:
             reason='flavor descriptions are not stored by this deployment')
 
 
+def _flavor_id(value: str | int | float) -> str:
+    """The stored id of a flavor created with ``id``: a string as given
+    (stripped), or a number's decimal form (``7`` and ``7.0`` are "7")."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
 def create(req) -> tuple:
     """POST /flavors (admin): create a flavor, a uuid id unless given."""
     req.policy.authorize(req.context, policies.FLAVOR_CREATE)
@@ -170,9 +182,10 @@ def create(req) -> tuple:
               'memory_mb': int(body['ram']),
               'vcpus': int(body['vcpus']),
               'root_gb': int(body['disk']),
-              'is_public': body.get('os-flavor-access:is_public', True)}
+              'is_public': validation.as_bool(
+                  body.get('os-flavor-access:is_public', True))}
     if body.get('id') is not None:
-        values['flavorid'] = body['id'].strip()
+        values['flavorid'] = _flavor_id(body['id'])
     flavor = db.flavor_create(req.context, values)
     return 200, {'flavor': _detail_view(req, flavor)}
 

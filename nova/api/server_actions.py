@@ -23,6 +23,10 @@ from nova import exception
 from nova import policies
 
 _NULL = {'type': 'null'}
+# The value of an action that takes no argument: null, or an empty
+# object (what python-novaclient and Tempest send), as upstream accepts.
+_NO_ARGUMENT = {'type': ['null', 'object'], 'properties': {},
+                'additionalProperties': False}
 
 _REBOOT_SCHEMA = {
     'type': 'object',
@@ -72,11 +76,11 @@ def _reboot(req, instance: dict, value) -> tuple:
 
 
 def _null_body_action(name: str, rule: str, method: str):
-    """The handler of an action whose body is null: check ``rule``, then
-    call the compute API's ``method`` with the server's uuid."""
+    """The handler of an action that takes no argument: check ``rule``,
+    then call the compute API's ``method`` with the server's uuid."""
     def handler(req, instance: dict, value) -> tuple:
         req.policy.authorize(req.context, rule, _target(instance))
-        _check(name, value, _NULL)
+        _check(name, value, _NO_ARGUMENT)
         getattr(req.compute_api, method)(req.context, instance['uuid'])
         return 202, None
     return handler
@@ -128,10 +132,10 @@ def _create_image(req, instance: dict, value) -> tuple:
 
 def _unshelve(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.UNSHELVE, _target(instance))
-    if value is not None and not req.api_version.at_least('2.77'):
+    if value and not req.api_version.at_least('2.77'):
         raise exception.APIValidationError(
-            field='unshelve', reason='a body other than null needs '
-            'microversion 2.77 or later')
+            field='unshelve', reason='an availability zone needs '
+            'microversion 2.77 or later, got %r' % (value,))
     _check('unshelve', value, _UNSHELVE_SCHEMA)
     req.compute_api.unshelve(req.context, instance['uuid'])
     return 202, None
@@ -227,10 +231,14 @@ def _migrate(req, instance: dict, body) -> tuple:
         if host is not None:
             req.policy.authorize(req.context, policies.MIGRATE_HOST,
                                  {'project_id': instance.get('project_id')})
-    elif body is not None:
-        raise exception.APIValidationError(
-            field='migrate', reason='must be null before microversion 2.56 '
-            '(a target host needs 2.56 or later), got %r' % (body,))
+    else:
+        try:
+            _check('migrate', body, _NO_ARGUMENT)
+        except exception.APIValidationError:
+            raise exception.APIValidationError(
+                field='migrate', reason='must be null or {} before '
+                'microversion 2.56 (a target host needs 2.56 or later), '
+                'got %r' % (body,))
     req.compute_api.migrate(req.context, instance, host)
     return 202, None
 
@@ -245,9 +253,7 @@ def _evacuate_schema(version) -> dict:
     }
     required = []
     if not version.at_least('2.14'):
-        properties['onSharedStorage'] = {
-            'type': ['boolean', 'string'],
-            'enum': [True, False, 'True', 'False', 'true', 'false']}
+        properties['onSharedStorage'] = validation.BOOLEAN
         required.append('onSharedStorage')
     if version.at_least('2.29') and not version.at_least('2.68'):
         properties['force'] = {'type': 'boolean'}

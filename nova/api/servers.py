@@ -14,6 +14,7 @@ and renders instance dicts (from nova.db.api) as Compute API server views.
 
 import hashlib
 
+from nova.api import server_filters
 from nova.api import validation
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
@@ -233,7 +234,8 @@ def check_access(req, instance: dict, rule: str) -> dict:
 
 def _listed(req, detail: bool) -> list[dict]:
     """Servers of the caller's project (every project for an admin asking
-    ``all_tenants``), filtered by name and status, newest first."""
+    ``all_tenants``), filtered and sorted as the query asks (see
+    nova.api.server_filters), newest first by default."""
     req.policy.authorize(req.context, policies.SERVERS_DETAIL if detail
                          else policies.SERVERS_INDEX)
     all_projects = req.GET.get('all_tenants')
@@ -247,16 +249,9 @@ def _listed(req, detail: bool) -> list[dict]:
     else:
         instances = [i for i in req.compute_api.get_all(req.context, detail)
                      if i.get('project_id') == req.context.project_id]
-    name = req.GET.get('name')
-    if name:
-        instances = [i for i in instances
-                     if name in (i.get('display_name') or '')]
-    status = req.GET.get('status')
-    if status:
-        vm_state = _STATUS_BY_NAME.get(status.upper())
-        instances = [i for i in instances if i.get('vm_state') == vm_state]
-    instances.sort(key=lambda i: str(i.get('created_at') or ''),
-                   reverse=True)
+    query = server_filters.ListQuery.from_request(
+        req, _STATUS_BY_NAME, req.context.is_admin)
+    instances = query.apply(instances)
     return validation.paginate(req, instances, 'uuid')
 
 

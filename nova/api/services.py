@@ -31,7 +31,7 @@ _TIME_FORMAT = '%Y-%m-%dT%H:%M:%S.%f'
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 _REASON = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 _PROPERTIES = {'disabled_reason': _REASON,
-               'forced_down': {'type': 'boolean'}}
+               'forced_down': validation.BOOLEAN}
 
 
 def _by_host(*extra: str) -> dict:
@@ -111,7 +111,8 @@ def _actions(req) -> dict:
     if req.api_version.at_least('2.11'):
         actions['force-down'] = (
             ('forced_down',),
-            lambda body: {'forced_down': body['forced_down']})
+            lambda body: {'forced_down': validation.as_bool(
+                body['forced_down'])})
     return actions
 
 
@@ -168,6 +169,6 @@ def _update_by_uuid(req, service_uuid: str) -> tuple:
         values['disabled'] = status == 'disabled'
         values['disabled_reason'] = body.get('disabled_reason')
     if 'forced_down' in body:
-        values['forced_down'] = body['forced_down']
+        values['forced_down'] = validation.as_bool(body['forced_down'])
     service = db.service_update(req.context, service['id'], values)
     return 200, {'service': _view(req, service)}

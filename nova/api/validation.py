@@ -48,6 +48,20 @@ def non_negative_integer(maximum: int = MAX_INT) -> dict:
     return {_INT_KEYWORD: [0, maximum]}
 
 
+# A boolean in a request body, spelt the ways upstream accepts (clients
+# send "True" and "False" as strings).
+_TRUE = (True, 'True', 'TRUE', 'true', '1', 'ON', 'On', 'on',
+         'YES', 'Yes', 'yes')
+_FALSE = (False, 'False', 'FALSE', 'false', '0', 'OFF', 'Off', 'off',
+          'NO', 'No', 'no')
+BOOLEAN = {'type': ['boolean', 'string'], 'enum': list(_TRUE + _FALSE)}
+
+
+def as_bool(value: bool | str) -> bool:
+    """The value of a body field that passed ``BOOLEAN``."""
+    return value in _TRUE
+
+
 def validate(body: dict, schema: dict) -> None:
     """Check ``body`` against ``schema``; APIValidationError if it fails."""
     error = jsonschema.exceptions.best_match(

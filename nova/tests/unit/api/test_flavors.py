@@ -37,6 +37,39 @@ class TestFlavors(fakes.APITestCase):
         flavor = self.request('POST', '/v2.1/flavors', body).json['flavor']
         self.assertEqual(36, len(flavor['id']))
 
+    def test_create_with_a_number_id(self):
+        # Tempest and other clients send an integer id; upstream stores
+        # its decimal form.
+        for index, (sent, stored) in enumerate(
+                ((12345, '12345'), (7.0, '7'), (' x1 ', 'x1'))):
+            body = {'flavor': dict(FLAVOR_BODY['flavor'], id=sent,
+                                   name='f%d' % index)}
+            response = self.request('POST', '/v2.1/flavors', body)
+            self.assertEqual(200, response.status_int, response.text)
+            self.assertEqual(stored, response.json['flavor']['id'])
+            self.assertEqual(200, self.request(
+                'GET', '/v2.1/flavors/' + stored).status_int)
+        for bad in (True, [1], 'bad/id'):
+            body = {'flavor': dict(FLAVOR_BODY['flavor'], id=bad)}
+            self.assertFault(self.request('POST', '/v2.1/flavors', body),
+                             400, 'badRequest', 'id')
+
+    def test_is_public_spellings_as_upstream(self):
+        for index, (sent, public) in enumerate(
+                ((True, True), ('True', True), ('yes', True),
+                 (False, False), ('False', False), ('0', False))):
+            body = {'flavor': dict(
+                FLAVOR_BODY['flavor'], id='p%d' % index, name='p%d' % index,
+                **{'os-flavor-access:is_public': sent})}
+            response = self.request('POST', '/v2.1/flavors', body)
+            self.assertEqual(200, response.status_int, response.text)
+            self.assertIs(public, response.json['flavor'][
+                'os-flavor-access:is_public'], sent)
+        body = {'flavor': dict(FLAVOR_BODY['flavor'],
+                               **{'os-flavor-access:is_public': 'maybe'})}
+        self.assertFault(self.request('POST', '/v2.1/flavors', body),
+                         400, 'badRequest', 'is_public', 'maybe')
+
     def test_create_duplicate_name_is_409(self):
         self.make_flavor(name='gpu.2')
         self.assertFault(self.request('POST', '/v2.1/flavors', FLAVOR_BODY),

@@ -32,6 +32,22 @@ class TestServerActions(fakes.APITestCase):
             self.assertEqual(b'', response.body)
             self.assertEqual(call, self.compute_api.calls[-1])
 
+    def test_empty_object_is_no_argument_as_null(self):
+        # Tempest and python-novaclient send {} where the action takes
+        # no argument; upstream accepts it like null.
+        uuid = self.server
+        for body, call in (
+                ({'os-stop': {}}, ('stop', uuid)),
+                ({'os-start': {}}, ('start', uuid)),
+                ({'shelve': {}}, ('shelve', uuid)),
+                ({'unshelve': {}}, ('unshelve', uuid))):
+            response = self.act(body)
+            self.assertEqual(202, response.status_int, response.text)
+            self.assertEqual(call, self.compute_api.calls[-1])
+        # An argument none of them takes is still refused, by name.
+        self.assertFault(self.act({'shelve': {'host': 'cmp1'}}), 400,
+                         'badRequest', 'shelve', "'host' was unexpected")
+
     def test_rebuild_answers_the_server(self):
         response = self.act({'rebuild': {'imageRef': 'cirros',
                                          'name': 'new-name'}})

@@ -231,3 +231,87 @@ class TestServers(fakes.APITestCase):
         self.assertEqual([], server['tags'])
         old = self.request('GET', '/v2.1/servers/%s' % uuid).json['server']
         self.assertNotIn('tags', old)
+
+
+class TestServerListQuery(fakes.APITestCase):
+    """The filters and sort keys of GET /servers, as upstream's."""
+
+    def setUp(self):
+        super().setUp()
+        self.make_flavor()
+        self.make_flavor('f2', 'other')
+        self.ids = {}
+        for name, flavor, image in (('web-1', 'f1', 'cirros'),
+                                    ('web-2', 'f2', 'none'),
+                                    ('db-1', 'f1', 'none')):
+            self.ids[name] = self.request('POST', '/v2.1/servers', {
+                'server': {'name': name, 'flavorRef': flavor,
+                           'imageRef': image}},
+                token=fakes.MEMBER).json['server']['id']
+        db.instance_update(self.admin_context, self.ids['db-1'],
+                           {'vm_state': 'active', 'task_state': None,
+                            'host': 'cmp2'})
+
+    def names(self, query, token=fakes.MEMBER, version=None):
+        response = self.request('GET', '/v2.1/servers/detail?' + query,
+                                token=token, version=version)
+        self.assertEqual(200, response.status_int, response.text)
+        return [s['name'] for s in response.json['servers']]
+
+    def test_name_is_a_regular_expression(self):
+        self.assertEqual({'web-1', 'web-2'},
+                         set(self.names('name=^web-')))
+        self.assertEqual(['db-1'], self.names('name=^d.-1$'))
+        self.assertFault(self.request('GET', '/v2.1/servers?name=%28',
+                                      token=fakes.MEMBER),
+                         400, 'badRequest', 'name', "'('")
+
+    def test_flavor_image_and_status(self):
+        self.assertEqual({'web-1', 'db-1'}, set(self.names('flavor=f1')))
+        self.assertEqual(['web-2'], self.names(
+            'flavor=http://localhost/flavors/f2'))
+        self.assertEqual(['web-1'], self.names('image=cirros'))
+        self.assertEqual([], self.names('flavor=nope'))
+        self.assertEqual(['db-1'], self.names('status=ACTIVE'))
+        self.assertEqual({'web-1', 'web-2', 'db-1'}, set(self.names(
+            'status=ACTIVE&status=BUILD')))
+        # An unknown status lists nothing before 2.38, is a 400 after.
+        self.assertEqual([], self.names('status=WEIRD'))
+        self.assertFault(self.request(
+            'GET', '/v2.1/servers?status=WEIRD', token=fakes.MEMBER,
+            version='2.38'), 400, 'badRequest', "'WEIRD'", 'ACTIVE')
+
+    def test_changes_since_and_before(self):
+        self.assertEqual(3, len(self.names('changes-since=2000-01-01')))
+        self.assertEqual([], self.names(
+            'changes-since=2999-01-01T00:00:00Z'))
+        self.assertEqual([], self.names('changes-before=2000-01-01',
+                                        version='2.66'))
+        self.assertFault(self.request(
+            'GET', '/v2.1/servers?changes-since=yesterday',
+            token=fakes.MEMBER), 400, 'badRequest', 'changes-since',
+            "'yesterday'")
+
+    def test_no_server_has_an_address(self):
+        self.assertEqual([], self.names('ip=10.0.0.1'))
+
+    def test_sort_keys(self):
+        self.assertEqual(['db-1', 'web-1', 'web-2'], self.names(
+            'sort_key=display_name&sort_dir=asc'))
+        self.assertEqual(['web-2', 'web-1', 'db-1'], self.names(
+            'sort_key=display_name'))
+        self.assertFault(self.request(
+            'GET', '/v2.1/servers?sort_key=colour', token=fakes.MEMBER),
+            400, 'badRequest', "'colour'", 'display_name')
+        self.assertFault(self.request(
+            'GET', '/v2.1/servers?sort_key=uuid&sort_dir=up',
+            token=fakes.MEMBER), 400, 'badRequest', "'up'")
+
+    def test_admin_only_filters(self):
+        # An admin's host filter filters; a member's is dropped, as
+        # upstream.
+        self.assertEqual(['db-1'], self.names('host=cmp2&all_tenants=1',
+                                              token=fakes.ADMIN))
+        self.assertEqual(3, len(self.names('host=cmp2')))
+        self.assertEqual(['db-1'], self.names(
+            'vm_state=active&all_tenants=1', token=fakes.ADMIN))

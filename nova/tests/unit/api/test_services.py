@@ -117,6 +117,11 @@ class TestActionsBefore253(ServicesTestCase):
             'forced_down': True}}, response.json)
         self.assertTrue(self.row()['forced_down'])
         self.assertEqual('down', self.listed('2.11')[0]['state'])
+        # Spelt as a string, as upstream's boolean allows.
+        response = self.put('force-down', dict(self.BODY,
+                                               forced_down='false'), '2.11')
+        self.assertIs(False, response.json['service']['forced_down'])
+        self.assertFalse(self.row()['forced_down'])
 
     def test_bad_requests_name_the_problem(self):
         self.assertFault(self.put('reboot', self.BODY, '2.1'),
@@ -126,8 +131,8 @@ class TestActionsBefore253(ServicesTestCase):
         self.assertFault(self.put('disable', dict(self.BODY, color='red'),
                                   '2.1'), 400, 'badRequest', 'color')
         self.assertFault(self.put('force-down', dict(
-            self.BODY, forced_down='yes'), '2.11'),
-            400, 'badRequest', 'forced_down', "'yes'")
+            self.BODY, forced_down='maybe'), '2.11'),
+            400, 'badRequest', 'forced_down', "'maybe'")
         self.assertFault(self.put('disable', {
             'host': 'hgx-9', 'binary': 'nova-compute'}, '2.1'),
             404, 'itemNotFound', 'hgx-9')
@@ -149,6 +154,10 @@ class TestUpdate253(ServicesTestCase):
         response = self.put(self.path(), {'forced_down': False}, '2.53')
         self.assertEqual('up', response.json['service']['state'])
         self.assertFalse(self.row()['forced_down'])
+        # Spelt as a string, as upstream's boolean allows.
+        response = self.put(self.path(), {'forced_down': 'True'}, '2.53')
+        self.assertIs(True, response.json['service']['forced_down'])
+        self.assertTrue(self.row()['forced_down'])
 
     def test_disable_with_reason_and_enable_clears_it(self):
         response = self.put(self.path(), {
@@ -168,7 +177,7 @@ class TestUpdate253(ServicesTestCase):
                 ({'disabled_reason': 'x'}, ('disabled_reason', 'None')),
                 ({}, ('status', 'forced_down')),
                 ({'status': 'off'}, ('status', "'off'")),
-                ({'forced_down': 'true'}, ('forced_down', "'true'")),
+                ({'forced_down': 'maybe'}, ('forced_down', "'maybe'")),
                 ({'status': 'disabled', 'disabled_reason': 'x' * 256},
                  ('disabled_reason',))):
             self.assertFault(self.put(self.path(), body, '2.53'),
