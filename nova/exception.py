@@ -407,6 +407,11 @@ class InstanceUpdateConflict(Conflict):
                'of %(expected)r.')
 
 
+class InstanceIsLocked(Conflict):
+    # Upstream's wording.
+    msg_fmt = 'Instance %(instance_uuid)s is locked'
+
+
 class InstanceInvalidState(Conflict):
     # Upstream's wording for a server action refused in this state; an
     # optional ``allowed`` adds the state the action needs.

@@ -1,7 +1,9 @@
 """Server actions (``POST /servers/{id}/action``): reboot, os-stop,
 os-start, rebuild, shelve, shelveOffload, unshelve, resize,
-confirmResize, revertResize, migrate, evacuate and os-getConsoleOutput,
-with upstream Nova's bodies, policies, microversions and responses.
+confirmResize, revertResize, migrate, evacuate, os-getConsoleOutput,
+lock, unlock and os-resetState, with upstream Nova's bodies, policies,
+microversions and responses. A locked server refuses the others from a
+non-admin (409), as upstream.
 
 The body names one action, e.g. ``{"reboot": {"type": "HARD"}}``. The
 handler validates it, checks the policy and hands it to the compute API,
@@ -19,6 +21,8 @@ import re
 
 from nova.api import servers
 from nova.api import validation
+from nova.compute import api as compute_api
+from nova.compute import vm_states
 from nova import exception
 from nova import policies
 
@@ -278,6 +282,51 @@ def _evacuate(req, instance: dict, body) -> tuple:
     return 200, {'adminPass': body.get('adminPass', '')}
 
 
+# 2.73 adds a reason to a lock.
+_LOCK_SCHEMA_2_73 = {
+    'type': ['null', 'object'],
+    'properties': {'locked_reason': {'type': 'string', 'minLength': 1,
+                                     'maxLength': 255}},
+    'additionalProperties': False,
+}
+
+
+def _lock(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.LOCK, _target(instance))
+    _check('lock', value, _LOCK_SCHEMA_2_73
+           if req.api_version.at_least('2.73') else _NO_ARGUMENT)
+    req.compute_api.lock(req.context, instance,
+                         (value or {}).get('locked_reason'))
+    return 202, None
+
+
+def _unlock(req, instance: dict, value) -> tuple:
+    """Unlock; a lock an admin set needs the override rule (admins)."""
+    req.policy.authorize(req.context, policies.UNLOCK, _target(instance))
+    _check('unlock', value, _NO_ARGUMENT)
+    if instance.get('locked_by') == 'admin':
+        req.policy.authorize(req.context, policies.UNLOCK_OVERRIDE,
+                             _target(instance))
+    req.compute_api.unlock(req.context, instance)
+    return 202, None
+
+
+_RESET_STATE_SCHEMA = {
+    'type': 'object',
+    'properties': {'state': {'enum': [vm_states.ACTIVE, vm_states.ERROR]}},
+    'required': ['state'],
+    'additionalProperties': False,
+}
+
+
+def _reset_state(req, instance: dict, value) -> tuple:
+    req.policy.authorize(req.context, policies.RESET_STATE,
+                         _target(instance))
+    _check('os-resetState', value, _RESET_STATE_SCHEMA)
+    req.compute_api.reset_state(req.context, instance, value['state'])
+    return 202, None
+
+
 ACTIONS = {
     'reboot': _reboot,
     'os-stop': _null_body_action('os-stop', policies.SERVERS_STOP, 'stop'),
@@ -295,7 +344,14 @@ ACTIONS = {
     'migrate': _migrate,
     'evacuate': _evacuate,
     'os-getConsoleOutput': _console_output,
+    'lock': _lock,
+    'unlock': _unlock,
+    'os-resetState': _reset_state,
 }
+# Actions a locked server still takes from its project (upstream checks
+# the lock on the others).
+_UNLOCKED_ACTIONS = frozenset({'lock', 'unlock', 'os-getConsoleOutput',
+                               'createImage'})
 
 
 def _check(name: str, value, schema: dict) -> None:
@@ -320,4 +376,6 @@ def action(req, server_id: str) -> tuple:
             '%s; supported: %s' % (sorted(body) or 'none',
                                    ', '.join(sorted(ACTIONS))))
     instance = servers.get_instance(req, server_id, policies.SERVERS_SHOW)
+    if names[0] not in _UNLOCKED_ACTIONS:
+        compute_api.check_lock(req.context, instance)
     return ACTIONS[names[0]](req, instance, body[names[0]])

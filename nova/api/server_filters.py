@@ -16,6 +16,7 @@ import re
 
 from oslo_utils import timeutils
 
+from nova.api import validation
 from nova.compute import utils as compute_utils
 from nova import exception
 
@@ -46,6 +47,8 @@ class ListQuery:
     changes_before: datetime.datetime | None = None
     # ip/ip6 given: no server here has an address.
     by_address: bool = False
+    # locked (2.73): only locked, or only unlocked, servers.
+    locked: bool | None = None
     # Admin-only filters: field -> accepted value.
     fields: tuple[tuple[str, str], ...] = ()
     # (field, descending) pairs, most significant first.
@@ -89,6 +92,8 @@ class ListQuery:
         if req.api_version.at_least('2.66'):
             values['changes_before'] = _time(get, 'changes-before')
         values['by_address'] = bool(get.get('ip') or get.get('ip6'))
+        if req.api_version.at_least('2.73') and get.get('locked'):
+            values['locked'] = validation.boolean('locked', get['locked'])
         if is_admin:
             values['fields'] = tuple(
                 ('project_id' if key == 'tenant_id' else key, get[key])
@@ -116,6 +121,9 @@ class ListQuery:
             return False
         image_ref = instance.get('image_ref') or compute_utils.NO_IMAGE
         if self.image and image_ref != self.image:
+            return False
+        if (self.locked is not None
+                and bool(instance.get('locked')) != self.locked):
             return False
         flavor = instance.get('flavor') or {}
         if self.flavor and flavor.get('flavorid') != self.flavor:

@@ -16,6 +16,7 @@ import hashlib
 
 from nova.api import server_filters
 from nova.api import validation
+from nova.compute import api as compute_api
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
@@ -197,12 +198,14 @@ def detail_view(req, instance: dict) -> dict:
         view['fault'] = fault
     # Fields later microversions add; this deployment has no value for
     # them beyond the defaults.
-    for since, key, value in (('2.9', 'locked', False),
+    for since, key, value in (('2.9', 'locked',
+                               bool(instance.get('locked'))),
                               ('2.19', 'description', None),
                               ('2.26', 'tags', []),
                               ('2.63', 'trusted_image_certificates', None),
                               ('2.71', 'server_groups', []),
-                              ('2.73', 'locked_reason', None),
+                              ('2.73', 'locked_reason',
+                               instance.get('locked_reason')),
                               ('2.96', 'pinned_availability_zone', None)):
         if version.at_least(since):
             view[key] = value
@@ -329,6 +332,7 @@ def metadata_update(req, server_id: str) -> tuple:
     """POST /servers/{id}/metadata with ``{"metadata": {...}}``: the
     items given are set, the others kept; the server's metadata."""
     instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    compute_api.check_lock(req.context, instance)
     body = req.body_object()
     validation.validate(body, _METADATA_SCHEMA)
     metadata = dict(instance.get('server_metadata') or {})
@@ -343,6 +347,7 @@ def metadata_update_item(req, server_id: str, key: str) -> tuple:
     """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
     """
     instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    compute_api.check_lock(req.context, instance)
     body = req.body_object()
     validation.validate(body, _METADATA_ITEM_SCHEMA)
     if list(body['meta']) != [key]:
@@ -357,12 +362,14 @@ def metadata_update_item(req, server_id: str, key: str) -> tuple:
 def metadata_delete_item(req, server_id: str, key: str) -> tuple:
     """DELETE /servers/{id}/metadata/{key}."""
     instance = get_instance(req, server_id, policies.METADATA_DELETE)
+    compute_api.check_lock(req.context, instance)
     req.compute_api.update_metadata_item(req.context, instance, key, None)
     return 204, None
 
 
 def delete(req, server_id: str) -> tuple:
     """DELETE /servers/{id}."""
-    get_instance(req, server_id, policies.SERVERS_DELETE)
+    compute_api.check_lock(req.context, get_instance(
+        req, server_id, policies.SERVERS_DELETE))
     req.compute_api.delete(req.context, server_id)
     return 204, None

@@ -99,6 +99,13 @@ def check_image_for_flavor(image: glance.ImageMeta, flavor: dict) -> None:
             min_ram=image.min_ram)
 
 
+def check_lock(context, instance: dict) -> None:
+    """InstanceIsLocked (409) when a non-admin acts on a locked server,
+    as upstream: admins act on locked servers."""
+    if instance.get('locked') and not context.is_admin:
+        raise exception.InstanceIsLocked(instance_uuid=instance['uuid'])
+
+
 class API:
     """Server lifecycle entry points used by ``nova.api.servers``."""
 
@@ -507,6 +514,32 @@ class API:
         LOG.info('Instance %s deleted without a compute', uuid)
 
     # Server actions ---------------------------------------------------------
+
+    def lock(self, context, instance: dict, reason: str | None) -> None:
+        """Lock the server, by its owner or an admin, with ``reason``
+        (2.73); locking a locked server changes nothing, as upstream."""
+        if instance.get('locked'):
+            return
+        db.instance_update(context, instance['uuid'], {
+            'locked': True,
+            'locked_by': 'admin' if context.is_admin else 'owner',
+            'locked_reason': reason})
+        instance_actions.start(context, instance['uuid'],
+                               instance_actions.LOCK)
+
+    def unlock(self, context, instance: dict) -> None:
+        """Unlock the server (whoever may, see the API's policies)."""
+        db.instance_update(context, instance['uuid'], {
+            'locked': False, 'locked_by': None, 'locked_reason': None})
+        instance_actions.start(context, instance['uuid'],
+                               instance_actions.UNLOCK)
+
+    def reset_state(self, context, instance: dict, vm_state: str) -> None:
+        """Set the server's vm_state (active or error) and clear its
+        task, as an admin does to a server stuck in a task; nothing on
+        its host is touched."""
+        db.instance_update(context, instance['uuid'], {
+            'vm_state': vm_state, 'task_state': None})
 
     def _accept(self, context, uuid: str, action: str, task_state: str,
                 vm_state: list[str], task_state_in: list | None = None,

@@ -53,6 +53,8 @@ EVACUATE = 'evacuate'
 CONFIRM_RESIZE = 'confirmResize'
 REVERT_RESIZE = 'revertResize'
 CREATE_IMAGE = 'createImage'
+LOCK = 'lock'
+UNLOCK = 'unlock'
 # Started by the compute, not a user: a device the server holds broke.
 PCI_DEVICE_UNHEALTHY = 'pciDeviceUnhealthy'
 

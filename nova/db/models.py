@@ -249,6 +249,13 @@ class Instance(Base):
     # The server's metadata (key -> string value), as the API shows it.
     server_metadata: orm.Mapped[dict | None] = orm.mapped_column(
         JSONEncoded)
+    # Locked servers refuse actions from non-admins (see
+    # nova.compute.api.check_lock); locked_by is 'owner' or 'admin'.
+    locked: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, default=False, server_default=sa.false())
+    locked_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    locked_reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

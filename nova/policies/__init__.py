@@ -62,6 +62,10 @@ MIGRATE_HOST = 'os_compute_api:os-migrate-server:migrate:host'
 MIGRATIONS_INDEX = 'os_compute_api:os-migrations:index'
 SERVER_MIGRATIONS = 'os_compute_api:servers:migrations:index'
 EVACUATE = 'os_compute_api:os-evacuate'
+LOCK = 'os_compute_api:os-lock-server:lock'
+UNLOCK = 'os_compute_api:os-lock-server:unlock'
+UNLOCK_OVERRIDE = 'os_compute_api:os-lock-server:unlock:unlock_override'
+RESET_STATE = 'os_compute_api:os-admin-actions:reset_state'
 SERVICES_LIST = 'os_compute_api:os-services:list'
 SERVICES_UPDATE = 'os_compute_api:os-services:update'
 
@@ -206,6 +210,18 @@ def list_rules() -> list[policy.RuleDefault]:
         _rule(EVACUATE, ADMIN,
               'Evacuate a server from a host whose compute is down.',
               [('POST', '/servers/{server_id}/action (evacuate)')]),
+        _rule(LOCK, PROJECT_MEMBER_OR_ADMIN,
+              'Lock a server: actions of non-admins are refused until it '
+              'is unlocked.',
+              [('POST', '/servers/{server_id}/action (lock)')]),
+        _rule(UNLOCK, PROJECT_MEMBER_OR_ADMIN, 'Unlock a server.',
+              [('POST', '/servers/{server_id}/action (unlock)')]),
+        _rule(UNLOCK_OVERRIDE, ADMIN,
+              'Unlock a server an admin locked.',
+              [('POST', '/servers/{server_id}/action (unlock)')]),
+        _rule(RESET_STATE, ADMIN,
+              "Reset a server's state to active or error.",
+              [('POST', '/servers/{server_id}/action (os-resetState)')]),
         _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
               [('GET', '/os-migrations')]),
         _rule(SERVER_MIGRATIONS, ADMIN,

@@ -104,6 +104,15 @@ class FakeComputeAPI(object):
     def unshelve(self, context, uuid):
         self.calls.append(('unshelve', uuid))
 
+    def lock(self, context, instance, reason):
+        self.calls.append(('lock', instance['uuid'], reason))
+
+    def unlock(self, context, instance):
+        self.calls.append(('unlock', instance['uuid']))
+
+    def reset_state(self, context, instance, vm_state):
+        self.calls.append(('reset_state', instance['uuid'], vm_state))
+
 
 class APITestCase(test.TestCase):
     """Runs requests through make_app with a migrated SQLite database."""

@@ -1,9 +1,11 @@
 """POST /servers/{id}/action: bodies, microversions and policies."""
 
+from nova.db import api as db
 from nova.tests.unit.api import fakes
 
 
-class TestServerActions(fakes.APITestCase):
+class ServerActionTestCase(fakes.APITestCase):
+    """One member's server; ``act`` posts an action body to it."""
 
     def setUp(self):
         super().setUp()
@@ -17,6 +19,9 @@ class TestServerActions(fakes.APITestCase):
     def act(self, body, token=fakes.MEMBER, version=None):
         return self.request('POST', self.path, body, token=token,
                             version=version)
+
+
+class TestServerActions(ServerActionTestCase):
 
     def test_each_action_reaches_the_compute_api(self):
         uuid = self.server
@@ -140,3 +145,62 @@ class TestServerActions(fakes.APITestCase):
                          404, 'itemNotFound', self.server)
         self.assertEqual([], [c for c in self.compute_api.calls
                               if c[0] != 'get'])
+
+
+class TestLock(ServerActionTestCase):
+    """lock, unlock and os-resetState; a locked server's actions."""
+
+    def lock_in_db(self, by='owner'):
+        db.instance_update(self.admin_context, self.server,
+                           {'locked': True, 'locked_by': by})
+
+    def test_lock_bodies_by_microversion(self):
+        self.assertEqual(202, self.act({'lock': None}).status_int)
+        self.assertEqual(('lock', self.server, None),
+                         self.compute_api.calls[-1])
+        self.assertFault(self.act({'lock': {'locked_reason': 'RMA'}}), 400,
+                         'badRequest', 'locked_reason')
+        self.assertEqual(202, self.act({'lock': {'locked_reason': 'RMA'}},
+                                       version='2.73').status_int)
+        self.assertEqual(('lock', self.server, 'RMA'),
+                         self.compute_api.calls[-1])
+
+    def test_a_locked_server_refuses_a_members_actions(self):
+        self.lock_in_db()
+        for body in ({'os-stop': None}, {'reboot': {'type': 'SOFT'}},
+                     {'shelve': None}, {'rebuild': {'imageRef': 'cirros'}}):
+            self.assertFault(self.act(body), 409, 'conflictingRequest',
+                             'Instance %s is locked' % self.server)
+        self.assertFault(self.request(
+            'DELETE', '/v2.1/servers/' + self.server, token=fakes.MEMBER),
+            409, 'conflictingRequest', 'is locked')
+        self.assertFault(self.request(
+            'PUT', '/v2.1/servers/%s/metadata/k' % self.server,
+            {'meta': {'k': 'v'}}, token=fakes.MEMBER), 409,
+            'conflictingRequest', 'is locked')
+        self.assertEqual([], [c for c in self.compute_api.calls
+                              if c[0] != 'get'])
+        # An admin acts on it; its console and unlock stay the owner's.
+        self.assertEqual(202, self.act({'os-stop': None},
+                                       token=fakes.ADMIN).status_int)
+        self.assertEqual(200, self.act(
+            {'os-getConsoleOutput': {}}).status_int)
+        self.assertEqual(202, self.act({'unlock': None}).status_int)
+
+    def test_only_an_admin_unlocks_an_admins_lock(self):
+        self.lock_in_db(by='admin')
+        self.assertFault(self.act({'unlock': None}), 403, 'forbidden',
+                         'unlock_override')
+        self.assertEqual(202, self.act({'unlock': None},
+                                       token=fakes.ADMIN).status_int)
+
+    def test_reset_state_is_admin_only(self):
+        self.assertFault(self.act({'os-resetState': {'state': 'error'}}),
+                         403, 'forbidden', 'reset_state')
+        self.assertFault(self.act({'os-resetState': {'state': 'paused'}},
+                                  token=fakes.ADMIN), 400, 'badRequest',
+                         'paused')
+        self.assertEqual(202, self.act({'os-resetState': {'state': 'error'}},
+                                       token=fakes.ADMIN).status_int)
+        self.assertEqual(('reset_state', self.server, 'error'),
+                         self.compute_api.calls[-1])

@@ -17,7 +17,7 @@ TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees',
           'pci_device_health_events'}
-HEAD = '0010_instance_metadata'
+HEAD = '0011_instance_lock'
 
 
 class TestMigrationSqlite(test.TestCase):
