@@ -102,7 +102,8 @@ def paginate(req, items: list[dict], key: str) -> list[dict]:
     """Apply ``marker`` (the key of the last item seen) and ``limit``."""
     marker = req.GET.get('marker')
     if marker is not None:
-        keys = [item[key] for item in items]
+        # Keys may be integers (ids); the marker is a string.
+        keys = [str(item[key]) for item in items]
         if marker not in keys:
             raise exception.APIValidationError(
                 field='marker', reason='marker %r matches no item' % marker)

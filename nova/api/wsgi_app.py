@@ -27,6 +27,7 @@ import webob.exc
 from nova.api import auth
 from nova.api import faults
 from nova.api import flavors
+from nova.api import hypervisors
 from nova.api import instance_actions
 from nova.api import microversion
 from nova.api import migrations
@@ -213,6 +214,18 @@ def _build_router() -> _Router:
     router.add(p + '/servers/{server_id}/migrations/{migration_id}',
                GET=migrations.server_show)
     router.add(p + '/os-migrations', GET=migrations.index)
+    router.add(p + '/os-hypervisors', GET=hypervisors.index)
+    router.add(p + '/os-hypervisors/detail', GET=hypervisors.detail)
+    router.add(p + '/os-hypervisors/statistics', GET=hypervisors.statistics)
+    router.add(p + '/os-hypervisors/{hypervisor_id}', GET=hypervisors.show)
+    router.add(p + '/os-hypervisors/{hypervisor_id}/uptime',
+               GET=hypervisors.uptime)
+    router.add(p + '/os-hypervisors/{hypervisor_id}/pci-devices',
+               GET=hypervisors.pci_devices)
+    router.add(p + '/os-hypervisors/{pattern}/search',
+               GET=hypervisors.search)
+    router.add(p + '/os-hypervisors/{pattern}/servers',
+               GET=hypervisors.servers)
     router.add(p + '/os-services', GET=services.index)
     router.add(p + '/os-services/{service_id}', PUT=services.update)
     router.add(p + '/limits', GET=misc.limits)

@@ -66,6 +66,14 @@ LOCK = 'os_compute_api:os-lock-server:lock'
 UNLOCK = 'os_compute_api:os-lock-server:unlock'
 UNLOCK_OVERRIDE = 'os_compute_api:os-lock-server:unlock:unlock_override'
 RESET_STATE = 'os_compute_api:os-admin-actions:reset_state'
+HYPERVISORS_LIST = 'os_compute_api:os-hypervisors:list'
+HYPERVISORS_LIST_DETAIL = 'os_compute_api:os-hypervisors:list-detail'
+HYPERVISORS_SHOW = 'os_compute_api:os-hypervisors:show'
+HYPERVISORS_STATISTICS = 'os_compute_api:os-hypervisors:statistics'
+HYPERVISORS_UPTIME = 'os_compute_api:os-hypervisors:uptime'
+HYPERVISORS_SEARCH = 'os_compute_api:os-hypervisors:search'
+HYPERVISORS_SERVERS = 'os_compute_api:os-hypervisors:servers'
+HYPERVISORS_PCI_DEVICES = 'os_compute_api:os-hypervisors:pci-devices'
 SERVICES_LIST = 'os_compute_api:os-services:list'
 SERVICES_UPDATE = 'os_compute_api:os-services:update'
 
@@ -222,6 +230,29 @@ def list_rules() -> list[policy.RuleDefault]:
         _rule(RESET_STATE, ADMIN,
               "Reset a server's state to active or error.",
               [('POST', '/servers/{server_id}/action (os-resetState)')]),
+        _rule(HYPERVISORS_LIST, ADMIN, 'List hypervisors.',
+              [('GET', '/os-hypervisors')]),
+        _rule(HYPERVISORS_LIST_DETAIL, ADMIN,
+              'List hypervisors with details.',
+              [('GET', '/os-hypervisors/detail')]),
+        _rule(HYPERVISORS_SHOW, ADMIN, 'Show a hypervisor.',
+              [('GET', '/os-hypervisors/{hypervisor_id}')]),
+        _rule(HYPERVISORS_STATISTICS, ADMIN,
+              'Show the sums of every hypervisor (until 2.88).',
+              [('GET', '/os-hypervisors/statistics')]),
+        _rule(HYPERVISORS_UPTIME, ADMIN,
+              "Show a hypervisor's uptime (until 2.88).",
+              [('GET', '/os-hypervisors/{hypervisor_id}/uptime')]),
+        _rule(HYPERVISORS_SEARCH, ADMIN,
+              'Search hypervisors by name (before 2.53).',
+              [('GET', '/os-hypervisors/{pattern}/search')]),
+        _rule(HYPERVISORS_SERVERS, ADMIN,
+              'List the servers of hypervisors (before 2.53).',
+              [('GET', '/os-hypervisors/{pattern}/servers')]),
+        _rule(HYPERVISORS_PCI_DEVICES, ADMIN,
+              "List a hypervisor's PCI devices, their holders, NVLink "
+              'groups and health.',
+              [('GET', '/os-hypervisors/{hypervisor_id}/pci-devices')]),
         _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
               [('GET', '/os-migrations')]),
         _rule(SERVER_MIGRATIONS, ADMIN,

@@ -61,6 +61,20 @@ ROUTE_RULES = {
         policies.SERVER_MIGRATIONS,
     ('GET', '/v2.1/os-services'): policies.SERVICES_LIST,
     ('PUT', '/v2.1/os-services/{service_id}'): policies.SERVICES_UPDATE,
+    ('GET', '/v2.1/os-hypervisors'): policies.HYPERVISORS_LIST,
+    ('GET', '/v2.1/os-hypervisors/detail'): policies.HYPERVISORS_LIST_DETAIL,
+    ('GET', '/v2.1/os-hypervisors/statistics'):
+        policies.HYPERVISORS_STATISTICS,
+    ('GET', '/v2.1/os-hypervisors/{hypervisor_id}'):
+        policies.HYPERVISORS_SHOW,
+    ('GET', '/v2.1/os-hypervisors/{hypervisor_id}/uptime'):
+        policies.HYPERVISORS_UPTIME,
+    ('GET', '/v2.1/os-hypervisors/{hypervisor_id}/pci-devices'):
+        policies.HYPERVISORS_PCI_DEVICES,
+    ('GET', '/v2.1/os-hypervisors/{pattern}/search'):
+        policies.HYPERVISORS_SEARCH,
+    ('GET', '/v2.1/os-hypervisors/{pattern}/servers'):
+        policies.HYPERVISORS_SERVERS,
 }
 # Answered without a token, as upstream: version discovery.
 PUBLIC_ROUTES = {('GET', '/'), ('GET', '/v2.1'), ('GET', '/v2.1/'),
@@ -123,7 +137,8 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
                   'server_id': server, 'image_id': 'cirros',
                   'request_id': 'req-unknown', 'migration_id': '1',
-                  'service_id': 'disable'}
+                  'service_id': 'disable', 'hypervisor_id': '1',
+                  'pattern': 'node'}
         for (method, template), rule in sorted(ROUTE_RULES.items()):
             self.use_policy_file({rule: '!'})
             response = self.request(method, template.format(**values),
