@@ -12,6 +12,7 @@ name aliases defined in ``[pci]alias``, and ``resources:``, ``trait:`` and
 import re
 
 from nova.api import validation
+from nova.api import version_history
 from nova.db import api as db
 from nova import exception
 from nova.pci import config as pci_config
@@ -74,7 +75,7 @@ def _links(req, flavorid: str) -> list[dict]:
 def _brief_view(req, flavor: dict) -> dict:
     view = {'id': flavor['flavorid'], 'name': flavor['name'],
             'links': _links(req, flavor['flavorid'])}
-    if req.api_version.at_least('2.55'):
+    if req.api_version.at_least(version_history.FLAVOR_DESCRIPTION):
         view['description'] = None
     return view
 
@@ -87,13 +88,15 @@ def _detail_view(req, flavor: dict) -> dict:
         'disk': flavor['root_gb'],
         'OS-FLV-EXT-DATA:ephemeral': 0,
         # Before 2.75 an unset swap is rendered as an empty string.
-        'swap': 0 if req.api_version.at_least('2.75') else '',
+        'swap': (0 if req.api_version.at_least(version_history.SWAP_ZERO)
+                 else ''),
         'rxtx_factor': 1.0,
         'os-flavor-access:is_public': flavor['is_public'],
         'OS-FLV-DISABLED:disabled': flavor['disabled'],
     })
-    if req.api_version.at_least('2.61') and req.policy.allowed(
-            req.context, policies.EXTRA_SPECS_INDEX):
+    if (req.api_version.at_least(version_history.FLAVOR_EXTRA_SPECS_SHOWN)
+            and req.policy.allowed(req.context,
+                                   policies.EXTRA_SPECS_INDEX)):
         view['extra_specs'] = dict(flavor.get('extra_specs') or {})
     return view
 

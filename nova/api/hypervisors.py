@@ -18,6 +18,7 @@ from oslo_utils import uuidutils
 
 from nova.api import services
 from nova.api import validation
+from nova.api import version_history
 from nova.db import api as db
 from nova import exception
 from nova.pci import device as pci_device
@@ -31,11 +32,11 @@ _USAGE_FIELDS = ('current_workload', 'disk_available_least',
                  'vcpus_used')
 
 
-def _gone_at(req, version: str, what: str) -> None:
-    """404 for a path upstream removed at ``version``."""
-    if req.api_version.at_least(version):
+def _gone_at(req, change: version_history.Change, what: str) -> None:
+    """404 for a path upstream removed at ``change``."""
+    if req.api_version.at_least(change):
         raise exception.NotFound(
-            '%s was removed in microversion %s.' % (what, version))
+            '%s was removed in microversion %s.' % (what, change))
 
 
 def _nodes(req) -> list[tuple[dict, dict | None]]:
@@ -76,7 +77,8 @@ def _usage(node: dict, servers: list[dict]) -> dict:
 def _brief(req, node: dict, service: dict | None) -> dict:
     up = service is not None and servicegroup.is_up(service, req.conf)
     return {
-        'id': (node['uuid'] if req.api_version.at_least('2.53')
+        'id': (node['uuid']
+               if req.api_version.at_least(version_history.UUID_IDS)
                else node['id']),
         'hypervisor_hostname': node['hypervisor_hostname'],
         'state': 'up' if up else 'down',
@@ -94,18 +96,20 @@ def _detail(req, node: dict, service: dict | None,
         'host_ip': None,
         'service': {
             'host': node['host'],
-            'id': (service['uuid'] if req.api_version.at_least('2.53')
+            'id': (service['uuid']
+                   if req.api_version.at_least(version_history.UUID_IDS)
                    else service['id']) if service else None,
             'disabled_reason': service['disabled_reason'] if service
             else None},
     })
-    if req.api_version.at_least('2.88'):
+    if req.api_version.at_least(version_history.HYPERVISOR_USAGE_GONE):
         view['uptime'] = None
     else:
         view.update(_usage(node, servers))
         # A JSON string before 2.28, an object after, as upstream.
-        view['cpu_info'] = ({} if req.api_version.at_least('2.28')
-                            else json.dumps({}))
+        view['cpu_info'] = (
+            {} if req.api_version.at_least(version_history.CPU_INFO_OBJECT)
+            else json.dumps({}))
     return view
 
 
@@ -121,7 +125,7 @@ def _listing(req, detail: bool) -> list[dict]:
     nodes = _nodes(req)
     placed = _servers_on(req)
     with_servers = False
-    if req.api_version.at_least('2.53'):
+    if req.api_version.at_least(version_history.UUID_IDS):
         pattern = req.GET.get('hypervisor_hostname_pattern')
         if pattern is not None:
             nodes = [(n, s) for n, s in nodes
@@ -140,7 +144,7 @@ def _listing(req, detail: bool) -> list[dict]:
         if with_servers:
             _with_servers(view, servers)
         views.append(view)
-    if req.api_version.at_least('2.33'):
+    if req.api_version.at_least(version_history.HYPERVISOR_PAGING):
         views = validation.paginate(req, views, 'id')
     return views
 
@@ -159,7 +163,7 @@ def detail(req) -> tuple:
 
 def _find(req, hypervisor_id: str) -> tuple[dict, dict | None]:
     """The node of an id (a uuid from 2.53, an integer before)."""
-    if req.api_version.at_least('2.53'):
+    if req.api_version.at_least(version_history.UUID_IDS):
         if not uuidutils.is_uuid_like(hypervisor_id):
             raise exception.APIValidationError(
                 field='hypervisor_id',
@@ -181,7 +185,7 @@ def show(req, hypervisor_id: str) -> tuple:
     servers = _servers_on(req).get(node['hypervisor_hostname'], [])
     view = _detail(req, node, service, servers)
     value = req.GET.get('with_servers')
-    if (req.api_version.at_least('2.53') and value
+    if (req.api_version.at_least(version_history.UUID_IDS) and value
             and validation.boolean('with_servers', value)):
         _with_servers(view, servers)
     return 200, {'hypervisor': view}
@@ -190,7 +194,8 @@ def show(req, hypervisor_id: str) -> tuple:
 def uptime(req, hypervisor_id: str) -> tuple:
     """GET /os-hypervisors/{id}/uptime (until 2.88): not tracked."""
     req.policy.authorize(req.context, policies.HYPERVISORS_UPTIME)
-    _gone_at(req, '2.88', '/os-hypervisors/{id}/uptime')
+    _gone_at(req, version_history.HYPERVISOR_USAGE_GONE,
+             '/os-hypervisors/{id}/uptime')
     node, service = _find(req, hypervisor_id)
     return 200, {'hypervisor': dict(_brief(req, node, service),
                                     uptime=None)}
@@ -200,7 +205,8 @@ def statistics(req) -> tuple:
     """GET /os-hypervisors/statistics (until 2.88): the sums over every
     node."""
     req.policy.authorize(req.context, policies.HYPERVISORS_STATISTICS)
-    _gone_at(req, '2.88', '/os-hypervisors/statistics')
+    _gone_at(req, version_history.HYPERVISOR_USAGE_GONE,
+             '/os-hypervisors/statistics')
     nodes = _nodes(req)
     placed = _servers_on(req)
     totals = dict.fromkeys(_USAGE_FIELDS, 0)
@@ -222,7 +228,8 @@ def _matching(req, pattern: str) -> list[tuple[dict, dict | None]]:
 def search(req, pattern: str) -> tuple:
     """GET /os-hypervisors/{pattern}/search (before 2.53)."""
     req.policy.authorize(req.context, policies.HYPERVISORS_SEARCH)
-    _gone_at(req, '2.53', '/os-hypervisors/{pattern}/search')
+    _gone_at(req, version_history.UUID_IDS,
+             '/os-hypervisors/{pattern}/search')
     return 200, {'hypervisors': [_brief(req, n, s)
                                  for n, s in _matching(req, pattern)]}
 
@@ -230,7 +237,8 @@ def search(req, pattern: str) -> tuple:
 def servers(req, pattern: str) -> tuple:
     """GET /os-hypervisors/{pattern}/servers (before 2.53)."""
     req.policy.authorize(req.context, policies.HYPERVISORS_SERVERS)
-    _gone_at(req, '2.53', '/os-hypervisors/{pattern}/servers')
+    _gone_at(req, version_history.UUID_IDS,
+             '/os-hypervisors/{pattern}/servers')
     placed = _servers_on(req)
     return 200, {'hypervisors': [
         _with_servers(_brief(req, n, s),

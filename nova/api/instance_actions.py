@@ -10,6 +10,7 @@ and 2.62 the event's ``host`` (admins) and ``hostId``.
 import hashlib
 
 from nova.api import servers
+from nova.api import version_history
 from nova.db import api as db
 from nova import policies
 
@@ -25,7 +26,8 @@ def _instance(req, server_id: str, rule: str) -> dict:
     actions; servers of other projects do not exist for non-admins."""
     instance = db.instance_get_by_uuid(
         req.context, server_id,
-        read_deleted=req.api_version.at_least('2.21'))
+        read_deleted=req.api_version.at_least(
+            version_history.ACTIONS_OF_DELETED_SERVERS))
     return servers.check_access(req, instance, rule)
 
 
@@ -34,7 +36,7 @@ def _action_view(req, action: dict) -> dict:
         'action', 'instance_uuid', 'message', 'project_id', 'request_id',
         'user_id')}
     view['start_time'] = _time(action['start_time'])
-    if req.api_version.at_least('2.58'):
+    if req.api_version.at_least(version_history.ACTION_UPDATED_AT):
         view['updated_at'] = _time(action['updated_at']
                                    or action['created_at'])
     return view
@@ -47,7 +49,7 @@ def _event_view(req, event: dict, project_id: str,
             'finish_time': _time(event['finish_time'])}
     if may_see_traceback:
         view['traceback'] = event['traceback']
-    if req.api_version.at_least('2.62'):
+    if req.api_version.at_least(version_history.EVENT_HOST_ID):
         host = event['host'] or ''
         view['hostId'] = hashlib.sha224(
             (project_id + host).encode()).hexdigest() if host else ''
@@ -73,7 +75,8 @@ def show(req, server_id: str, request_id: str) -> tuple:
     may_see_events = req.policy.allowed(
         req.context, policies.INSTANCE_ACTIONS_EVENTS,
         {'project_id': instance.get('project_id')})
-    if may_see_events or req.api_version.at_least('2.51'):
+    if may_see_events or req.api_version.at_least(
+            version_history.EVENTS_FOR_EVERYONE):
         view['events'] = [
             _event_view(req, event, instance.get('project_id') or '',
                         may_see_events)

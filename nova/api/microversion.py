@@ -7,6 +7,7 @@ the minimum, so old clients keep the behaviour they were written for.
 
 import microversion_parse
 
+from nova.api import version_history
 from nova import exception
 
 MIN_VERSION = '2.1'
@@ -37,9 +38,10 @@ class APIVersion(microversion_parse.Version):
             raise exception.InvalidAPIVersionString(version=text)
         return version
 
-    def at_least(self, text: str) -> bool:
-        """True if this version is ``text`` or newer."""
-        return self >= APIVersion.parse(text)
+    def at_least(self, change: 'version_history.Change | str') -> bool:
+        """True if this version is ``change``'s (a named change of
+        :mod:`nova.api.version_history`, or ``"X.Y"``) or newer."""
+        return self >= APIVersion.parse(str(change))
 
 
 MIN = APIVersion.parse(MIN_VERSION)

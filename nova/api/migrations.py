@@ -8,6 +8,7 @@ and evacuations in progress are listed there instead (same fields).
 
 from nova.api import servers
 from nova.api import validation
+from nova.api import version_history
 from nova.db import api as db
 from nova import exception
 from nova import policies
@@ -29,9 +30,9 @@ def _common_view(req, migration: dict) -> dict:
         'source_node': migration['source_node'],
         'status': migration['status'],
     }
-    if req.api_version.at_least('2.59'):
+    if req.api_version.at_least(version_history.MIGRATION_UUID):
         view['uuid'] = migration['uuid']
-    if req.api_version.at_least('2.80'):
+    if req.api_version.at_least(version_history.MIGRATION_OWNER):
         view['user_id'] = migration['user_id']
         view['project_id'] = migration['project_id']
     return view
@@ -44,7 +45,7 @@ def _index_view(req, migration: dict) -> dict:
         'old_instance_type_id': migration['old_instance_type_id'],
         'new_instance_type_id': migration['new_instance_type_id'],
     })
-    if req.api_version.at_least('2.23'):
+    if req.api_version.at_least(version_history.MIGRATION_TYPE):
         view['migration_type'] = migration['migration_type']
         # Links only point at live migrations in progress upstream.
         view['links'] = []
@@ -60,9 +61,10 @@ def index(req) -> tuple:
     req.policy.authorize(req.context, policies.MIGRATIONS_INDEX)
     filters = {column: req.GET[name] for name, column in _FILTERS
                if req.GET.get(name)}
-    if req.api_version.at_least('2.23') and req.GET.get('migration_type'):
+    if (req.api_version.at_least(version_history.MIGRATION_TYPE)
+            and req.GET.get('migration_type')):
         filters['migration_type'] = req.GET['migration_type']
-    if req.api_version.at_least('2.80'):
+    if req.api_version.at_least(version_history.MIGRATION_OWNER):
         for name in ('user_id', 'project_id'):
             if req.GET.get(name):
                 filters[name] = req.GET[name]
@@ -71,7 +73,7 @@ def index(req) -> tuple:
     if host:
         migrations = [m for m in migrations
                       if host in (m['source_compute'], m['dest_compute'])]
-    if req.api_version.at_least('2.59'):
+    if req.api_version.at_least(version_history.MIGRATION_UUID):
         migrations = validation.paginate(req, migrations, 'uuid')
     return 200, {'migrations': [_index_view(req, m) for m in migrations]}
 
@@ -91,7 +93,7 @@ def _server_view(req, migration: dict) -> dict:
 
 def _server_migrations(req, server_id: str) -> list[dict]:
     servers.get_instance(req, server_id, policies.SERVER_MIGRATIONS)
-    if not req.api_version.at_least('2.23'):
+    if not req.api_version.at_least(version_history.MIGRATION_TYPE):
         raise exception.NotFound()
     return db.migration_get_in_progress(req.context, [server_id])
 

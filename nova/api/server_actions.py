@@ -21,6 +21,7 @@ import re
 
 from nova.api import servers
 from nova.api import validation
+from nova.api import version_history
 from nova.compute import api as compute_api
 from nova.compute import vm_states
 from nova import exception
@@ -94,7 +95,8 @@ def _rebuild(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REBUILD,
                          _target(instance))
     _check('rebuild', value, _REBUILD_SCHEMA)
-    if 'description' in value and not req.api_version.at_least('2.19'):
+    if 'description' in value and not req.api_version.at_least(
+            version_history.SERVER_DESCRIPTION):
         raise exception.APIValidationError(
             field='rebuild/description',
             reason='description is allowed from microversion 2.19 on')
@@ -128,7 +130,7 @@ def _create_image(req, instance: dict, value) -> tuple:
     image_id = req.compute_api.snapshot(req.context, instance['uuid'],
                                         value['name'],
                                         value.get('metadata'))
-    if req.api_version.at_least('2.45'):
+    if req.api_version.at_least(version_history.SNAPSHOT_ID_IN_BODY):
         return 202, {'image_id': image_id}
     return 202, None, {
         'Location': req.compute_api.glance_client.image_url(image_id)}
@@ -136,7 +138,7 @@ def _create_image(req, instance: dict, value) -> tuple:
 
 def _unshelve(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.UNSHELVE, _target(instance))
-    if value and not req.api_version.at_least('2.77'):
+    if value and not req.api_version.at_least(version_history.UNSHELVE_ZONE):
         raise exception.APIValidationError(
             field='unshelve', reason='an availability zone needs '
             'microversion 2.77 or later, got %r' % (value,))
@@ -229,7 +231,7 @@ def _migrate(req, instance: dict, body) -> tuple:
     req.policy.authorize(req.context, policies.MIGRATE,
                          {'project_id': instance.get('project_id')})
     host = None
-    if req.api_version.at_least('2.56'):
+    if req.api_version.at_least(version_history.MIGRATE_TO_HOST):
         validation.validate(body, _MIGRATE_SCHEMA_2_56)
         host = (body or {}).get('host')
         if host is not None:
@@ -256,10 +258,11 @@ def _evacuate_schema(version) -> dict:
         'adminPass': {'type': 'string', 'maxLength': 255},
     }
     required = []
-    if not version.at_least('2.14'):
+    if not version.at_least(version_history.EVACUATE_NO_SHARED_STORAGE):
         properties['onSharedStorage'] = validation.BOOLEAN
         required.append('onSharedStorage')
-    if version.at_least('2.29') and not version.at_least('2.68'):
+    if (version.at_least(version_history.EVACUATE_FORCE)
+            and not version.at_least(version_history.EVACUATE_NO_FORCE)):
         properties['force'] = {'type': 'boolean'}
     return {'type': 'object', 'properties': properties,
             'required': required, 'additionalProperties': False}
@@ -273,9 +276,10 @@ def _evacuate(req, instance: dict, body) -> tuple:
             field='evacuate', reason='expected an object, got %r' % (body,))
     validation.validate(body, _evacuate_schema(req.api_version))
     # From 2.95 an evacuated server is left stopped, as upstream.
-    req.compute_api.evacuate(req.context, instance, body.get('host'),
-                             stopped=req.api_version.at_least('2.95'))
-    if req.api_version.at_least('2.14'):
+    req.compute_api.evacuate(
+        req.context, instance, body.get('host'),
+        stopped=req.api_version.at_least(version_history.EVACUATE_STOPPED))
+    if req.api_version.at_least(version_history.EVACUATE_NO_SHARED_STORAGE):
         return 200, None
     # This deployment sets no guest password; upstream returns the one
     # given (or generated) before 2.14.
@@ -294,7 +298,8 @@ _LOCK_SCHEMA_2_73 = {
 def _lock(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.LOCK, _target(instance))
     _check('lock', value, _LOCK_SCHEMA_2_73
-           if req.api_version.at_least('2.73') else _NO_ARGUMENT)
+           if req.api_version.at_least(version_history.LOCKED_REASON)
+           else _NO_ARGUMENT)
     req.compute_api.lock(req.context, instance,
                          (value or {}).get('locked_reason'))
     return 202, None

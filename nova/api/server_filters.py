@@ -17,6 +17,7 @@ import re
 from oslo_utils import timeutils
 
 from nova.api import validation
+from nova.api import version_history
 from nova.compute import utils as compute_utils
 from nova import exception
 
@@ -73,7 +74,8 @@ class ListQuery:
         if statuses:
             unknown = [s for s in statuses
                        if s.upper() not in status_names]
-            if unknown and req.api_version.at_least('2.38'):
+            if unknown and req.api_version.at_least(
+                    version_history.STATUS_FILTER_CHECKED):
                 raise exception.APIValidationError(
                     field='status', reason='%s is not a server status; '
                     'allowed: %s' % (', '.join(map(repr, unknown)),
@@ -89,10 +91,11 @@ class ListQuery:
         if flavor:
             values['flavor'] = flavor.rstrip('/').rsplit('/', 1)[-1]
         values['changes_since'] = _time(get, 'changes-since')
-        if req.api_version.at_least('2.66'):
+        if req.api_version.at_least(version_history.CHANGES_BEFORE):
             values['changes_before'] = _time(get, 'changes-before')
         values['by_address'] = bool(get.get('ip') or get.get('ip6'))
-        if req.api_version.at_least('2.73') and get.get('locked'):
+        if (req.api_version.at_least(version_history.LOCKED_REASON)
+                and get.get('locked')):
             values['locked'] = validation.boolean('locked', get['locked'])
         if is_admin:
             values['fields'] = tuple(

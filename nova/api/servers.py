@@ -16,6 +16,7 @@ import hashlib
 
 from nova.api import server_filters
 from nova.api import validation
+from nova.api import version_history
 from nova.compute import api as compute_api
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
@@ -113,7 +114,7 @@ def _image_view(req, instance: dict) -> dict | str:
 def _flavor_view(req, instance: dict) -> dict:
     """The server's flavor: a link before 2.47, the boot-time copy after."""
     flavor = instance.get('flavor') or {}
-    if not req.api_version.at_least('2.47'):
+    if not req.api_version.at_least(version_history.FLAVOR_IN_SERVER):
         flavorid = flavor.get('flavorid', instance.get('flavor_id'))
         return {'id': flavorid,
                 'links': [{'rel': 'bookmark', 'href': req.link(
@@ -198,15 +199,18 @@ def detail_view(req, instance: dict) -> dict:
         view['fault'] = fault
     # Fields later microversions add; this deployment has no value for
     # them beyond the defaults.
-    for since, key, value in (('2.9', 'locked',
-                               bool(instance.get('locked'))),
-                              ('2.19', 'description', None),
-                              ('2.26', 'tags', []),
-                              ('2.63', 'trusted_image_certificates', None),
-                              ('2.71', 'server_groups', []),
-                              ('2.73', 'locked_reason',
-                               instance.get('locked_reason')),
-                              ('2.96', 'pinned_availability_zone', None)):
+    for since, key, value in (
+            (version_history.LOCKED_SHOWN, 'locked',
+             bool(instance.get('locked'))),
+            (version_history.SERVER_DESCRIPTION, 'description', None),
+            (version_history.SERVER_TAGS, 'tags', []),
+            (version_history.TRUSTED_CERTS, 'trusted_image_certificates',
+             None),
+            (version_history.SERVER_GROUPS_SHOWN, 'server_groups', []),
+            (version_history.LOCKED_REASON, 'locked_reason',
+             instance.get('locked_reason')),
+            (version_history.PINNED_ZONE, 'pinned_availability_zone',
+             None)):
         if version.at_least(since):
             view[key] = value
     return view

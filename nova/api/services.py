@@ -18,6 +18,7 @@ from oslo_utils import uuidutils
 
 from nova.api import misc
 from nova.api import validation
+from nova.api import version_history
 from nova.db import api as db
 from nova import exception
 from nova import policies
@@ -59,7 +60,8 @@ def _time(value) -> str | None:
 def _view(req, service: dict) -> dict:
     """One service as GET /os-services shows it at this microversion."""
     view = {
-        'id': (service['uuid'] if req.api_version.at_least('2.53')
+        'id': (service['uuid']
+               if req.api_version.at_least(version_history.UUID_IDS)
                else service['id']),
         'binary': service['binary'],
         'host': service['host'],
@@ -71,7 +73,7 @@ def _view(req, service: dict) -> dict:
                             or servicegroup.last_seen(service)),
         'disabled_reason': service['disabled_reason'],
     }
-    if req.api_version.at_least('2.11'):
+    if req.api_version.at_least(version_history.SERVICE_FORCED_DOWN):
         view['forced_down'] = service['forced_down']
     return view
 
@@ -89,7 +91,7 @@ def update(req, service_id: str) -> tuple:
     """PUT /os-services/{action} (before 2.53) or
     PUT /os-services/{service_uuid} (2.53)."""
     req.policy.authorize(req.context, policies.SERVICES_UPDATE)
-    if req.api_version.at_least('2.53'):
+    if req.api_version.at_least(version_history.UUID_IDS):
         return _update_by_uuid(req, service_id)
     return _update_by_host(req, service_id)
 
@@ -108,7 +110,7 @@ def _actions(req) -> dict:
             lambda body: {'disabled': True,
                           'disabled_reason': body['disabled_reason']}),
     }
-    if req.api_version.at_least('2.11'):
+    if req.api_version.at_least(version_history.SERVICE_FORCED_DOWN):
         actions['force-down'] = (
             ('forced_down',),
             lambda body: {'forced_down': validation.as_bool(

@@ -1,0 +1,94 @@
+"""What each Compute API microversion changes here, in one table.
+
+Handlers never compare a request's microversion with a bare ``'2.NN'``:
+they ask ``req.api_version.at_least(version_history.X)`` with one of the
+named changes below, so a reader finds every behaviour a microversion
+switches by searching for its name, and this table says what it is.
+Only the microversions that change something this API serves are
+listed; the others change what this fork does not have (networks,
+volumes, live migration, ...). A unit test fails on a bare comparison in
+``nova/api`` and on an entry no handler uses.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """What the microversion ``version`` changes, from that version on."""
+
+    version: str
+    what: str
+
+    def __str__(self) -> str:
+        return self.version
+
+
+LOCKED_SHOWN = Change('2.9', "Server views show 'locked'.")
+SERVICE_FORCED_DOWN = Change(
+    '2.11', "os-services shows 'forced_down' and takes force-down.")
+EVACUATE_NO_SHARED_STORAGE = Change(
+    '2.14', "evacuate drops 'onSharedStorage' and answers without a body.")
+SERVER_DESCRIPTION = Change(
+    '2.19', "Server views show 'description'; rebuild accepts it.")
+ACTIONS_OF_DELETED_SERVERS = Change(
+    '2.21', 'os-instance-actions lists the actions of a deleted server.')
+MIGRATION_TYPE = Change(
+    '2.23', "Migrations show 'migration_type' (and filter by it); "
+            '/servers/{id}/migrations is served.')
+SERVER_TAGS = Change('2.26', "Server views show 'tags'.")
+CPU_INFO_OBJECT = Change(
+    '2.28', "A hypervisor's 'cpu_info' is an object, not a JSON string.")
+EVACUATE_FORCE = Change('2.29', "evacuate accepts 'force'.")
+HYPERVISOR_PAGING = Change(
+    '2.33', 'os-hypervisors lists take marker and limit.')
+STATUS_FILTER_CHECKED = Change(
+    '2.38', 'An unknown status filter of GET /servers is a 400.')
+SNAPSHOT_ID_IN_BODY = Change(
+    '2.45', 'createImage answers with the image id in the body, no '
+            'Location header.')
+FLAVOR_IN_SERVER = Change(
+    '2.47', "A server's 'flavor' is the boot-time copy, not a link.")
+EVENTS_FOR_EVERYONE = Change(
+    '2.51', 'Every caller who sees an action sees its events.')
+UUID_IDS = Change(
+    '2.53', 'Services and hypervisors are named by uuid; the hypervisor '
+            "'search' and 'servers' paths become query parameters.")
+FLAVOR_DESCRIPTION = Change('2.55', "Flavor views show 'description'.")
+MIGRATE_TO_HOST = Change('2.56', "migrate accepts a target 'host'.")
+ACTION_UPDATED_AT = Change(
+    '2.58', "Instance actions show 'updated_at'.")
+MIGRATION_UUID = Change(
+    '2.59', "Migrations show 'uuid' and take marker and limit.")
+FLAVOR_EXTRA_SPECS_SHOWN = Change(
+    '2.61', "Flavor views show 'extra_specs' to those allowed to read "
+            'them.')
+EVENT_HOST_ID = Change(
+    '2.62', "Instance action events show 'hostId'.")
+TRUSTED_CERTS = Change(
+    '2.63', "Server views show 'trusted_image_certificates'.")
+CHANGES_BEFORE = Change(
+    '2.66', "GET /servers takes 'changes-before'.")
+EVACUATE_NO_FORCE = Change('2.68', "evacuate no longer accepts 'force'.")
+SERVER_GROUPS_SHOWN = Change('2.71', "Server views show 'server_groups'.")
+LOCKED_REASON = Change(
+    '2.73', "lock takes a 'locked_reason', shown in server views; "
+            "GET /servers filters by 'locked'.")
+SWAP_ZERO = Change(
+    '2.75', "A flavor without swap shows 0, not ''.")
+UNSHELVE_ZONE = Change(
+    '2.77', 'unshelve takes an availability zone.')
+MIGRATION_OWNER = Change(
+    '2.80', "Migrations show 'user_id' and 'project_id' and filter by "
+            'them.')
+HYPERVISOR_USAGE_GONE = Change(
+    '2.88', 'Hypervisors lose their usage fields, /statistics and '
+            '/uptime; show gains \'uptime\'.')
+EVACUATE_STOPPED = Change(
+    '2.95', 'An evacuated server is left stopped.')
+PINNED_ZONE = Change(
+    '2.96', "Server views show 'pinned_availability_zone'.")
+
+HISTORY: tuple[Change, ...] = tuple(
+    value for value in list(globals().values())
+    if isinstance(value, Change))
