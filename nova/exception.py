@@ -324,6 +324,10 @@ class APIValidationError(Invalid):
     msg_fmt = 'Invalid input for field %(field)s: %(reason)s'
 
 
+class InvalidKeypair(Invalid):
+    msg_fmt = 'Keypair data is invalid: %(reason)s'
+
+
 class RequestBodyTooLarge(NovaException):
     msg_fmt = ('The request body (%(size)s bytes) is larger than the limit '
                'of %(limit)d bytes ([api]max_request_body_size).')
@@ -392,6 +396,14 @@ class FlavorExists(Conflict):
 
 class FlavorExtraSpecNotFound(NotFound):
     msg_fmt = 'Flavor %(flavor_id)s has no extra spec %(key)s.'
+
+
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(key_name)s' already exists."
 
 
 class InstanceNotFound(NotFound):

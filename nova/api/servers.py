@@ -85,6 +85,7 @@ _CREATE_SCHEMA = {
                                {'type': 'array'}]},
         'min_count': {'enum': [1, '1']},
         'max_count': {'enum': [1, '1']},
+        'key_name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
     },
     'required': ['name', 'flavorRef'],
 }
@@ -180,7 +181,7 @@ def detail_view(req, instance: dict) -> dict:
         'progress': 0,
         'OS-EXT-AZ:availability_zone': 'nova',
         'config_drive': '',
-        'key_name': None,
+        'key_name': instance.get('key_name'),
         'OS-SRV-USG:launched_at': None,
         'OS-SRV-USG:terminated_at': instance.get('deleted_at'),
         'OS-EXT-STS:vm_state': vm_state,
@@ -301,7 +302,7 @@ def create(req) -> tuple:
                 body['flavorRef'],))
     instance = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),
-        body.get('metadata', {}))
+        body.get('metadata', {}), key_name=body.get('key_name'))
     uuid = instance['uuid']
     server = {'id': uuid, 'links': _links(req, uuid),
               'OS-DCF:diskConfig': 'MANUAL',

@@ -24,7 +24,12 @@ class Change:
         return self.version
 
 
+KEYPAIR_TYPE = Change(
+    '2.2', "Key pairs have a 'type' (ssh or x509); creating one answers "
+           '201 and deleting one 204.')
 LOCKED_SHOWN = Change('2.9', "Server views show 'locked'.")
+KEYPAIRS_OF_OTHER_USERS = Change(
+    '2.10', "Admins name another user's key pairs with 'user_id'.")
 SERVICE_FORCED_DOWN = Change(
     '2.11', "os-services shows 'forced_down' and takes force-down.")
 EVACUATE_NO_SHARED_STORAGE = Change(
@@ -42,6 +47,8 @@ CPU_INFO_OBJECT = Change(
 EVACUATE_FORCE = Change('2.29', "evacuate accepts 'force'.")
 HYPERVISOR_PAGING = Change(
     '2.33', 'os-hypervisors lists take marker and limit.')
+KEYPAIR_PAGING = Change(
+    '2.35', 'GET /os-keypairs takes marker and limit.')
 STATUS_FILTER_CHECKED = Change(
     '2.38', 'An unknown status filter of GET /servers is a 400.')
 SNAPSHOT_ID_IN_BODY = Change(
@@ -84,6 +91,9 @@ MIGRATION_OWNER = Change(
 HYPERVISOR_USAGE_GONE = Change(
     '2.88', 'Hypervisors lose their usage fields, /statistics and '
             '/uptime; show gains \'uptime\'.')
+KEYPAIR_IMPORT_ONLY = Change(
+    '2.92', "Key pairs are imported only ('public_key' required) and "
+            "their names may hold '@' and '.'.")
 EVACUATE_STOPPED = Change(
     '2.95', 'An evacuated server is left stopped.')
 PINNED_ZONE = Change(

@@ -29,6 +29,7 @@ from nova.api import faults
 from nova.api import flavors
 from nova.api import hypervisors
 from nova.api import instance_actions
+from nova.api import keypairs
 from nova.api import microversion
 from nova.api import migrations
 from nova.api import misc
@@ -226,6 +227,9 @@ def _build_router() -> _Router:
                GET=hypervisors.search)
     router.add(p + '/os-hypervisors/{pattern}/servers',
                GET=hypervisors.servers)
+    router.add(p + '/os-keypairs', GET=keypairs.index, POST=keypairs.create)
+    router.add(p + '/os-keypairs/{keypair_name}', GET=keypairs.show,
+               DELETE=keypairs.delete)
     router.add(p + '/os-services', GET=services.index)
     router.add(p + '/os-services/{service_id}', PUT=services.update)
     router.add(p + '/limits', GET=misc.limits)

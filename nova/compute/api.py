@@ -21,6 +21,7 @@ from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.image import glance
 from nova import states
@@ -165,7 +166,7 @@ class API:
         return flavor
 
     def create(self, context, name: str, flavor_ref: str, image_ref: str,
-               metadata: dict) -> dict:
+               metadata: dict, key_name: str | None = None) -> dict:
         """Record a new instance and start building it; return it.
 
         Raises (HTTP 400) APIValidationError for an unknown or disabled
@@ -186,6 +187,7 @@ class API:
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
         guest_hardware.check_flavor(flavor)
+        keypair = self._key_pair(context, key_name)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,
@@ -199,6 +201,8 @@ class API:
             'image_ref': image.id if image else image_ref,
             'image_meta': image.to_primitive() if image else None,
             'server_metadata': dict(metadata or {}),
+            'key_name': keypair.name if keypair else None,
+            'key_data': keypair.public_key if keypair else None,
         })
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
@@ -214,6 +218,20 @@ class API:
                 'fault_message': 'The build could not be handed to '
                                  'nova-conductor: %s' % exc})
         return instance
+
+    @staticmethod
+    def _key_pair(context, key_name: str | None) -> records.KeyPair | None:
+        """The caller's key pair ``key_name``; 400 naming it if the
+        caller has none of that name."""
+        if key_name is None:
+            return None
+        try:
+            return db.key_pair_get(context, context.user_id, key_name)
+        except exception.KeypairNotFound:
+            raise exception.APIValidationError(
+                field='key_name',
+                reason='Invalid key_name provided: %r is not a key pair of '
+                       'user %s' % (key_name, context.user_id)) from None
 
     def get(self, context, uuid: str) -> dict:
         """The instance; InstanceNotFound (404) if missing or deleted."""

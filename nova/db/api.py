@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from nova import exception
 from nova import states
 from nova.db import models
+from nova.db import records
 from nova.db import sqlite
 
 context_manager = enginefacade.transaction_context()
@@ -909,3 +910,52 @@ def pending_free_delete(context, consumer_uuid: str) -> None:
     """Forget a pending free once its allocation is gone."""
     context.session.execute(sa.delete(models.PendingFree).where(
         models.PendingFree.consumer_uuid == consumer_uuid))
+
+
+# Key pairs -------------------------------------------------------------------
+
+def _key_pair_query(user_id: str, name: str | None = None):
+    query = sa.select(models.KeyPair).filter_by(user_id=user_id)
+    if name is not None:
+        query = query.filter_by(name=name)
+    return query
+
+
+@context_manager.writer
+def key_pair_create(context, values: dict) -> records.KeyPair:
+    """Store a user's key pair; KeyPairExists if the user has the name."""
+    _check_fields(models.KeyPair, values)
+    row = models.KeyPair(**values)
+    context.session.add(row)
+    _flush(context.session,
+           lambda columns: exception.KeyPairExists(key_name=values['name']))
+    return records.KeyPair.from_row(row.to_dict())
+
+
+@context_manager.reader
+def key_pair_get(context, user_id: str, name: str) -> records.KeyPair:
+    """One key pair of a user; KeypairNotFound if the user has none so
+    named."""
+    row = context.session.scalars(_key_pair_query(user_id, name)).first()
+    if row is None:
+        raise exception.KeypairNotFound(name=name, user_id=user_id)
+    return records.KeyPair.from_row(row.to_dict())
+
+
+@context_manager.reader
+def key_pair_get_all_by_user(context,
+                             user_id: str) -> list[records.KeyPair]:
+    """A user's key pairs, by name."""
+    rows = context.session.scalars(
+        _key_pair_query(user_id).order_by(models.KeyPair.name))
+    return [records.KeyPair.from_row(row.to_dict()) for row in rows]
+
+
+@context_manager.writer
+def key_pair_destroy(context, user_id: str, name: str) -> None:
+    """Delete a user's key pair; KeypairNotFound if there is none."""
+    deleted = context.session.execute(sa.delete(models.KeyPair).where(
+        models.KeyPair.user_id == user_id,
+        models.KeyPair.name == name)).rowcount
+    if not deleted:
+        raise exception.KeypairNotFound(name=name, user_id=user_id)

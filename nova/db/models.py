@@ -256,6 +256,10 @@ class Instance(Base):
     locked_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     locked_reason: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
+    # The key pair named at boot and its public key as it was then, kept
+    # with the server as upstream keeps them for the guest's metadata.
+    key_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    key_data: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
@@ -263,6 +267,25 @@ class Instance(Base):
         orm.mapped_column(sa.DateTime)
     deleted_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+
+
+class KeyPair(Base):
+    """A user's public key (``/os-keypairs``), named uniquely per user."""
+
+    __tablename__ = 'key_pairs'
+    __table_args__ = (
+        sa.UniqueConstraint('user_id', 'name',
+                            name='uniq_key_pairs0user_id0name'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    # 'ssh' or 'x509' (microversion 2.2).
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    fingerprint: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    public_key: orm.Mapped[str] = orm.mapped_column(sa.Text)
 
 
 class InstanceAction(Base):

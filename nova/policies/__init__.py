@@ -15,6 +15,7 @@ from oslo_policy import policy
 
 ANY = '@'
 ADMIN = 'rule:context_is_admin'
+ADMIN_OR_OWNER = 'rule:admin_or_owner'
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
 PROJECT_READER_OR_ADMIN = 'rule:project_reader_or_admin'
 
@@ -74,6 +75,10 @@ HYPERVISORS_UPTIME = 'os_compute_api:os-hypervisors:uptime'
 HYPERVISORS_SEARCH = 'os_compute_api:os-hypervisors:search'
 HYPERVISORS_SERVERS = 'os_compute_api:os-hypervisors:servers'
 HYPERVISORS_PCI_DEVICES = 'os_compute_api:os-hypervisors:pci-devices'
+KEYPAIRS_INDEX = 'os_compute_api:os-keypairs:index'
+KEYPAIRS_SHOW = 'os_compute_api:os-keypairs:show'
+KEYPAIRS_CREATE = 'os_compute_api:os-keypairs:create'
+KEYPAIRS_DELETE = 'os_compute_api:os-keypairs:delete'
 SERVICES_LIST = 'os_compute_api:os-services:list'
 SERVICES_UPDATE = 'os_compute_api:os-services:update'
 
@@ -104,6 +109,11 @@ def list_rules() -> list[policy.RuleDefault]:
             'rule:context_is_admin or '
             '(role:reader and project_id:%(project_id)s)',
             'An admin, or a reader of the project that owns the target.'),
+        policy.RuleDefault(
+            'admin_or_owner',
+            'rule:context_is_admin or user_id:%(user_id)s',
+            'An admin, or the user who owns the target (key pairs belong '
+            'to a user, not a project).'),
         _rule(FLAVORS, ANY, 'List and show flavors.',
               [('GET', '/flavors'), ('GET', '/flavors/detail'),
                ('GET', flavor)]),
@@ -253,6 +263,14 @@ def list_rules() -> list[policy.RuleDefault]:
               "List a hypervisor's PCI devices, their holders, NVLink "
               'groups and health.',
               [('GET', '/os-hypervisors/{hypervisor_id}/pci-devices')]),
+        _rule(KEYPAIRS_INDEX, ADMIN_OR_OWNER, "List a user's key pairs.",
+              [('GET', '/os-keypairs')]),
+        _rule(KEYPAIRS_SHOW, ADMIN_OR_OWNER, 'Show a key pair.',
+              [('GET', '/os-keypairs/{keypair_name}')]),
+        _rule(KEYPAIRS_CREATE, ADMIN_OR_OWNER,
+              'Create or import a key pair.', [('POST', '/os-keypairs')]),
+        _rule(KEYPAIRS_DELETE, ADMIN_OR_OWNER, 'Delete a key pair.',
+              [('DELETE', '/os-keypairs/{keypair_name}')]),
         _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
               [('GET', '/os-migrations')]),
         _rule(SERVER_MIGRATIONS, ADMIN,

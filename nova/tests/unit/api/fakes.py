@@ -45,7 +45,8 @@ class FakeComputeAPI(object):
         self.calls = []
         self.glance_client = FakeGlance()
 
-    def create(self, context, name, flavor_ref, image_ref, metadata):
+    def create(self, context, name, flavor_ref, image_ref, metadata,
+               key_name=None):
         self.calls.append(('create', name, flavor_ref, image_ref, metadata))
         flavor = db.flavor_get_by_flavorid(context, flavor_ref)
         return db.instance_create(context, {
@@ -53,7 +54,7 @@ class FakeComputeAPI(object):
             'user_id': context.user_id, 'flavor_id': flavor['id'],
             'flavor': flavor, 'vm_state': 'building',
             'task_state': 'scheduling', 'image_ref': image_ref,
-            'server_metadata': metadata})
+            'server_metadata': metadata, 'key_name': key_name})
 
     def update_metadata_item(self, context, instance, key, value):
         self.calls.append(('update_metadata_item', key, value))

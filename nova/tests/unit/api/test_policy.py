@@ -61,6 +61,10 @@ ROUTE_RULES = {
         policies.SERVER_MIGRATIONS,
     ('GET', '/v2.1/os-services'): policies.SERVICES_LIST,
     ('PUT', '/v2.1/os-services/{service_id}'): policies.SERVICES_UPDATE,
+    ('GET', '/v2.1/os-keypairs'): policies.KEYPAIRS_INDEX,
+    ('POST', '/v2.1/os-keypairs'): policies.KEYPAIRS_CREATE,
+    ('GET', '/v2.1/os-keypairs/{keypair_name}'): policies.KEYPAIRS_SHOW,
+    ('DELETE', '/v2.1/os-keypairs/{keypair_name}'): policies.KEYPAIRS_DELETE,
     ('GET', '/v2.1/os-hypervisors'): policies.HYPERVISORS_LIST,
     ('GET', '/v2.1/os-hypervisors/detail'): policies.HYPERVISORS_LIST_DETAIL,
     ('GET', '/v2.1/os-hypervisors/statistics'):
@@ -91,6 +95,7 @@ BODIES = {
         {'reboot': {'type': 'SOFT'}},
     ('PUT', '/v2.1/os-services/{service_id}'):
         {'host': 'cmp1', 'binary': 'nova-compute'},
+    ('POST', '/v2.1/os-keypairs'): {'keypair': {'name': 'key1'}},
 }
 
 
@@ -138,7 +143,7 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
                   'server_id': server, 'image_id': 'cirros',
                   'request_id': 'req-unknown', 'migration_id': '1',
                   'service_id': 'disable', 'hypervisor_id': '1',
-                  'pattern': 'node'}
+                  'pattern': 'node', 'keypair_name': 'key1'}
         for (method, template), rule in sorted(ROUTE_RULES.items()):
             self.use_policy_file({rule: '!'})
             response = self.request(method, template.format(**values),

@@ -94,7 +94,7 @@ class TestServers(fakes.APITestCase):
                          400, 'badRequest', 'max_count')
 
     def test_compute_api_errors_are_mapped(self):
-        def fail(*args):
+        def fail(*args, **kwargs):
             raise exception.PciRequestAliasNotDefined(alias='h100')
         self.compute_api.create = fail
         body = {'server': {'name': 'a', 'flavorRef': 'f1'}}

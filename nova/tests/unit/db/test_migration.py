@@ -16,8 +16,8 @@ from nova.tests.fixtures import database as db_fixture
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees',
-          'pci_device_health_events'}
-HEAD = '0011_instance_lock'
+          'pci_device_health_events', 'key_pairs'}
+HEAD = '0012_key_pairs'
 
 
 class TestMigrationSqlite(test.TestCase):
