@@ -52,10 +52,15 @@ _REBUILD_SCHEMA = {
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 255,
                  'pattern': r'^\S(.*\S)?$'},
         'adminPass': {'type': 'string'},
-        'metadata': {'type': 'object'},
+        'metadata': servers.METADATA_SCHEMA,
         'preserve_ephemeral': {'type': 'boolean'},
         'OS-DCF:diskConfig': {'enum': ['AUTO', 'MANUAL']},
         'description': {'type': ['string', 'null'], 'maxLength': 255},
+        'accessIPv4': {'type': ['string', 'null']},
+        'accessIPv6': {'type': ['string', 'null']},
+        'key_name': {'type': ['string', 'null'], 'minLength': 1,
+                     'maxLength': 255},
+        'user_data': {'type': ['string', 'null'], 'maxLength': 65535},
     },
     'required': ['imageRef'],
     'additionalProperties': False,
@@ -95,14 +100,23 @@ def _rebuild(req, instance: dict, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REBUILD,
                          _target(instance))
     _check('rebuild', value, _REBUILD_SCHEMA)
-    if 'description' in value and not req.api_version.at_least(
-            version_history.SERVER_DESCRIPTION):
-        raise exception.APIValidationError(
-            field='rebuild/description',
-            reason='description is allowed from microversion 2.19 on')
+    for key, change in (('key_name', version_history.REBUILD_KEY_NAME),
+                        ('user_data', version_history.REBUILD_USER_DATA)):
+        if key in value and not req.api_version.at_least(change):
+            raise exception.APIValidationError(
+                field='rebuild/%s' % key,
+                reason='%s is allowed from microversion %s on' % (
+                    key, change))
+    values = servers.user_fields(req, value)
+    if 'metadata' in value:
+        values['server_metadata'] = value['metadata']
+    if 'key_name' in value:
+        values['key_name'] = value['key_name']
     instance = req.compute_api.rebuild(req.context, instance['uuid'],
-                                       value.get('name'), value['imageRef'])
-    return 202, {'server': servers.detail_view(req, instance)}
+                                       value.get('name'), value['imageRef'],
+                                       values)
+    return 202, {'server': servers.detail_view(req, instance,
+                                               servers.View.ACTION)}
 
 
 # createImage: a snapshot's name and the properties it gets besides those

@@ -12,7 +12,12 @@ and renders instance dicts (from nova.db.api) as Compute API server views.
     delete(context, uuid) -> None
 """
 
+import base64
+import binascii
+import enum
 import hashlib
+import ipaddress
+import re
 
 from nova.api import server_filters
 from nova.api import validation
@@ -69,6 +74,14 @@ def status(instance: dict) -> str:
 IMAGE_REF_SCHEMA = {'type': 'string', 'maxLength': 255,
                     'pattern': r'^(?!\.\.?$)[^/]*$'}
 
+# A server's metadata: key -> string, as create, rebuild and the
+# metadata paths take it.
+METADATA_SCHEMA = {
+    'type': 'object',
+    'propertyNames': {'minLength': 1, 'maxLength': 255},
+    'additionalProperties': {'type': 'string', 'maxLength': 255},
+}
+
 _CREATE_SCHEMA = {
     'type': 'object',
     'properties': {
@@ -76,19 +89,61 @@ _CREATE_SCHEMA = {
                  'pattern': r'^\S(.*\S)?$'},
         'flavorRef': {'type': ['string', 'integer'], 'minLength': 1},
         'imageRef': IMAGE_REF_SCHEMA,
-        'metadata': {
-            'type': 'object',
-            'propertyNames': {'minLength': 1, 'maxLength': 255},
-            'additionalProperties': {'type': 'string', 'maxLength': 255},
-        },
+        'metadata': METADATA_SCHEMA,
         'networks': {'anyOf': [{'enum': ['auto', 'none']},
                                {'type': 'array'}]},
         'min_count': {'enum': [1, '1']},
         'max_count': {'enum': [1, '1']},
         'key_name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+        'description': {'type': ['string', 'null'], 'maxLength': 255},
+        'accessIPv4': {'type': 'string'},
+        'accessIPv6': {'type': 'string'},
+        'user_data': {'type': 'string', 'maxLength': 65535},
     },
     'required': ['name', 'flavorRef'],
 }
+
+_NAME_SCHEMA = _CREATE_SCHEMA['properties']['name']
+
+
+def user_fields(req, body: dict) -> dict:
+    """The instance columns of what a create, update or rebuild body
+    says of the server besides its name: ``description`` (from 2.19),
+    ``accessIPv4``/``accessIPv6`` (an address of that family, or empty)
+    and ``user_data`` (base64), each checked and named when bad."""
+    values = {}
+    if 'description' in body:
+        if not req.api_version.at_least(version_history.SERVER_DESCRIPTION):
+            raise exception.APIValidationError(
+                field='description',
+                reason='description is allowed from microversion 2.19 on')
+        values['description'] = body['description']
+    for key, column, family in (('accessIPv4', 'access_ip_v4', 4),
+                                ('accessIPv6', 'access_ip_v6', 6)):
+        if key not in body:
+            continue
+        address = body[key] or None
+        if address is not None:
+            try:
+                parsed = ipaddress.ip_address(address)
+            except ValueError:
+                parsed = None
+            if parsed is None or parsed.version != family:
+                raise exception.APIValidationError(
+                    field=key, reason='%r is not an IPv%d address' % (
+                        address, family))
+            address = str(parsed)
+        values[column] = address
+    if body.get('user_data') is not None:
+        try:
+            base64.b64decode(body['user_data'], validate=True)
+        except (ValueError, binascii.Error):
+            raise exception.APIValidationError(
+                field='user_data', reason='user_data is not base64')
+    if 'user_data' in body:
+        values['user_data'] = body['user_data']
+    return values
+
 
 _HOST_ATTRIBUTES = ('OS-EXT-SRV-ATTR:host',
                     'OS-EXT-SRV-ATTR:hypervisor_hostname',
@@ -160,9 +215,62 @@ def _brief_view(req, instance: dict) -> dict:
             'links': _links(req, instance['uuid'])}
 
 
-def detail_view(req, instance: dict) -> dict:
+class View(enum.Enum):
+    """Where a server view is shown: upstream shows fewer fields in the
+    answers to an update or a rebuild (until 2.75) and the server groups
+    (2.71) only for one server."""
+
+    LIST = 'list'
+    SHOW = 'show'
+    ACTION = 'action'
+
+
+def _hostname(instance: dict) -> str:
+    """The guest host name a server's name gives, as upstream derives
+    it: lower case, '-' for spaces and underscores, only letters, digits,
+    '.' and '-', at most 63 characters."""
+    name = (instance.get('display_name') or '').lower()
+    name = re.sub(r'[ _]', '-', name)
+    name = re.sub(r'[^a-z0-9.-]', '', name).strip('.-')[:63]
+    return name or 'server-%s' % instance['uuid']
+
+
+def _extended_view(req, instance: dict) -> dict:
+    """The fields of the extensions upstream leaves out of an update's
+    and a rebuild's answer before 2.75."""
+    view = {
+        'OS-EXT-AZ:availability_zone': 'nova',
+        'config_drive': '',
+        'key_name': instance.get('key_name'),
+        'OS-SRV-USG:launched_at': None,
+        'OS-SRV-USG:terminated_at': instance.get('deleted_at'),
+        'OS-EXT-STS:vm_state': instance.get('vm_state'),
+        'OS-EXT-STS:task_state': instance.get('task_state'),
+        'OS-EXT-STS:power_state': instance.get('power_state') or 0,
+        'os-extended-volumes:volumes_attached': [],
+        'security_groups': [{'name': 'default'}],
+    }
+    if req.policy.allowed(req.context, policies.HOST_ATTRIBUTES):
+        view['OS-EXT-SRV-ATTR:host'] = instance.get('host')
+        view['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.get('node')
+        view['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % (
+            instance['uuid'])
+        if req.api_version.at_least(version_history.MORE_HOST_ATTRIBUTES):
+            view.update({
+                'OS-EXT-SRV-ATTR:reservation_id': None,
+                'OS-EXT-SRV-ATTR:launch_index': 0,
+                'OS-EXT-SRV-ATTR:hostname': _hostname(instance),
+                'OS-EXT-SRV-ATTR:kernel_id': '',
+                'OS-EXT-SRV-ATTR:ramdisk_id': '',
+                'OS-EXT-SRV-ATTR:root_device_name': None,
+                'OS-EXT-SRV-ATTR:user_data': instance.get('user_data'),
+            })
+    return view
+
+
+def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
+    """The server as ``where`` shows it at the request's microversion."""
     version = req.api_version
-    vm_state = instance.get('vm_state')
     view = _brief_view(req, instance)
     view.update({
         'status': status(instance),
@@ -175,45 +283,36 @@ def detail_view(req, instance: dict) -> dict:
         'created': instance.get('created_at'),
         'updated': instance.get('updated_at') or instance.get('created_at'),
         'addresses': {},
-        'accessIPv4': '',
-        'accessIPv6': '',
+        'accessIPv4': instance.get('access_ip_v4') or '',
+        'accessIPv6': instance.get('access_ip_v6') or '',
         'OS-DCF:diskConfig': 'MANUAL',
         'progress': 0,
-        'OS-EXT-AZ:availability_zone': 'nova',
-        'config_drive': '',
-        'key_name': instance.get('key_name'),
-        'OS-SRV-USG:launched_at': None,
-        'OS-SRV-USG:terminated_at': instance.get('deleted_at'),
-        'OS-EXT-STS:vm_state': vm_state,
-        'OS-EXT-STS:task_state': instance.get('task_state'),
-        'OS-EXT-STS:power_state': instance.get('power_state') or 0,
-        'os-extended-volumes:volumes_attached': [],
-        'security_groups': [{'name': 'default'}],
     })
-    if req.policy.allowed(req.context, policies.HOST_ATTRIBUTES):
-        view['OS-EXT-SRV-ATTR:host'] = instance.get('host')
-        view['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.get('node')
-        view['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % (
-            instance['uuid'])
+    if where is not View.ACTION or version.at_least(
+            version_history.FULL_ACTION_ANSWERS):
+        view.update(_extended_view(req, instance))
     fault = _fault_view(instance, req.context.is_admin)
     if fault is not None:
         view['fault'] = fault
     # Fields later microversions add; this deployment has no value for
-    # them beyond the defaults.
+    # some of them beyond the defaults.
     for since, key, value in (
             (version_history.LOCKED_SHOWN, 'locked',
              bool(instance.get('locked'))),
-            (version_history.SERVER_DESCRIPTION, 'description', None),
+            (version_history.SERVER_DESCRIPTION, 'description',
+             instance.get('description')),
             (version_history.SERVER_TAGS, 'tags', []),
             (version_history.TRUSTED_CERTS, 'trusted_image_certificates',
              None),
-            (version_history.SERVER_GROUPS_SHOWN, 'server_groups', []),
             (version_history.LOCKED_REASON, 'locked_reason',
              instance.get('locked_reason')),
             (version_history.PINNED_ZONE, 'pinned_availability_zone',
              None)):
         if version.at_least(since):
             view[key] = value
+    if where is not View.LIST and version.at_least(
+            version_history.SERVER_GROUPS_SHOWN):
+        view['server_groups'] = []
     return view
 
 
@@ -278,7 +377,39 @@ def detail(req) -> tuple:
 def show(req, server_id: str) -> tuple:
     """GET /servers/{id}."""
     instance = get_instance(req, server_id, policies.SERVERS_SHOW)
-    return 200, {'server': detail_view(req, instance)}
+    return 200, {'server': detail_view(req, instance, View.SHOW)}
+
+
+_UPDATE_SCHEMA = {
+    'type': 'object',
+    'properties': {'server': {
+        'type': 'object',
+        'properties': {
+            'name': _NAME_SCHEMA,
+            'description': {'type': ['string', 'null'], 'maxLength': 255},
+            'accessIPv4': {'type': ['string', 'null']},
+            'accessIPv6': {'type': ['string', 'null']},
+            # Upstream accepts and ignores these.
+            'OS-DCF:diskConfig': {'enum': ['AUTO', 'MANUAL']},
+        },
+        'additionalProperties': False}},
+    'required': ['server'], 'additionalProperties': False,
+}
+
+
+def update(req, server_id: str) -> tuple:
+    """PUT /servers/{id}: rename, describe (2.19) or readdress a server;
+    the server as an action's answer shows it."""
+    instance = get_instance(req, server_id, policies.SERVERS_UPDATE)
+    body = req.body_object()
+    validation.validate(body, _UPDATE_SCHEMA)
+    value = body['server']
+    values = user_fields(req, value)
+    if 'name' in value:
+        values['display_name'] = value['name']
+    if values:
+        instance = req.compute_api.update(req.context, instance, values)
+    return 200, {'server': detail_view(req, instance, View.ACTION)}
 
 
 def flavor_id(ref) -> str:
@@ -300,9 +431,16 @@ def create(req) -> tuple:
         raise exception.APIValidationError(
             field='flavorRef', reason='flavor %r does not exist' % (
                 body['flavorRef'],))
+    values = user_fields(req, body)
+    fields = compute_api.ServerFields(
+        description=values.get('description'),
+        access_ip_v4=values.get('access_ip_v4'),
+        access_ip_v6=values.get('access_ip_v6'),
+        user_data=values.get('user_data'),
+        key_name=body.get('key_name'))
     instance = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),
-        body.get('metadata', {}), key_name=body.get('key_name'))
+        body.get('metadata', {}), fields)
     uuid = instance['uuid']
     server = {'id': uuid, 'links': _links(req, uuid),
               'OS-DCF:diskConfig': 'MANUAL',
@@ -328,7 +466,7 @@ def metadata_index(req, server_id: str) -> tuple:
 
 _METADATA_SCHEMA = {
     'type': 'object',
-    'properties': {'metadata': _CREATE_SCHEMA['properties']['metadata']},
+    'properties': {'metadata': METADATA_SCHEMA},
     'required': ['metadata'], 'additionalProperties': False,
 }
 

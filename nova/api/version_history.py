@@ -27,6 +27,8 @@ class Change:
 KEYPAIR_TYPE = Change(
     '2.2', "Key pairs have a 'type' (ssh or x509); creating one answers "
            '201 and deleting one 204.')
+MORE_HOST_ATTRIBUTES = Change(
+    '2.3', 'Admins see more OS-EXT-SRV-ATTR fields, user_data among them.')
 LOCKED_SHOWN = Change('2.9', "Server views show 'locked'.")
 KEYPAIRS_OF_OTHER_USERS = Change(
     '2.10', "Admins name another user's key pairs with 'user_id'.")
@@ -61,8 +63,12 @@ EVENTS_FOR_EVERYONE = Change(
 UUID_IDS = Change(
     '2.53', 'Services and hypervisors are named by uuid; the hypervisor '
             "'search' and 'servers' paths become query parameters.")
+REBUILD_KEY_NAME = Change(
+    '2.54', "rebuild takes a 'key_name' (or null for none).")
 FLAVOR_DESCRIPTION = Change('2.55', "Flavor views show 'description'.")
 MIGRATE_TO_HOST = Change('2.56', "migrate accepts a target 'host'.")
+REBUILD_USER_DATA = Change(
+    '2.57', "rebuild takes 'user_data' (or null for none).")
 ACTION_UPDATED_AT = Change(
     '2.58', "Instance actions show 'updated_at'.")
 MIGRATION_UUID = Change(
@@ -81,6 +87,9 @@ SERVER_GROUPS_SHOWN = Change('2.71', "Server views show 'server_groups'.")
 LOCKED_REASON = Change(
     '2.73', "lock takes a 'locked_reason', shown in server views; "
             "GET /servers filters by 'locked'.")
+FULL_ACTION_ANSWERS = Change(
+    '2.75', 'The answers to an update and a rebuild show every field a '
+            'show does.')
 SWAP_ZERO = Change(
     '2.75', "A flavor without swap shows 0, not ''.")
 UNSHELVE_ZONE = Change(

@@ -1,14 +1,19 @@
-"""Version documents at ``/`` and ``/v2.1``, read by keystoneauth discovery.
+"""Version documents at ``/``, ``/v2.1`` and ``/v2``, read by
+keystoneauth discovery.
 
 ``version`` is the newest microversion served and ``min_version`` the
-oldest; clients negotiate within that range.
+oldest; clients negotiate within that range. As upstream, ``/`` also
+lists the legacy v2.0 API as SUPPORTED, without microversions; this
+fork serves its version document at ``/v2`` and the API itself only at
+``/v2.1``.
 """
 
 from nova.api import microversion
 
-# When the v2.1 API (with microversions) first appeared upstream; clients
-# only display it.
+# When the v2.1 API (with microversions) and the v2.0 API first appeared
+# upstream; clients only display them.
 _UPDATED = '2013-07-23T11:33:21Z'
+_UPDATED_V2_0 = '2011-01-21T11:33:21Z'
 
 
 def _document(req) -> dict:
@@ -30,9 +35,26 @@ def _document(req) -> dict:
     }
 
 
+def _document_v2_0(req) -> dict:
+    return {
+        'id': 'v2.0',
+        'status': 'SUPPORTED',
+        'version': '',
+        'min_version': '',
+        'updated': _UPDATED_V2_0,
+        'links': [{'rel': 'self',
+                   'href': req.application_url + '/v2/'}],
+    }
+
+
 def index(req) -> tuple:
-    """GET /: every major version (only v2.1 here)."""
-    return 200, {'versions': [_document(req)]}
+    """GET /: every major version, the legacy v2.0 and v2.1."""
+    return 200, {'versions': [_document_v2_0(req), _document(req)]}
+
+
+def show_v2_0(req) -> tuple:
+    """GET /v2: the legacy v2.0 version document."""
+    return 200, {'version': _document_v2_0(req)}
 
 
 def show(req) -> tuple:

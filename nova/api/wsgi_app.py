@@ -186,6 +186,8 @@ def _build_router() -> _Router:
     router.add('/', GET=versions.index)
     router.add(PREFIX, GET=versions.show)
     router.add(PREFIX + '/', GET=versions.show)
+    router.add('/v2', GET=versions.show_v2_0)
+    router.add('/v2/', GET=versions.show_v2_0)
     p = PREFIX
     router.add(p + '/flavors', GET=flavors.index, POST=flavors.create)
     router.add(p + '/flavors/detail', GET=flavors.detail)
@@ -199,7 +201,7 @@ def _build_router() -> _Router:
     router.add(p + '/servers', GET=servers.index, POST=servers.create)
     router.add(p + '/servers/detail', GET=servers.detail)
     router.add(p + '/servers/{server_id}', GET=servers.show,
-               DELETE=servers.delete)
+               PUT=servers.update, DELETE=servers.delete)
     router.add(p + '/servers/{server_id}/action', POST=server_actions.action)
     router.add(p + '/servers/{server_id}/metadata',
                GET=servers.metadata_index, POST=servers.metadata_update)
@@ -242,7 +244,8 @@ def _build_router() -> _Router:
 
 
 # Paths answered without authentication (version discovery).
-_PUBLIC = frozenset((versions.index, versions.show, misc.identity_version))
+_PUBLIC = frozenset((versions.index, versions.show, versions.show_v2_0,
+                     misc.identity_version))
 
 
 class ComputeAPI(object):

@@ -8,6 +8,7 @@ ERROR. It then records the
 instance and hands the build to nova-conductor.
 """
 
+import dataclasses
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -107,6 +108,20 @@ def check_lock(context, instance: dict) -> None:
         raise exception.InstanceIsLocked(instance_uuid=instance['uuid'])
 
 
+@dataclasses.dataclass(frozen=True)
+class ServerFields:
+    """What a user says of a new server besides its name, flavor, image
+    and metadata: kept with it and shown by the API."""
+
+    description: str | None = None
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    # Base64, as the API takes it.
+    user_data: str | None = None
+    # The caller's key pair whose public key the server keeps.
+    key_name: str | None = None
+
+
 class API:
     """Server lifecycle entry points used by ``nova.api.servers``."""
 
@@ -166,7 +181,8 @@ class API:
         return flavor
 
     def create(self, context, name: str, flavor_ref: str, image_ref: str,
-               metadata: dict, key_name: str | None = None) -> dict:
+               metadata: dict,
+               fields: 'ServerFields | None' = None) -> dict:
         """Record a new instance and start building it; return it.
 
         Raises (HTTP 400) APIValidationError for an unknown or disabled
@@ -187,7 +203,7 @@ class API:
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
         guest_hardware.check_flavor(flavor)
-        keypair = self._key_pair(context, key_name)
+        keypair = self._key_pair(context, fields.key_name)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,
@@ -203,6 +219,10 @@ class API:
             'server_metadata': dict(metadata or {}),
             'key_name': keypair.name if keypair else None,
             'key_data': keypair.public_key if keypair else None,
+            'description': fields.description,
+            'access_ip_v4': fields.access_ip_v4,
+            'access_ip_v6': fields.access_ip_v6,
+            'user_data': fields.user_data,
         })
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
@@ -672,16 +692,22 @@ class API:
         self.compute_rpcapi.start_instance(context, instance['host'], uuid)
 
     def rebuild(self, context, uuid: str, name: str | None = None,
-                image_ref: str | None = None) -> dict:
+                image_ref: str | None = None,
+                values: dict | None = None) -> dict:
         """Rebuild an ACTIVE or SHUTOFF server on its devices from
         ``image_ref`` (its root disk made again), renamed to ``name`` if
-        given; return it.
+        given, with the other columns of ``values`` (metadata,
+        description, access addresses, user data; ``key_name`` is the
+        caller's key pair, or None for none); return it.
 
-        Name and image are written with the task state, before the
-        compute is told: the guest it redefines carries them. The image
-        is checked as :meth:`create` checks it.
+        Everything is written with the task state, before the compute is
+        told: the guest it redefines carries them. The image is checked
+        as :meth:`create` checks it.
         """
-        values = {}
+        values = dict(values or {})
+        if 'key_name' in values:
+            keypair = self._key_pair(context, values['key_name'])
+            values['key_data'] = keypair.public_key if keypair else None
         allowed = [vm_states.ACTIVE, vm_states.STOPPED]
         if name is not None:
             values['display_name'] = name
@@ -696,6 +722,13 @@ class API:
                                 values=values)
         self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
         return instance
+
+    def update(self, context, instance: dict, values: dict) -> dict:
+        """Change what the user says of a server (``display_name``,
+        ``description``, access addresses) in any state; a locked server
+        refuses its project's members."""
+        check_lock(context, instance)
+        return db.instance_update(context, instance['uuid'], values)
 
     def get_console_output(self, context, instance: dict,
                            tail_length: int | None) -> str:

@@ -260,6 +260,12 @@ class Instance(Base):
     # with the server as upstream keeps them for the guest's metadata.
     key_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     key_data: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # What the user says of the server (2.19), the addresses it says the
+    # server is reached at, and the base64 user data it booted with.
+    description: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    access_ip_v4: orm.Mapped[str | None] = orm.mapped_column(sa.String(39))
+    access_ip_v6: orm.Mapped[str | None] = orm.mapped_column(sa.String(39))
+    user_data: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

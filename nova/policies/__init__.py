@@ -34,6 +34,7 @@ SERVERS_DETAIL_ALL_PROJECTS = 'os_compute_api:servers:detail:get_all_tenants'
 SERVERS_SHOW = 'os_compute_api:servers:show'
 SERVERS_CREATE = 'os_compute_api:servers:create'
 SERVERS_DELETE = 'os_compute_api:servers:delete'
+SERVERS_UPDATE = 'os_compute_api:servers:update'
 METADATA_INDEX = 'os_compute_api:server-metadata:index'
 METADATA_UPDATE = 'os_compute_api:server-metadata:update'
 METADATA_DELETE = 'os_compute_api:server-metadata:delete'
@@ -153,6 +154,9 @@ def list_rules() -> list[policy.RuleDefault]:
               [('POST', '/servers')]),
         _rule(SERVERS_DELETE, PROJECT_MEMBER_OR_ADMIN, 'Delete a server.',
               [('DELETE', '/servers/{server_id}')]),
+        _rule(SERVERS_UPDATE, PROJECT_MEMBER_OR_ADMIN,
+              'Rename a server, change its description or access '
+              'addresses.', [('PUT', '/servers/{server_id}')]),
         _rule(METADATA_INDEX, PROJECT_READER_OR_ADMIN,
               'List a server\'s metadata.',
               [('GET', '/servers/{server_id}/metadata')]),

@@ -46,7 +46,7 @@ class FakeComputeAPI(object):
         self.glance_client = FakeGlance()
 
     def create(self, context, name, flavor_ref, image_ref, metadata,
-               key_name=None):
+               fields=None):
         self.calls.append(('create', name, flavor_ref, image_ref, metadata))
         flavor = db.flavor_get_by_flavorid(context, flavor_ref)
         return db.instance_create(context, {
@@ -54,12 +54,17 @@ class FakeComputeAPI(object):
             'user_id': context.user_id, 'flavor_id': flavor['id'],
             'flavor': flavor, 'vm_state': 'building',
             'task_state': 'scheduling', 'image_ref': image_ref,
-            'server_metadata': metadata, 'key_name': key_name})
+            'server_metadata': metadata,
+            'key_name': fields.key_name if fields else None})
 
     def update_metadata_item(self, context, instance, key, value):
         self.calls.append(('update_metadata_item', key, value))
         return compute_api.API.update_metadata_item(self, context, instance,
                                                     key, value)
+
+    def update(self, context, instance, values):
+        self.calls.append(('update', instance['uuid'], values))
+        return compute_api.API.update(self, context, instance, values)
 
     def get(self, context, uuid):
         self.calls.append(('get', uuid))
@@ -84,9 +89,12 @@ class FakeComputeAPI(object):
     def start(self, context, uuid):
         self.calls.append(('start', uuid))
 
-    def rebuild(self, context, uuid, name=None, image_ref=None):
+    def rebuild(self, context, uuid, name=None, image_ref=None,
+                values=None):
         self.calls.append(('rebuild', uuid))
-        values = {'task_state': 'rebuilding', 'image_ref': image_ref}
+        values = dict(values or {}, task_state='rebuilding',
+                      image_ref=image_ref)
+        values.pop('key_name', None)
         if name is not None:
             values['display_name'] = name
         return db.instance_update(context, uuid, values)

@@ -61,6 +61,7 @@ ROUTE_RULES = {
         policies.SERVER_MIGRATIONS,
     ('GET', '/v2.1/os-services'): policies.SERVICES_LIST,
     ('PUT', '/v2.1/os-services/{service_id}'): policies.SERVICES_UPDATE,
+    ('PUT', '/v2.1/servers/{server_id}'): policies.SERVERS_UPDATE,
     ('GET', '/v2.1/os-keypairs'): policies.KEYPAIRS_INDEX,
     ('POST', '/v2.1/os-keypairs'): policies.KEYPAIRS_CREATE,
     ('GET', '/v2.1/os-keypairs/{keypair_name}'): policies.KEYPAIRS_SHOW,
@@ -82,6 +83,7 @@ ROUTE_RULES = {
 }
 # Answered without a token, as upstream: version discovery.
 PUBLIC_ROUTES = {('GET', '/'), ('GET', '/v2.1'), ('GET', '/v2.1/'),
+                 ('GET', '/v2'), ('GET', '/v2/'),
                  ('GET', '/identity/v3')}
 BODIES = {
     ('POST', '/v2.1/flavors'): {'flavor': {
@@ -96,6 +98,7 @@ BODIES = {
     ('PUT', '/v2.1/os-services/{service_id}'):
         {'host': 'cmp1', 'binary': 'nova-compute'},
     ('POST', '/v2.1/os-keypairs'): {'keypair': {'name': 'key1'}},
+    ('PUT', '/v2.1/servers/{server_id}'): {'server': {'name': 'renamed'}},
 }
 
 

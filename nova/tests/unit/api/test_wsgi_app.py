@@ -14,10 +14,15 @@ from nova.tests.unit.api import fakes
 
 class TestVersions(fakes.APITestCase):
 
-    def test_root_lists_v21_without_token(self):
+    def test_root_lists_v20_and_v21_without_token(self):
         response = self.request('GET', '/', token=None)
         self.assertEqual(200, response.status_int)
-        (version,) = response.json['versions']
+        legacy, version = response.json['versions']
+        self.assertEqual(('v2.0', 'SUPPORTED', '', ''), (
+            legacy['id'], legacy['status'], legacy['version'],
+            legacy['min_version']))
+        self.assertEqual([{'rel': 'self', 'href': 'http://localhost/v2/'}],
+                         legacy['links'])
         self.assertEqual('v2.1', version['id'])
         self.assertEqual('CURRENT', version['status'])
         self.assertEqual('2.96', version['version'])
@@ -31,6 +36,14 @@ class TestVersions(fakes.APITestCase):
             self.assertEqual(200, response.status_int)
             self.assertEqual('2.96', response.json['version']['version'])
             self.assertEqual('2.1', response.json['version']['min_version'])
+
+    def test_v20_document_at_its_link(self):
+        for path in ('/v2', '/v2/'):
+            response = self.request('GET', path, token=None)
+            self.assertEqual(200, response.status_int)
+            self.assertEqual(('v2.0', 'SUPPORTED'), (
+                response.json['version']['id'],
+                response.json['version']['status']))
 
 
 class TestMicroversions(fakes.APITestCase):

@@ -17,7 +17,7 @@ TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees',
           'pci_device_health_events', 'key_pairs'}
-HEAD = '0012_key_pairs'
+HEAD = '0013_instance_user_fields'
 
 
 class TestMigrationSqlite(test.TestCase):
