@@ -1,13 +1,22 @@
 """The nova-compute manager: owns the hypervisor driver of one host, keeps
-its resources reported and builds and destroys its instances.
+its resources reported and builds, acts on and destroys its instances.
 
-A compute killed with builds in flight repairs its host when it starts
-again, before it serves requests (``init_host``, with
-``nova.compute.repair``, which also keeps power states and unowned guests
-and devices in line periodically).
+It serves the compute's RPC API and runs its periodic tasks; three jobs
+live in modules of their own, which it calls with itself as their seam
+(a ``Compute`` protocol each):
+
+* ``nova.compute.repair``: a compute killed with builds in flight repairs
+  its host when it starts again, before it serves requests
+  (``init_host``), and keeps power states and unowned guests and devices
+  in line periodically;
+* ``nova.compute.moves``: this host's end of resizes, migrations,
+  evacuations, confirms and reverts (the RPC methods delegate to it);
+* ``nova.compute.health``: telling, and maybe stopping, the servers whose
+  devices became unhealthy (the resource tracker's health listener).
 """
 
 import datetime
+import functools
 import threading
 
 from oslo_config import cfg
@@ -19,9 +28,10 @@ from nova import context as nova_context
 from nova import exception
 from nova import manager
 from nova import rpc
-from nova import states
 from nova.compute import audit
+from nova.compute import health
 from nova.compute import instance_actions
+from nova.compute import moves
 from nova.compute import repair
 from nova.compute import resource_tracker
 from nova.compute import rpcapi as compute_rpcapi
@@ -33,7 +43,6 @@ from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.image import glance
 from nova.pci import device as pci_device
-from nova.pci import health as pci_health
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.scheduler.client import frees
@@ -52,8 +61,8 @@ class ComputeManager(manager.Manager):
 
     Its public methods taking a context are its RPC API
     (``nova.compute.rpcapi``); those marked ``rpc.local_only`` are not
-    served: they are the steps of its actions that ``nova.compute.repair``
-    uses in-process (``repair.Compute``).
+    served: they are the steps of its actions that ``nova.compute.repair``,
+    ``moves`` and ``health`` use in-process (their ``Compute`` protocols).
     """
 
     binary = BINARY
@@ -73,7 +82,7 @@ class ComputeManager(manager.Manager):
         # Built here so bad [pci] config stops the service at start.
         self.rt = resource_tracker.ResourceTracker(
             conf, self.host, driver, self.reportclient,
-            health_listener=self._device_health_changed)
+            health_listener=functools.partial(health.react, self))
         self._conductor_api: conductor_rpcapi.ConductorAPI | None = None
         # Built on first snapshot: a compute that never snapshots
         # needs no [glance] credentials of its own.
@@ -93,7 +102,7 @@ class ComputeManager(manager.Manager):
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
         LOG.info('Compute %s started with %d PCI devices tracked',
-                 self.host, len(self.rt.pci_tracker.pci_devs))
+                 self.host, len(self.rt.tracked_devices()))
 
     def sync_power_states(self) -> None:
         """Periodic task (``[DEFAULT]sync_power_state_interval``): match
@@ -161,87 +170,6 @@ class ComputeManager(manager.Manager):
         # quarantines lifted by the repair, change the offer now.
         self.rt.refresh_offer(context)
 
-    def _device_health_changed(self, changes: list[pci_health.HealthChange]
-                               ) -> None:
-        """Tell each server holding a device that became unhealthy: an
-        instance action with a failed event and a fault naming the
-        device; with ``[pci]unhealthy_device_action = stop`` the server
-        is stopped too (it keeps the device, as any stopped server)."""
-        broken: dict[str, list[pci_health.HealthChange]] = {}
-        for change in changes:
-            if not change.healthy and change.instance_uuid:
-                broken.setdefault(change.instance_uuid, []).append(change)
-        for instance_uuid, held in sorted(broken.items()):
-            reason = '; '.join(
-                'PCI device %s is unhealthy (%s): %s' % (
-                    c.address, c.source, c.reason) for c in held)
-            context = nova_context.get_admin_context()
-            instance_actions.start(context, instance_uuid,
-                                   instance_actions.PCI_DEVICE_UNHEALTHY)
-            with instance_actions.step(context, instance_uuid,
-                                       'compute_pci_device_unhealthy',
-                                       host=self.host) as step:
-                step.fail(reason)
-            try:
-                db.instance_update(context, instance_uuid,
-                                   {'fault_message': reason})
-            except exception.InstanceNotFound:
-                continue
-            if self.conf.pci.unhealthy_device_action == 'stop':
-                self._stop_for_health(instance_uuid, reason)
-
-    def _stop_for_health(self, instance_uuid: str, reason: str) -> None:
-        """Stop an active server whose device broke (recorded as a
-        ``stop`` action); at once, or once a build or action running on
-        it (holding its lock, maybe the very update that found the
-        fault) is done."""
-        lock = self.instance_lock(instance_uuid)
-        if lock.acquire(blocking=False):
-            try:
-                self._stop_unhealthy(instance_uuid, reason)
-            finally:
-                lock.release()
-            return
-
-        def later():
-            with lock:
-                self._stop_unhealthy(instance_uuid, reason)
-        threading.Thread(target=later, daemon=True,
-                         name='stop-%s' % instance_uuid).start()
-
-    def _stop_unhealthy(self, instance_uuid: str, reason: str) -> None:
-        context = nova_context.get_admin_context()
-        try:
-            db.instance_update(
-                context, instance_uuid,
-                {'task_state': task_states.POWERING_OFF},
-                expected={'vm_state': vm_states.ACTIVE, 'task_state': None,
-                          'host': self.host})
-        except (exception.InstanceUpdateConflict,
-                exception.InstanceNotFound):
-            LOG.info('Instance %s is not active and idle on %s; not '
-                     'stopping it for its unhealthy device', instance_uuid,
-                     self.host)
-            return
-        LOG.warning('Stopping instance %s ([pci]unhealthy_device_action = '
-                    'stop): %s', instance_uuid, reason)
-        instance_actions.start(context, instance_uuid, instance_actions.STOP)
-        values = dict(compute_utils.SETTLED_STOPPED, task_state=None)
-        with instance_actions.step(context, instance_uuid,
-                                   'compute_stop_instance',
-                                   host=self.host) as step:
-            try:
-                self.driver.power_off(instance_uuid)
-            except Exception as exc:
-                LOG.error('Could not stop instance %s: %s', instance_uuid,
-                          exc)
-                step.fail(exception.reason_of(exc))
-                values = {'task_state': None,
-                          'power_state': self.driver.get_power_state(
-                              instance_uuid)}
-        self.finish_action(context, instance_uuid,
-                           task_states.POWERING_OFF, values)
-
     @property
     def conductor_api(self) -> conductor_rpcapi.ConductorAPI:
         """Made on first use: a compute needs messaging only to hand an
@@ -252,47 +180,9 @@ class ComputeManager(manager.Manager):
 
     def confirm_expired_resizes(self) -> list[str]:
         """Periodic task (with ``[DEFAULT]resize_confirm_window``): confirm
-        the moves to this host that waited in VERIFY_RESIZE longer than
-        the window, as upstream's ``_poll_unconfirmed_resizes``; returns
-        the migrations confirmed.
-
-        The migration goes ``finished`` -> ``confirming`` in one
-        compare-and-swap, so a user's confirm or revert racing it wins or
-        loses cleanly; the confirm itself is a conductor's.
-        """
-        window = self.conf.resize_confirm_window
-        if not window:
-            return []
-        context = nova_context.get_admin_context()
-        expired_before = timeutils.utcnow() - datetime.timedelta(
-            seconds=window)
-        confirmed = []
-        for migration in db.migration_get_all(context, {
-                'dest_compute': self.host,
-                'status': states.MIGRATION_FINISHED}):
-            if migration['updated_at'] is None or \
-                    migration['updated_at'] > expired_before:
-                continue
-            try:
-                db.migration_update(context, migration['uuid'],
-                                    {'status': states.MIGRATION_CONFIRMING},
-                                    expected_status=(
-                                        states.MIGRATION_FINISHED))
-                db.instance_update(context, migration['instance_uuid'], {
-                    'build_owner': None,
-                    'build_heartbeat': timeutils.utcnow()},
-                    expected={'vm_state': vm_states.RESIZED})
-            except (exception.MigrationUpdateConflict,
-                    exception.InstanceUpdateConflict,
-                    exception.InstanceNotFound):
-                continue
-            LOG.info('Confirming migration %s of instance %s: it waited '
-                     'longer than resize_confirm_window (%ss)',
-                     migration['uuid'], migration['instance_uuid'], window)
-            self.conductor_api.confirm_resize(
-                context, migration['instance_uuid'], migration['uuid'])
-            confirmed.append(migration['uuid'])
-        return confirmed
+        the moves to this host that waited longer than the window
+        (``moves.confirm_expired_resizes``); the migrations confirmed."""
+        return moves.confirm_expired_resizes(self)
 
     def periodic_tasks(self) -> list:
         return [('update_available_resource', self.update_available_resource,
@@ -337,7 +227,7 @@ class ComputeManager(manager.Manager):
         for each of its devices, in device order. Each entry is one unit
         of that provider (see ``_unit_of``)."""
         by_rp: dict[str, list[pci_device.TrackedDevice]] = {}
-        for dev in self.rt.pci_tracker.pci_devs:
+        for dev in self.rt.tracked_devices():
             if dev.rp_uuid:
                 by_rp.setdefault(dev.rp_uuid, []).append(dev)
         # VFs already given to an earlier unit of this build.
@@ -393,10 +283,11 @@ class ComputeManager(manager.Manager):
         return pci_numa.guest_nodes(placed, guest_hardware.numa_cells_of(
             flavor.get('extra_specs')) or 1)
 
-    def _guest_spec(self, instance: dict, flavor: dict,
-                    devices: list[pci_device.TrackedDevice],
-                    pci_requests: list[pci_request.InstancePCIRequest]
-                    ) -> virt_driver.GuestSpec:
+    @rpc.local_only
+    def guest_spec(self, instance: dict, flavor: dict,
+                   devices: list[pci_device.TrackedDevice],
+                   pci_requests: list[pci_request.InstancePCIRequest]
+                   ) -> virt_driver.GuestSpec:
         """The guest of ``instance`` with ``flavor`` (its own, or a move's
         new one) on ``devices``, claimed here for ``pci_requests``: the
         one description of a guest every build, rebuild and move end
@@ -501,7 +392,7 @@ class ComputeManager(manager.Manager):
             # Read once; the claim and the guest's NUMA nodes share it.
             pci_requests = pci_request.requests_from_primitive(
                 instance.get('pci_requests'))
-            devices = self._claim_devices(
+            devices = self.claim_devices(
                 instance_uuid, pci_requests, pci_providers)
             flavor = instance['flavor']
             # Only while no delete has started (it sets 'deleting')
@@ -510,7 +401,7 @@ class ComputeManager(manager.Manager):
                                {'task_state': task_states.SPAWNING},
                                expected={'task_state': waiting,
                                          'host': self.host})
-            self.driver.spawn(self._guest_spec(
+            self.driver.spawn(self.guest_spec(
                 instance, flavor, devices, pci_requests))
         except Exception as exc:
             LOG.warning('Build of instance %s failed on %s: %s',
@@ -546,10 +437,11 @@ class ComputeManager(manager.Manager):
             return False
         return not self.rt.offers(addresses)
 
-    def _claim_devices(self, instance_uuid: str,
-                       pci_requests: list[pci_request.InstancePCIRequest],
-                       pci_providers: dict[str, list[str]]
-                       ) -> list[pci_device.TrackedDevice]:
+    @rpc.local_only
+    def claim_devices(self, instance_uuid: str,
+                      pci_requests: list[pci_request.InstancePCIRequest],
+                      pci_providers: dict[str, list[str]]
+                      ) -> list[pci_device.TrackedDevice]:
         """Claim the devices Placement allocated to each PCI request."""
         devices = []
         # The free VFs of a provider are chosen and claimed under one
@@ -558,8 +450,8 @@ class ComputeManager(manager.Manager):
         with self._claim_lock:
             for request_id, addresses in self._devices_for(pci_requests,
                                                            pci_providers):
-                devices += self.rt.pci_tracker.claim(
-                    instance_uuid, request_id, addresses)
+                devices += self.rt.claim(instance_uuid, request_id,
+                                         addresses)
         self.rt.report_claimed(devices)
         return devices
 
@@ -687,11 +579,6 @@ class ComputeManager(manager.Manager):
             'task_state': None, 'fault_message': reason,
             'power_state': self.driver.get_power_state(instance['uuid'])})
 
-    def _held_devices(self, instance_uuid: str
-                      ) -> list[pci_device.TrackedDevice]:
-        return [dev for dev in self.rt.pci_tracker.pci_devs
-                if dev.instance_uuid == instance_uuid]
-
     def reboot_instance(self, context, instance_uuid: str,
                         hard: bool) -> None:
         """Reboot the guest; it is ACTIVE and running afterwards."""
@@ -765,11 +652,11 @@ class ComputeManager(manager.Manager):
         from its image (kept with ``keep_disk``); the settled values."""
         stopped = instance['vm_state'] == vm_states.STOPPED
         flavor = instance['flavor']
-        devices = self._held_devices(instance['uuid'])
+        devices = self.rt.held_by(instance['uuid'])
         self.driver.rebuild(
-            self._guest_spec(instance, flavor, devices,
-                             pci_request.requests_from_primitive(
-                                 instance.get('pci_requests'))),
+            self.guest_spec(instance, flavor, devices,
+                            pci_request.requests_from_primitive(
+                                instance.get('pci_requests'))),
             power_on=not stopped, keep_disk=keep_disk)
         return (compute_utils.SETTLED_STOPPED if stopped
                 else compute_utils.SETTLED_ACTIVE)
@@ -845,29 +732,7 @@ class ComputeManager(manager.Manager):
                          instance['uuid'], instance['updated_at'])
                 self._offload_if_shelved(context, instance['uuid'])
 
-    # Moves: resize, cold migration (see nova.conductor.manager) -----------
-    #
-    # The conductor drives a move; each step below runs on one end of it
-    # and does only that end's part. The PCI request ids tell the source's
-    # device claims (the migration's old requests) from the destination's
-    # (its new ones) when both ends are this host.
-
-    def _spawn_claimed(self, instance: dict, flavor: dict,
-                       pci_requests: list | None
-                       ) -> list[pci_device.TrackedDevice]:
-        """Start the guest with the devices claimed here for
-        ``pci_requests`` (one side of a move), confined to their NUMA
-        nodes as at a boot, on a root disk made from its image (a move
-        copies no disk); returns the devices."""
-        instance_uuid = instance['uuid']
-        request_ids = _request_ids(pci_requests)
-        devices = [dev for dev in self.rt.pci_tracker.pci_devs
-                   if dev.instance_uuid == instance_uuid and
-                   dev.request_id in request_ids]
-        self.driver.spawn(self._guest_spec(
-            instance, flavor, devices,
-            pci_request.requests_from_primitive(pci_requests)))
-        return devices
+    # Moves: the RPC entry points of the steps in nova.compute.moves ------
 
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
     def prep_resize(self, context, instance_uuid: str, migration_uuid: str,
@@ -875,176 +740,36 @@ class ComputeManager(manager.Manager):
                     mappings: dict[str, list[str]] | None = None) -> None:
         """Destination: claim the devices Placement allocated for the new
         flavor (``pci_providers``, or ``mappings`` from an RPC API 1.2
-        caller). On failure nothing stays claimed here and
-        RescheduledException lets the conductor try another host."""
-        with self.instance_lock(instance_uuid):
-            migration = db.migration_get_by_uuid(context, migration_uuid)
-            new_ids = _request_ids(migration['new_pci_requests'])
-            try:
-                if migration['status'] not in (
-                        states.MIGRATION_PRE_MIGRATING,
-                        states.MIGRATION_ACCEPTED) or \
-                        migration['dest_compute'] != self.host:
-                    raise exception.MigrationFailed(
-                        instance_uuid=instance_uuid,
-                        reason='migration %s is %s towards %s' % (
-                            migration_uuid, migration['status'],
-                            migration['dest_compute']))
-                devices = self._claim_devices(
-                    instance_uuid, pci_request.requests_from_primitive(
-                        migration['new_pci_requests']),
-                    _sent_providers(pci_providers, mappings))
-            except Exception as exc:
-                LOG.warning('Preparing the move of instance %s to %s '
-                            'failed: %s', instance_uuid, self.host, exc)
-                self.rt.free_instance(instance_uuid, new_ids)
-                raise exception.RescheduledException(
-                    instance_uuid=instance_uuid,
-                    reason=exception.reason_of(exc))
-            LOG.info('Instance %s: PCI devices %s claimed on %s for '
-                     'migration %s', instance_uuid,
-                     ', '.join(d.address for d in devices) or 'none',
-                     self.host, migration_uuid)
+        caller); RescheduledException if that fails."""
+        moves.prep_resize(self, context, instance_uuid, migration_uuid,
+                          _sent_providers(pci_providers, mappings))
 
     def resize_instance(self, context, instance_uuid: str,
                         migration_uuid: str) -> None:
-        """Source: stop the guest (its devices stay claimed here, for a
-        revert, until the move is confirmed)."""
-        with self.instance_lock(instance_uuid):
-            db.migration_update(context, migration_uuid,
-                                {'status': states.MIGRATION_MIGRATING},
-                                expected_status=(
-                                    states.MIGRATION_PRE_MIGRATING))
-            db.instance_update(context, instance_uuid,
-                               {'task_state': task_states.RESIZE_MIGRATING})
-            # No disk is copied (the destination makes the root disk
-            # again from the image): stopping the guest is the whole
-            # source side. Its domain and files go (a guest of the same
-            # UUID is defined on the destination, possibly this host).
-            self.driver.destroy(instance_uuid)
-            db.migration_update(context, migration_uuid,
-                                {'status': states.MIGRATION_POST_MIGRATING})
-            db.instance_update(context, instance_uuid, {
-                'task_state': task_states.RESIZE_MIGRATED,
-                'power_state': virt_driver.SHUTDOWN})
+        """Source: stop the guest, keeping its devices for a revert."""
+        moves.resize_instance(self, context, instance_uuid, migration_uuid)
 
     def finish_resize(self, context, instance_uuid: str,
                       migration_uuid: str) -> None:
-        """Destination: start the guest with the new flavor on the devices
-        ``prep_resize`` claimed; the server waits in VERIFY_RESIZE (or,
-        evacuated, is ACTIVE).
-
-        On failure the guest and the devices claimed here are gone again
-        and MigrationFailed is raised; the conductor rolls back.
-        """
-        with self.instance_lock(instance_uuid):
-            migration = db.migration_get_by_uuid(context, migration_uuid)
-            instance = db.instance_update(
-                context, instance_uuid,
-                {'task_state': task_states.RESIZE_FINISH})
-            new_ids = _request_ids(migration['new_pci_requests'])
-            flavor = migration['new_flavor']
-            # A SHUTOFF server stays powered off on the destination, as
-            # upstream (its partition stays active, as a stopped one's).
-            stopped = instance['vm_state'] == vm_states.STOPPED
-            try:
-                devices = self._spawn_claimed(
-                    instance, flavor, migration['new_pci_requests'])
-                if stopped:
-                    self.driver.power_off(instance_uuid)
-            except Exception as exc:
-                LOG.warning('Starting instance %s on %s for migration %s '
-                            'failed: %s', instance_uuid, self.host,
-                            migration_uuid, exc)
-                self.driver.destroy(instance_uuid)
-                self.rt.free_instance(instance_uuid, new_ids)
-                raise exception.MigrationFailed(
-                    instance_uuid=instance_uuid,
-                    reason=exception.reason_of(exc))
-            # An evacuation is over here; a resize or cold migration
-            # waits in VERIFY_RESIZE for a confirm or revert.
-            # The migration first: whoever sees the server settled finds
-            # its migration settled too.
-            evacuation = migration['migration_type'] == 'evacuation'
-            db.migration_update(context, migration_uuid, {
-                'status': states.MIGRATION_DONE if evacuation
-                else states.MIGRATION_FINISHED})
-            db.instance_update(context, instance_uuid, {
-                'flavor': flavor, 'flavor_id': flavor.get('id'),
-                'pci_requests': migration['new_pci_requests'],
-                'host': self.host, 'node': self.rt.nodename,
-                'vm_state': (vm_states.RESIZED if not evacuation else
-                             vm_states.STOPPED if stopped
-                             else vm_states.ACTIVE),
-                'task_state': None,
-                'power_state': virt_driver.SHUTDOWN if stopped
-                else virt_driver.RUNNING})
-            LOG.info('Instance %s runs on %s with PCI devices %s after its '
-                     '%s', instance_uuid, self.host,
-                     ', '.join(d.address for d in devices) or 'none',
-                     migration['migration_type'])
+        """Destination: start the guest with the new flavor."""
+        moves.finish_resize(self, context, instance_uuid, migration_uuid)
 
     def confirm_resize(self, context, instance_uuid: str,
                        migration_uuid: str) -> None:
         """Source: free what the instance held here before the move."""
-        with self.instance_lock(instance_uuid):
-            migration = db.migration_get_by_uuid(context, migration_uuid)
-            if migration['dest_compute'] != self.host:
-                self.driver.destroy(instance_uuid)
-            freed = self.rt.free_instance(
-                instance_uuid, _request_ids(migration['old_pci_requests']))
-            LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
-                     'the source %s', instance_uuid,
-                     migration['migration_type'],
-                     ', '.join(freed) or 'none', self.host)
+        moves.confirm_resize(self, context, instance_uuid, migration_uuid)
 
     def revert_resize(self, context, instance_uuid: str,
                       migration_uuid: str) -> None:
-        """Destination: remove the guest and free the devices the move
-        claimed here (also after a failed finish: idempotent)."""
-        with self.instance_lock(instance_uuid):
-            migration = db.migration_get_by_uuid(context, migration_uuid)
-            self.driver.destroy(instance_uuid)
-            freed = self.rt.free_instance(
-                instance_uuid, _request_ids(migration['new_pci_requests']))
-            LOG.info('Instance %s: migration %s undone on the destination '
-                     '%s; PCI devices %s freed', instance_uuid,
-                     migration_uuid, self.host, ', '.join(freed) or 'none')
+        """Destination: remove the guest and the devices the move
+        claimed here."""
+        moves.revert_resize(self, context, instance_uuid, migration_uuid)
 
     def finish_revert_resize(self, context, instance_uuid: str,
                              migration_uuid: str) -> None:
-        """Source: start the guest again with the old flavor on the
-        devices it kept here; the server is ACTIVE on its old host, or
-        SHUTOFF (guest powered off) if it was moved while SHUTOFF."""
-        with self.instance_lock(instance_uuid):
-            migration = db.migration_get_by_uuid(context, migration_uuid)
-            instance = db.instance_get_by_uuid(context, instance_uuid)
-            flavor = migration['old_flavor']
-            # Stopped before the move: still SHUTOFF while it is rolled
-            # back, or powered off on the destination in VERIFY_RESIZE.
-            stopped = instance['vm_state'] == vm_states.STOPPED or (
-                instance['vm_state'] == vm_states.RESIZED and
-                instance['power_state'] == virt_driver.SHUTDOWN)
-            self.driver.destroy(instance_uuid)
-            devices = self._spawn_claimed(
-                instance, flavor, migration['old_pci_requests'])
-            if stopped:
-                self.driver.power_off(instance_uuid)
-            # A revert is over once the guest runs here again (a rolled
-            # back move has its final status already).
-            if migration['status'] == states.MIGRATION_REVERTING:
-                db.migration_update(context, migration_uuid,
-                                    {'status': states.MIGRATION_REVERTED})
-            db.instance_update(context, instance_uuid, {
-                'flavor': flavor, 'flavor_id': flavor.get('id'),
-                'pci_requests': migration['old_pci_requests'],
-                'host': self.host, 'node': migration['source_node'],
-                'task_state': None,
-                **(compute_utils.SETTLED_STOPPED if stopped
-                   else compute_utils.SETTLED_ACTIVE)})
-            LOG.info('Instance %s runs on %s again with PCI devices %s',
-                     instance_uuid, self.host,
-                     ', '.join(d.address for d in devices) or 'none')
+        """Source: start the guest again with the old flavor."""
+        moves.finish_revert_resize(self, context, instance_uuid,
+                                   migration_uuid)
 
 
 def _unit_of(devices: list[pci_device.TrackedDevice],
@@ -1085,11 +810,6 @@ def _sent_providers(pci_providers: dict[str, list[str]] | None,
     them: ``pci_providers`` from RPC API 1.3 on, ``mappings`` from an
     older sender (see nova.compute.rpcapi)."""
     return (pci_providers if pci_providers is not None else mappings) or {}
-
-
-def _request_ids(pci_requests: list | None) -> set[str]:
-    """The request ids of PCI requests in primitive form."""
-    return {request['request_id'] for request in pci_requests or []}
 
 
 def _image_cache_interval(conf) -> int:

@@ -500,7 +500,7 @@ def release_unowned(compute: Compute, context) -> None:
 
 def _device_holders(compute: Compute) -> set[str]:
     """Instances holding a PCI device of this host."""
-    return {dev.instance_uuid for dev in compute.rt.pci_tracker.pci_devs
+    return {dev.instance_uuid for dev in compute.rt.tracked_devices()
             if dev.instance_uuid}
 
 

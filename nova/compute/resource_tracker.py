@@ -218,6 +218,30 @@ class ResourceTracker:
             self._publish('a free', must_reach=False)
         return freed
 
+    # The compute's view of its devices: the manager and its modules use
+    # these, never the PCI tracker itself.
+
+    def claim(self, instance_uuid: str, request_id: str,
+              addresses: list[str]) -> list[pci_device.TrackedDevice]:
+        """Claim the devices at ``addresses`` for one PCI request of an
+        instance, all or nothing (see ``PciDevTracker.claim``)."""
+        return self.pci_tracker.claim(instance_uuid, request_id, addresses)
+
+    def held_by(self, instance_uuid: str,
+                request_ids: Iterable[str] | None = None
+                ) -> list[pci_device.TrackedDevice]:
+        """The devices ``instance_uuid`` holds here (only those claimed
+        for the PCI requests ``request_ids``, if given: one end of a move
+        when both are this host)."""
+        return [dev for dev in self.pci_tracker.pci_devs
+                if dev.instance_uuid == instance_uuid and (
+                    request_ids is None or dev.request_id in request_ids)]
+
+    def tracked_devices(self) -> list[pci_device.TrackedDevice]:
+        """Every PCI device tracked on the node, as of the last update
+        or claim."""
+        return self.pci_tracker.pci_devs
+
     def _publish(self, after: str, must_reach: bool) -> None:
         """Sync the node's provider tree with Placement after ``after``.
 

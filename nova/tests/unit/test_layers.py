@@ -21,7 +21,9 @@ upstream's home for it), never by importing its code.
 A module given a service through a typed seam (a ``typing.Protocol``,
 e.g. ``nova.compute.repair.Compute``) uses only its public names: it
 never reads a private attribute (``compute._cleanup``) of what it is
-given.
+given. The compute manager and those modules use the host's devices
+through the resource tracker (``rt.claim``, ``rt.held_by``), never
+through its PCI tracker.
 """
 
 import ast
@@ -82,7 +84,11 @@ SERVICES = ('nova.compute', 'nova.scheduler', 'nova.conductor', 'nova.api')
 
 # Modules that use the compute manager through a Protocol, and so only
 # by its public names.
-SEAMS = ('nova.compute.repair',)
+SEAMS = ('nova.compute.repair', 'nova.compute.moves', 'nova.compute.health')
+
+# Modules that use the host's devices through the resource tracker's
+# methods, never its ``pci_tracker``.
+TRACKER_CLIENTS = ('nova.compute.manager',) + SEAMS
 
 
 def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
@@ -162,29 +168,45 @@ def _private(name: str) -> bool:
     return name.startswith('_') and not name.endswith('__')
 
 
+def _nodes(root: pathlib.Path, modules: tuple[str, ...]):
+    """(module, node) for every AST node of each of ``modules``."""
+    for module in modules:
+        path = root.parent.joinpath(*module.split('.')).with_suffix('.py')
+        for node in ast.walk(ast.parse(path.read_text())):
+            yield module, node
+
+
 def private_reaches(root: pathlib.Path = ROOT) -> list[str]:
     """``module:line expression`` for each private attribute a seam module
     (``SEAMS``) reads on another object than ``self`` or ``cls``, by dot
     or by ``getattr``."""
     found = []
-    for module in SEAMS:
-        path = root.parent.joinpath(*module.split('.')).with_suffix('.py')
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute):
-                owner, name = node.value, node.attr
-            elif isinstance(node, ast.Call) and \
-                    getattr(node.func, 'id', None) == 'getattr' and \
-                    len(node.args) > 1 and \
-                    isinstance(node.args[1], ast.Constant) and \
-                    isinstance(node.args[1].value, str):
-                owner, name = node.args[0], node.args[1].value
-            else:
-                continue
-            if _private(name) and \
-                    getattr(owner, 'id', None) not in ('self', 'cls'):
-                found.append('%s:%d %s' % (module, node.lineno,
-                                           ast.unparse(node)))
+    for module, node in _nodes(root, SEAMS):
+        if isinstance(node, ast.Attribute):
+            owner, name = node.value, node.attr
+        elif isinstance(node, ast.Call) and \
+                getattr(node.func, 'id', None) == 'getattr' and \
+                len(node.args) > 1 and \
+                isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str):
+            owner, name = node.args[0], node.args[1].value
+        else:
+            continue
+        if _private(name) and \
+                getattr(owner, 'id', None) not in ('self', 'cls'):
+            found.append('%s:%d %s' % (module, node.lineno,
+                                       ast.unparse(node)))
     return found
+
+
+def tracker_reaches(root: pathlib.Path = ROOT) -> list[str]:
+    """``module:line expression`` for each use of a ``pci_tracker``
+    attribute in ``TRACKER_CLIENTS``: they get devices from the resource
+    tracker's methods, so how it keeps them stays its own business."""
+    return ['%s:%d %s' % (module, node.lineno, ast.unparse(node))
+            for module, node in _nodes(root, TRACKER_CLIENTS)
+            if isinstance(node, ast.Attribute) and
+            node.attr == 'pci_tracker']
 
 
 def _import_graph(root: pathlib.Path) -> dict[str, set[str]]:
@@ -359,7 +381,41 @@ class TestLayers(test.TestCase):
             'class Mine:\n'
             '    def run(self):\n'
             '        self._step()\n')
+        # What moves and health would do by calling the manager's
+        # private build steps, as they were before they had a seam.
+        (root / 'compute' / 'moves.py').write_text(
+            'def prep_resize(compute, uuid):\n'
+            '    compute._claim_devices(uuid)\n')
+        (root / 'compute' / 'health.py').write_text(
+            'def react(compute, changes):\n'
+            '    compute.finish_action(changes)\n')
         self.assertEqual(
             ['nova.compute.repair:2 compute._cleanup',
-             "nova.compute.repair:3 getattr(compute, '_hand_back')"],
+             "nova.compute.repair:3 getattr(compute, '_hand_back')",
+             'nova.compute.moves:2 compute._claim_devices'],
             private_reaches(root))
+
+    def test_the_compute_uses_devices_through_the_resource_tracker(self):
+        self.assertEqual([], tracker_reaches())
+
+    def test_the_check_sees_a_reach_into_the_pci_tracker(self):
+        # What the manager did before ResourceTracker.claim and held_by.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        (root / 'compute').mkdir(parents=True)
+        (root / 'compute' / 'manager.py').write_text(
+            'class ComputeManager:\n'
+            '    def claim(self, uuid, request_id, addresses):\n'
+            '        self.rt.pci_tracker.claim(uuid, request_id, addresses)\n'
+            '        self.rt.claim(uuid, request_id, addresses)\n')
+        (root / 'compute' / 'moves.py').write_text(
+            'def held(compute):\n'
+            '    return compute.rt.held_by("uuid")\n')
+        (root / 'compute' / 'health.py').write_text('')
+        (root / 'compute' / 'repair.py').write_text(
+            'def holders(compute):\n'
+            '    return compute.rt.pci_tracker.pci_devs\n')
+        self.assertEqual(
+            ['nova.compute.manager:3 self.rt.pci_tracker',
+             'nova.compute.repair:2 compute.rt.pci_tracker'],
+            tracker_reaches(root))

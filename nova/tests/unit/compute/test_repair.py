@@ -7,7 +7,9 @@ import inspect
 import oslo_messaging
 
 from nova import rpc
+from nova.compute import health
 from nova.compute import instance_actions
+from nova.compute import moves
 from nova.compute import repair
 from nova.compute import task_states
 from nova.compute import vm_states
@@ -189,23 +191,31 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
 
 
 class TestComputeSeam(test_manager.ComputeManagerTestCase):
-    """repair.Compute is all repair uses of the compute manager."""
+    """repair.Compute, moves.Compute and health.Compute are all those
+    modules use of the compute manager."""
 
-    def steps(self) -> list[str]:
-        """The methods repair.Compute lists."""
-        return [name for name, member in vars(repair.Compute).items()
+    SEAMS = (repair.Compute, moves.Compute, health.Compute)
+
+    def steps(self) -> list[tuple[type, str]]:
+        """(protocol, method) for each method a seam lists."""
+        return [(seam, name) for seam in self.SEAMS
+                for name, member in vars(seam).items()
                 if callable(member) and not name.startswith('_')]
 
-    def test_the_manager_provides_what_repair_needs(self):
-        for name in repair.Compute.__annotations__:
-            self.assertTrue(hasattr(self.compute, name), name)
+    def test_the_manager_provides_what_its_seams_need(self):
+        for seam in self.SEAMS:
+            for name in seam.__annotations__:
+                self.assertTrue(hasattr(self.compute, name), name)
         steps = self.steps()
-        self.assertIn('tear_down', steps)
-        for name in steps:
-            # Each step takes the arguments repair passes, by the same
-            # names; any further parameter of the manager's is optional.
+        self.assertIn((repair.Compute, 'tear_down'), steps)
+        self.assertIn((moves.Compute, 'claim_devices'), steps)
+        self.assertIn((health.Compute, 'finish_action'), steps)
+        for seam, name in steps:
+            # Each step takes the arguments the module passes, by the
+            # same names; any further parameter of the manager's is
+            # optional.
             wanted = list(inspect.signature(
-                getattr(repair.Compute, name)).parameters)[1:]
+                getattr(seam, name)).parameters)[1:]
             provided = list(inspect.signature(
                 getattr(self.compute, name)).parameters.values())
             self.assertEqual(wanted, [p.name for p in provided][
@@ -215,11 +225,11 @@ class TestComputeSeam(test_manager.ComputeManagerTestCase):
                              name)
 
     def test_the_steps_are_no_part_of_the_rpc_api(self):
-        # Public for repair, not for any sender on the message bus.
+        # Public for the seams, not for any sender on the message bus.
         self.useFixture(rpc_fixture.RPCFixture()).start_server(
             'compute', HOST, [self.compute])
         client = rpc.get_client('compute', server=HOST, timeout=30)
-        for name in self.steps():
+        for name in sorted({name for _, name in self.steps()}):
             error = self.assertRaises(
                 (oslo_messaging.NoSuchMethod, oslo_messaging.RemoteError),
                 client.call, self.context, name)

@@ -374,3 +374,51 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         rt.update_available_resource(self.context)
         self.assertEqual([], rt.free_instance('vm1'))
         self.assertEqual(1, len(self.client.sent))
+
+
+class TestDevicesOfInstances(ResourceTrackerTestCase):
+    """What the compute manager and its modules read and claim of the
+    host's devices, through the tracker rather than its PCI tracker."""
+
+    def claimed(self) -> resource_tracker.ResourceTracker:
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        rt.claim('vm1', 'old', [GPUS[0]])
+        rt.claim('vm1', 'new', [GPUS[1], GPUS[2]])
+        rt.claim('vm2', 'req', [GPUS[3]])
+        return rt
+
+    @staticmethod
+    def addresses(devices: list[pci_device.TrackedDevice]) -> list[str]:
+        return sorted(dev.address for dev in devices)
+
+    def test_held_by_an_instance(self):
+        rt = self.claimed()
+        self.assertEqual(sorted(GPUS[:3]), self.addresses(rt.held_by('vm1')))
+        self.assertEqual([GPUS[3]], self.addresses(rt.held_by('vm2')))
+        self.assertEqual([], rt.held_by('vm3'))
+
+    def test_held_for_some_requests_only(self):
+        # Both ends of a move on one host: the request ids tell them.
+        rt = self.claimed()
+        self.assertEqual([GPUS[0]],
+                         self.addresses(rt.held_by('vm1', {'old'})))
+        self.assertEqual(sorted(GPUS[1:3]),
+                         self.addresses(rt.held_by('vm1', ['new'])))
+        self.assertEqual([], rt.held_by('vm1', set()))
+
+    def test_a_claim_is_all_or_nothing(self):
+        rt = self.claimed()
+        error = self.assertRaises(exception.PciDeviceRequestFailed,
+                                  rt.claim, 'vm3', 'req',
+                                  [GPUS[4], GPUS[3]])
+        self.assertIn(GPUS[3], str(error))
+        self.assertEqual([], rt.held_by('vm3'))
+
+    def test_tracked_devices_are_every_device_with_its_holder(self):
+        rt = self.claimed()
+        holders = {dev.address: dev.instance_uuid
+                   for dev in rt.tracked_devices()}
+        self.assertLessEqual(set(GPUS), set(holders))
+        self.assertEqual(['vm1', 'vm1', 'vm1', 'vm2'] + [None] * 4,
+                         [holders[address] for address in GPUS])
