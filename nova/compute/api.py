@@ -20,12 +20,12 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
+from nova.conductor import migrate
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.db import records
 from nova import exception
 from nova.image import glance
-from nova import states
 from nova.pci import config as pci_config
 from nova.pci import request as pci_request
 from nova.scheduler.client import report
@@ -60,26 +60,6 @@ def flavor_snapshot(flavor: dict) -> dict:
 MOVE_TASK_STATES = (task_states.RESIZE_PREP, task_states.RESIZE_MIGRATING,
                     task_states.RESIZE_MIGRATED, task_states.RESIZE_FINISH,
                     task_states.RESIZE_REVERTING, task_states.REBUILDING)
-
-# migration_type -> (action name for errors, task state, first migration
-# status), as upstream.
-_MOVE_STEPS = {
-    'resize': (instance_actions.RESIZE, task_states.RESIZE_PREP,
-               states.MIGRATION_PRE_MIGRATING),
-    'migration': (instance_actions.MIGRATE, task_states.RESIZE_PREP,
-                  states.MIGRATION_PRE_MIGRATING),
-    'evacuation': (instance_actions.EVACUATE, task_states.REBUILDING,
-                   states.MIGRATION_ACCEPTED),
-}
-
-
-def _hand_over(task_state: str | None) -> dict:
-    """Instance values that start a move step: its task state, and the
-    move lease handed to whichever conductor takes the step (see
-    ``nova.db.api.instance_move_lease_take``); a step nobody takes within
-    ``[conductor]build_lease_timeout`` is recovered by a conductor."""
-    return {'task_state': task_state, 'build_owner': None,
-            'build_heartbeat': timeutils.utcnow()}
 
 
 def check_image_for_flavor(image: glance.ImageMeta, flavor: dict) -> None:
@@ -262,65 +242,8 @@ class API:
         to the caller's project); ``detail`` changes nothing here."""
         return db.instance_get_all(context)
 
-    # Moves (driven by nova.conductor.migrate) ---------------------------
-
-    def _start_move(self, context, instance: dict, migration_type: str,
-                    new_flavor: dict, new_pci_requests: list,
-                    requested_host: str | None,
-                    values: dict | None = None) -> dict:
-        """Mark the server as moving (plus ``values``), record the
-        migration, hand it to a conductor; return the migration.
-
-        Only an ACTIVE or SHUTOFF server with no task in progress moves,
-        as upstream (a SHUTOFF one stays powered off through the move);
-        the check and the change are one compare-and-swap, so of two
-        concurrent moves (or a move and a delete) exactly one starts.
-        """
-        uuid = instance['uuid']
-        action, task_state, status = _MOVE_STEPS[migration_type]
-        try:
-            db.instance_update(
-                context, uuid, dict(values or {}, **_hand_over(task_state)),
-                expected={'vm_state': [vm_states.ACTIVE, vm_states.STOPPED],
-                          'task_state': None})
-        except exception.InstanceUpdateConflict as exc:
-            raise exception.InstanceInvalidState(
-                action=action, instance_uuid=uuid,
-                attr=exc.kwargs['field'], state=exc.kwargs['actual'],
-                allowed='vm_state active or stopped with no task in '
-                        'progress')
-        instance_actions.start(context, uuid, action)
-        old_flavor = instance['flavor'] or {}
-        migration = db.migration_create(context, {
-            'instance_uuid': uuid,
-            'source_compute': instance['host'],
-            'source_node': instance['node'],
-            'old_instance_type_id': old_flavor.get('id'),
-            'new_instance_type_id': new_flavor.get('id'),
-            'migration_type': migration_type,
-            'status': status,
-            'project_id': instance['project_id'],
-            'user_id': instance['user_id'],
-            'old_flavor': old_flavor,
-            'new_flavor': new_flavor,
-            'old_pci_requests': instance['pci_requests'] or [],
-            'new_pci_requests': new_pci_requests,
-        })
-        try:
-            self.conductor_api.migrate_server(context, uuid,
-                                              migration['uuid'],
-                                              requested_host)
-        except oslo_messaging.MessagingException as exc:
-            db.migration_update(context, migration['uuid'], {
-                'status': states.failed_migration_status(migration_type)})
-            db.instance_update(context, uuid, {'task_state': None})
-            raise exception.MigrationFailed(
-                instance_uuid=uuid,
-                reason='it could not be handed to nova-conductor: %s' % exc)
-        LOG.info('Instance %s: %s %s from %s to flavor %s started',
-                 uuid, migration_type, migration['uuid'], instance['host'],
-                 new_flavor.get('flavorid'))
-        return migration
+    # Moves (started, confirmed and reverted by nova.conductor.migrate,
+    # which the conductor's automatic defragmentation shares) ------------
 
     def update_metadata_item(self, context, instance: dict, key: str,
                              value: str | None) -> dict:
@@ -356,9 +279,10 @@ class API:
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
         guest_hardware.check_flavor(flavor)
-        return self._start_move(
-            context, instance, 'resize', flavor,
-            pci_request.requests_to_primitive(pci_requests), None)
+        return migrate.start(
+            context, self.conductor_api, instance, 'resize',
+            new_flavor=flavor,
+            new_pci_requests=pci_request.requests_to_primitive(pci_requests))
 
     def migrate(self, context, instance: dict,
                 host: str | None = None) -> dict:
@@ -373,9 +297,8 @@ class API:
                 raise exception.APIValidationError(
                     field='host', reason='the server already runs on %r; '
                     'a cold migration must change the host' % (host,))
-        return self._start_move(context, instance, 'migration',
-                                instance['flavor'] or {},
-                                instance['pci_requests'] or [], host)
+        return migrate.start(context, self.conductor_api, instance,
+                             'migration', host=host)
 
     def evacuate(self, context, instance: dict, host: str | None = None,
                  stopped: bool = False) -> dict:
@@ -408,9 +331,8 @@ class API:
                     'evacuated from' % (host,))
             if not servicegroup.is_up(target, self.conf):
                 raise exception.ComputeServiceUnavailable(host=host)
-        return self._start_move(
-            context, instance, 'evacuation', instance['flavor'] or {},
-            instance['pci_requests'] or [], host,
+        return migrate.start(
+            context, self.conductor_api, instance, 'evacuation', host=host,
             values=dict(compute_utils.SETTLED_STOPPED) if stopped
             else None)
 
@@ -422,56 +344,16 @@ class API:
         except exception.ServiceHostBinaryNotFound:
             return None
 
-    def _finished_move(self, context, instance: dict, action: str,
-                       status: str) -> dict:
-        """Take the finished migration of a VERIFY_RESIZE server for a
-        confirm or revert (status ``status``); 409 otherwise, also for
-        the loser of a confirm racing a revert."""
-        uuid = instance['uuid']
-        if instance['vm_state'] != vm_states.RESIZED:
-            raise exception.InstanceInvalidState(
-                action=action, instance_uuid=uuid, attr='vm_state',
-                state=instance['vm_state'], allowed=vm_states.RESIZED)
-        migrations = db.migration_get_all(
-            context, {'instance_uuid': uuid,
-                      'status': states.MIGRATION_FINISHED})
-        if not migrations:
-            raise exception.MigrationNotFound(
-                migration_id='(finished migration of instance %s)' % uuid)
-        try:
-            migration = db.migration_update(context, migrations[0]['uuid'],
-                                            {'status': status},
-                                            expected_status=(
-                                                states.MIGRATION_FINISHED))
-        except exception.MigrationUpdateConflict as exc:
-            raise exception.InstanceInvalidState(
-                action=action, instance_uuid=uuid, attr='migration status',
-                state=exc.kwargs['actual'],
-                allowed=states.MIGRATION_FINISHED)
-        task_state = (task_states.RESIZE_REVERTING
-                      if status == states.MIGRATION_REVERTING else None)
-        db.instance_update(context, uuid, _hand_over(task_state))
-        instance_actions.start(context, uuid, action)
-        return migration
-
     def confirm_resize(self, context, instance: dict,
                        wait: bool = False) -> None:
         """Confirm the resize or cold migration of a VERIFY_RESIZE server:
         its source is freed. ``wait`` returns only when it is done."""
-        migration = self._finished_move(
-            context, instance, instance_actions.CONFIRM_RESIZE,
-            states.MIGRATION_CONFIRMING)
-        self.conductor_api.confirm_resize(context, instance['uuid'],
-                                          migration['uuid'], wait=wait)
+        migrate.confirm(context, self.conductor_api, instance, wait=wait)
 
     def revert_resize(self, context, instance: dict) -> None:
         """Revert the resize or cold migration of a VERIFY_RESIZE server:
         it runs again where it was, with its old flavor and devices."""
-        migration = self._finished_move(
-            context, instance, instance_actions.REVERT_RESIZE,
-            states.MIGRATION_REVERTING)
-        self.conductor_api.revert_resize(context, instance['uuid'],
-                                         migration['uuid'])
+        migrate.revert(context, self.conductor_api, instance)
 
     def delete(self, context, uuid: str) -> None:
         """Delete the instance and free everything it holds.

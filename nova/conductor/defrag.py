@@ -3,23 +3,29 @@ device group, one confirmed move at a time.
 
 ``nova-manage pci defrag apply`` and the conductor's automatic mode
 (``[scheduler]defrag_max_moves``) both run :func:`free_group`. Each move
-goes through the Compute API's own paths, so it is an instance action
-of the moved server with its own request id, and the migration runs in a
-conductor like any other: ``migrate`` to the planned host (``host`` as
-microversion 2.56 allows), then ``confirmResize`` once the server is in
-VERIFY_RESIZE. The scheduler chooses the partition on that host, best
-fit as the planner orders targets, so before each move the plan is made
-again (``nova.pci.defrag``) for the host being freed and the moves left:
-a server landing on another free partition of its size than planned
-changes the rest of the plan, never its validity. A failed move is rolled
-back by the conductor (the server on its old partition) and stops the
-run.
+is started and confirmed the way the Compute API does it
+(``nova.conductor.migrate.start`` and ``confirm``), so it is an instance
+action of the moved server with its own request id, and the migration
+runs in a conductor like any other: ``migrate`` to the planned host
+(``host`` as microversion 2.56 allows), then ``confirmResize`` once the
+server is in VERIFY_RESIZE. The scheduler chooses the partition on that
+host, best fit as the planner orders targets, so before each move the
+plan is made again (``nova.pci.defrag``) for the host being freed and the
+moves left: a server landing on another free partition of its size than
+planned changes the rest of the plan, never its validity. A failed move
+is rolled back by the conductor (the server on its old partition) and
+stops the run.
 
 Who carries a move out is a :class:`Mover`: the conductor's own mode
-uses the Compute API's code in its process (:class:`ComputeApiMover`);
-``nova-manage`` cannot join a deployment's messaging (nor nova-all's,
-which lives inside its process) and calls the Compute API over REST
-(``nova.cmd.defrag``).
+starts moves in its process (:class:`ConductorMover`); ``nova-manage``
+cannot join a deployment's messaging (nor nova-all's, which lives inside
+its process) and calls the Compute API over REST (``nova.cmd.defrag``).
+
+The automatic mode never runs inside a build: the conductor's build
+asks :meth:`AutoDefrag.wants` whether a refusal is worth moving servers
+for, and if so leaves the build waiting for a host and runs
+:meth:`AutoDefrag.free_for` as a task of its own, which schedules the
+build again when the moves are done (``nova.conductor.manager``).
 """
 
 import dataclasses
@@ -33,7 +39,8 @@ from oslo_log import log as logging
 from nova import context as nova_context
 from nova import exception
 from nova import states
-from nova.compute import api as compute_api
+from nova.conductor import migrate
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.pci import defrag
 from nova.pci import request as pci_request
@@ -111,14 +118,14 @@ def free_group(context, conf: cfg.ConfigOpts, mover: Mover,
         moved += 1
 
 
-class ComputeApiMover:
-    """Moves through the Compute API's code in this process, waiting on
-    the database: the conductor's automatic mode."""
+class ConductorMover:
+    """Moves through the conductor's move entry points in this process,
+    waiting on the database: the conductor's automatic mode."""
 
-    def __init__(self, context, api: compute_api.API,
+    def __init__(self, context, conductor: conductor_rpcapi.ConductorAPI,
                  timeout: float) -> None:
         self.context = context
-        self.api = api
+        self.conductor = conductor
         self.timeout = timeout
 
     def _wait(self, uuid: str, migration_uuid: str, done
@@ -144,8 +151,9 @@ class ComputeApiMover:
         context, so its own request id: the server's instance actions
         tell them apart, as for REST requests."""
         instance = db.instance_get_by_uuid(self.context, move.server)
-        migration = self.api.migrate(nova_context.get_admin_context(),
-                                     instance, move.target.host)
+        migration = migrate.start(nova_context.get_admin_context(),
+                                  self.conductor, instance, 'migration',
+                                  host=move.target.host)
         instance, migration = self._wait(
             move.server, migration['uuid'],
             lambda i, m: i['task_state'] is None and (
@@ -158,8 +166,8 @@ class ComputeApiMover:
                     migration['uuid'], migration['status'],
                     move.source_host,
                     instance['fault_message'] or 'see its instance actions'))
-        self.api.confirm_resize(nova_context.get_admin_context(), instance,
-                                wait=True)
+        migrate.confirm(nova_context.get_admin_context(), self.conductor,
+                        instance, wait=True)
         self._wait(move.server, migration['uuid'],
                    lambda i, m: m['status'] == states.MIGRATION_CONFIRMED and
                    i['task_state'] is None)
@@ -171,35 +179,47 @@ class AutoDefrag:
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
-        self._api: compute_api.API | None = None
+        # Built on first use: most conductors never move a server.
+        self._conductor: conductor_rpcapi.ConductorAPI | None = None
 
-    def free_for(self, context, instance_uuid: str,
-                 codes: list[str]) -> bool:
+    def wants(self, context, instance_uuid: str,
+              codes: list[str]) -> int | None:
         """After the scheduler refused ``instance_uuid`` with the reason
-        ``codes`` of its NoValidHost: whether moves now freed a group of
-        the size it asks, so it is worth scheduling again. Only a server
-        asking one device group, refused for nothing but fragmentation
-        (every part of the request is free somewhere, only no group of its
-        size is wholly free: what moving servers can change), and only
-        when the option allows moves."""
-        max_moves = self.conf.scheduler.defrag_max_moves
-        if not max_moves or set(codes) != {refusal.FRAGMENTATION}:
-            return False
+        ``codes`` of its NoValidHost: the size of the group moves should
+        free for it, or None when moving servers cannot help or is not
+        allowed. Only a server asking one device group, refused for
+        nothing but fragmentation (every part of the request is free
+        somewhere, only no group of its size is wholly free: what moving
+        servers can change), and only when the option allows moves."""
+        if not self.conf.scheduler.defrag_max_moves or \
+                set(codes) != {refusal.FRAGMENTATION}:
+            return None
         requests = pci_request.requests_from_primitive(
             db.instance_get_by_uuid(context, instance_uuid)['pci_requests'])
         if len(requests) != 1 or not requests[0].group_type:
+            return None
+        return requests[0].count
+
+    def free_for(self, context, instance_uuid: str,
+                 codes: list[str]) -> bool:
+        """Move servers (at most ``[scheduler]defrag_max_moves``, each
+        waited for) so a group of the size :meth:`wants` names is wholly
+        free; whether one is, so the build is worth scheduling again.
+        Runs for minutes with real guests: never in a build's thread."""
+        size = self.wants(context, instance_uuid, codes)
+        if size is None:
             return False
-        if self._api is None:
-            self._api = compute_api.API(self.conf)
+        if self._conductor is None:
+            self._conductor = conductor_rpcapi.ConductorAPI(self.conf)
         outcome = free_group(
             context, self.conf,
-            ComputeApiMover(context, self._api, AUTO_MOVE_TIMEOUT),
-            requests[0].count, None, max_moves,
+            ConductorMover(context, self._conductor, AUTO_MOVE_TIMEOUT),
+            size, None, self.conf.scheduler.defrag_max_moves,
             lambda line: LOG.info('Instance %s: %s to free a group of %d',
-                                  instance_uuid, line, requests[0].count))
+                                  instance_uuid, line, size))
         if outcome.freed is None:
             LOG.info('Instance %s: no group of %d freed after %d move(s): '
-                     '%s', instance_uuid, requests[0].count, outcome.moved,
+                     '%s', instance_uuid, size, outcome.moved,
                      outcome.failure)
             return False
         return True

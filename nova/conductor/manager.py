@@ -15,6 +15,12 @@ would refuse it) ends the build at once, as any other failure ends the
 build: the allocation is freed and the instance goes to ERROR with a fault
 naming the reason, so a failed boot holds nothing.
 
+A build the scheduler refused for fragmentation alone, when
+``[scheduler]defrag_max_moves`` allows moves, does not wait for them in
+its thread: it stays ``scheduling`` under its lease while a task of its
+own moves other servers (``nova.conductor.defrag``) and then drives the
+build again, once, as a re-driven build.
+
 Builds survive crashes through a **build lease** on the instance row
 (``build_owner``, ``build_heartbeat``):
 
@@ -54,6 +60,7 @@ meanwhile, the late claim is left alone: the new owner frees before it
 schedules, or its own claim is refused and it fails the build, freeing.
 """
 
+import collections
 import contextlib
 import datetime
 import threading
@@ -113,7 +120,10 @@ class ConductorManager(manager.Manager):
         # Unique per process: a restarted conductor does not inherit the
         # leases of its previous life, it re-drives them once expired.
         self.owner = '%s:%s' % (conf.host, uuidutils.generate_uuid())
-        self._builds: set[str] = set()    # builds this process drives
+        # Builds (and moves) this process drives, with how many of its
+        # threads hold each: a build handed to its defragmentation task
+        # stays held across the hand-over.
+        self._builds: collections.Counter[str] = collections.Counter()
         self._builds_lock = threading.Lock()
         self.moves = migrate.MoveTasks(conf, self.reportclient,
                                        self.scheduler_api, self.compute_api)
@@ -219,16 +229,25 @@ class ConductorManager(manager.Manager):
     # columns, renewed like a build's), so when it dies mid-move another
     # conductor takes the move over and finishes or rolls it back.
 
+    def _hold(self, instance_uuid: str) -> None:
+        """Renew the instance's lease until as many :meth:`_release`."""
+        with self._builds_lock:
+            self._builds[instance_uuid] += 1
+
+    def _release(self, instance_uuid: str) -> None:
+        with self._builds_lock:
+            self._builds[instance_uuid] -= 1
+            if self._builds[instance_uuid] <= 0:
+                del self._builds[instance_uuid]
+
     @contextlib.contextmanager
     def _driving(self, instance_uuid: str):
         """Renew the instance's lease while the block runs."""
-        with self._builds_lock:
-            self._builds.add(instance_uuid)
+        self._hold(instance_uuid)
         try:
             yield
         finally:
-            with self._builds_lock:
-                self._builds.discard(instance_uuid)
+            self._release(instance_uuid)
 
     def _drive_move(self, context, instance_uuid: str, step, *args,
                     taken: bool = False) -> None:
@@ -298,30 +317,89 @@ class ConductorManager(manager.Manager):
         return threads
 
     def _drive(self, context, instance_uuid: str, takeover: bool,
-               waiting: str = task_states.SCHEDULING) -> str | None:
+               waiting: str = task_states.SCHEDULING,
+               defragment: bool = True) -> str | None:
         """Run a build whose lease this conductor holds; the instance
-        waits for a host in task state ``waiting``. Returns the fault
-        message if the build failed."""
+        waits for a host in task state ``waiting``. With ``defragment``,
+        a refusal moving servers can serve hands the build to
+        :meth:`_defragment`. Returns the fault message if the build
+        failed."""
         context.update_store()    # see _drive_move
         with self._driving(instance_uuid):
             if takeover:
                 # What the previous owner's scheduler may have claimed.
                 self._free(context, instance_uuid)
-            return self._build(context, instance_uuid, waiting)
+            return self._build(context, instance_uuid, waiting, defragment)
+
+    # Automatic defragmentation ([scheduler]defrag_max_moves) ----------------
+    #
+    # Moving other servers takes minutes, so it never runs in a build's
+    # thread: the build goes back to waiting for a host (still
+    # ``scheduling`` under this conductor's lease, renewed), the moves run
+    # as a task of their own (recorded as the build's
+    # ``conductor_defragment`` step) and then drive the build again. If
+    # this conductor dies meanwhile, its lease expires and another
+    # conductor re-drives the build as any orphaned one; the moves made
+    # or in flight are ordinary migrations, recovered as such.
+
+    def _defragment(self, context, instance_uuid: str, codes: list[str],
+                    waiting: str) -> None:
+        """Start the moves that free a group for the refused build
+        (refusal ``codes``) in a thread of their own; return at once."""
+        LOG.info('Instance %s: refused for fragmentation; it waits while '
+                 'servers move to free a group for it', instance_uuid)
+        self._hold(instance_uuid)    # across the hand-over to the thread
+        thread = threading.Thread(
+            target=self._defragment_then_build,
+            args=(context, instance_uuid, codes, waiting),
+            name='defrag-%s' % instance_uuid, daemon=True)
+        try:
+            thread.start()
+        except BaseException:
+            self._release(instance_uuid)
+            raise
+
+    def _defragment_then_build(self, context, instance_uuid: str,
+                               codes: list[str], waiting: str) -> None:
+        """Move servers for the build, then drive it again (once, with no
+        further moves: a refusal now fails it as any other)."""
+        context.update_store()    # see _drive_move
+        try:
+            with instance_actions.step(context, instance_uuid,
+                                       'conductor_defragment') as step:
+                try:
+                    self.defrag.free_for(context, instance_uuid, codes)
+                except Exception:
+                    # The build is scheduled again all the same: it fails
+                    # with the scheduler's reason if nothing was freed.
+                    LOG.exception('Instance %s: moving servers to free a '
+                                  'group for it failed', instance_uuid)
+                failure = self._drive(context, instance_uuid, False, waiting,
+                                      defragment=False)
+                if failure is not None:
+                    step.fail(failure)
+        finally:
+            self._release(instance_uuid)
 
     # The build --------------------------------------------------------------
 
-    def _build(self, context, instance_uuid: str,
-               waiting: str) -> str | None:
+    def _build(self, context, instance_uuid: str, waiting: str,
+               defragment: bool) -> str | None:
         max_attempts = self.conf.scheduler.max_attempts
         excluded: list[str] = []
         failures: list[str] = []    # "host: reason" per reschedule
         try:
             for attempt in range(1, max_attempts + 1):
                 try:
-                    selection = self._select(context, instance_uuid,
-                                             excluded, attempt == 1)
+                    selection = self.scheduler_api.select_destination(
+                        context, instance_uuid, excluded, self.owner)
                 except exception.NoValidHost as exc:
+                    codes = exc.kwargs['codes']
+                    if defragment and attempt == 1 and self.defrag.wants(
+                            context, instance_uuid, codes) is not None:
+                        self._defragment(context, instance_uuid, codes,
+                                         waiting)
+                        return None
                     return self._fail(context, instance_uuid,
                                       _with_history(exc.message, failures),
                                       waiting=waiting)
@@ -374,22 +452,6 @@ class ConductorManager(manager.Manager):
                     instance_uuid, exception.reason_of(exc)),
                 failures), details=traceback.format_exc(), waiting=waiting)
         return None
-
-    def _select(self, context, instance_uuid: str, excluded: list[str],
-                defragment: bool):
-        """The scheduler's selection for the build. With ``defragment``,
-        a refusal for fragmentation only is asked again once moves freed
-        a group (``[scheduler]defrag_max_moves``, see
-        ``nova.conductor.defrag``)."""
-        try:
-            return self.scheduler_api.select_destination(
-                context, instance_uuid, excluded, self.owner)
-        except exception.NoValidHost as exc:
-            if not defragment or not self.defrag.free_for(
-                    context, instance_uuid, exc.kwargs['codes']):
-                raise
-        return self.scheduler_api.select_destination(
-            context, instance_uuid, excluded, self.owner)
 
     def _call_compute(self, context, host: str, instance_uuid: str,
                       pci_providers: dict[str, list[str]],

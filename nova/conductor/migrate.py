@@ -40,16 +40,27 @@ instance and, if the guest was stopped already, the source starts it
 again (powered off if it was SHUTOFF); the server is in its state
 before the move on its old devices and the migration
 ``error``.
+
+Every move starts, and every confirm or revert is taken, through
+:func:`start`, :func:`confirm` and :func:`revert`: the Compute API's
+REST handlers (``nova.compute.api``) and the conductor's automatic
+defragmentation (``nova.conductor.defrag``) share them, so a move the
+conductor makes by itself is recorded exactly as one a user asked for.
 """
 
 
 from oslo_config import cfg
 from oslo_log import log as logging
+import oslo_messaging
+from oslo_utils import timeutils
 
 from nova import exception
 from nova import states
+from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
+from nova.compute import task_states
 from nova.compute import vm_states
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
@@ -58,6 +69,153 @@ from nova.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
 
+# migration_type -> (action name for errors, task state, first migration
+# status), as upstream.
+_MOVE_STEPS = {
+    'resize': (instance_actions.RESIZE, task_states.RESIZE_PREP,
+               states.MIGRATION_PRE_MIGRATING),
+    'migration': (instance_actions.MIGRATE, task_states.RESIZE_PREP,
+                  states.MIGRATION_PRE_MIGRATING),
+    'evacuation': (instance_actions.EVACUATE, task_states.REBUILDING,
+                   states.MIGRATION_ACCEPTED),
+}
+
+
+def _hand_over(task_state: str | None) -> dict:
+    """Instance values that start a move step: its task state, and the
+    move lease handed to whichever conductor takes the step (see
+    ``nova.db.api.instance_move_lease_take``); a step nobody takes within
+    ``[conductor]build_lease_timeout`` is recovered by a conductor."""
+    return {'task_state': task_state, 'build_owner': None,
+            'build_heartbeat': timeutils.utcnow()}
+
+
+# Starting and finishing moves (the Compute API and the automatic
+# defragmentation) -----------------------------------------------------------
+
+def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
+          migration_type: str, host: str | None = None,
+          new_flavor: dict | None = None,
+          new_pci_requests: list | None = None,
+          values: dict | None = None) -> dict:
+    """Mark the server as moving (plus ``values``), record the migration
+    (``migration_type`` as upstream: resize, migration, evacuation) and
+    hand it to a conductor; return the migration. ``host`` is the
+    destination asked for (None: the scheduler chooses); the flavor and
+    PCI requests stay the server's unless ``new_flavor`` and
+    ``new_pci_requests`` say otherwise (a resize).
+
+    Only an ACTIVE or SHUTOFF server with no task in progress moves, as
+    upstream (a SHUTOFF one stays powered off through the move); the
+    check and the change are one compare-and-swap, so of two concurrent
+    moves (or a move and a delete) exactly one starts.
+    InstanceInvalidState otherwise; MigrationFailed (the move undone)
+    when no conductor takes it.
+    """
+    uuid = instance['uuid']
+    action, task_state, status = _MOVE_STEPS[migration_type]
+    if new_flavor is None:
+        new_flavor = instance['flavor'] or {}
+    if new_pci_requests is None:
+        new_pci_requests = instance['pci_requests'] or []
+    try:
+        db.instance_update(
+            context, uuid, dict(values or {}, **_hand_over(task_state)),
+            expected={'vm_state': [vm_states.ACTIVE, vm_states.STOPPED],
+                      'task_state': None})
+    except exception.InstanceUpdateConflict as exc:
+        raise exception.InstanceInvalidState(
+            action=action, instance_uuid=uuid,
+            attr=exc.kwargs['field'], state=exc.kwargs['actual'],
+            allowed='vm_state active or stopped with no task in '
+                    'progress')
+    instance_actions.start(context, uuid, action)
+    old_flavor = instance['flavor'] or {}
+    migration = db.migration_create(context, {
+        'instance_uuid': uuid,
+        'source_compute': instance['host'],
+        'source_node': instance['node'],
+        'old_instance_type_id': old_flavor.get('id'),
+        'new_instance_type_id': new_flavor.get('id'),
+        'migration_type': migration_type,
+        'status': status,
+        'project_id': instance['project_id'],
+        'user_id': instance['user_id'],
+        'old_flavor': old_flavor,
+        'new_flavor': new_flavor,
+        'old_pci_requests': instance['pci_requests'] or [],
+        'new_pci_requests': new_pci_requests,
+    })
+    try:
+        conductor.migrate_server(context, uuid, migration['uuid'], host)
+    except oslo_messaging.MessagingException as exc:
+        db.migration_update(context, migration['uuid'], {
+            'status': states.failed_migration_status(migration_type)})
+        db.instance_update(context, uuid, {'task_state': None})
+        raise exception.MigrationFailed(
+            instance_uuid=uuid,
+            reason='it could not be handed to nova-conductor: %s' % exc)
+    LOG.info('Instance %s: %s %s from %s to flavor %s started',
+             uuid, migration_type, migration['uuid'], instance['host'],
+             new_flavor.get('flavorid'))
+    return migration
+
+
+def _take_finished(context, instance: dict, action: str,
+                   status: str) -> dict:
+    """Take the finished migration of a VERIFY_RESIZE server for a
+    confirm or revert (status ``status``); InstanceInvalidState (409)
+    otherwise, also for the loser of a confirm racing a revert."""
+    uuid = instance['uuid']
+    if instance['vm_state'] != vm_states.RESIZED:
+        raise exception.InstanceInvalidState(
+            action=action, instance_uuid=uuid, attr='vm_state',
+            state=instance['vm_state'], allowed=vm_states.RESIZED)
+    migrations = db.migration_get_all(
+        context, {'instance_uuid': uuid,
+                  'status': states.MIGRATION_FINISHED})
+    if not migrations:
+        raise exception.MigrationNotFound(
+            migration_id='(finished migration of instance %s)' % uuid)
+    try:
+        migration = db.migration_update(context, migrations[0]['uuid'],
+                                        {'status': status},
+                                        expected_status=(
+                                            states.MIGRATION_FINISHED))
+    except exception.MigrationUpdateConflict as exc:
+        raise exception.InstanceInvalidState(
+            action=action, instance_uuid=uuid, attr='migration status',
+            state=exc.kwargs['actual'],
+            allowed=states.MIGRATION_FINISHED)
+    task_state = (task_states.RESIZE_REVERTING
+                  if status == states.MIGRATION_REVERTING else None)
+    db.instance_update(context, uuid, _hand_over(task_state))
+    instance_actions.start(context, uuid, action)
+    return migration
+
+
+def confirm(context, conductor: conductor_rpcapi.ConductorAPI,
+            instance: dict, wait: bool = False) -> None:
+    """Confirm the resize or cold migration of a VERIFY_RESIZE server:
+    its source is freed. ``wait`` returns only when it is done."""
+    migration = _take_finished(context, instance,
+                               instance_actions.CONFIRM_RESIZE,
+                               states.MIGRATION_CONFIRMING)
+    conductor.confirm_resize(context, instance['uuid'], migration['uuid'],
+                             wait=wait)
+
+
+def revert(context, conductor: conductor_rpcapi.ConductorAPI,
+           instance: dict) -> None:
+    """Revert the resize or cold migration of a VERIFY_RESIZE server: it
+    runs again where it was, with its old flavor and devices."""
+    migration = _take_finished(context, instance,
+                               instance_actions.REVERT_RESIZE,
+                               states.MIGRATION_REVERTING)
+    conductor.revert_resize(context, instance['uuid'], migration['uuid'])
+
+
+# Driving moves (the conductor's RPC methods) -------------------------------
 
 class MoveTasks:
     """Drives moves; the conductor manager's RPC methods call these."""

@@ -16,7 +16,10 @@ conductor, which drives both; the REST API; the console commands and
 the WSGI entry points (``nova.wsgi``). A
 service reaches a layer above, or its sibling, only through that layer's
 RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
-upstream's home for it), never by importing its code.
+upstream's home for it), never by importing its code. ``nova.compute.api``
+sits in the compute package but is the REST API's side of it: the
+conductor never imports it (moves the conductor starts by itself go
+through ``nova.conductor.migrate``, which the Compute API uses too).
 
 A module given a service through a typed seam (a ``typing.Protocol``,
 e.g. ``nova.compute.repair.Compute``) uses only its public names: it
@@ -67,7 +70,8 @@ RULES = [
     ('nova.context', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
     ('nova.compute', ('nova.scheduler',) + ABOVE_SERVICES),
     ('nova.scheduler', ('nova.compute',) + ABOVE_SERVICES),
-    ('nova.conductor', ('nova.api', 'nova.cmd', 'nova.wsgi')),
+    ('nova.conductor', ('nova.compute.api', 'nova.api', 'nova.cmd',
+                        'nova.wsgi')),
     ('nova.api', ('nova.cmd', 'nova.wsgi')),
 ]
 
@@ -281,6 +285,27 @@ class TestLayers(test.TestCase):
             'from nova.scheduler.client import report\n')
         self.assertEqual(
             ['nova.compute.probe -> nova.scheduler.request_builder'],
+            violations(root))
+
+    def test_the_check_sees_the_conductor_importing_the_compute_api(self):
+        # The arrow issue 34 removed: the conductor's automatic defrag
+        # moving servers through the REST API's compute layer. The
+        # Compute API may use the conductor's move entry points.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('compute', 'conductor'):
+            (root / package).mkdir(parents=True)
+        (root / 'conductor' / 'defrag.py').write_text(
+            'from nova.compute import api as compute_api\n'
+            'from nova.compute import instance_actions\n'
+            'from nova.conductor import migrate\n')
+        (root / 'conductor' / 'probe.py').write_text(
+            'import nova.api.openstack\n')
+        (root / 'compute' / 'api.py').write_text(
+            'from nova.conductor import migrate\n')
+        self.assertEqual(
+            ['nova.conductor.defrag -> nova.compute.api',
+             'nova.conductor.probe -> nova.api.openstack'],
             violations(root))
 
     def test_the_check_sees_production_code_importing_tests(self):

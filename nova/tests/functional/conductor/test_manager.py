@@ -8,11 +8,14 @@ compute manager is tested on its own).
 
 import datetime
 import threading
+from unittest import mock
 
 import fixtures
 from oslo_utils import timeutils
 
+from nova.compute import instance_actions
 from nova.compute import rpcapi as compute_rpcapi
+from nova.conductor import defrag
 from nova.conductor import manager
 from nova.db import api as db
 from nova import exception
@@ -417,7 +420,7 @@ class TestBuildLeases(BuildTestBase):
 
         self.assertEqual({instance['uuid']}, seen['driving'])
         self.assertGreater(seen['heartbeat'], _ago(-3000))
-        self.assertEqual(set(), self.conductor._builds)
+        self.assertEqual(set(), set(self.conductor._builds))
         # Nothing is orphaned an hour later while it is renewed.
         self.assertEqual([], db.instance_get_orphaned_builds(
             self.context, _ago(60)))
@@ -511,3 +514,108 @@ class TestBuildLeases(BuildTestBase):
                                              instance['host']))
         self.assertIn('MessagingTimeout', instance['fault_details'])
         self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+
+
+class TestAutomaticDefrag(BuildTestBase):
+    """A build refused for fragmentation with [scheduler]defrag_max_moves
+    set: the moves run in a task of their own, then the build is driven
+    again. The moves themselves (``defrag.free_group``) are the test's:
+    test_defrag runs real ones."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf.set_override('defrag_max_moves', 2, group='scheduler')
+        self._add_compute('cmp1')
+        self._add_compute('cmp2')
+        # One GPU used on each board: 14 free, no group of 8.
+        self.blocker = self.hosts.use('cmp1', [1])
+        self.hosts.use('cmp2', [1])
+        self._start()
+        self.moving = threading.Event()
+        self.moves_done = threading.Event()
+
+    def _moves(self, frees):
+        """Moves that start, wait for the test, then free cmp1's board
+        if ``frees``."""
+        def free_group(context, conf, mover, size, host, max_moves,
+                       report):
+            self.moving.set()
+            if not self.moves_done.wait(WAIT):
+                raise AssertionError('the test never let the moves end')
+            if not frees:
+                return defrag.Outcome(None, 0, 'no plan')
+            self.hosts.builder.call('delete',
+                                    '/allocations/%s' % self.blocker)
+            return defrag.Outcome(mock.sentinel.board, moved=1)
+        return self.useFixture(fixtures.MockPatch(
+            'nova.conductor.defrag.free_group',
+            side_effect=free_group)).mock
+
+    def _start_build(self):
+        """An 8-GPU build handed to the conductor in a thread (as its
+        RPC server would); the instance and that thread."""
+        instance = gpu_hosts.create_instance(self.context, 8)
+        instance_actions.start(self.context, instance['uuid'],
+                               instance_actions.CREATE)
+        thread = threading.Thread(target=self.conductor.build_instance,
+                                  args=(self.context, instance['uuid']),
+                                  daemon=True)
+        thread.start()
+        return instance['uuid'], thread
+
+    def _defragment_step(self, uuid):
+        action = db.action_get_by_request_id(self.context, uuid,
+                                             self.context.request_id)
+        return [e for e in db.action_events_get(self.context, action['id'])
+                if e['event'] == 'conductor_defragment']
+
+    def test_the_build_thread_does_not_wait_for_the_moves(self):
+        free_group = self._moves(frees=True)
+        uuid, build = self._start_build()
+
+        self.assertTrue(self.moving.wait(WAIT))
+        build.join(WAIT / 3)
+        # The build's RPC thread is free while servers move.
+        self.assertFalse(build.is_alive())
+        waiting = db.instance_get_by_uuid(self.context, uuid)
+        self.assertEqual(
+            ('building', 'scheduling', None, self.conductor.owner),
+            (waiting['vm_state'], waiting['task_state'], waiting['host'],
+             waiting['build_owner']))
+        # Its lease is renewed meanwhile: no other conductor re-drives it.
+        self.assertEqual({uuid}, set(self.conductor._builds))
+        self.assertEqual(8, free_group.call_args.args[3])
+
+        self.moves_done.set()
+        _wait_until(lambda: db.instance_get_by_uuid(
+            self.context, uuid)['vm_state'] == 'active',
+            'the build driven again after the moves')
+        self.assertEqual(1, len(self.computes['cmp1'].builds))
+        self.assertEqual([], self.computes['cmp2'].builds)
+        self.assertEqual('cmp1',
+                         db.instance_get_by_uuid(self.context, uuid)['host'])
+        _wait_until(lambda: not self.conductor._builds, 'the lease let go')
+        [step] = self._defragment_step(uuid)
+        self.assertEqual(instance_actions.SUCCESS, step['result'])
+
+    def test_a_build_no_move_serves_still_fails(self):
+        self._moves(frees=False)
+        uuid, build = self._start_build()
+        self.assertTrue(self.moving.wait(WAIT))
+        build.join(WAIT / 3)
+        self.assertFalse(build.is_alive())
+
+        self.moves_done.set()
+        _wait_until(lambda: db.instance_get_by_uuid(
+            self.context, uuid)['vm_state'] == 'error',
+            'the build failed after the moves')
+        instance = db.instance_get_by_uuid(self.context, uuid)
+        self.assertTrue(instance['fault_message'].startswith(
+            'No valid host was found'), instance['fault_message'])
+        self.assertIn('fragmentation', instance['fault_message'])
+        self.assertEqual([], self.computes['cmp1'].builds)
+        self.assertEqual({}, self.hosts.allocations(uuid))
+        _wait_until(lambda: not self.conductor._builds, 'the lease let go')
+        [step] = self._defragment_step(uuid)
+        self.assertEqual(instance_actions.ERROR, step['result'])
+        self.assertIn('fragmentation', step['traceback'])

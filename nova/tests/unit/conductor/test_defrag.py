@@ -31,13 +31,21 @@ class TestFreeFor(test.TestCase):
         self.free_group = self.useFixture(fixtures.MockPatch(
             'nova.conductor.defrag.free_group', return_value=FREED)).mock
         self.useFixture(fixtures.MockPatch(
-            'nova.compute.api.API'))
+            'nova.conductor.rpcapi.ConductorAPI'))
         self.auto = defrag.AutoDefrag(self.conf)
 
     def test_fragmentation_alone_frees_a_group(self):
         self.assertTrue(self.auto.free_for(mock.sentinel.ctx, 'i-1',
                                            [refusal.FRAGMENTATION]))
         self.assertEqual(8, self.free_group.call_args.args[3])
+
+    def test_a_build_wants_the_size_of_its_group(self):
+        # What the build asks before it hands itself to the moves.
+        self.assertEqual(8, self.auto.wants(mock.sentinel.ctx, 'i-1',
+                                            [refusal.FRAGMENTATION]))
+        self.assertIsNone(self.auto.wants(mock.sentinel.ctx, 'i-1',
+                                          [refusal.TOO_FEW_DEVICES]))
+        self.free_group.assert_not_called()
 
     def test_other_codes_move_nothing(self):
         for codes in ([],
