@@ -47,6 +47,9 @@ SHELVING_OFFLOADING = 'shelving_offloading'
 UNSHELVING = 'unshelving'
 # createImage: the root disk is copied and uploaded to Glance.
 IMAGE_SNAPSHOT = 'image_snapshot'
+# createBackup: the same, then the oldest backups beyond the rotation
+# are deleted.
+IMAGE_BACKUP = 'image_backup'
 # The steps of a resize or cold migration (see nova.conductor.migrate).
 RESIZE_PREP = 'resize_prep'
 RESIZE_MIGRATING = 'resize_migrating'

@@ -136,18 +136,55 @@ _CREATE_IMAGE_SCHEMA = {
 
 
 def _create_image(req, instance: dict, value) -> tuple:
-    """202 with the new image's id: in the body from 2.45 on, before that
-    in the Location header (the image's URL in Glance), as upstream."""
+    """A snapshot of the server's root disk in a new image."""
     req.policy.authorize(req.context, policies.SERVERS_CREATE_IMAGE,
                          _target(instance))
     _check('createImage', value, _CREATE_IMAGE_SCHEMA)
     image_id = req.compute_api.snapshot(req.context, instance['uuid'],
                                         value['name'],
                                         value.get('metadata'))
+    return _image_answer(req, image_id)
+
+
+_CREATE_BACKUP_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'name': _CREATE_IMAGE_SCHEMA['properties']['name'],
+        'backup_type': {'type': 'string', 'minLength': 1,
+                        'maxLength': 255},
+        'rotation': validation.non_negative_integer(),
+        'metadata': _CREATE_IMAGE_SCHEMA['properties']['metadata'],
+    },
+    'required': ['name', 'backup_type', 'rotation'],
+    'additionalProperties': False,
+}
+
+
+def _image_answer(req, image_id: str) -> tuple:
+    """202 with a new image's id: in the body from 2.45 on, before that
+    in the Location header (the image's URL in Glance), as upstream."""
     if req.api_version.at_least(version_history.SNAPSHOT_ID_IN_BODY):
         return 202, {'image_id': image_id}
     return 202, None, {
         'Location': req.compute_api.glance_client.image_url(image_id)}
+
+
+def _create_backup(req, instance: dict, value) -> tuple:
+    """A snapshot kept as a backup of ``backup_type``; the compute then
+    deletes the oldest backups of that type beyond ``rotation``."""
+    req.policy.authorize(req.context, policies.CREATE_BACKUP,
+                         _target(instance))
+    _check('createBackup', value, _CREATE_BACKUP_SCHEMA)
+    rotation = int(value['rotation'])
+    image_id = req.compute_api.backup(
+        req.context, instance['uuid'], value['name'], value['backup_type'],
+        rotation, value.get('metadata'))
+    if rotation == 0 and not req.api_version.at_least(
+            version_history.SNAPSHOT_ID_IN_BODY):
+        # As upstream: with a rotation of 0 the backup is rotated out
+        # at once, so there is no image to point at.
+        return 202, None
+    return _image_answer(req, image_id)
 
 
 def _unshelve(req, instance: dict, value) -> tuple:
@@ -353,6 +390,7 @@ ACTIONS = {
                                   'start'),
     'rebuild': _rebuild,
     'createImage': _create_image,
+    'createBackup': _create_backup,
     'shelve': _null_body_action('shelve', policies.SHELVE, 'shelve'),
     'shelveOffload': _null_body_action(
         'shelveOffload', policies.SHELVE_OFFLOAD, 'shelve_offload'),
@@ -370,7 +408,7 @@ ACTIONS = {
 # Actions a locked server still takes from its project (upstream checks
 # the lock on the others).
 _UNLOCKED_ACTIONS = frozenset({'lock', 'unlock', 'os-getConsoleOutput',
-                               'createImage'})
+                               'createImage', 'createBackup'})
 
 
 def _check(name: str, value, schema: dict) -> None:

@@ -54,8 +54,8 @@ KEYPAIR_PAGING = Change(
 STATUS_FILTER_CHECKED = Change(
     '2.38', 'An unknown status filter of GET /servers is a 400.')
 SNAPSHOT_ID_IN_BODY = Change(
-    '2.45', 'createImage answers with the image id in the body, no '
-            'Location header.')
+    '2.45', 'createImage and createBackup answer with the image id in '
+            'the body, no Location header.')
 FLAVOR_IN_SERVER = Change(
     '2.47', "A server's 'flavor' is the boot-time copy, not a link.")
 EVENTS_FOR_EVERYONE = Change(

@@ -505,9 +505,38 @@ class API:
         the properties of the server's image, plus ``metadata``, as
         upstream. A server without an image has no disk to snapshot
         (400)."""
+        def send(instance: dict, image_id: str) -> None:
+            self.compute_rpcapi.snapshot_instance(
+                context, instance['host'], uuid, image_id)
+        return self._image_of(context, uuid, name, metadata,
+                              {'image_type': 'snapshot'},
+                              instance_actions.CREATE_IMAGE,
+                              task_states.IMAGE_SNAPSHOT, send)
+
+    def backup(self, context, uuid: str, name: str, backup_type: str,
+               rotation: int, metadata: dict[str, str] | None = None) -> str:
+        """createBackup: a snapshot (as :meth:`snapshot`) marked as a
+        backup of ``backup_type``, after which the compute keeps only
+        the newest ``rotation`` backups of that type; the image's id."""
+        def send(instance: dict, image_id: str) -> None:
+            self.compute_rpcapi.backup_instance(
+                context, instance['host'], uuid, image_id, backup_type,
+                rotation)
+        return self._image_of(context, uuid, name, metadata,
+                              {'image_type': 'backup',
+                               'backup_type': backup_type},
+                              instance_actions.CREATE_BACKUP,
+                              task_states.IMAGE_BACKUP, send)
+
+    def _image_of(self, context, uuid: str, name: str,
+                  metadata: dict[str, str] | None, marks: dict[str, str],
+                  action: str, task_state: str, send) -> str:
+        """Create the queued image of an ACTIVE or SHUTOFF server's root
+        disk, with the base image's properties, ``metadata`` and
+        ``marks``; accept ``action`` with ``task_state`` and ``send``
+        the upload to the compute. Nothing is left if either fails."""
         allowed = [vm_states.ACTIVE, vm_states.STOPPED]
-        instance = self._check_state(context, uuid,
-                                     instance_actions.CREATE_IMAGE, allowed)
+        instance = self._check_state(context, uuid, action, allowed)
         meta = instance.get('image_meta')
         if not meta:
             raise exception.Invalid(reason=(
@@ -517,29 +546,25 @@ class API:
         properties = {key: value for key, value in base.properties.items()
                       if not key.startswith(_NOT_INHERITED)}
         properties.update(metadata or {})
-        properties.update(instance_uuid=uuid, image_type='snapshot',
-                          base_image_ref=base.id)
+        properties.update(marks, instance_uuid=uuid, base_image_ref=base.id)
         image = self.glance_client.create(
             name, properties=properties, min_ram=base.min_ram,
             min_disk=max(base.min_disk,
                          int((instance['flavor'] or {}).get('root_gb')
                              or 0)))
         try:
-            instance = self._accept(context, uuid,
-                                    instance_actions.CREATE_IMAGE,
-                                    task_states.IMAGE_SNAPSHOT, allowed)
+            instance = self._accept(context, uuid, action, task_state,
+                                    allowed)
         except Exception:
             self.glance_client.delete(image.id)
             raise
         try:
-            self.compute_rpcapi.snapshot_instance(context, instance['host'],
-                                                  uuid, image.id)
+            send(instance, image.id)
         except Exception:
-            # Not sent (an RPC cap below 1.5, messaging down): the server
-            # is left as it was, and so is Glance.
+            # Not sent (an RPC cap below the method's version, messaging
+            # down): the server is left as it was, and so is Glance.
             db.instance_update(context, uuid, {'task_state': None},
-                               expected={'task_state':
-                                         task_states.IMAGE_SNAPSHOT})
+                               expected={'task_state': task_state})
             self.glance_client.delete(image.id)
             raise
         return image.id

@@ -53,6 +53,7 @@ EVACUATE = 'evacuate'
 CONFIRM_RESIZE = 'confirmResize'
 REVERT_RESIZE = 'revertResize'
 CREATE_IMAGE = 'createImage'
+CREATE_BACKUP = 'createBackup'
 LOCK = 'lock'
 UNLOCK = 'unlock'
 # Started by the compute, not a user: a device the server holds broke.

@@ -502,6 +502,24 @@ class ComputeManager(manager.Manager):
         self._act(context, instance_uuid, task_states.IMAGE_SNAPSHOT,
                   'compute_snapshot_instance', work)
 
+    def backup_instance(self, context, instance_uuid: str, image_id: str,
+                        backup_type: str, rotation: int) -> None:
+        """createBackup: a snapshot into the queued image ``image_id``,
+        then only the newest ``rotation`` backups of ``backup_type``
+        kept (see nova.compute.snapshot.rotate)."""
+        if self._glance is None:
+            self._glance = glance.GlanceClient(self.conf)
+
+        def work(instance):
+            snapshot.upload(self.driver, self._glance,
+                            self.conf.instances_path, instance_uuid,
+                            image_id)
+            snapshot.rotate(self._glance, instance_uuid, backup_type,
+                            rotation)
+            return {}
+        self._act(context, instance_uuid, task_states.IMAGE_BACKUP,
+                  'compute_backup_instance', work)
+
     @oslo_messaging.expected_exceptions(exception.ConsoleOutputNotSupported)
     def get_console_output(self, context, instance_uuid: str,
                            tail_length: int | None = None) -> str:

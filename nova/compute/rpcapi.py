@@ -16,6 +16,7 @@ the version that introduced it, see nova.rpc):
 * 1.4: get_console_output; under a cap below 1.4 it is refused (409,
   RPCVersionCapped) as no older compute can answer it.
 * 1.5: snapshot_instance (createImage); refused likewise below 1.5.
+* 1.6: backup_instance (createBackup); refused likewise below 1.6.
 """
 
 from oslo_config import cfg
@@ -24,13 +25,14 @@ import nova.conf
 from nova import rpc
 
 TOPIC = 'compute'
-VERSION = '1.5'
+VERSION = '1.6'
 _ACTIONS = '1.1'
 _MOVES = '1.2'
 # The version that names the scheduler's PCI providers ``pci_providers``.
 _PCI_PROVIDERS = '1.3'
 _CONSOLE = '1.4'
 _SNAPSHOT = '1.5'
+_BACKUP = '1.6'
 # The services row of a compute (liveness) is under this binary name.
 BINARY = 'nova-compute'
 # A build may wait for devices to be bound, the guest to start and the
@@ -103,6 +105,16 @@ class ComputeAPI:
                             server=host).cast(
             context, 'snapshot_instance', instance_uuid=instance_uuid,
             image_id=image_id)
+
+    def backup_instance(self, context, host: str, instance_uuid: str,
+                        image_id: str, backup_type: str,
+                        rotation: int) -> None:
+        """Upload the guest's root disk as the queued backup image
+        ``image_id``, then keep only the newest ``rotation`` backups of
+        ``backup_type``."""
+        self.client.prepare('backup_instance', _BACKUP, server=host).cast(
+            context, 'backup_instance', instance_uuid=instance_uuid,
+            image_id=image_id, backup_type=backup_type, rotation=rotation)
 
     # Server actions: casts, as upstream; the compute clears the task state
     # nova-api set when it is done.

@@ -4,7 +4,9 @@ image nova-api created (queued) for it.
 
 The copy is written under ``$instances_path/snapshots`` and removed once
 uploaded; if anything fails the queued image is deleted again, so a
-failed snapshot leaves no image behind (as upstream).
+failed snapshot leaves no image behind (as upstream). A backup
+(createBackup) is such a snapshot, after which :func:`rotate` keeps the
+newest backups of its type.
 """
 
 import os
@@ -43,3 +45,27 @@ def upload(driver: virt_driver.ComputeDriver, client: glance.GlanceClient,
         raise
     LOG.info('Instance %s snapshot uploaded as image %s', instance_uuid,
              image_id)
+
+
+def rotate(client: glance.GlanceClient, instance_uuid: str,
+           backup_type: str, rotation: int) -> list[str]:
+    """Delete the backups of ``instance_uuid`` of ``backup_type`` beyond
+    the newest ``rotation`` (all of them for 0, as upstream); the ids
+    deleted. A backup that cannot be deleted is logged and kept."""
+    backups = client.list(instance_uuid=instance_uuid, image_type='backup',
+                          backup_type=backup_type, sort_key='created_at',
+                          sort_dir='desc', limit='1000')
+    deleted = []
+    for image in backups[rotation:]:
+        try:
+            client.delete(image.id)
+        except exception.NovaException as err:
+            LOG.warning('Backup %s of instance %s beyond the rotation of '
+                        '%d could not be deleted: %s', image.id,
+                        instance_uuid, rotation, err.message)
+            continue
+        deleted.append(image.id)
+    if deleted:
+        LOG.info('Instance %s: backups %s rotated out (%s, keeping %d)',
+                 instance_uuid, ', '.join(deleted), backup_type, rotation)
+    return deleted

@@ -3,6 +3,7 @@ upstream's import path; they, and how an action sets and clears them, are
 defined in :mod:`nova.states`."""
 
 from nova.states import DELETING
+from nova.states import IMAGE_BACKUP
 from nova.states import IMAGE_SNAPSHOT
 from nova.states import POWERING_OFF
 from nova.states import POWERING_ON
@@ -21,7 +22,8 @@ from nova.states import SPAWNING
 from nova.states import UNSHELVING
 from nova.states import WAITING_FOR_HOST
 
-__all__ = ['DELETING', 'IMAGE_SNAPSHOT', 'POWERING_OFF', 'POWERING_ON',
+__all__ = ['DELETING', 'IMAGE_BACKUP', 'IMAGE_SNAPSHOT', 'POWERING_OFF',
+           'POWERING_ON',
            'REBOOTING', 'REBOOTING_HARD', 'REBUILDING', 'RESIZE_FINISH',
            'RESIZE_MIGRATED', 'RESIZE_MIGRATING', 'RESIZE_PREP',
            'RESIZE_REVERTING', 'SCHEDULING', 'SHELVING',

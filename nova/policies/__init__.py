@@ -43,6 +43,7 @@ SERVERS_STOP = 'os_compute_api:servers:stop'
 SERVERS_START = 'os_compute_api:servers:start'
 SERVERS_REBUILD = 'os_compute_api:servers:rebuild'
 SERVERS_CREATE_IMAGE = 'os_compute_api:servers:create_image'
+CREATE_BACKUP = 'os_compute_api:os-create-backup'
 SHELVE = 'os_compute_api:os-shelve:shelve'
 SHELVE_OFFLOAD = 'os_compute_api:os-shelve:shelve_offload'
 UNSHELVE = 'os_compute_api:os-shelve:unshelve'
@@ -178,6 +179,9 @@ def list_rules() -> list[policy.RuleDefault]:
         _rule(SERVERS_CREATE_IMAGE, PROJECT_MEMBER_OR_ADMIN,
               'Create an image (snapshot) of a server.',
               [('POST', action)]),
+        _rule(CREATE_BACKUP, PROJECT_MEMBER_OR_ADMIN,
+              'Back a server up (createBackup): a snapshot kept with the '
+              'newest of its backup type.', [('POST', action)]),
         _rule(SHELVE, PROJECT_MEMBER_OR_ADMIN, 'Shelve a server.',
               [('POST', action)]),
         _rule(SHELVE_OFFLOAD, ADMIN,

@@ -343,6 +343,47 @@ class RebuildAndSnapshotTest(ImageTestBase):
             self.assertEqual(os.path.join(self.base_dir(), snap_id),
                              backing)
 
+    def test_backup_keeps_the_newest_of_its_type(self):
+        image = self.glance.upload('base', self.qcow2('base'))
+        server = self.boot(self.flavor_id, image=image.id)
+        made = []
+        for n, backup_type in enumerate(('daily', 'daily', 'weekly',
+                                         'daily')):
+            if made:
+                # Glance orders by created_at, to the second.
+                time.sleep(1.1)
+            resp = self.action(server['id'], {'createBackup': {
+                'name': 'backup-%d' % n, 'backup_type': backup_type,
+                'rotation': '2', 'metadata': {'n': str(n)}}},
+                version='2.45')
+            made.append(resp.json()['image_id'])
+            self.wait_settled(server['id'], 'ACTIVE')
+        kept = {i.id: i for i in self.glance.client.list(
+            instance_uuid=server['id'])}
+        # The oldest daily backup was rotated out; the weekly one is of
+        # another type.
+        self.assertEqual(set(made[1:]), set(kept))
+        self.assertEqual(('backup', 'weekly', '2'), tuple(
+            kept[made[2]].properties.get(key)
+            for key in ('image_type', 'backup_type', 'n')))
+        self.assertEqual('active', kept[made[3]].status)
+        # Before 2.45 the image is in the Location header; with a
+        # rotation of 0 every backup of the type goes, the new one too.
+        resp = self.action(server['id'], {'createBackup': {
+            'name': 'gone', 'backup_type': 'daily', 'rotation': 0}})
+        self.assertNotIn('Location', resp.headers)
+        self.wait_settled(server['id'], 'ACTIVE')
+        self.assertEqual([made[2]], [i.id for i in self.glance.client.list(
+            instance_uuid=server['id'])])
+        resp = self.action(server['id'], {'createBackup': {
+            'name': 'b', 'backup_type': 'daily', 'rotation': -1}},
+            expect=(400,))
+        self.assertIn('rotation', resp.text)
+        self.assertEqual(['createBackup'] * 5 + ['create'], [
+            a['action'] for a in self.api(
+                'GET', '/servers/%s/os-instance-actions' % server['id'])[
+                    'instanceActions']])
+
     def test_snapshot_refused_without_disk_or_glance(self):
         server = self.boot(self.flavor_id)
         resp = self.action(server['id'], {'createImage': {'name': 's'}},
@@ -384,6 +425,12 @@ class SnapshotUnderRPCCapTest(ImageTestBase):
             data=json.dumps({'createImage': {'name': 'snap'}}))
         self.assertEqual(409, resp.status_code, resp.text)
         self.assertIn('1.5', resp.text)
+        resp = self.session.post(
+            '%s/servers/%s/action' % (self.allinone.api_url, server['id']),
+            data=json.dumps({'createBackup': {
+                'name': 'b', 'backup_type': 'daily', 'rotation': 1}}))
+        self.assertEqual(409, resp.status_code, resp.text)
+        self.assertIn('1.6', resp.text)
         server = self.api('GET', '/servers/%s' % server['id'])['server']
         self.assertEqual(('ACTIVE', None), (
             server['status'], server['OS-EXT-STS:task_state']))
