@@ -2,24 +2,29 @@
 """Build the tiny bootable test image the real-hypervisor tests boot.
 
 The image is a raw disk holding one FAT filesystem (no partition table)
-with SYSLINUX in its boot sector, Debian's kernel and an initramfs whose
-only program is busybox. Its init prints ``MARKER``, one line
-``PCI <address> <vendor> <device>`` per device in
-``/sys/bus/pci/devices`` and ``MARKER-END`` to the serial console
-(``console=ttyS0``), and stays up; the ACPI power button powers it off,
-so libvirt's soft reboot (a power button press turned into a reset)
-reboots it. It boots with BIOS firmware (SeaBIOS, through SYSLINUX) and
-with UEFI (OVMF without Secure Boot: OVMF's shell runs ``startup.nsh``,
-which starts the kernel, an EFI stub, with the initramfs and command
-line).
+with SYSLINUX in its boot sector, SYSLINUX's EFI build as the removable
+media boot loader (``EFI/BOOT/BOOTX64.EFI``), Debian's kernel and an
+initramfs whose only program is busybox. Its init prints ``MARKER``, one
+line per device in ``/sys/bus/pci/devices``::
+
+    PCI <address> <vendor> <device> numa_node=<node> [bar64=<start> ...]
+
+(``bar64`` once per assigned or unassigned 64-bit prefetchable memory BAR,
+its start address in hex from the device's sysfs ``resource``) and
+``MARKER-END`` to the serial console (``console=ttyS0``), and stays up;
+the ACPI power button powers it off, so libvirt's soft reboot (a power
+button press turned into a reset) reboots it. It boots with BIOS firmware
+(SeaBIOS, through SYSLINUX) and with UEFI (OVMF without Secure Boot
+starts ``EFI/BOOT/BOOTX64.EFI``, SYSLINUX's EFI loader, with no shell or
+boot entry needed); both read the same ``syslinux.cfg``.
 
 Everything comes from Debian packages: the kernel and its ACPI ``button``
 module from the ``linux-image-amd64`` package's kernel (the
 installed one when its modules are there, else the ``.deb`` that
-``apt-get download`` fetches), ``busybox-static``, ``syslinux`` and
-``mtools``/``dosfstools`` (which write the FAT image without loop
-mounts). The result is cached under a name keyed by every input, so a
-second run only prints the path.
+``apt-get download`` fetches), ``busybox-static``, ``syslinux``,
+``syslinux-efi`` and ``mtools``/``dosfstools`` (which write the FAT
+image without loop mounts). The result is cached under a name keyed by
+every input, so a second run only prints the path.
 
 Usage: ``tools/build_test_image.py [--cache-dir DIR]``; prints the image
 path.
@@ -40,9 +45,13 @@ import tempfile
 
 MARKER = 'NOVA-TEST-IMAGE-BOOTED'
 # Bumped when the image layout or init changes (part of the cache key).
-LAYOUT_VERSION = '1'
+LAYOUT_VERSION = '2'
 DEFAULT_CACHE_DIR = '/var/tmp/nova-test-image'
 BUSYBOX = '/bin/busybox'
+# SYSLINUX's EFI loader and its core module (package syslinux-efi and
+# syslinux-common): OVMF starts the loader from the removable media path.
+SYSLINUX_EFI = '/usr/lib/SYSLINUX.EFI/efi64/syslinux.efi'
+LDLINUX_E64 = '/usr/lib/syslinux/modules/efi64/ldlinux.e64'
 IMAGE_MIB = 32
 MODULES = ('kernel/drivers/acpi/button.ko',)
 
@@ -52,8 +61,18 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 echo {marker}
+# Each device's 64-bit prefetchable memory BARs (resource flags MEM,
+# PREFETCH and MEM_64 of include/linux/ioport.h) by start address: 0 or
+# missing when the firmware and kernel left one unassigned.
 for dev in /sys/bus/pci/devices/*; do
-    echo "PCI ${{dev##*/}} $(cat $dev/vendor) $(cat $dev/device)"
+    bars=
+    while read start end flags; do
+        if [ $(( flags & 0x102200 )) = $(( 0x102200 )) ]; then
+            bars="$bars bar64=$start"
+        fi
+    done < $dev/resource
+    echo "PCI ${{dev##*/}} $(cat $dev/vendor) $(cat $dev/device)" \
+        "numa_node=$(cat $dev/numa_node)$bars"
 done
 echo {marker}-END
 # The ACPI power button (libvirt's soft reboot and shutdown press it):
@@ -73,13 +92,13 @@ DEFAULT nova
 PROMPT 0
 TIMEOUT 0
 LABEL nova
-  KERNEL vmlinuz
-  INITRD initrd.gz
+  KERNEL /vmlinuz
+  INITRD /initrd.gz
   APPEND {cmdline}
 """.format(cmdline=CMDLINE)
-# What OVMF's shell runs when no boot option works (UEFI boot).
-STARTUP_NSH = 'fs0:\\vmlinuz initrd=\\initrd.gz {cmdline}\r\n'.format(
-    cmdline=CMDLINE)
+# Where each loader looks for its configuration: the BIOS one in the
+# root, the EFI one beside itself.
+SYSLINUX_CFG_PATHS = ('syslinux.cfg', 'EFI/BOOT/syslinux.cfg')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,10 +200,11 @@ def initramfs(kernel: Kernel) -> bytes:
 
 def _cache_key(kernel: Kernel) -> str:
     digest = hashlib.sha256(LAYOUT_VERSION.encode())
-    for path in (kernel.vmlinuz, BUSYBOX) + kernel.modules:
+    for path in (kernel.vmlinuz, BUSYBOX, SYSLINUX_EFI,
+                 LDLINUX_E64) + kernel.modules:
         with open(path, 'rb') as f:
             digest.update(hashlib.sha256(f.read()).digest())
-    digest.update((INIT + SYSLINUX_CFG + STARTUP_NSH).encode())
+    digest.update((INIT + SYSLINUX_CFG).encode())
     return digest.hexdigest()[:16]
 
 
@@ -194,8 +214,12 @@ def build(cache_dir: str = DEFAULT_CACHE_DIR) -> str:
     # QEMU (another user under qemu:///system) reads the image through
     # the overlays: every directory on the way must be searchable.
     os.chmod(cache_dir, 0o755)
-    if not os.path.exists(BUSYBOX):
-        sys.exit('%s is missing; install busybox-static' % BUSYBOX)
+    for path, package in ((BUSYBOX, 'busybox-static'),
+                          (SYSLINUX_EFI, 'syslinux-efi'),
+                          (LDLINUX_E64, 'syslinux-common')):
+        if not os.path.exists(path):
+            sys.exit('%s is missing; install %s (tools/install.sh does)'
+                     % (path, package))
     kernel = _installed_kernel() or _downloaded_kernel(cache_dir)
     image = os.path.join(cache_dir, 'test-%s.raw' % _cache_key(kernel))
     if os.path.exists(image):
@@ -204,13 +228,16 @@ def build(cache_dir: str = DEFAULT_CACHE_DIR) -> str:
         disk = os.path.join(tmp, 'disk.raw')
         _run('mkfs.vfat', '-n', 'NOVATEST', '-C', disk,
              str(IMAGE_MIB * 1024))
-        files = {'vmlinuz': kernel.vmlinuz}
-        for name, text in (('initrd.gz', initramfs(kernel)),
-                           ('syslinux.cfg', SYSLINUX_CFG.encode()),
-                           ('startup.nsh', STARTUP_NSH.encode())):
-            files[name] = os.path.join(tmp, name)
+        files = {'vmlinuz': kernel.vmlinuz,
+                 'EFI/BOOT/BOOTX64.EFI': SYSLINUX_EFI,
+                 'EFI/BOOT/ldlinux.e64': LDLINUX_E64}
+        written = [('initrd.gz', initramfs(kernel))] + [
+            (path, SYSLINUX_CFG.encode()) for path in SYSLINUX_CFG_PATHS]
+        for index, (name, data) in enumerate(written):
+            files[name] = os.path.join(tmp, 'file%d' % index)
             with open(files[name], 'wb') as f:
-                f.write(text)
+                f.write(data)
+        _run('mmd', '-i', disk, '::EFI', '::EFI/BOOT')
         for name, path in files.items():
             _run('mcopy', '-i', disk, path, '::' + name)
         _run('syslinux', '--install', disk)

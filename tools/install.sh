@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 apt_packages=(libvirt-dev libvirt0 pkg-config gcc python3-dev python3-venv
               qemu-system-x86 libvirt-daemon-system libvirt-clients ovmf
               qemu-utils
-              busybox-static syslinux syslinux-common mtools dosfstools
+              busybox-static syslinux syslinux-common syslinux-efi mtools
+              dosfstools
               chromium)
 missing=()
 for pkg in "${apt_packages[@]}"; do

@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import subprocess
 
 import fixtures
 
@@ -58,3 +59,49 @@ class InitramfsTest(test.TestCase):
         self.assertIn('echo %s\n' % build.MARKER, init)
         self.assertIn('/sys/bus/pci/devices/*', init)
         self.assertIn('insmod /lib/button.ko', init)
+
+
+class PciListingTest(test.TestCase):
+    """The init's PCI listing, run by the host's busybox on a fake
+    sysfs: what the GPU boot test reads from the guest's console."""
+
+    def _listing(self, devices: dict[str, dict[str, str]]) -> list[str]:
+        build = tool.load('build_test_image')
+        if not os.path.exists(build.BUSYBOX):
+            self.fail('%s is missing: install busybox-static '
+                      '(tools/install.sh does)' % build.BUSYBOX)
+        root = self.useFixture(fixtures.TempDir()).path
+        for address, files in devices.items():
+            os.mkdir(os.path.join(root, address))
+            for name, text in files.items():
+                with open(os.path.join(root, address, name), 'w') as f:
+                    f.write(text)
+        init = build.INIT
+        loop = init[init.index('for dev in'):init.index('done\n') + 5]
+        result = subprocess.run(
+            [build.BUSYBOX, 'sh', '-c',
+             loop.replace('/sys/bus/pci/devices', root)],
+            capture_output=True, text=True, check=True)
+        return result.stdout.splitlines()
+
+    def test_devices_nodes_and_64bit_bars(self):
+        unused = '0x%016x 0x%016x 0x%016x\n' % (0, 0, 0)
+        testdev = (
+            # BAR0: 32-bit memory; BAR1: I/O; BAR2: 64-bit prefetchable
+            # (flags MEM | PREFETCH | MEM_64 | sizing bits) at 896 GiB.
+            '0x00000000c0000000 0x00000000c0000fff 0x0000000000040200\n'
+            '0x000000000000c000 0x000000000000c00f 0x0000000000040101\n'
+            '0x000000e080000000 0x000000e0ffffffff 0x000000000014220c\n'
+            + unused * 3)
+        # 64-bit but not prefetchable (as an NVMe's BAR0): left out.
+        nvme = '0x00000000c1000000 0x00000000c1003fff 0x0000000000140204\n'
+        lines = self._listing({
+            '0000:81:00.0': {'vendor': '0x1b36\n', 'device': '0x0005\n',
+                             'numa_node': '1\n', 'resource': testdev},
+            '0000:00:04.0': {'vendor': '0x144d\n', 'device': '0xa80a\n',
+                             'numa_node': '-1\n',
+                             'resource': nvme + unused * 5}})
+        self.assertEqual([
+            'PCI 0000:00:04.0 0x144d 0xa80a numa_node=-1',
+            'PCI 0000:81:00.0 0x1b36 0x0005 numa_node=1 '
+            'bar64=0x000000e080000000'], lines)

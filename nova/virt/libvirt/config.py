@@ -307,16 +307,23 @@ def _add_machine(domain: ET.Element, platform: GuestPlatform,
     ET.SubElement(features, 'apic')
 
 
-def _add_cpu(domain: ET.Element, has_devices: bool) -> ET.Element:
+def _add_cpu(domain: ET.Element, has_devices: bool,
+             domain_type: str) -> ET.Element:
     """``<cpu>``; a guest with passed-through devices gets the host CPU
     and its physical address width, so its 64-bit MMIO window fits (see
-    nova.virt.libvirt.pcie.GUEST_PHYS_BITS)."""
+    nova.virt.libvirt.pcie.GUEST_PHYS_BITS). Under QEMU's emulator
+    (domain type ``qemu``) libvirt refuses ``host-passthrough``: such a
+    guest gets ``maximum``, every feature the emulator has, and the
+    emulator's own address width (40 bits), which a host's would not
+    change."""
     if not has_devices:
         return ET.SubElement(domain, 'cpu')
-    cpu = ET.SubElement(domain, 'cpu', {'mode': 'host-passthrough',
-                                        'check': 'none',
-                                        'migratable': 'off'})
-    ET.SubElement(cpu, 'maxphysaddr', {'mode': 'passthrough'})
+    emulated = domain_type == 'qemu'
+    cpu = ET.SubElement(domain, 'cpu', {
+        'mode': 'maximum' if emulated else 'host-passthrough',
+        'check': 'none', 'migratable': 'off'})
+    if not emulated:
+        ET.SubElement(cpu, 'maxphysaddr', {'mode': 'passthrough'})
     return cpu
 
 
@@ -453,12 +460,13 @@ def build_guest_xml(spec: driver.GuestSpec, domain_type: str,
     os_el = ET.SubElement(domain, 'os')
     ET.SubElement(os_el, 'type').text = 'hvm'
     _add_machine(domain, platform, firmware)
-    cpu = _add_cpu(domain, bool(pci_devices))
+    cpu = _add_cpu(domain, bool(pci_devices), domain_type)
     cells = platform.hardware.numa_cells or (1 if numa_nodes else 0)
     cell_of_node = _add_numa(domain, cpu, vcpus, memory_mb, cells,
                              numa_nodes, tuple(host_cpus),
                              platform.node_cpus) if cells else {}
-    if len(cpu):
+    # A <cpu> with neither a mode nor cells says nothing: left out.
+    if len(cpu) or cpu.get('mode'):
         _add_topology(cpu, vcpus, cells)
     else:
         domain.remove(cpu)

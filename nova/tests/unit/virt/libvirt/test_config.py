@@ -296,7 +296,7 @@ class GuestMachineTest(test.TestCase):
                 self.UUID, 'vm', kwargs.pop('vcpus', 16),
                 kwargs.pop('memory_mb', 65536), devices,
                 numa_nodes=kwargs.pop('numa_nodes', ())),
-            'kvm', platform=platform, **kwargs))
+            kwargs.pop('domain_type', 'kvm'), platform=platform, **kwargs))
 
     def test_eight_gpus_on_two_cells(self):
         root = self._build(BOARD, _platform(cells=2), numa_nodes=(0, 1),
@@ -352,6 +352,23 @@ class GuestMachineTest(test.TestCase):
             self.assertEqual('pcie-root-port', port.get('model'))
             expander = str(int(port.find('address').get('bus'), 16))
             self.assertEqual(str(dev.numa_node), expanders[expander])
+
+    def test_emulated_gpu_guest_gets_the_emulators_cpu(self):
+        # libvirt refuses host-passthrough under QEMU's emulator (TCG):
+        # its counterpart is 'maximum', with TCG's own address width.
+        root = self._build(BOARD, _platform(cells=2), numa_nodes=(0, 1),
+                           host_cpus=tuple(range(64)), domain_type='qemu')
+        cpu = root.find('cpu')
+        self.assertEqual(('maximum', 'none', 'off'), (
+            cpu.get('mode'), cpu.get('check'), cpu.get('migratable')))
+        self.assertIsNone(cpu.find('maxphysaddr'))
+        # The rest of the CPU element is the one a KVM guest gets.
+        self.assertEqual('2', cpu.find('topology').get('sockets'))
+        self.assertEqual(2, len(cpu.findall('numa/cell')))
+        # Without cells too (where the element would otherwise be empty).
+        cpu = self._build(BOARD, _platform(), domain_type='qemu').find('cpu')
+        self.assertEqual('maximum', cpu.get('mode'))
+        self.assertEqual('1', cpu.find('topology').get('sockets'))
 
     def test_one_cell_when_confined_without_numa_nodes(self):
         devices = BOARD[:2]
