@@ -185,7 +185,8 @@ class API:
         # The remaining extra specs the scheduler and compute will use.
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
-        guest_hardware.check_flavor(flavor)
+        guest_hardware.check_flavor(
+            flavor, image.properties if image else None)
         instance = db.instance_create(context, {
             'display_name': name,
             'project_id': context.project_id,

@@ -21,6 +21,7 @@ from nova import manager
 from nova import rpc
 from nova import states
 from nova.compute import audit
+from nova.compute import hugepages as compute_hugepages
 from nova.compute import instance_actions
 from nova.compute import repair
 from nova.compute import resource_tracker
@@ -40,6 +41,7 @@ from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware
+from nova.virt import hugepages
 
 LOG = logging.getLogger(__name__)
 
@@ -82,6 +84,8 @@ class ComputeManager(manager.Manager):
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._claim_lock = threading.Lock()
+        # Hugepage claims take the PCI claims' lock.
+        self.hugepages = compute_hugepages.HugepageTracker(self._claim_lock)
 
     def init_host(self) -> None:
         """Connect to the hypervisor, register, report resources and
@@ -89,7 +93,11 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
+        # The pages the guests hold: before the repair (which may define
+        # guests again) and after it (which may destroy some directly).
+        self.hugepages.load(self.driver.get_guest_hugepages())
         repair.at_start(self, context)
+        self.hugepages.load(self.driver.get_guest_hugepages())
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
         LOG.info('Compute %s started with %d PCI devices tracked',
@@ -400,15 +408,25 @@ class ComputeManager(manager.Manager):
         """The guest of ``instance`` with ``flavor`` (its own, or a move's
         new one) on ``devices``, claimed here for ``pci_requests``: the
         one description of a guest every build, rebuild and move end
-        hands the driver."""
+        hands the driver. Its hugepages are claimed here too (kept when
+        it holds them already); with hugepages the guest runs on the host
+        nodes they are on (HugepagesUnavailable when they do not fit)."""
+        numa_nodes = self._guest_numa_nodes(pci_requests, devices, flavor)
+        root_disk = compute_utils.root_disk(instance, flavor)
+        extra_specs = flavor.get('extra_specs') or {}
+        pages = self.hugepages.claim(
+            instance['uuid'], hugepages.request_of(
+                extra_specs, root_disk.properties if root_disk else None),
+            flavor['memory_mb'],
+            guest_hardware.numa_cells_of(extra_specs) or 1,
+            self.rt.numa_topology, numa_nodes)
         return virt_driver.GuestSpec(
             instance_uuid=instance['uuid'], name=instance['display_name'],
             vcpus=flavor['vcpus'], memory_mb=flavor['memory_mb'],
             pci_devices=tuple(dev.passthrough() for dev in devices),
-            numa_nodes=self._guest_numa_nodes(pci_requests, devices,
-                                              flavor),
-            extra_specs=dict(flavor.get('extra_specs') or {}),
-            root_disk=compute_utils.root_disk(instance, flavor))
+            numa_nodes=pages.numa_nodes if pages else numa_nodes,
+            extra_specs=dict(extra_specs), root_disk=root_disk,
+            page_size_kib=pages.page_size_kib if pages else None)
 
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
@@ -565,10 +583,12 @@ class ComputeManager(manager.Manager):
 
     @rpc.local_only
     def tear_down(self, instance_uuid: str) -> None:
-        """Destroy the guest and free its devices (both idempotent)."""
+        """Destroy the guest and free its devices and hugepages (all
+        idempotent)."""
         try:
             self.driver.destroy(instance_uuid)
         finally:
+            self.hugepages.free(instance_uuid)
             self.rt.free_instance(instance_uuid)
 
     @rpc.local_only
@@ -869,6 +889,14 @@ class ComputeManager(manager.Manager):
             pci_request.requests_from_primitive(pci_requests)))
         return devices
 
+    def _free_move_pages(self, instance_uuid: str, other_end: str) -> None:
+        """Free the hugepages this end of a move held, unless the other
+        end is this host too: then the instance's one claim here is the
+        guest's, replaced when the other end starts it
+        (``_guest_spec``)."""
+        if other_end != self.host:
+            self.hugepages.free(instance_uuid)
+
     @oslo_messaging.expected_exceptions(exception.RescheduledException)
     def prep_resize(self, context, instance_uuid: str, migration_uuid: str,
                     pci_providers: dict[str, list[str]] | None = None,
@@ -957,6 +985,8 @@ class ComputeManager(manager.Manager):
                             'failed: %s', instance_uuid, self.host,
                             migration_uuid, exc)
                 self.driver.destroy(instance_uuid)
+                self._free_move_pages(instance_uuid,
+                                      migration['source_compute'])
                 self.rt.free_instance(instance_uuid, new_ids)
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
@@ -991,6 +1021,7 @@ class ComputeManager(manager.Manager):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             if migration['dest_compute'] != self.host:
                 self.driver.destroy(instance_uuid)
+            self._free_move_pages(instance_uuid, migration['dest_compute'])
             freed = self.rt.free_instance(
                 instance_uuid, _request_ids(migration['old_pci_requests']))
             LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
@@ -1005,6 +1036,8 @@ class ComputeManager(manager.Manager):
         with self.instance_lock(instance_uuid):
             migration = db.migration_get_by_uuid(context, migration_uuid)
             self.driver.destroy(instance_uuid)
+            self._free_move_pages(instance_uuid,
+                                  migration['source_compute'])
             freed = self.rt.free_instance(
                 instance_uuid, _request_ids(migration['new_pci_requests']))
             LOG.info('Instance %s: migration %s undone on the destination '
