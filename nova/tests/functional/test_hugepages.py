@@ -5,6 +5,7 @@ Each of the two NUMA nodes of the test host has 896 pages of 1 GiB
 guests hold on each node and refuses a guest whose pages do not fit.
 """
 
+import time
 import xml.etree.ElementTree as ET
 
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -100,3 +101,70 @@ class TestHugepages(boot.BootTestBase):
                           status='ERROR')
         self.assertIn('hugepages', small['fault']['message'])
         self.assert_nothing_held(small['id'])
+
+
+class TestHugepageGuestsMoveAndFollowDevices(boot.BootTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.enable_h200_groups()
+        self.start_services(hosts=('cmp1', 'cmp2'))
+
+    page_flavor = TestHugepages.page_flavor
+
+    def used(self, host):
+        return {node: count for (node, size), count in
+                self.computes[host].hugepages.used().items()}
+
+    def settle(self, server_id, body, status):
+        """Run a server action and wait for ``status`` with no task."""
+        self.api('POST', '/servers/%s/action' % server_id, body)
+        deadline = time.monotonic() + boot.TIMEOUT
+        while time.monotonic() < deadline:
+            server = self.api('GET', '/servers/%s' % server_id)['server']
+            if server['OS-EXT-STS:task_state'] is None and \
+                    server['status'] in (status, 'ERROR'):
+                self.assertEqual(status, server['status'], server)
+                return server
+            time.sleep(0.05)
+        self.fail('server %s never reached %s' % (server_id, status))
+
+    def test_pages_on_the_node_of_the_required_devices(self):
+        flavor = self.page_flavor('pair.huge', 8192, **{
+            'pci_passthrough:alias': 'h200:2',
+            'hw:pci_numa_affinity_policy': 'required'})
+        # Two pairs: the second may sit on node 1, its pages with it.
+        for name in ('a', 'b', 'c'):
+            server = self.boot(flavor, name)
+            host = server['OS-EXT-SRV-ATTR:host']
+            (node,) = {0 if gpu <= 4 else 1
+                       for gpu in self.gpus_of(server)}
+            root = ET.fromstring(self.computes[host].driver.host
+                                 .lookup_domain(server['id']).XMLDesc())
+            self.assertEqual([('0', str(node))], [
+                (m.get('cellid'), m.get('nodeset'))
+                for m in root.findall('numatune/memnode')])
+            self.assertEqual(
+                hugepages.GuestPages(GIB_KIB, (node,), (8192,)),
+                self.computes[host].hugepages.held(server['id']))
+
+    def test_resize_holds_pages_on_both_ends_until_settled(self):
+        small = self.page_flavor('huge.4g', 4096)
+        big = self.page_flavor('huge.8g', 8192)
+        server = self.boot(small, 'mover')
+        source = server['OS-EXT-SRV-ATTR:host']
+        dest = ({'cmp1', 'cmp2'} - {source}).pop()
+        server = self.settle(server['id'], {'resize': {'flavorRef': big}},
+                             'VERIFY_RESIZE')
+        self.assertEqual(dest, server['OS-EXT-SRV-ATTR:host'])
+        # The source keeps its pages for a revert.
+        self.assertEqual(({0: 4}, {0: 8}),
+                         (self.used(source), self.used(dest)))
+        self.settle(server['id'], {'revertResize': None}, 'ACTIVE')
+        self.assertEqual(({0: 4}, {}), (self.used(source), self.used(dest)))
+        server = self.settle(server['id'], {'resize': {'flavorRef': big}},
+                             'VERIFY_RESIZE')
+        self.settle(server['id'], {'confirmResize': None}, 'ACTIVE')
+        self.assertEqual(({}, {0: 8}), (self.used(source), self.used(dest)))
+        self.delete(server['id'])
+        self.assertEqual({}, self.used(dest))
