@@ -174,6 +174,11 @@ class BootFromImageTest(ImageTestBase):
         server = self.boot(flavor, image=image.id)
         self.assertIn('<page size=\'1048576\' unit=\'KiB\' nodeset=\'0\'/>',
                       self.domain_xml(server['id']))
+        # Nor may a resize drop the flavor's leave for the image.
+        body = self.api('POST', '/servers/%s/action' % server['id'], {
+            'resize': {'flavorRef': self.flavor_id}}, expect=(400,))
+        self.assertIn('hw_mem_page_size=1GB is not allowed',
+                      body['badRequest']['message'])
         # 2 MiB pages, which the generated host has none of: the image's
         # size is what the compute claims, not the flavor's "any".
         small = self.glance.upload('small-pages', hw_mem_page_size='2MB')
