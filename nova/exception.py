@@ -180,6 +180,11 @@ class PciNumaAffinityViolation(Invalid):
 
 # Compute driver -----------------------------------------------------------
 
+class HugepagesUnavailable(NovaException):
+    msg_fmt = ('Not enough free hugepages on this host for %(memory_mb)d '
+               'MiB in %(cells)d NUMA cell(s): %(reason)s')
+
+
 class GuestHardwareUnsupported(NovaException):
     msg_fmt = 'The guest cannot work as defined: %(reason)s'
 

@@ -7,8 +7,10 @@ scheduling through Placement, and ``state_path``: ``DIR/state`` as an
 absolute path, so that nova-all and ``nova-manage --config-file
 DIR/nova.conf`` use the same databases from any directory). Kinds:
 ``hgx-h200`` (8 GPUs: four NVLink pairs, two quartets, the board) and
-``h200-nvl`` (4 GPUs: two NVLink pairs). Prints the nova-all command
-line. Example::
+``h200-nvl`` (4 GPUs: two NVLink pairs). nova-all gives every generated
+host 1 GiB hugepage pools of 7/8 of each NUMA node's memory
+(``nova.virt.fake.host.hugepage_pools``: the test driver reports none).
+Prints the nova-all command line. Example::
 
     .venv/bin/python tools/fake_hosts.py --dir hosts \\
         hgx-1=hgx-h200 nvl-1=h200-nvl

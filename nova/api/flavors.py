@@ -20,14 +20,16 @@ from nova.pci import request as pci_request
 from nova import policies
 from nova.scheduler import request_builder
 from nova.virt import guest_hardware
+from nova.virt import hugepages
 
 # The keys this fork acts on in the namespaces it shares with upstream:
-# any other key there (upstream's hw:cpu_policy, hw:mem_page_size, ...)
+# any other key there (upstream's hw:cpu_policy, hw:numa_cpus.N, ...)
 # would be stored and silently ignored, so it is refused.
 _KNOWN_KEYS = {
     'pci_passthrough:': (pci_request.EXTRA_SPEC_ALIAS,),
     'hw:': (guest_hardware.FIRMWARE_TYPE_SPEC,
             guest_hardware.MACHINE_TYPE_SPEC,
+            hugepages.MEM_PAGE_SIZE_SPEC,
             guest_hardware.NUMA_NODES_SPEC,
             pci_request.EXTRA_SPEC_NUMA_POLICY),
 }

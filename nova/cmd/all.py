@@ -153,7 +153,8 @@ class AllInOne:
                 fake_paths = {'fmpm_path': fm.fmpm_path,
                               'nvidia_smi_path': fm.nvidia_smi_path}
         return libvirt_driver.LibvirtDriver.from_config(
-            conf, uri=uri, bar_reader=fakehost.bar_sizes, **fake_paths)
+            conf, uri=uri, bar_reader=fakehost.bar_sizes,
+            page_pools=fakehost.hugepage_pools, **fake_paths)
 
     def _start(self, manager, topic: str, server: str) -> None:
         self.services.append(cmd.rpc_service(manager, topic, server))

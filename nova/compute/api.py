@@ -182,7 +182,8 @@ class API:
         # The remaining extra specs the scheduler and compute will use.
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
-        guest_hardware.check_flavor(flavor)
+        guest_hardware.check_flavor(
+            flavor, image.properties if image else None)
         keypair = self._key_pair(context, fields.key_name)
         instance = db.instance_create(context, {
             'display_name': name,
@@ -265,7 +266,8 @@ class API:
         """Resize the server to flavor ``flavor_ref``; the migration.
 
         The new flavor is checked as for a boot (400 naming a bad alias or
-        extra spec); resizing to the flavor the server has is refused, as
+        extra spec, or one the server's image properties conflict with);
+        resizing to the flavor the server has is refused, as
         upstream does.
         """
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
@@ -278,7 +280,10 @@ class API:
             flavor['extra_specs'], self.aliases)
         request_builder.check_extra_specs(flavor['extra_specs'],
                                           self.pci_resource_classes)
-        guest_hardware.check_flavor(flavor)
+        # The server's image keeps its say (hw_mem_page_size).
+        root_disk = compute_utils.root_disk(instance, flavor)
+        guest_hardware.check_flavor(
+            flavor, root_disk.properties if root_disk else None)
         return migrate.start(
             context, self.conductor_api, instance, 'resize',
             new_flavor=flavor,

@@ -30,6 +30,7 @@ from nova import manager
 from nova import rpc
 from nova.compute import audit
 from nova.compute import health
+from nova.compute import hugepages as compute_hugepages
 from nova.compute import instance_actions
 from nova.compute import moves
 from nova.compute import repair
@@ -49,6 +50,7 @@ from nova.scheduler.client import frees
 from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware
+from nova.virt import hugepages
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +93,8 @@ class ComputeManager(manager.Manager):
         self._instance_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._claim_lock = threading.Lock()
+        # Hugepage claims take the PCI claims' lock.
+        self.hugepages = compute_hugepages.HugepageTracker(self._claim_lock)
 
     def init_host(self) -> None:
         """Connect to the hypervisor, register, report resources and
@@ -98,7 +102,11 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         self.driver.init_host(self.host)
         self.rt.update_available_resource(context)
+        # The pages the guests hold: before the repair (which may define
+        # guests again) and after it (which may destroy some directly).
+        self.hugepages.load(self.driver.get_guest_hugepages())
         repair.at_start(self, context)
+        self.hugepages.load(self.driver.get_guest_hugepages())
         # After half-built guests are gone, so their partitions are freed.
         self.repair_nvlink_partitions()
         LOG.info('Compute %s started with %d PCI devices tracked',
@@ -291,15 +299,25 @@ class ComputeManager(manager.Manager):
         """The guest of ``instance`` with ``flavor`` (its own, or a move's
         new one) on ``devices``, claimed here for ``pci_requests``: the
         one description of a guest every build, rebuild and move end
-        hands the driver."""
+        hands the driver. Its hugepages are claimed here too (kept when
+        it holds them already); with hugepages the guest runs on the host
+        nodes they are on (HugepagesUnavailable when they do not fit)."""
+        numa_nodes = self._guest_numa_nodes(pci_requests, devices, flavor)
+        root_disk = compute_utils.root_disk(instance, flavor)
+        extra_specs = flavor.get('extra_specs') or {}
+        pages = self.hugepages.claim(
+            instance['uuid'], hugepages.request_of(
+                extra_specs, root_disk.properties if root_disk else None),
+            flavor['memory_mb'],
+            guest_hardware.numa_cells_of(extra_specs) or 1,
+            self.rt.numa_topology, numa_nodes)
         return virt_driver.GuestSpec(
             instance_uuid=instance['uuid'], name=instance['display_name'],
             vcpus=flavor['vcpus'], memory_mb=flavor['memory_mb'],
             pci_devices=tuple(dev.passthrough() for dev in devices),
-            numa_nodes=self._guest_numa_nodes(pci_requests, devices,
-                                              flavor),
-            extra_specs=dict(flavor.get('extra_specs') or {}),
-            root_disk=compute_utils.root_disk(instance, flavor))
+            numa_nodes=pages.numa_nodes if pages else numa_nodes,
+            extra_specs=dict(extra_specs), root_disk=root_disk,
+            page_size_kib=pages.page_size_kib if pages else None)
 
     # A reschedule is an answer, not a crash: the RPC server should not log
     # a traceback for it.
@@ -457,10 +475,12 @@ class ComputeManager(manager.Manager):
 
     @rpc.local_only
     def tear_down(self, instance_uuid: str) -> None:
-        """Destroy the guest and free its devices (both idempotent)."""
+        """Destroy the guest and free its devices and hugepages (all
+        idempotent)."""
         try:
             self.driver.destroy(instance_uuid)
         finally:
+            self.hugepages.free(instance_uuid)
             self.rt.free_instance(instance_uuid)
 
     @rpc.local_only

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from oslo_config import cfg
 
+    from nova.compute import hugepages as compute_hugepages
     from nova.compute import resource_tracker
     from nova.conductor import rpcapi as conductor_rpcapi
     from nova.pci import device as pci_device
@@ -69,6 +70,8 @@ class Compute(Protocol):
     driver: virt_driver.ComputeDriver
     #: Frees and lists the devices each end of the move holds.
     rt: resource_tracker.ResourceTracker
+    #: Frees the hugepages each end of the move holds.
+    hugepages: compute_hugepages.HugepageTracker
     #: Confirms the moves whose confirm window expired.
     conductor_api: conductor_rpcapi.ConductorAPI
 
@@ -178,6 +181,7 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
                         'failed: %s', instance_uuid, compute.host,
                         migration_uuid, exc)
             compute.driver.destroy(instance_uuid)
+            _free_pages(compute, instance_uuid, migration['source_compute'])
             compute.rt.free_instance(instance_uuid, new_ids)
             raise exception.MigrationFailed(
                 instance_uuid=instance_uuid,
@@ -213,6 +217,7 @@ def confirm_resize(compute: Compute, context, instance_uuid: str,
         migration = db.migration_get_by_uuid(context, migration_uuid)
         if migration['dest_compute'] != compute.host:
             compute.driver.destroy(instance_uuid)
+        _free_pages(compute, instance_uuid, migration['dest_compute'])
         freed = compute.rt.free_instance(
             instance_uuid, _request_ids(migration['old_pci_requests']))
         LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
@@ -228,6 +233,7 @@ def revert_resize(compute: Compute, context, instance_uuid: str,
     with compute.instance_lock(instance_uuid):
         migration = db.migration_get_by_uuid(context, migration_uuid)
         compute.driver.destroy(instance_uuid)
+        _free_pages(compute, instance_uuid, migration['source_compute'])
         freed = compute.rt.free_instance(
             instance_uuid, _request_ids(migration['new_pci_requests']))
         LOG.info('Instance %s: migration %s undone on the destination '
@@ -326,6 +332,15 @@ def _spawn_claimed(compute: Compute, instance: dict, flavor: dict,
         instance, flavor, devices,
         pci_request.requests_from_primitive(pci_requests)))
     return devices
+
+
+def _free_pages(compute: Compute, instance_uuid: str,
+                other_end: str) -> None:
+    """Free the hugepages this end of a move held, unless the other end
+    is this host too: then the instance's one claim here is the guest's,
+    replaced when the other end starts it (``guest_spec``)."""
+    if other_end != compute.host:
+        compute.hugepages.free(instance_uuid)
 
 
 def _request_ids(pci_requests: list | None) -> set[str]:

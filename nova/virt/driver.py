@@ -18,6 +18,7 @@ from nova.states import NOSTATE  # noqa: F401
 from nova.states import RUNNING  # noqa: F401
 from nova.states import SHUTDOWN  # noqa: F401
 from nova.virt import hardware
+from nova.virt import hugepages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +40,10 @@ class GuestSpec:
     devices passed through, the host NUMA nodes its vCPUs and memory are
     confined to (none: not confined; guest NUMA cell i is on
     ``numa_nodes[i % len(numa_nodes)]``), the flavor's extra specs (machine
-    type, firmware, NUMA cells: see nova.virt.guest_hardware) and the
-    image it boots from (None: no disk)."""
+    type, firmware, NUMA cells: see nova.virt.guest_hardware), the image
+    it boots from (None: no disk) and the size of the hugepages that back
+    every guest NUMA cell on its host node (None: ordinary pages; see
+    nova.virt.hugepages, the compute chose the size and nodes)."""
 
     instance_uuid: str
     name: str
@@ -50,6 +53,7 @@ class GuestSpec:
     numa_nodes: tuple[int, ...] = ()
     extra_specs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     root_disk: RootDisk | None = None
+    page_size_kib: int | None = None
 
     def __post_init__(self) -> None:
         # Frozen through and through: a list of devices or no extra specs
@@ -152,6 +156,12 @@ class ComputeDriver(abc.ABC):
         ``[image_cache]``); the image ids removed. Drivers without an
         image cache remove nothing."""
         return []
+
+    def get_guest_hugepages(self) -> dict[str, hugepages.GuestPages]:
+        """Instance uuid -> the hugepages its guest, defined on the
+        hypervisor, is backed by (guests on ordinary pages left out): what
+        the compute counts as used when it starts. None by default."""
+        return {}
 
     def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """The NVLink partitions Fabric Manager defines, with the GPU

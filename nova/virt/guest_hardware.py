@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from nova import exception
+from nova.virt import hugepages
 
 MACHINE_TYPE_SPEC = 'hw:machine_type'
 FIRMWARE_TYPE_SPEC = 'hw:firmware_type'
@@ -109,8 +110,9 @@ def numa_cells_of(extra_specs: Mapping[str, object] | None) -> int | None:
 
 
 def check_extra_specs(extra_specs: Mapping[str, object]) -> None:
-    """Refuse a bad ``hw:machine_type``, ``hw:firmware_type`` or
-    ``hw:numa_nodes``, naming the value and what is allowed."""
+    """Refuse a bad ``hw:machine_type``, ``hw:firmware_type``,
+    ``hw:numa_nodes`` or ``hw:mem_page_size`` (see nova.virt.hugepages),
+    naming the value and what is allowed."""
     machine = extra_specs.get(MACHINE_TYPE_SPEC)
     if machine is not None and not _MACHINE_RE.match(str(machine)):
         raise _spec_error(MACHINE_TYPE_SPEC, machine, (
@@ -121,28 +123,36 @@ def check_extra_specs(extra_specs: Mapping[str, object]) -> None:
         raise _spec_error(FIRMWARE_TYPE_SPEC, firmware, (
             'allowed values are %s' % ', '.join(FIRMWARE_TYPES)))
     numa_cells_of(extra_specs)
+    hugepages.check_extra_specs(extra_specs)
 
 
-def check_flavor(flavor: Mapping) -> None:
+def check_flavor(flavor: Mapping,
+                 image_properties: Mapping[str, str] | None = None) -> None:
     """``check_extra_specs`` plus what needs the flavor's size: with
     ``hw:numa_nodes`` the vCPUs and memory must split evenly over the
     cells (as upstream, which refuses an asymmetric split without an
-    explicit per-cell layout)."""
+    explicit per-cell layout); an exact ``hw:mem_page_size`` must divide
+    each cell's memory; the image (``image_properties``, at a server
+    create) may set a page size only where the flavor lets it."""
     extra_specs = flavor.get('extra_specs') or {}
     check_extra_specs(extra_specs)
+    hugepages.request_of(extra_specs, image_properties)
     cells = numa_cells_of(extra_specs)
     if cells is None:
+        hugepages.check_flavor(extra_specs, flavor['memory_mb'], 1)
         return
     if flavor['vcpus'] % cells or flavor['memory_mb'] % cells:
         raise _spec_error(NUMA_NODES_SPEC, extra_specs[NUMA_NODES_SPEC], (
             'the flavor\'s %d vCPUs and %d MiB of memory must divide '
             'evenly by the number of NUMA nodes' % (
                 flavor['vcpus'], flavor['memory_mb'])))
+    hugepages.check_flavor(extra_specs, flavor['memory_mb'], cells)
 
 
 def check_image_properties(properties: Mapping[str, str]) -> None:
-    """Refuse a bad ``hw_machine_type`` or ``hw_firmware_type`` image
-    property, naming the value and what is allowed."""
+    """Refuse a bad ``hw_machine_type``, ``hw_firmware_type`` or
+    ``hw_mem_page_size`` image property, naming the value and what is
+    allowed."""
     machine = properties.get(MACHINE_TYPE_PROP)
     if machine is not None:
         _machine_type(machine, 'image property %s' % MACHINE_TYPE_PROP)
@@ -151,6 +161,7 @@ def check_image_properties(properties: Mapping[str, str]) -> None:
         raise exception.Invalid(reason=(
             'image property %s %r is not allowed; allowed values are %s' %
             (FIRMWARE_TYPE_PROP, firmware, ', '.join(FIRMWARE_TYPES))))
+    hugepages.check_image_properties(properties)
 
 
 def resolve(machine_types: Mapping[str, str], arch: str,

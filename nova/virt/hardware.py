@@ -1,22 +1,38 @@
 """The host's NUMA topology, as the compute driver reports it.
 
-Only what PCI NUMA affinity needs: each NUMA node's CPUs, memory and
-socket. A node whose CPUs sit on several sockets (or on sockets libvirt
-does not name) has no single socket; a host with such a node cannot
-promise ``socket`` PCI NUMA affinity.
+Only what PCI NUMA affinity and hugepages need: each NUMA node's CPUs,
+memory, socket and hugepage pools. A node whose CPUs sit on several
+sockets (or on sockets libvirt does not name) has no single socket; a
+host with such a node cannot promise ``socket`` PCI NUMA affinity.
 """
 
 import dataclasses
 
 
 @dataclasses.dataclass(frozen=True)
+class PagePool:
+    """A NUMA node's pool of ``total`` hugepages of ``size_kib`` KiB (what
+    the kernel reserved: ``nr_hugepages`` of the node), used by guests or
+    not."""
+
+    size_kib: int
+    total: int
+
+
+@dataclasses.dataclass(frozen=True)
 class NUMACell:
-    """One host NUMA node."""
+    """One host NUMA node; ``pages`` are its hugepage pools (not the
+    base page size)."""
 
     id: int
     cpus: tuple[int, ...]
     memory_mb: int
     socket: int | None
+    pages: tuple[PagePool, ...] = ()
+
+    def pool(self, size_kib: int) -> int:
+        """Hugepages of ``size_kib`` KiB this node has in total (0: none)."""
+        return sum(p.total for p in self.pages if p.size_kib == size_kib)
 
 
 @dataclasses.dataclass(frozen=True)

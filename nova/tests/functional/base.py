@@ -85,7 +85,8 @@ class FunctionalTestCase(test.TestCase):
             else:
                 driver = libvirt_driver.LibvirtDriver(
                     self.node_uri(host, devices),
-                    bar_reader=fakehost.bar_sizes)
+                    bar_reader=fakehost.bar_sizes,
+                    page_pools=fakehost.hugepage_pools)
         manager = compute_manager.ComputeManager(
             self.conf, driver, self.reportclient, host=host)
         if host in self._compute_services:

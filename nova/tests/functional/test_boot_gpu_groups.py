@@ -62,6 +62,7 @@ class BootTestBase(base.FunctionalTestCase):
         return libvirt_driver.LibvirtDriver(
             self.node_uri(host, devices), self.conf.instances_path,
             bar_reader=fakehost.bar_sizes,
+            page_pools=fakehost.hugepage_pools,
             image_cache=imagecache.ImageCache.from_config(self.conf))
 
     def start_services(self, hosts=('cmp1',), devices=None):

@@ -161,6 +161,30 @@ class BootFromImageTest(ImageTestBase):
         self.assertIn('hw_pci_numa_affinity_policy',
                       body['badRequest']['message'])
 
+    def test_image_page_size_only_where_the_flavor_lets_it_choose(self):
+        image = self.glance.upload('huge', hw_mem_page_size='1GB')
+        # A flavor without hw:mem_page_size: the image may not ask.
+        body = self.create(image.id, expect=(400,))
+        self.assertIn('hw_mem_page_size=1GB is not allowed with flavor '
+                      'hw:mem_page_size=<unset>',
+                      body['badRequest']['message'])
+        flavor = self.sized_flavor('any', disk=1, ram=4096)
+        self.api('POST', '/flavors/%s/os-extra_specs' % flavor, {
+            'extra_specs': {'hw:mem_page_size': 'any'}})
+        server = self.boot(flavor, image=image.id)
+        self.assertIn('<page size=\'1048576\' unit=\'KiB\' nodeset=\'0\'/>',
+                      self.domain_xml(server['id']))
+        # Nor may a resize drop the flavor's leave for the image.
+        body = self.api('POST', '/servers/%s/action' % server['id'], {
+            'resize': {'flavorRef': self.flavor_id}}, expect=(400,))
+        self.assertIn('hw_mem_page_size=1GB is not allowed',
+                      body['badRequest']['message'])
+        # 2 MiB pages, which the generated host has none of: the image's
+        # size is what the compute claims, not the flavor's "any".
+        small = self.glance.upload('small-pages', hw_mem_page_size='2MB')
+        failed = self.boot(flavor, image=small.id, status='ERROR')
+        self.assertIn('2048 KiB pages', failed['fault']['message'])
+
     def test_20_concurrent_boots_download_once(self):
         image = self.glance.upload('cuda', self.qcow2('cuda'))
         ids = []

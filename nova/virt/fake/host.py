@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 from nova import exception
 from nova.pci import device as pci_device
 from nova.pci import utils as pci_utils
+from nova.virt import hardware
 from nova.virt.libvirt import pcie
 
 # GPU n (1-based) of an HGX H200 board.
@@ -312,6 +313,23 @@ def hgx_h200_node_xml(num_gpus: int = 8, memory_mb: int = 2097152,
     """
     return node_xml_from_devices(hgx_h200_devices(num_gpus, extra_devices),
                                  memory_mb=memory_mb)
+
+
+# Share of each NUMA node's memory a generated host reserves as 1 GiB
+# hugepages (as an operator would with hugepagesz=1G hugepages=N at boot),
+# leaving the rest to the host and guests on ordinary pages.
+HUGEPAGE_SHARE = 7 / 8
+GIB_PAGE_KIB = 1024 * 1024
+
+
+def hugepage_pools(cell: hardware.NUMACell) -> tuple[hardware.PagePool, ...]:
+    """The hugepage pools of a generated host's NUMA node (the test:///
+    driver reports none): ``HUGEPAGE_SHARE`` of its memory in 1 GiB
+    pages, e.g. 896 per node of an HGX H200 host (1 TiB per node), so
+    one 1.75 TiB guest in two cells takes them all."""
+    return (hardware.PagePool(size_kib=GIB_PAGE_KIB,
+                              total=int(cell.memory_mb // 1024 *
+                                        HUGEPAGE_SHARE)),)
 
 
 def write_node_xml(path: str, xml: str) -> str:

@@ -17,6 +17,7 @@ from nova.pci import utils as pci_utils
 from nova.virt import guest_hardware
 from nova.virt import driver
 from nova.virt import hardware
+from nova.virt import hugepages
 from nova.virt.libvirt import pcie
 
 
@@ -283,6 +284,26 @@ def _add_numa(domain: ET.Element, cpu: ET.Element, vcpus: int,
     return cell_of_node
 
 
+def _add_hugepages(domain: ET.Element, page_size_kib: int,
+                   cells: int) -> None:
+    """Back every guest NUMA cell with hugepages of ``page_size_kib``
+    KiB; ``<numatune>`` (see _add_numa) takes each cell's pages from its
+    host node. A guest without cells cannot say where its pages come
+    from: the compute always places a hugepage guest (at least one
+    cell)."""
+    if not cells:
+        raise exception.Invalid(reason=(
+            'hugepages of %d KiB are not allowed for a guest without NUMA '
+            'cells; each cell is backed on one host node' % page_size_kib))
+    backing = ET.Element('memoryBacking')
+    pages = ET.SubElement(backing, 'hugepages')
+    ET.SubElement(pages, 'page', {
+        'size': str(page_size_kib), 'unit': 'KiB',
+        'nodeset': hardware.format_cpu_set(tuple(range(cells)))})
+    # Beside <memory>, where libvirt writes it.
+    domain.insert(list(domain).index(domain.find('vcpu')), backing)
+
+
 def _add_machine(domain: ET.Element, platform: GuestPlatform,
                  firmware: str) -> None:
     """``<os>`` with the machine type and firmware, and the features a
@@ -470,6 +491,8 @@ def build_guest_xml(spec: driver.GuestSpec, domain_type: str,
         _add_topology(cpu, vcpus, cells)
     else:
         domain.remove(cpu)
+    if spec.page_size_kib:
+        _add_hugepages(domain, spec.page_size_kib, cells)
     _add_fw_cfg(domain, firmware, window)
     devices = ET.SubElement(domain, 'devices')
     _add_guest_io(devices, io)
@@ -512,3 +535,32 @@ def parse_guest_numa(xml: str) -> dict:
             else None,
             'cpuset': root.find('vcpu').get('cpuset'),
             'cells': len(root.findall('cpu/numa/cell'))}
+
+
+def parse_guest_hugepages(xml: str) -> hugepages.GuestPages | None:
+    """The hugepages a domain this driver wrote is backed by: the page
+    size, the host node of each guest cell (``<numatune><memnode>``) and
+    each cell's memory; None for a domain on ordinary pages."""
+    root = ET.fromstring(xml)
+    page = root.find('memoryBacking/hugepages/page')
+    if page is None:
+        return None
+    size = int(page.get('size'))
+    unit = page.get('unit', 'KiB')
+    if unit != 'KiB':
+        raise exception.Invalid(reason=(
+            'hugepage unit %r is not supported; this driver writes KiB' %
+            unit))
+    nodes = {int(memnode.get('cellid')): int(memnode.get('nodeset'))
+             for memnode in root.findall('numatune/memnode')}
+    cells = []
+    for cell in root.findall('cpu/numa/cell'):
+        mib = int(cell.get('memory'))
+        if cell.get('unit', 'KiB') == 'KiB':
+            mib //= 1024
+        cells.append((int(cell.get('id')), mib))
+    cells.sort()
+    return hugepages.GuestPages(
+        page_size_kib=size,
+        numa_nodes=tuple(nodes[cell_id] for cell_id, _mib in cells),
+        cell_memory_mb=tuple(mib for _cell_id, mib in cells))

@@ -14,6 +14,7 @@ import os
 import platform
 import threading
 import uuid as uuidlib
+from collections.abc import Callable, Iterable
 
 import libvirt
 from oslo_config import cfg
@@ -26,6 +27,7 @@ from nova.pci import partitions as pci_partitions
 from nova.virt import driver
 from nova.virt import guest_hardware
 from nova.virt import hardware
+from nova.virt import hugepages
 from nova.virt.libvirt import config
 from nova.virt.libvirt import guest_files
 from nova.virt.libvirt import host as libvirt_host
@@ -38,6 +40,10 @@ LOG = logging.getLogger(__name__)
 
 # Used when [libvirt]connection_uri is empty.
 DEFAULT_URI = 'qemu:///system'
+
+# The hugepage pools of a host NUMA node whose capabilities list none.
+PagePoolReader = Callable[[hardware.NUMACell],
+                          Iterable[hardware.PagePool]]
 
 # How a guest's definition is removed (virDomainUndefineFlags). QEMU
 # refuses to undefine a UEFI guest whose NVRAM (its UEFI variable store,
@@ -141,7 +147,10 @@ class LibvirtDriver(driver.ComputeDriver):
     64-bit MMIO window. ``virt_type`` is the domain type on a
     ``qemu://`` hypervisor, ``image_cache`` where root disks' base images
     come from (None: guests get no disk), ``network`` the libvirt
-    network of the guests' NIC (empty: no NIC).
+    network of the guests' NIC (empty: no NIC). ``page_pools`` gives the
+    hugepage pools of a NUMA node whose capabilities list none (the
+    ``test:///`` driver's generated hosts; a real host's libvirt reports
+    its pools).
     """
 
     def __init__(self, uri: str, instances_path: str | None = None,
@@ -151,8 +160,10 @@ class LibvirtDriver(driver.ComputeDriver):
                  bar_reader: pcie.BarReader | None = None,
                  virt_type: str = 'kvm',
                  image_cache: imagecache.ImageCache | None = None,
-                 network: str = '') -> None:
+                 network: str = '',
+                 page_pools: PagePoolReader | None = None) -> None:
         self.host = libvirt_host.Host(uri)
+        self.page_pools = page_pools
         self.guest_options = guest_options or GuestOptions()
         self.bar_reader = bar_reader or pcie.sysfs_bar_reader()
         self.instances_path = instances_path
@@ -173,7 +184,8 @@ class LibvirtDriver(driver.ComputeDriver):
     def from_config(cls, conf: cfg.ConfigOpts, uri: str | None = None,
                     fmpm_path: str | None = None,
                     nvidia_smi_path: str | None = None,
-                    bar_reader: pcie.BarReader | None = None
+                    bar_reader: pcie.BarReader | None = None,
+                    page_pools: PagePoolReader | None = None
                     ) -> 'LibvirtDriver':
         """The driver a compute running with ``conf`` uses: the one place
         every service (nova-compute, nova-all) builds it.
@@ -185,7 +197,8 @@ class LibvirtDriver(driver.ComputeDriver):
         when given, replace ``[libvirt]fmpm_path`` and
         ``nvidia_smi_path`` (nova-all's generated hosts with their own
         fake Fabric Manager); ``bar_reader`` replaces sysfs as the source
-        of device BARs (nova-all's generated hosts). ``[libvirt]
+        of device BARs and ``page_pools`` declares the hugepage pools
+        (nova-all's generated hosts). ``[libvirt]
         virt_type`` and ``guest_network`` shape the guests' hypervisor and
         NIC; root disks come from Glance through the image cache under
         ``instances_path`` (``[image_cache]``, ``[glance]``).
@@ -202,7 +215,8 @@ class LibvirtDriver(driver.ComputeDriver):
                    virt_type=conf.libvirt.virt_type,
                    image_cache=imagecache.ImageCache.from_config(conf)
                    if conf.instances_path else None,
-                   network=conf.libvirt.guest_network)
+                   network=conf.libvirt.guest_network,
+                   page_pools=page_pools)
 
     @property
     def uri(self) -> str:
@@ -328,8 +342,36 @@ class LibvirtDriver(driver.ComputeDriver):
         return sorted(devices, key=lambda dev: dev.address)
 
     def get_numa_topology(self) -> hardware.HostNUMATopology:
-        """The host's NUMA nodes, as libvirt reports them."""
-        return self.host.get_numa_topology()
+        """The host's NUMA nodes, as libvirt reports them; a node without
+        hugepage pools gets those ``page_pools`` declares, if given."""
+        topology = self.host.get_numa_topology()
+        if self.page_pools is None:
+            return topology
+        return hardware.HostNUMATopology(tuple(
+            cell if cell.pages else dataclasses.replace(
+                cell, pages=tuple(self.page_pools(cell)))
+            for cell in topology.cells))
+
+    def get_guest_hugepages(self) -> dict[str, hugepages.GuestPages]:
+        """The hugepages of each nova guest defined here, read from its
+        domain XML (where the compute's choice of size and nodes is
+        written)."""
+        result = {}
+        for instance_uuid in self.list_instance_uuids():
+            domain = self.host.lookup_domain(instance_uuid)
+            if domain is None:
+                continue
+            try:
+                xml = domain.XMLDesc(0)
+            except libvirt.libvirtError as err:
+                if err.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                    continue
+                raise exception.HypervisorUnavailable(
+                    uri=self.uri, error=err) from err
+            pages = config.parse_guest_hugepages(xml)
+            if pages is not None:
+                result[instance_uuid] = pages
+        return result
 
     def spawn(self, spec: driver.GuestSpec) -> None:
         """Define and start the guest; undefine it again (and remove its

@@ -149,7 +149,8 @@ def parse_numa_cells(caps_xml: str) -> tuple[hardware.NUMACell, ...]:
     """The NUMA cells of a capabilities document (empty if it has none).
 
     A cell's socket is the ``socket_id`` all its CPUs share; None when
-    they name several sockets or none.
+    they name several sockets or none. Its hugepage pools are its
+    ``<pages>`` but the smallest size (the base page).
     """
     cells = []
     root = ET.fromstring(caps_xml)
@@ -167,5 +168,21 @@ def parse_numa_cells(caps_xml: str) -> tuple[hardware.NUMACell, ...]:
             id=int(cell.get('id')),
             cpus=tuple(sorted(int(cpu.get('id')) for cpu in cpus)),
             memory_mb=memory_kib // 1024,
-            socket=int(socket) if socket is not None else None))
+            socket=int(socket) if socket is not None else None,
+            pages=_page_pools(cell)))
     return tuple(cells)
+
+
+def _page_pools(cell: ET.Element) -> tuple[hardware.PagePool, ...]:
+    """The hugepage pools of a capabilities ``<cell>``: its ``<pages>``
+    (sizes in KiB, counts of pages) but the base page, the smallest."""
+    pools = []
+    for pages in cell.findall('pages'):
+        if pages.get('unit', 'KiB') != 'KiB':
+            raise exception.Invalid(reason=(
+                'NUMA cell %s page unit %r is not supported; libvirt '
+                'reports KiB' % (cell.get('id'), pages.get('unit'))))
+        pools.append(hardware.PagePool(size_kib=int(pages.get('size')),
+                                       total=int(pages.text or 0)))
+    pools.sort(key=lambda pool: pool.size_kib)
+    return tuple(pools[1:])

@@ -214,8 +214,7 @@ class TestExtraSpecs(fakes.APITestCase):
     def test_hw_key_nothing_acts_on_is_400(self):
         # Upstream's keys this fork does not implement would be stored
         # and ignored: the guest would not get what the flavor says.
-        for key, value in (('hw:mem_page_size', '1GB'),
-                           ('hw:cpu_policy', 'dedicated'),
+        for key, value in (('hw:cpu_policy', 'dedicated'),
                            ('hw:numa_node', '2')):
             for method, url, body in (
                     ('POST', self.url, {'extra_specs': {key: value}}),
@@ -224,7 +223,47 @@ class TestExtraSpecs(fakes.APITestCase):
                     self.request(method, url, body), 400, 'badRequest', key,
                     'unsupported key in the hw: namespace',
                     'supported keys: hw:firmware_type, hw:machine_type, '
-                    'hw:numa_nodes, hw:pci_numa_affinity_policy')
+                    'hw:mem_page_size, hw:numa_nodes, '
+                    'hw:pci_numa_affinity_policy')
+        self.assertEqual({}, self.request('GET', self.url)
+                         .json['extra_specs'])
+
+    def test_mem_page_size_accepted_as_upstream(self):
+        # The flavor has 2048 MiB: a whole number of pages of each size.
+        for value in ('small', 'large', 'any', '2MB', '1GB', '1GiB', '2M',
+                      '2048', '1048576', '4'):
+            for method, url, body in (
+                    ('POST', self.url,
+                     {'extra_specs': {'hw:mem_page_size': value}}),
+                    ('PUT', self.url + '/hw:mem_page_size',
+                     {'hw:mem_page_size': value})):
+                response = self.request(method, url, body)
+                self.assertEqual(200, response.status_int, response.text)
+            self.assertEqual(
+                {'hw:mem_page_size': value},
+                self.request('GET', self.url).json['extra_specs'])
+
+    def test_bad_mem_page_size_is_400_naming_allowed(self):
+        for value in ('huge', '3MB', '1.5GB', '0', '2048X', '-2048', ''):
+            for method, url, body in (
+                    ('POST', self.url,
+                     {'extra_specs': {'hw:mem_page_size': value}}),
+                    ('PUT', self.url + '/hw:mem_page_size',
+                     {'hw:mem_page_size': value})):
+                self.assertFault(
+                    self.request(method, url, body), 400, 'badRequest',
+                    'hw:mem_page_size=%r' % value, 'small, large, any',
+                    '2MB or 1GB', '2048 or 1048576')
+        self.assertEqual({}, self.request('GET', self.url)
+                         .json['extra_specs'])
+
+    def test_mem_page_size_must_divide_each_cell(self):
+        # 2048 MiB in two cells of 1024 MiB: 2 GiB pages do not fit.
+        response = self.request('POST', self.url, {'extra_specs': {
+            'hw:mem_page_size': '2GB', 'hw:numa_nodes': '2'}})
+        self.assertFault(response, 400, 'badRequest', "'2GB'",
+                         '2 NUMA cell(s) has 1024 MiB',
+                         'whole number of 2097152 KiB pages')
         self.assertEqual({}, self.request('GET', self.url)
                          .json['extra_specs'])
 

@@ -145,6 +145,28 @@ class DomainSchemaTest(test.TestCase):
                           (True, 'q35', 'bios')}, refused)
         self.assertGreater(written, 40)
 
+    def test_hugepage_shapes_validate(self):
+        # The compute chose 1 GiB pages on the guest's nodes (see
+        # nova.virt.hugepages): with and without devices and cells.
+        driver = _driver(self.uri, 0)
+        for gpus, cells in ((0, None), (0, 2), (2, None), (8, 2)):
+            devices = _gpus(driver, gpus)
+            nodes = _guest_nodes(driver, devices, pci_numa.REQUIRED,
+                                 cells) if gpus else (0, 1)[:cells or 1]
+            name = 'hugepages-%d-gpus-cells%s' % (gpus, cells)
+            specs = dict(_extra_specs('q35', 'uefi', cells),
+                         **{'hw:mem_page_size': '1GB'})
+            xml = driver.domain_xml(virt_driver.GuestSpec(
+                str(uuid.uuid4()), name, VCPUS, MEMORY_MB, devices, nodes,
+                specs, page_size_kib=1048576), FULL_IO)
+            root = ET.fromstring(xml)
+            self.assertEqual(
+                [str(cell) for cell in range(cells or 1)],
+                [m.get('cellid') for m in root.findall('numatune/memnode')])
+            self.assertEqual('1048576', root.find(
+                'memoryBacking/hugepages/page').get('size'))
+            self._validate(xml, name)
+
 
 class RealLibvirtDomainTest(test.TestCase):
     """An 8-GPU, two-cell guest defined on qemu:///system.
@@ -250,8 +272,9 @@ class RealLibvirtDomainTest(test.TestCase):
 
 
 # The guest guest-domain.rst shows: the full board of a generated HGX
-# H200 host for a 192-vCPU, 1.75 TiB flavor with two NUMA cells and a
-# required NUMA policy.
+# H200 host for a 192-vCPU, 1.75 TiB flavor with two NUMA cells, a
+# required NUMA policy and 1 GiB pages (all of the host's 1 GiB pages:
+# 896 per node).
 DOC_EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', '..',
                            '..', '..', 'doc', 'source', 'admin', 'examples',
                            'hgx-h200-8gpu-2cells.xml')
@@ -271,7 +294,8 @@ class DocumentedDomainTest(test.TestCase):
         xml = driver.domain_xml(virt_driver.GuestSpec(
             DOC_UUID, 'train-8x', 192, 1792 * 1024, devices, nodes,
             {'hw:numa_nodes': '2', 'hw:pci_numa_affinity_policy': 'required',
-             'pci_passthrough:alias': 'h200:8'}),
+             'hw:mem_page_size': '1GB', 'pci_passthrough:alias': 'h200:8'},
+            page_size_kib=1048576),
             libvirt_config.GuestIO(
                 disk_path=instance_dir + '/disk',
                 console_log=instance_dir + '/console.log'))

@@ -15,6 +15,8 @@ from nova.pci import device as pci_device
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.fixtures import libvirt_faults
 from nova.virt import driver as virt_driver
+from nova.virt import hardware
+from nova.virt import hugepages
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config
 from nova.virt.libvirt import driver as libvirt_driver
@@ -491,6 +493,48 @@ class NUMATest(_LibvirtTestCase):
         cells = libvirt_host.parse_numa_cells(caps)
         self.assertEqual([(0, 0, 1024), (1, None, 2048)],
                          [(c.id, c.socket, c.memory_mb) for c in cells])
+
+    def test_hugepage_pools_from_capabilities_cells(self):
+        # test:///default lists 4 KiB (the base page), 2 MiB and 1 GiB
+        # pools per cell; the base page is no hugepage pool.
+        topo = libvirt_host.Host('test:///default').get_numa_topology()
+        self.assertEqual(
+            [hardware.PagePool(2048, 0), hardware.PagePool(1048576, 0)],
+            list(topo.cells[0].pages))
+        caps = """<capabilities><host><topology><cells num='1'>
+          <cell id='0'><memory unit='KiB'>4194304</memory>
+            <pages unit='KiB' size='4'>262144</pages>
+            <pages unit='KiB' size='1048576'>3</pages>
+            <pages unit='KiB' size='2048'>16</pages>
+            <cpus num='1'><cpu id='0' socket_id='0'/></cpus></cell>
+          </cells></topology></host></capabilities>"""
+        cell = libvirt_host.parse_numa_cells(caps)[0]
+        self.assertEqual(3, cell.pool(1048576))
+        self.assertEqual(16, cell.pool(2048))
+        self.assertEqual(0, cell.pool(4))
+
+    def test_generated_host_declares_1g_pools(self):
+        # The test driver reports no pools for a node file: the generated
+        # host's, 7/8 of each 1 TiB node in 1 GiB pages.
+        self.assertEqual((), self.driver.get_numa_topology().cells[0].pages)
+        driver = libvirt_driver.LibvirtDriver(
+            self.uri, page_pools=fakehost.hugepage_pools)
+        self.assertEqual([896, 896], [
+            c.pool(1048576) for c in driver.get_numa_topology().cells])
+
+    def test_guest_hugepages_read_from_the_domains(self):
+        self.driver.spawn(virt_driver.GuestSpec(
+            UUID1, 'vm1', 4, 4096, numa_nodes=(1,),
+            page_size_kib=1048576))
+        self.driver.spawn(virt_driver.GuestSpec(UUID2, 'vm2', 4, 4096))
+        self.assertEqual(
+            {UUID1: hugepages.GuestPages(1048576, (1,), (4096,))},
+            self.driver.get_guest_hugepages())
+        # A stopped guest still holds its pages.
+        self.driver.power_off(UUID1)
+        self.assertEqual([UUID1], list(self.driver.get_guest_hugepages()))
+        self.driver.destroy(UUID1)
+        self.assertEqual({}, self.driver.get_guest_hugepages())
 
     def test_spawn_confined_to_a_node(self):
         self.driver.spawn(virt_driver.GuestSpec(

@@ -6,6 +6,7 @@ from nova import exception
 from nova.pci import device as pci_device
 from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware
+from nova.virt import hugepages
 from nova.virt.libvirt import config
 from nova.virt.libvirt import pcie
 
@@ -463,6 +464,60 @@ class GuestMachineTest(test.TestCase):
         self.assertEqual(['0'], [c.findtext('target/node') for c in
                                  root.findall("devices/controller"
                                               "[@model='pcie-expander-bus']")])
+
+
+class GuestHugepagesTest(test.TestCase):
+    """Hugepages backing each guest cell on its host node."""
+
+    UUID = '5b3e1a2c-9f8d-4c7b-a6e5-d4c3b2a19080'
+
+    def _xml(self, numa_nodes, cells=None, page_size_kib=1048576):
+        return config.build_guest_xml(
+            virt_driver.GuestSpec(self.UUID, 'vm', 16, 65536,
+                                  numa_nodes=numa_nodes,
+                                  page_size_kib=page_size_kib),
+            'kvm', host_cpus=(0, 1),
+            platform=_platform(cells=cells, devices=()))
+
+    def test_each_cell_backed_on_its_node(self):
+        xml = self._xml((0, 1), cells=2)
+        root = ET.fromstring(xml)
+        self.assertEqual(
+            [{'size': '1048576', 'unit': 'KiB', 'nodeset': '0-1'}],
+            [p.attrib for p in root.findall(
+                'memoryBacking/hugepages/page')])
+        self.assertEqual(
+            [('0', 'strict', '0'), ('1', 'strict', '1')],
+            [(m.get('cellid'), m.get('mode'), m.get('nodeset'))
+             for m in root.findall('numatune/memnode')])
+        self.assertEqual(
+            hugepages.GuestPages(1048576, (0, 1), (32768, 32768)),
+            config.parse_guest_hugepages(xml))
+
+    def test_one_cell_without_numa_nodes_spec(self):
+        xml = self._xml((1,), page_size_kib=2048)
+        root = ET.fromstring(xml)
+        self.assertEqual('0', root.find(
+            'memoryBacking/hugepages/page').get('nodeset'))
+        self.assertEqual(
+            hugepages.GuestPages(2048, (1,), (65536,)),
+            config.parse_guest_hugepages(xml))
+
+    def test_ordinary_pages(self):
+        xml = self._xml((0,), page_size_kib=None)
+        self.assertIsNone(ET.fromstring(xml).find('memoryBacking'))
+        self.assertIsNone(config.parse_guest_hugepages(xml))
+
+    def test_hugepages_need_a_cell(self):
+        err = self.assertRaises(exception.Invalid, self._xml, ())
+        self.assertIn('without NUMA cells', err.message)
+
+    def test_libvirt_kib_cells_read_back(self):
+        # libvirt writes cell memory back in KiB.
+        xml = self._xml((0,)).replace("unit=\"MiB\"", "unit=\"KiB\"")
+        xml = xml.replace('memory="65536"', 'memory="67108864"')
+        self.assertEqual((65536,), config.parse_guest_hugepages(
+            xml).cell_memory_mb)
 
 
 class GuestIOTest(test.TestCase):
