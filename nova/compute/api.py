@@ -172,8 +172,11 @@ class API:
         errors of :meth:`image` for ``image_ref`` (a Glance image id;
         ``none`` or empty: no image). The instance keeps the image's
         metadata (its properties shape the guest). ``metadata`` (key ->
-        string) is stored with the server.
+        string) is stored with the server, and so are ``fields``, with
+        the public key of their key pair (400 if the caller has no key
+        pair of that name).
         """
+        fields = fields or ServerFields()
         flavor = flavor_snapshot(self._flavor(context, flavor_ref))
         image = self.image(image_ref, flavor)
         pci_requests = pci_request.get_pci_requests_from_flavor(
