@@ -35,7 +35,7 @@ from nova import exception
 from nova import states
 from nova.compute import api as compute_api
 from nova.db import api as db
-from nova.pci import defrag
+from nova.fleet import defrag
 from nova.pci import request as pci_request
 from nova.scheduler import refusal
 

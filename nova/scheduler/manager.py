@@ -35,7 +35,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova import rpc
-from nova.pci import board
+from nova.fleet import board
 from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards

@@ -9,11 +9,18 @@ from inside a function, a module that imports it back.
 
 The layers, lowest first: the state vocabulary (``nova.states``, which
 imports nothing from nova); the shared base (configuration, database,
-context, RPC plumbing, PCI device model, virt hardware helpers, the
-image service client ``nova.image``); the virt
-drivers; the compute service and the scheduler, side by side; the
-conductor, which drives both; the REST API; the console commands and
-the WSGI entry points (``nova.wsgi``). A
+context, RPC plumbing, the PCI device model, config parsing and tracker
+``nova.pci``, virt hardware helpers, the image service client
+``nova.image``); the fleet views and plans (``nova.fleet``: board,
+picture, gauges, defrag planner) and the virt drivers, side by side; the
+compute service and the scheduler, side by side; the conductor, which
+drives both; the REST API; the console commands and the WSGI entry
+points (``nova.wsgi``).
+
+Inside the base, ``nova.pci`` is the device model every service imports:
+of its modules only the tracker (``nova.pci.manager``) reads or writes
+the database, and none reads which services are up; reading many hosts
+at once is ``nova.fleet``'s job. A
 service reaches a layer above, or its sibling, only through that layer's
 RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
 upstream's home for it), never by importing its code.
@@ -45,29 +52,42 @@ SHARED = (
 
 ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd', 'nova.wsgi')
 
+# What the shared base imports from none of: the layers above it.
+ABOVE_BASE = ('nova.fleet', 'nova.virt', 'nova.compute',
+              'nova.scheduler') + ABOVE_SERVICES
+
 # (package, packages it must not import from). ``nova.compute.api`` is
 # the REST API's side of the compute service and counts as API layer.
 RULES = [
     # The ground floor: nothing of nova below it.
     ('nova.states', ('nova',)),
-    ('nova.pci', ('nova.compute', 'nova.scheduler', 'nova.virt')
+    # The PCI model reads no database and no service's liveness (only
+    # its tracker may write devices, see ALLOWED).
+    ('nova.pci', ('nova.db', 'nova.servicegroup') + ABOVE_BASE),
+    ('nova.db', ('nova.pci',) + ABOVE_BASE),
+    ('nova.conf', ABOVE_BASE),
+    ('nova.image', ('nova.pci',) + ABOVE_BASE),
+    ('nova.manager', ABOVE_BASE),
+    ('nova.service', ABOVE_BASE),
+    ('nova.rpc', ABOVE_BASE),
+    ('nova.context', ABOVE_BASE),
+    # The fleet views and the virt drivers: side by side above the base.
+    ('nova.fleet', ('nova.virt', 'nova.compute', 'nova.scheduler')
      + ABOVE_SERVICES),
-    ('nova.db', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
+    ('nova.virt', ('nova.fleet', 'nova.compute', 'nova.scheduler')
      + ABOVE_SERVICES),
-    ('nova.conf', ('nova.compute', 'nova.scheduler', 'nova.virt')
-     + ABOVE_SERVICES),
-    ('nova.image', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
-     + ABOVE_SERVICES),
-    ('nova.virt', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.manager', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.service', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.rpc', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.context', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
     ('nova.compute', ('nova.scheduler',) + ABOVE_SERVICES),
     ('nova.scheduler', ('nova.compute',) + ABOVE_SERVICES),
     ('nova.conductor', ('nova.api', 'nova.cmd', 'nova.wsgi')),
     ('nova.api', ('nova.cmd', 'nova.wsgi')),
 ]
+
+# (importer, imported package): edges a rule above forbids that the
+# design allows, each for its reason.
+ALLOWED = (
+    # The PCI tracker keeps the host's devices in the database.
+    ('nova.pci.manager', 'nova.db'),
+)
 
 # Test code, which no production module may import.
 TESTS = 'nova.tests'
@@ -152,6 +172,9 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
                 if is_service and any(_within(imported, s) for s in SHARED):
                     continue
                 if _within(imported, package):
+                    continue
+                if any(importer == allowed and _within(imported, target)
+                       for allowed, target in ALLOWED):
                     continue
                 if any(_within(imported, f) for f in forbidden):
                     found.append('%s -> %s' % (importer, imported))
@@ -259,6 +282,44 @@ class TestLayers(test.TestCase):
             'from nova.scheduler.client import report\n')
         self.assertEqual(
             ['nova.compute.probe -> nova.scheduler.request_builder'],
+            violations(root))
+
+    def test_the_check_sees_the_pci_and_fleet_layers(self):
+        # What issue 34 moved out of nova.pci: a planner reading the
+        # database and which computes are up. Only the PCI tracker keeps
+        # devices in the database; the model never reaches up to the
+        # fleet views, nor they to the services above them.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('pci', 'fleet', 'db', 'virt'):
+            (root / package).mkdir(parents=True)
+        (root / 'pci' / 'manager.py').write_text(
+            'from nova.db import api as db\n')
+        (root / 'pci' / 'defrag.py').write_text(
+            'from nova.db import api as db\n'
+            'from nova.servicegroup import api as servicegroup\n'
+            'from nova.pci import manager\n')
+        (root / 'pci' / 'groups.py').write_text(
+            'def board():\n'
+            '    from nova.fleet import board\n')
+        (root / 'fleet' / 'board.py').write_text(
+            'from nova.db import api as db\n'
+            'from nova.pci import manager\n'
+            'from nova.servicegroup import api as servicegroup\n'
+            'from nova.scheduler import refusal\n')
+        (root / 'fleet' / 'defrag.py').write_text(
+            'from nova.conductor import defrag\n')
+        (root / 'db' / 'api.py').write_text('from nova.fleet import board\n')
+        (root / 'virt' / 'driver.py').write_text(
+            'import nova.fleet.metrics\n')
+        self.assertEqual(
+            ['nova.db.api -> nova.fleet.board',
+             'nova.fleet.board -> nova.scheduler.refusal',
+             'nova.fleet.defrag -> nova.conductor.defrag',
+             'nova.pci.defrag -> nova.db.api',
+             'nova.pci.defrag -> nova.servicegroup.api',
+             'nova.pci.groups -> nova.fleet.board',
+             'nova.virt.driver -> nova.fleet.metrics'],
             violations(root))
 
     def test_the_check_sees_production_code_importing_tests(self):
