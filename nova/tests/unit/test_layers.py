@@ -11,17 +11,22 @@ The layers, lowest first: the state vocabulary (``nova.states``, which
 imports nothing from nova); the shared base (configuration, database,
 context, RPC plumbing, the PCI device model, config parsing and tracker
 ``nova.pci``, virt hardware helpers, the image service client
-``nova.image``); the fleet views and plans (``nova.fleet``: board,
-picture, gauges, defrag planner) and the virt drivers, side by side; the
-compute service and the scheduler, side by side; the conductor, which
-drives both; the REST API; the console commands and the WSGI entry
-points (``nova.wsgi``).
+``nova.image``, the in-process HTTP plumbing ``nova.wsgi_server``,
+``nova.body_limit`` and ``nova.embedded_placement``); the fleet views
+and plans (``nova.fleet``: board, picture, gauges, defrag planner) and
+the virt drivers, side by side; the compute service and the scheduler,
+side by side; the conductor, which drives both; the REST API; the
+console commands and the WSGI entry points (``nova.wsgi``).
 
 Inside the base, ``nova.pci`` is the device model every service imports:
 of its modules only the tracker (``nova.pci.manager``) reads or writes
 the database, and none reads which services are up; reading many hosts
-at once is ``nova.fleet``'s job. A
-service reaches a layer above, or its sibling, only through that layer's
+at once is ``nova.fleet``'s job. The image client serves nothing
+(nova-all's Glance process is ``nova.cmd.glance_service``), and the
+Placement client (``nova.scheduler.client``) talks to Placement only,
+never to the database.
+
+A service reaches a layer above, or its sibling, only through that layer's
 RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
 upstream's home for it), never by importing its code.
 
@@ -43,11 +48,13 @@ ROOT = pathlib.Path(nova.__file__).parent
 
 # What a service (compute, scheduler, conductor, API) may import from
 # another's package: RPC stubs, the Placement client, and the names of a
-# compute's states. The base layer imports none of them.
+# compute's states, and the one policy for giving an allocation back.
+# The base layer imports none of them.
 SHARED = (
     'nova.compute.rpcapi', 'nova.conductor.rpcapi', 'nova.scheduler.rpcapi',
     'nova.scheduler.client', 'nova.compute.provider_tree',
     'nova.compute.task_states', 'nova.compute.vm_states',
+    'nova.scheduler.frees',
 )
 
 ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd', 'nova.wsgi')
@@ -66,7 +73,10 @@ RULES = [
     ('nova.pci', ('nova.db', 'nova.servicegroup') + ABOVE_BASE),
     ('nova.db', ('nova.pci',) + ABOVE_BASE),
     ('nova.conf', ABOVE_BASE),
-    ('nova.image', ('nova.pci',) + ABOVE_BASE),
+    ('nova.image', ('nova.pci', 'nova.wsgi_server') + ABOVE_BASE),
+    ('nova.wsgi_server', ABOVE_BASE),
+    ('nova.body_limit', ABOVE_BASE),
+    ('nova.embedded_placement', ('nova.pci',) + ABOVE_BASE),
     ('nova.manager', ABOVE_BASE),
     ('nova.service', ABOVE_BASE),
     ('nova.rpc', ABOVE_BASE),
@@ -78,6 +88,7 @@ RULES = [
      + ABOVE_SERVICES),
     ('nova.compute', ('nova.scheduler',) + ABOVE_SERVICES),
     ('nova.scheduler', ('nova.compute',) + ABOVE_SERVICES),
+    ('nova.scheduler.client', ('nova.db', 'nova.servicegroup')),
     ('nova.conductor', ('nova.api', 'nova.cmd', 'nova.wsgi')),
     ('nova.api', ('nova.cmd', 'nova.wsgi')),
 ]
@@ -320,6 +331,34 @@ class TestLayers(test.TestCase):
              'nova.pci.defrag -> nova.servicegroup.api',
              'nova.pci.groups -> nova.fleet.board',
              'nova.virt.driver -> nova.fleet.metrics'],
+            violations(root))
+
+    def test_the_check_sees_the_arrows_issue_34_removed(self):
+        # The embedded Placement borrowing the API's body limit, the image
+        # client hosting nova-all's Glance process, and a database-backed
+        # queue inside the Placement client.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('image', 'scheduler/client'):
+            (root / package).mkdir(parents=True)
+        (root / 'embedded_placement.py').write_text(
+            'from nova.api import request_guard\n'
+            'from nova import body_limit\n'
+            'from nova import wsgi_server\n')
+        (root / 'image' / 'glance_service.py').write_text(
+            'def serve():\n'
+            '    from nova import wsgi_server\n')
+        (root / 'scheduler' / 'client' / 'frees.py').write_text(
+            'from nova.db import api as db\n'
+            'from nova.compute import vm_states\n')
+        (root / 'scheduler' / 'frees.py').write_text(
+            'from nova.db import api as db\n')
+        (root / 'scheduler' / 'client' / 'report.py').write_text(
+            'from nova.compute import provider_tree\n')
+        self.assertEqual(
+            ['nova.embedded_placement -> nova.api.request_guard',
+             'nova.image.glance_service -> nova.wsgi_server',
+             'nova.scheduler.client.frees -> nova.db.api'],
             violations(root))
 
     def test_the_check_sees_production_code_importing_tests(self):
