@@ -47,9 +47,9 @@ from nova import test
 ROOT = pathlib.Path(nova.__file__).parent
 
 # What a service (compute, scheduler, conductor, API) may import from
-# another's package: RPC stubs, the Placement client, and the names of a
-# compute's states, and the one policy for giving an allocation back.
-# The base layer imports none of them.
+# another's package: RPC stubs, the Placement client, the names of a
+# compute's states and the one policy for giving an allocation back
+# (``nova.scheduler.frees``). The base layer imports none of them.
 SHARED = (
     'nova.compute.rpcapi', 'nova.conductor.rpcapi', 'nova.scheduler.rpcapi',
     'nova.scheduler.client', 'nova.compute.provider_tree',
