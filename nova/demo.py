@@ -19,9 +19,9 @@ import requests
 
 from nova import context as nova_context
 from nova.db import api as db
+from nova.fleet import board as fleet_board
+from nova.fleet import board_svg
 from nova.image import glance
-from nova.pci import board as pci_board
-from nova.pci import board_svg
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import nvlink
 
@@ -117,12 +117,12 @@ def _module_ids(addresses) -> frozenset[int]:
     return frozenset(fakehost.H200_MODULE_IDS[a] for a in addresses)
 
 
-def boards(hosts: list[str]) -> list[pci_board.HostBoard]:
+def boards(hosts: list[str]) -> list[fleet_board.HostBoard]:
     """The board of each of ``hosts``, as ``nova-manage pci board``."""
     context = nova_context.get_admin_context()
     nodes = [db.compute_node_get_by_nodename(context, host)
              for host in hosts]
-    return pci_board.load(context, nodes)
+    return fleet_board.load(context, nodes)
 
 
 def fabric_state(driver, held: dict[str, frozenset[int]],
@@ -195,7 +195,7 @@ def run(allinone) -> int:
                 name, ','.join(map(str, sorted(modules))),
                 'valid NVLink partition' if good else 'INVALID'))
         print()
-    print(pci_board.draw_fleet_summary(host_boards))
+    print(fleet_board.draw_fleet_summary(host_boards))
     picture = os.path.join(allinone.conf.state_path, 'board.html')
     with open(picture, 'w', encoding='utf-8') as f:
         f.write(board_svg.fleet_html(host_boards))

@@ -27,7 +27,7 @@ from placement import db_api as placement_db_api
 from placement import deploy as placement_deploy
 import webob
 
-from nova.api import request_guard
+from nova import body_limit
 from nova.conf import api as api_conf
 from nova.db import sqlite
 from nova import exception
@@ -198,7 +198,7 @@ class EmbeddedPlacement:
     def start(self) -> None:
         """Create or upgrade the schema, load the app and start serving."""
         _configure_database(self.conf, self.connection)
-        self._server.app = request_guard.BodyLimit(
+        self._server.app = body_limit.BodyLimit(
             placement_deploy.loadapp(self.conf), self.max_body_size,
             placement_error)
         self._server.start()

@@ -8,6 +8,10 @@ lets the requests in progress finish. This module only sets the limits
 nova wants (one request per connection, see KEEPALIVE_LIMIT) and routes
 cheroot's error log to oslo.log.
 
+An application that must not share a process with nova (Glance keeps
+its configuration in oslo.config's global ``CONF``) is served by a child
+process running this module, see :func:`serve_child`.
+
 Multi-process deployments do not use this: they run the applications of
 :mod:`nova.wsgi` (and Placement's own) under gunicorn or uWSGI, see
 doc/source/admin/deployment.rst.
@@ -19,9 +23,13 @@ connection reset; past either bound the connection is closed after the
 response instead.
 """
 
+import importlib
+import os
 import socket
+import sys
 import threading
 import time
+import traceback
 
 from cheroot import wsgi as cheroot_wsgi
 from cheroot.workers import threadpool
@@ -237,3 +245,39 @@ class WSGIServer:
             self._thread.join(timeout)
             self._thread = None
         return not stopper.is_alive()
+
+
+def _exit_with(error: str) -> None:
+    """End the child with ``error`` as the last line of its stderr (the
+    one the parent reports), without the interpreter's exit: the
+    application's threads would add errors of their own after it."""
+    print(error, file=sys.stderr, flush=True)
+    os._exit(1)
+
+
+def serve_child(application: str, host: str, port: int,
+                service: str) -> None:
+    """Serve ``application`` (``module:name``) on ``host:port`` as the
+    child process ``python -m nova.wsgi_server APPLICATION HOST PORT
+    SERVICE``: print the URL on one line of stdout, then serve until the
+    parent closes stdin (it ended) or terminates the child. Exits 1 with
+    its error as the last line of stderr when it cannot serve."""
+    # The application parses no command line (Glance would read ours).
+    del sys.argv[1:]
+    try:
+        module, _, name = application.partition(':')
+        app = getattr(importlib.import_module(module), name)
+        server = WSGIServer(app, host=host, port=port, service=service)
+        server.start()
+    except exception.ListenFailed as err:
+        _exit_with(str(err))
+    except Exception as err:
+        traceback.print_exc()
+        _exit_with('%s: %s' % (type(err).__name__, err))
+    print(server.url, flush=True)
+    sys.stdin.read()
+    os._exit(0)
+
+
+if __name__ == '__main__':
+    serve_child(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])

@@ -67,7 +67,7 @@ from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import embedded_placement
-from nova.pci import defrag
+from nova.fleet import defrag
 from nova.pci import devspec
 from nova.pci import free_groups
 from nova.pci import placement_names

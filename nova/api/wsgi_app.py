@@ -39,6 +39,7 @@ from nova.api import server_actions
 from nova.api import servers
 from nova.api import services
 from nova.api import versions
+from nova import body_limit
 from nova import exception
 
 LOG = logging.getLogger(__name__)
@@ -102,8 +103,8 @@ class Request(webob.Request):
             raw = self.body
         except webob.exc.HTTPRequestEntityTooLarge:
             # oslo.middleware's limit on a body without a length (see
-            # nova.api.request_guard), answered as nova answers it.
-            raise request_guard.too_large(
+            # nova.body_limit), answered as nova answers it.
+            raise body_limit.too_large(
                 self.conf.api.max_request_body_size) from None
         try:
             body = json.loads(raw or b'null')

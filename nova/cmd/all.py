@@ -43,8 +43,8 @@ from nova.conf import per_compute
 from nova.conductor import manager as conductor_manager
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import migration
-from nova.image import glance_service
-from nova.pci import fleet_metrics
+from nova.fleet import metrics as fleet_metrics
+from nova.cmd import glance_service
 from nova.scheduler import manager as scheduler_manager
 from nova.scheduler import metrics as scheduler_metrics
 from nova.scheduler import rpcapi as scheduler_rpcapi

@@ -1,6 +1,6 @@
 """``nova-manage pci defrag plan`` and ``apply``: free a whole device
 group by cold-migrating servers the operator allowed to move (see
-``nova.pci.defrag`` for the plan and ``nova.conductor.defrag`` for how
+``nova.fleet.defrag`` for the plan and ``nova.conductor.defrag`` for how
 it is carried out).
 
 ``apply`` moves servers through the Compute API over REST, as an
@@ -25,7 +25,7 @@ from nova import exception
 from nova.conductor import defrag as conductor_defrag
 from nova.conf import ksa
 from nova.conf import nova_api
-from nova.pci import defrag as pci_defrag
+from nova.fleet import defrag as fleet_defrag
 
 # Exit codes: 0 a plan (plan) or a freed group (apply).
 NO_PLAN = 2
@@ -160,7 +160,7 @@ class RestMover:
             uuid)['migrations']
         return migrations[0]['status'] if migrations else 'not recorded'
 
-    def __call__(self, move: pci_defrag.Move) -> None:
+    def __call__(self, move: fleet_defrag.Move) -> None:
         """Cold-migrate ``move.server`` to its target host, confirm."""
         uuid = move.server
         path = '/servers/%s/action' % uuid

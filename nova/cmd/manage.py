@@ -20,8 +20,8 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.db import api as db
 from nova.db import migration
 from nova.db import sqlite
-from nova.pci import board
-from nova.pci import board_svg
+from nova.fleet import board
+from nova.fleet import board_svg
 from nova.pci import manager as pci_manager
 from nova.pci import utils as pci_utils
 from nova.scheduler.client import report

@@ -3,7 +3,7 @@
 An exporter process, like nova-manage a reader of the database only: at
 each scrape of ``GET /metrics`` on ``[metrics]listen``:``listen_port`` it
 reads the compute nodes and their tracked devices (two queries whatever
-the fleet's size, see ``nova.pci.fleet_metrics``). The scheduler's and the
+the fleet's size, see ``nova.fleet.metrics``). The scheduler's and the
 computes' metrics are served by those processes themselves (see
 doc/source/admin/metrics.rst).
 """
@@ -13,7 +13,7 @@ import sys
 from nova import cmd
 from nova import exception
 from nova import metrics_endpoint
-from nova.pci import fleet_metrics
+from nova.fleet import metrics as fleet_metrics
 
 
 def main(argv: list[str] | None = None) -> int:

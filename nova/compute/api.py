@@ -436,7 +436,7 @@ class API:
     def _local_delete(self, context, uuid: str, host: str | None) -> None:
         """Free the allocation and delete the record, without a compute
         (a free Placement does not answer is left pending for ``host``'s
-        compute, see ``nova.scheduler.client.frees``)."""
+        compute, see ``nova.scheduler.frees``)."""
         compute_utils.free_and_destroy(context, self.reportclient, uuid,
                                        host)
         LOG.info('Instance %s deleted without a compute', uuid)

@@ -46,7 +46,7 @@ from nova.image import glance
 from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 from nova.virt import guest_hardware

@@ -47,7 +47,7 @@ from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.virt import driver as virt_driver
 
 if TYPE_CHECKING:

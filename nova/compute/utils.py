@@ -4,7 +4,7 @@ from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
 from nova.image import glance
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.virt import driver as virt_driver
 
 # What a server settled running, or stopped, is recorded as: its vm_state
@@ -37,7 +37,7 @@ def root_disk(instance: dict,
 def free_and_destroy(context, reportclient, instance_uuid: str,
                      host: str | None) -> None:
     """The last step of every delete: free the instance's Placement
-    allocation (see ``nova.scheduler.client.frees``; ``host`` is the
+    allocation (see ``nova.scheduler.frees``; ``host`` is the
     instance's) and mark the instance deleted. An instance already
     deleted is fine.
     """

@@ -10,7 +10,7 @@ runs in a conductor like any other: ``migrate`` to the planned host
 (``host`` as microversion 2.56 allows), then ``confirmResize`` once the
 server is in VERIFY_RESIZE. The scheduler chooses the partition on that
 host, best fit as the planner orders targets, so before each move the
-plan is made again (``nova.pci.defrag``) for the host being freed and the
+plan is made again (``nova.fleet.defrag``) for the host being freed and the
 moves left: a server landing on another free partition of its size than
 planned changes the rest of the plan, never its validity. A failed move
 is rolled back by the conductor (the server on its old partition) and
@@ -42,7 +42,7 @@ from nova import states
 from nova.conductor import migrate
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
-from nova.pci import defrag
+from nova.fleet import defrag
 from nova.pci import request as pci_request
 from nova.scheduler import refusal
 

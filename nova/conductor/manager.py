@@ -84,7 +84,7 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova import rpc
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
 
@@ -529,7 +529,7 @@ class ConductorManager(manager.Manager):
                      {'task_state': current['task_state']})
 
     def _free(self, context, instance_uuid: str) -> None:
-        """Give the build's claim back (``nova.scheduler.client.frees``:
+        """Give the build's claim back (``nova.scheduler.frees``:
         pending for any compute to retry if Placement is away; the retry
         spares an instance scheduled again)."""
         frees.free_allocation(context, self.reportclient, instance_uuid,

@@ -1,1 +1,2 @@
-"""The image service (Glance): its client, and the Glance nova-all runs."""
+"""The image service (Glance): its client (nova-all's Glance is
+:mod:`nova.cmd.glance_service`)."""

@@ -35,12 +35,12 @@ from nova.db import api as db
 from nova import manager
 from nova import exception
 from nova import rpc
-from nova.pci import board
+from nova.fleet import board
 from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards
 from nova.scheduler import candidates as scheduler_candidates
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.scheduler.client import report
 from nova.scheduler import fullness
 from nova.scheduler import metrics as scheduler_metrics
@@ -430,7 +430,7 @@ def _with_leaks(context, reason: str,
                 codes: list[str]) -> exception.NoValidHost:
     """NoValidHost for ``reason`` and its ``codes``, also naming the
     capacity deleted servers still hold in Placement (frees pending since
-    Placement did not answer, see ``nova.scheduler.client.frees``): a
+    Placement did not answer, see ``nova.scheduler.frees``): a
     refusal then tells leaked capacity, freed shortly, from a race or a
     full fleet. The code ``refusal.LEAKED_CAPACITY`` says so to programs:
     the conductor moves no server for such a refusal, the leaked capacity

@@ -13,7 +13,7 @@ with ``CUSTOM_PCI_UNHEALTHY``) are counted apart from the ones in use, so
 a refusal says when broken hardware is what is missing. A size whose
 groups all exist but are withheld (``CUSTOM_PCI_WITHHELD``, no size
 trait) is refused for that, ``UNHEALTHY`` or ``WITHHELD``, naming each
-group with its host and why as the database has it (``nova.pci.board``),
+group with its host and why as the database has it (``nova.fleet.board``),
 never for fragmentation: moving servers frees none of them. A size no
 host declares is refused as such before any count of free devices.
 
@@ -28,7 +28,7 @@ the conductor frees a group for a refusal whose only code is
 from collections.abc import Callable, Iterable
 import dataclasses
 
-from nova.pci import board
+from nova.fleet import board
 from nova.pci import placement_names as names
 from nova.scheduler import request_builder
 
@@ -245,7 +245,7 @@ def reasons(reportclient, request: request_builder.ResourceRequest,
 
     Each part of the request that no host can give is named; when every
     part exists somewhere, the parts are on different hosts. ``boards``
-    reads the fleet's boards (``nova.pci.board``), asked only to name
+    reads the fleet's boards (``nova.fleet.board``), asked only to name
     the groups that are withheld and why.
     """
     found = _flavor_reasons(reportclient, request.groups[0])

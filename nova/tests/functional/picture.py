@@ -1,6 +1,6 @@
 """Render a page in headless Chromium and read the screenshot back.
 
-For the tests of the board picture (``nova.pci.board_svg``): Debian's
+For the tests of the board picture (``nova.fleet.board_svg``): Debian's
 ``chromium`` (``tools/install.sh`` installs it) takes the screenshot, and
 the PNG is decoded here with the standard library (zlib), as the project
 has no image library.

@@ -13,8 +13,8 @@ from nova.cmd import manage
 from nova.conf import per_compute
 from nova import context as nova_context
 from nova.db import api as db
-from nova.pci import board
-from nova.pci import board_svg
+from nova.fleet import board
+from nova.fleet import board_svg
 from nova.tests.fixtures import fabric_manager as fake_fm
 from nova.tests.functional import base
 from nova.tests.functional import picture

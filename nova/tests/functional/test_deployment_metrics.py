@@ -5,7 +5,7 @@ import collections
 
 import requests
 
-from nova.pci import board
+from nova.fleet import board
 from nova.tests.functional import test_deployment
 from nova.tests.functional import test_metrics
 

@@ -13,7 +13,7 @@ from testtools import content
 from nova import exception
 from nova import test
 from nova.image import glance
-from nova.image import glance_service
+from nova.cmd import glance_service
 from nova.tests.fixtures import glance as glance_fixture
 from nova.tests.fixtures import keystone
 

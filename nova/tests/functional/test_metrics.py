@@ -1,5 +1,5 @@
 """Prometheus metrics scraped from nova-all while a burst of GPU servers
-boots, checked against the board (``nova.pci.board``) and the API."""
+boots, checked against the board (``nova.fleet.board``) and the API."""
 
 import collections
 import concurrent.futures
@@ -10,7 +10,7 @@ from prometheus_client import parser
 import requests
 
 from nova import metrics_endpoint
-from nova.pci import board
+from nova.fleet import board
 from nova.tests.functional import test_concurrent_boots
 from nova.tests.functional import test_nvlink_partitions
 from nova.tests.functional import workload

@@ -15,7 +15,7 @@ from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import exception
 from nova.db import api as db
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.scheduler.client import report
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import placement as placement_fixture

@@ -9,12 +9,24 @@ from inside a function, a module that imports it back.
 
 The layers, lowest first: the state vocabulary (``nova.states``, which
 imports nothing from nova); the shared base (configuration, database,
-context, RPC plumbing, PCI device model, virt hardware helpers, the
-image service client ``nova.image``); the virt
-drivers; the compute service and the scheduler, side by side; the
-conductor, which drives both; the REST API; the console commands and
-the WSGI entry points (``nova.wsgi``). A
-service reaches a layer above, or its sibling, only through that layer's
+context, RPC plumbing, the PCI device model, config parsing and tracker
+``nova.pci``, virt hardware helpers, the image service client
+``nova.image``, the in-process HTTP plumbing ``nova.wsgi_server``,
+``nova.body_limit`` and ``nova.embedded_placement``); the fleet views
+and plans (``nova.fleet``: board, picture, gauges, defrag planner) and
+the virt drivers, side by side; the compute service and the scheduler,
+side by side; the conductor, which drives both; the REST API; the
+console commands and the WSGI entry points (``nova.wsgi``).
+
+Inside the base, ``nova.pci`` is the device model every service imports:
+of its modules only the tracker (``nova.pci.manager``) reads or writes
+the database, and none reads which services are up; reading many hosts
+at once is ``nova.fleet``'s job. The image client serves nothing
+(nova-all's Glance process is ``nova.cmd.glance_service``), and the
+Placement client (``nova.scheduler.client``) talks to Placement only,
+never to the database.
+
+A service reaches a layer above, or its sibling, only through that layer's
 RPC stub (``rpcapi``) or the Placement client (``nova.scheduler.client``,
 upstream's home for it), never by importing its code. ``nova.compute.api``
 sits in the compute package but is the REST API's side of it: the
@@ -40,40 +52,59 @@ from nova import test
 ROOT = pathlib.Path(nova.__file__).parent
 
 # What a service (compute, scheduler, conductor, API) may import from
-# another's package: RPC stubs, the Placement client, and the names of a
-# compute's states. The base layer imports none of them.
+# another's package: RPC stubs, the Placement client, the names of a
+# compute's states and the one policy for giving an allocation back
+# (``nova.scheduler.frees``). The base layer imports none of them.
 SHARED = (
     'nova.compute.rpcapi', 'nova.conductor.rpcapi', 'nova.scheduler.rpcapi',
     'nova.scheduler.client', 'nova.compute.provider_tree',
     'nova.compute.task_states', 'nova.compute.vm_states',
+    'nova.scheduler.frees',
 )
 
 ABOVE_SERVICES = ('nova.conductor', 'nova.api', 'nova.cmd', 'nova.wsgi')
+
+# What the shared base imports from none of: the layers above it.
+ABOVE_BASE = ('nova.fleet', 'nova.virt', 'nova.compute',
+              'nova.scheduler') + ABOVE_SERVICES
 
 # (package, packages it must not import from). ``nova.compute.api`` is
 # the REST API's side of the compute service and counts as API layer.
 RULES = [
     # The ground floor: nothing of nova below it.
     ('nova.states', ('nova',)),
-    ('nova.pci', ('nova.compute', 'nova.scheduler', 'nova.virt')
+    # The PCI model reads no database and no service's liveness (only
+    # its tracker may write devices, see ALLOWED).
+    ('nova.pci', ('nova.db', 'nova.servicegroup') + ABOVE_BASE),
+    ('nova.db', ('nova.pci',) + ABOVE_BASE),
+    ('nova.conf', ABOVE_BASE),
+    ('nova.image', ('nova.pci', 'nova.wsgi_server') + ABOVE_BASE),
+    ('nova.wsgi_server', ABOVE_BASE),
+    ('nova.body_limit', ABOVE_BASE),
+    ('nova.embedded_placement', ('nova.pci',) + ABOVE_BASE),
+    ('nova.manager', ABOVE_BASE),
+    ('nova.service', ABOVE_BASE),
+    ('nova.rpc', ABOVE_BASE),
+    ('nova.context', ABOVE_BASE),
+    # The fleet views and the virt drivers: side by side above the base.
+    ('nova.fleet', ('nova.virt', 'nova.compute', 'nova.scheduler')
      + ABOVE_SERVICES),
-    ('nova.db', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
+    ('nova.virt', ('nova.fleet', 'nova.compute', 'nova.scheduler')
      + ABOVE_SERVICES),
-    ('nova.conf', ('nova.compute', 'nova.scheduler', 'nova.virt')
-     + ABOVE_SERVICES),
-    ('nova.image', ('nova.compute', 'nova.scheduler', 'nova.virt', 'nova.pci')
-     + ABOVE_SERVICES),
-    ('nova.virt', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.manager', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.service', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.rpc', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
-    ('nova.context', ('nova.compute', 'nova.scheduler') + ABOVE_SERVICES),
     ('nova.compute', ('nova.scheduler',) + ABOVE_SERVICES),
     ('nova.scheduler', ('nova.compute',) + ABOVE_SERVICES),
+    ('nova.scheduler.client', ('nova.db', 'nova.servicegroup')),
     ('nova.conductor', ('nova.compute.api', 'nova.api', 'nova.cmd',
                         'nova.wsgi')),
     ('nova.api', ('nova.cmd', 'nova.wsgi')),
 ]
+
+# (importer, imported package): edges a rule above forbids that the
+# design allows, each for its reason.
+ALLOWED = (
+    # The PCI tracker keeps the host's devices in the database.
+    ('nova.pci.manager', 'nova.db'),
+)
 
 # Test code, which no production module may import.
 TESTS = 'nova.tests'
@@ -162,6 +193,9 @@ def violations(root: pathlib.Path = ROOT) -> list[str]:
                 if is_service and any(_within(imported, s) for s in SHARED):
                     continue
                 if _within(imported, package):
+                    continue
+                if any(importer == allowed and _within(imported, target)
+                       for allowed, target in ALLOWED):
                     continue
                 if any(_within(imported, f) for f in forbidden):
                     found.append('%s -> %s' % (importer, imported))
@@ -306,6 +340,72 @@ class TestLayers(test.TestCase):
         self.assertEqual(
             ['nova.conductor.defrag -> nova.compute.api',
              'nova.conductor.probe -> nova.api.openstack'],
+            violations(root))
+
+    def test_the_check_sees_the_pci_and_fleet_layers(self):
+        # What issue 34 moved out of nova.pci: a planner reading the
+        # database and which computes are up. Only the PCI tracker keeps
+        # devices in the database; the model never reaches up to the
+        # fleet views, nor they to the services above them.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('pci', 'fleet', 'db', 'virt'):
+            (root / package).mkdir(parents=True)
+        (root / 'pci' / 'manager.py').write_text(
+            'from nova.db import api as db\n')
+        (root / 'pci' / 'defrag.py').write_text(
+            'from nova.db import api as db\n'
+            'from nova.servicegroup import api as servicegroup\n'
+            'from nova.pci import manager\n')
+        (root / 'pci' / 'groups.py').write_text(
+            'def board():\n'
+            '    from nova.fleet import board\n')
+        (root / 'fleet' / 'board.py').write_text(
+            'from nova.db import api as db\n'
+            'from nova.pci import manager\n'
+            'from nova.servicegroup import api as servicegroup\n'
+            'from nova.scheduler import refusal\n')
+        (root / 'fleet' / 'defrag.py').write_text(
+            'from nova.conductor import defrag\n')
+        (root / 'db' / 'api.py').write_text('from nova.fleet import board\n')
+        (root / 'virt' / 'driver.py').write_text(
+            'import nova.fleet.metrics\n')
+        self.assertEqual(
+            ['nova.db.api -> nova.fleet.board',
+             'nova.fleet.board -> nova.scheduler.refusal',
+             'nova.fleet.defrag -> nova.conductor.defrag',
+             'nova.pci.defrag -> nova.db.api',
+             'nova.pci.defrag -> nova.servicegroup.api',
+             'nova.pci.groups -> nova.fleet.board',
+             'nova.virt.driver -> nova.fleet.metrics'],
+            violations(root))
+
+    def test_the_check_sees_the_arrows_issue_34_removed(self):
+        # The embedded Placement borrowing the API's body limit, the image
+        # client hosting nova-all's Glance process, and a database-backed
+        # queue inside the Placement client.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = pathlib.Path(tmp, 'nova')
+        for package in ('image', 'scheduler/client'):
+            (root / package).mkdir(parents=True)
+        (root / 'embedded_placement.py').write_text(
+            'from nova.api import request_guard\n'
+            'from nova import body_limit\n'
+            'from nova import wsgi_server\n')
+        (root / 'image' / 'glance_service.py').write_text(
+            'def serve():\n'
+            '    from nova import wsgi_server\n')
+        (root / 'scheduler' / 'client' / 'frees.py').write_text(
+            'from nova.db import api as db\n'
+            'from nova.compute import vm_states\n')
+        (root / 'scheduler' / 'frees.py').write_text(
+            'from nova.db import api as db\n')
+        (root / 'scheduler' / 'client' / 'report.py').write_text(
+            'from nova.compute import provider_tree\n')
+        self.assertEqual(
+            ['nova.embedded_placement -> nova.api.request_guard',
+             'nova.image.glance_service -> nova.wsgi_server',
+             'nova.scheduler.client.frees -> nova.db.api'],
             violations(root))
 
     def test_the_check_sees_production_code_importing_tests(self):

@@ -7,7 +7,7 @@ import re
 
 from prometheus_client import registry as prometheus_registry
 
-from nova.pci import fleet_metrics
+from nova.fleet import metrics as fleet_metrics
 from nova.scheduler import metrics as scheduler_metrics
 from nova import test
 from nova.virt.libvirt import nvlink_metrics

@@ -2,6 +2,8 @@
 
 from concurrent import futures
 import socket
+import subprocess
+import sys
 import threading
 
 import fixtures
@@ -299,3 +301,46 @@ class GracefulStopTestCase(ServerTestCase):
         server = self._blocked_request(release)[0]
         self.addCleanup(release.set)
         self.assertFalse(server.stop(timeout=0.1))
+
+
+class ChildTestCase(test.TestCase):
+    """``python -m nova.wsgi_server``: an app in a process of its own."""
+
+    def child(self, *args: str) -> subprocess.Popen:
+        process = subprocess.Popen(
+            [sys.executable, '-m', 'nova.wsgi_server'] + list(args),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.addCleanup(process.kill)
+        self.addCleanup(process.stderr.close)
+        self.addCleanup(process.stdout.close)
+        return process
+
+    def test_serves_until_its_stdin_closes(self):
+        process = self.child('wsgiref.simple_server:demo_app', '127.0.0.1',
+                             '0', 'Demo')
+        url = process.stdout.readline().strip()
+        self.assertRegex(url, r'^http://127\.0\.0\.1:[1-9]\d*$')
+        resp = requests.get(url, timeout=10)
+        self.assertEqual((200, 'Hello world!'),
+                         (resp.status_code, resp.text.splitlines()[0]))
+        process.stdin.close()
+        self.assertEqual(0, process.wait(timeout=30))
+
+    def test_ends_with_its_error_as_the_last_line(self):
+        # The parent reports the last line of stderr: the error itself.
+        with socket.socket() as busy:
+            busy.bind(('127.0.0.1', 0))
+            busy.listen()
+            port = busy.getsockname()[1]
+            process = self.child('wsgiref.simple_server:demo_app',
+                                 '127.0.0.1', str(port), 'Demo')
+            self.assertEqual(1, process.wait(timeout=30))
+        self.assertEqual('', process.stdout.read())
+        last = process.stderr.read().splitlines()[-1]
+        self.assertTrue(last.startswith(
+            'Demo cannot listen on 127.0.0.1:%d' % port), last)
+        process = self.child('nosuch.module:app', '127.0.0.1', '0', 'Demo')
+        self.assertEqual(1, process.wait(timeout=30))
+        self.assertEqual("ModuleNotFoundError: No module named 'nosuch'",
+                         process.stderr.read().splitlines()[-1])

@@ -50,25 +50,27 @@ from nova.virt.libvirt import fabric_manager
 LOG = logging.getLogger(__name__)
 
 # FM errors that say the partition's hardware failed, not FM or the call:
-# only link training failure is documented as such (facts file 3.1).
+# only link training failure is documented as such
+# (doc/source/reference/nvidia-facts.rst, section 2).
 HARDWARE_ERRORS = (exception.FabricManagerNVLinkError,)
 
 NVIDIA_VENDOR_ID = '10de'
 
 # Fabric Manager's fixed NVLink partitions of HGX H100/H200 (H800, H20)
-# boards by GPU module ID (facts file 4.1): the board, two quartets, four
-# pairs, then each GPU alone as partition 6 + module.
+# boards by GPU module ID (doc/source/reference/nvidia-facts.rst,
+# section 4): the board, two quartets, four pairs, then each GPU alone as
+# partition 6 + module.
 HGX_PARTITIONS = {0: frozenset(range(1, 9)), 1: frozenset({1, 2, 3, 4}),
                   2: frozenset({5, 6, 7, 8}), 3: frozenset({1, 3}),
                   4: frozenset({2, 4}), 5: frozenset({5, 7}),
                   6: frozenset({6, 8})}
 HGX_PARTITIONS.update({6 + m: frozenset({m}) for m in range(1, 9)})
 # The boards that table is Fabric Manager's for: HGX 8-GPU NVSwitch
-# baseboards of these GPUs (NVIDIA PCI product IDs, facts file 4.3 and
-# pci.ids; H20's ID is not known here). Other boards print module IDs too
-# (a 4-GPU A100 board 3, 7, 5, 6; both GPUs of an H100 NVL pair 4) that
-# say nothing about this table; A100 and B200 HGX boards have tables of
-# their own, not this one.
+# baseboards of these GPUs (NVIDIA PCI product IDs, nvidia-facts.rst
+# section 6, and pci.ids; H20's ID is not known here). Other boards print
+# module IDs too (a 4-GPU A100 board 3, 7, 5, 6; both GPUs of an H100 NVL
+# pair 4) that say nothing about this table; A100 and B200 HGX boards
+# have tables of their own, not this one.
 HGX_BOARD_PRODUCTS = {'2330': 'H100 SXM5 80GB', '2324': 'H800',
                       '2335': 'H200 SXM 141GB'}
 HGX_BOARD_GPUS = 8
@@ -105,10 +107,10 @@ def parse_nvidia_smi(text: str) -> dict[str, int]:
     return found
 
 
-# ``nvidia-smi -q`` lines that mean a GPU is unusable (facts: NVIDIA's
-# nvidia-smi documentation of the Retired Pages and Remapped Rows
-# sections; NVML's "GPU is lost" and "Unable to determine the device
-# handle" answers for a GPU that fell off the bus).
+# ``nvidia-smi -q`` lines that mean a GPU is unusable
+# (doc/source/reference/nvidia-facts.rst, section 7: the Retired Pages
+# and Remapped Rows sections; NVML's "GPU is lost" and "Unable to
+# determine the device handle" answers for a GPU that fell off the bus).
 _LOST_LINE = re.compile(
     r'Unable to determine the device handle for GPU\s*'
     r'([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*:\s*(.*)$')

@@ -1,9 +1,8 @@
-"""ImageMeta and the configuration of nova-all's Glance."""
+"""ImageMeta, the image client's record of a Glance image."""
 
 from nova import exception
 from nova import test
 from nova.image import glance
-from nova.image import glance_service
 
 BODY = {'id': 'abc', 'name': 'cuda', 'status': 'active',
         'disk_format': 'qcow2', 'container_format': 'bare', 'size': 10,
@@ -40,23 +39,3 @@ class ImageMetaTestCase(test.TestCase):
                                     image.check_bootable)
             self.assertIn(value, err.message)
             self.assertEqual(400, err.code)
-
-
-class GlanceConfigTestCase(test.TestCase):
-
-    def test_noauth_state_under_state_dir(self):
-        sections = glance_service.config_sections('/s')
-        self.assertEqual('sqlite:////s/glance.sqlite',
-                         sections['database']['connection'])
-        self.assertEqual('/s/images',
-                         sections['local']['filesystem_store_datadir'])
-        self.assertNotIn('keystone_authtoken', sections)
-        self.assertFalse(sections['oslo_policy']['enforce_new_defaults'])
-
-    def test_keystone(self):
-        sections = glance_service.config_sections(
-            '/s', {'auth_url': 'http://k/v3'})
-        self.assertEqual('keystone', sections['paste_deploy']['flavor'])
-        self.assertEqual({'auth_url': 'http://k/v3'},
-                         sections['keystone_authtoken'])
-        self.assertNotIn('oslo_policy', sections)

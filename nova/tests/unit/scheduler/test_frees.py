@@ -8,7 +8,7 @@ from nova import test
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
-from nova.scheduler.client import frees
+from nova.scheduler import frees
 from nova.tests.fixtures import database as db_fixture
 
 DOWN = exception.PlacementAPIConnectFailure(url='http://placement',

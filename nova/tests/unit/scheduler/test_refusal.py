@@ -6,7 +6,7 @@ from unittest import mock
 from nova import context as nova_context
 from nova import test
 from nova.db import api as db
-from nova.pci import board
+from nova.fleet import board
 from nova.pci import device as pci_device
 from nova.pci import placement_names as names
 from nova.pci import request as pci_request

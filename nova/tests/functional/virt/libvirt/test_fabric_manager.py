@@ -15,7 +15,8 @@ MAP = fake.H100_WP12736_MAP
 
 
 class FakeFmpmFaceTest(test.TestCase):
-    """The fake's fmpm prints and exits as the facts file records."""
+    """The fake's fmpm prints and exits as
+    doc/source/reference/nvidia-facts.rst (section 3) records."""
 
     def setUp(self):
         super().setUp()
@@ -48,7 +49,7 @@ class FakeFmpmFaceTest(test.TestCase):
                           'uuid': ''}, single['gpuInfo'][0])
 
     def test_nvidia_smi_prints_the_current_driver_layout(self):
-        # Drivers 565/570 (facts file 4.2): "Module Id" inside a
+        # Drivers 565/570 (nvidia-facts.rst section 5): "Module Id" in a
         # "Platform Info" sub-block; the R525-era top-level "Module ID"
         # line only on request.
         address = sorted(MAP)[0]

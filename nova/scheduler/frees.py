@@ -18,13 +18,18 @@ guarded delete is refused.
 
 Moves are not frees: the allocation steps of a migration raise, and the
 move rolls back (``nova.conductor.migrate``).
+
+The pending frees are a database-backed queue, so this policy lives with
+the scheduler, whose claims the allocations are, and not in the
+Placement client (``nova.scheduler.client``), which only talks to
+Placement. The compute and the conductor import it as a shared module.
 """
 
 from oslo_log import log as logging
 
-from nova.compute import vm_states
 from nova.db import api as db
 from nova import exception
+from nova import states
 
 LOG = logging.getLogger(__name__)
 
@@ -95,7 +100,7 @@ def _released(context, consumer: str) -> bool:
         return True
     if instance['task_state'] is not None:
         return False
-    if instance['vm_state'] == vm_states.SHELVED_OFFLOADED:
+    if instance['vm_state'] == states.SHELVED_OFFLOADED:
         return True
-    return instance['vm_state'] == vm_states.ERROR and \
+    return instance['vm_state'] == states.ERROR and \
         instance['host'] is None

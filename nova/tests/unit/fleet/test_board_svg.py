@@ -1,14 +1,14 @@
-"""The board picture (nova.pci.board_svg) of hand-made boards."""
+"""The board picture (nova.fleet.board_svg) of hand-made boards."""
 
 import xml.etree.ElementTree as ET
 
 from nova import test
-from nova.pci import board
-from nova.pci import board_svg
+from nova.fleet import board
+from nova.fleet import board_svg
 from nova.pci import device as pci_device
-from nova.tests.unit.pci.test_board import _dev
-from nova.tests.unit.pci.test_board import operator_marked
-from nova.tests.unit.pci.test_board import withheld_by
+from nova.tests.unit.fleet.test_board import _dev
+from nova.tests.unit.fleet.test_board import operator_marked
+from nova.tests.unit.fleet.test_board import withheld_by
 
 NS = {'s': board_svg.SVG_NS}
 

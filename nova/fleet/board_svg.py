@@ -1,6 +1,6 @@
 """The board as a picture: SVG of one host, HTML of the fleet.
 
-Draws what ``nova.pci.board`` computes: each host's groups as nested boxes
+Draws what ``nova.fleet.board`` computes: each host's groups as nested boxes
 (a board holding quads holding pairs), each device a cell coloured by its
 state (free, used, unhealthy, withheld) with its address and the name of
 the server holding it, and under it the free partitions per size. What
@@ -22,7 +22,7 @@ import collections
 import dataclasses
 import xml.etree.ElementTree as ET
 
-from nova.pci import board
+from nova.fleet import board
 from nova.pci import device as pci_device
 
 SVG_NS = 'http://www.w3.org/2000/svg'

@@ -1,10 +1,11 @@
-"""The body limit (oslo.middleware's, answered in the caller's format)."""
+"""The body limit (oslo.middleware's, answered in the caller's format)
+of nova.body_limit, which nova-api and the embedded Placement share."""
 
 import io
 
 import webob
 
-from nova.api import request_guard
+from nova import body_limit
 from nova import test
 
 
@@ -33,8 +34,8 @@ class BodyLimitTestCase(test.TestCase):
     def test_limits_of_two_apps_stay_their_own(self):
         # oslo.middleware reads its limit from a configuration: each app
         # has a private one, so nova-api's and Placement's never mix.
-        small = request_guard.BodyLimit(_echo, 10, _refuse)
-        large = request_guard.BodyLimit(_echo, 100, _refuse)
+        small = body_limit.BodyLimit(_echo, 10, _refuse)
+        large = body_limit.BodyLimit(_echo, 100, _refuse)
         body = b'x' * 50
         for _ in range(2):
             refused = _post(small, body)
@@ -47,20 +48,20 @@ class BodyLimitTestCase(test.TestCase):
                                            _post(large, body).body))
 
     def test_body_at_the_limit_is_served(self):
-        app = request_guard.BodyLimit(_echo, 10, _refuse)
+        app = body_limit.BodyLimit(_echo, 10, _refuse)
         self.assertEqual(b'x' * 10, _post(app, b'x' * 10).body)
         self.assertEqual(b'x' * 10, _post(app, b'x' * 10, chunked=True).body)
 
     def test_chunked_body_over_the_limit_is_cut_off(self):
         # The app reads past the limit: oslo.middleware's error reaches
         # the limit, which answers it in the caller's format.
-        app = request_guard.BodyLimit(_echo, 10, _refuse)
+        app = body_limit.BodyLimit(_echo, 10, _refuse)
         refused = _post(app, b'x' * 11, chunked=True)
         self.assertEqual(413, refused.status_int)
         self.assertIn('(more than 10 bytes)', refused.text)
 
     def test_malformed_content_length_is_400(self):
-        app = request_guard.BodyLimit(_echo, 10, _refuse)
+        app = body_limit.BodyLimit(_echo, 10, _refuse)
         req = webob.Request.blank('/', method='POST', body=b'abc')
         req.environ['CONTENT_LENGTH'] = '3x'
         response = req.get_response(app)

@@ -4,7 +4,7 @@ import dataclasses
 import datetime
 
 from nova import test
-from nova.pci import board
+from nova.fleet import board
 from nova.pci import device as pci_device
 
 

@@ -11,7 +11,7 @@ NVSwitch is down) says why, so the board shows which partitions a host
 with a broken GPU still offers. Each reason is a ``Withholding`` record,
 built from the device records' health and ``partition_hold`` (the
 Fabric Manager partition that keeps a device out), which the text and
-the picture (``nova.pci.board_svg``) both draw.
+the picture (``nova.fleet.board_svg``) both draw.
 """
 
 import dataclasses

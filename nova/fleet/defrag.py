@@ -26,7 +26,7 @@ group, then the fullest host), at most ``FREE_TARGET_TRIES`` per move,
 which keeps a large fleet's search small.
 
 The planner reads nothing: ``load_fleet`` reads what it plans on from
-the database (boards through ``nova.pci.board``, the servers and whether
+the database (boards through ``nova.fleet.board``, the servers and whether
 the operator allowed moving them, the computes that can take a move).
 """
 
@@ -39,7 +39,7 @@ from oslo_config import cfg
 
 from nova.db import api as db
 from nova import states
-from nova.pci import board as pci_board
+from nova.fleet import board as fleet_board
 from nova.pci import numa as pci_numa
 from nova.pci import request as pci_request
 from nova.servicegroup import api as servicegroup
@@ -385,8 +385,8 @@ def _kind(devices) -> str:
                             for d in devices}))
 
 
-def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
-    """The planner's boards of ``nova.pci.board``'s: every group of more
+def boards_from(host_boards: Iterable[fleet_board.HostBoard]) -> list[Board]:
+    """The planner's boards of ``nova.fleet.board``'s: every group of more
     than one device (each prefix of the devices' group paths) that its
     compute offers and every device offered alone is a partition;
     unhealthy and withheld devices are unusable."""
@@ -398,8 +398,8 @@ def boards_from(host_boards: Iterable[pci_board.HostBoard]) -> list[Board]:
             # An unhealthy device is never free, whoever holds it: a
             # group with one is withheld, moving its holders frees
             # nothing.
-            if host_board.state(dev) in (pci_board.WITHHELD,
-                                         pci_board.UNHEALTHY):
+            if host_board.state(dev) in (fleet_board.WITHHELD,
+                                         fleet_board.UNHEALTHY):
                 unusable.add(dev.address)
             elif not dev.withheld:
                 alone.append(dev)
@@ -457,7 +457,7 @@ def load_fleet(context, conf: cfg.ConfigOpts
     nodes = [node for node in db.compute_node_get_all(context)
              if servicegroup.is_up(services.get(node['host']), conf) and
              not services[node['host']]['disabled']]
-    boards = boards_from(pci_board.load(context, nodes))
+    boards = boards_from(fleet_board.load(context, nodes))
     instances = {i['uuid']: i for i in db.instance_get_all(context)}
     servers = {}
     for board in boards:

@@ -1,7 +1,7 @@
 """The fleet's PCI devices and free groups as Prometheus gauges.
 
 Read from the database at each scrape with a fixed number of queries
-whatever the fleet's size (``nova.pci.board.load_fleet``: the compute
+whatever the fleet's size (``nova.fleet.board.load_fleet``: the compute
 nodes and every device), so they show what the PCI trackers recorded,
 the same numbers ``nova-manage pci board`` prints. Every series has a
 ``host`` label; the fleet is their sum (``sum without (host)``):
@@ -9,7 +9,7 @@ the same numbers ``nova-manage pci board`` prints. Every series has a
 * ``nova_pci_devices{host, resource_class, state}``: tracked devices by
   Placement resource class and state: ``free``, ``used`` (held by a
   server), ``unhealthy`` (0 until device health lands, see
-  ``nova.pci.board.unhealthy``) or ``withheld`` (not offered, e.g. in a
+  ``nova.fleet.board.unhealthy``) or ``withheld`` (not offered, e.g. in a
   partition Fabric Manager cannot activate); the total is the sum over
   ``state``;
 * ``nova_pci_free_groups{host, size}``: groups of ``size`` devices whose
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import core
 
 from nova import context as nova_context
-from nova.pci import board
+from nova.fleet import board
 
 
 def families(boards: list[board.HostBoard]

@@ -3,8 +3,8 @@
 import dataclasses
 
 from nova import test
-from nova.pci import board as pci_board
-from nova.pci import defrag
+from nova.fleet import board as fleet_board
+from nova.fleet import defrag
 from nova.pci import device as pci_device
 
 # An HGX board: pairs 1+3, 2+4, 5+7, 6+8, quartets 1-4 (NUMA node 0) and
@@ -28,7 +28,7 @@ def _board(host, held, paths=PATHS, nodes=None):
         numa_node=(nodes or {}).get(gpu, 0 if gpu <= 4 else 1),
         status='allocated' if gpu in held else 'available')
         for gpu, path in sorted(paths.items())]
-    return pci_board.HostBoard(host, devices, {})
+    return fleet_board.HostBoard(host, devices, {})
 
 
 def _servers(*uuids, fixed=(), strict=()):
@@ -58,7 +58,7 @@ class BoardsFromTest(test.TestCase):
         devices = [host.devices[0].__class__(**{
             **host.devices[0].to_row(),
             'extra_info': {'withheld': 'fabric manager lost it'}})]
-        host = pci_board.HostBoard('h1', devices + host.devices[1:], {})
+        host = fleet_board.HostBoard('h1', devices + host.devices[1:], {})
         board, = defrag.boards_from([host])
         self.assertEqual(frozenset([_addr(1)]), board.unusable)
         self.assertNotIn(_addr(1), [p.name for p in board.partitions])
@@ -66,7 +66,7 @@ class BoardsFromTest(test.TestCase):
 
 def _unhealthy(host_board, gpu):
     """``host_board`` with GPU ``gpu`` marked unhealthy."""
-    return pci_board.HostBoard(host_board.host, [
+    return fleet_board.HostBoard(host_board.host, [
         dataclasses.replace(dev, health=pci_device.UNHEALTHY,
                             health_reason='RMA 4711')
         if dev.address == _addr(gpu) else dev
@@ -200,7 +200,7 @@ class PlanTest(test.TestCase):
             vendor_id='144d', product_id='a80a',
             dev_type=pci_device.DEV_TYPE_PCI)
         h2 = _board('h2', {gpu: 's2' for gpu in range(1, 9)})
-        h2 = pci_board.HostBoard('h2', h2.devices + [nvme], {})
+        h2 = fleet_board.HostBoard('h2', h2.devices + [nvme], {})
         servers = _servers('s1', 's2', fixed=('s2',))
         self.assertIsNone(self._plan([_board('h1', {1: 's1'}), h2],
                                      servers))

@@ -1,4 +1,4 @@
-"""The fleet's PCI gauges (nova.pci.fleet_metrics), from a real database."""
+"""The fleet's PCI gauges (nova.fleet.metrics), from a real database."""
 
 import prometheus_client
 import sqlalchemy as sa
@@ -7,7 +7,7 @@ from nova import context as nova_context
 from nova.db import api as db_api
 from nova import test
 from nova.pci import device as pci_device
-from nova.pci import fleet_metrics
+from nova.fleet import metrics as fleet_metrics
 from nova.tests.fixtures import database as db_fixture
 
 # One HGX-like board per host: a quad of two pairs, and a lone pair.

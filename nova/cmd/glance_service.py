@@ -3,22 +3,27 @@
 Glance keeps its configuration in oslo.config's global ``CONF``, which
 nova's own services must not share, so it runs as a child process::
 
-    python -m nova.image.glance_service CONFIG_DIR HOST PORT
+    OS_GLANCE_CONFIG_DIR=CONFIG_DIR \\
+        python -m nova.wsgi_server glance.wsgi.api:application HOST PORT Glance
 
 :class:`GlanceService` writes a glance-api.conf and its paste file in
 ``CONFIG_DIR`` (a file store and a SQLite database under the state
 directory; no authentication, or keystonemiddleware's ``auth_token`` when
 nova runs with Keystone), syncs the schema with ``glance-manage db sync``,
-as an operator would, and starts the child. The child serves
-``glance.wsgi.api:application`` with cheroot (:mod:`nova.wsgi_server`),
-prints its URL on one line of stdout and serves until it is terminated or
-its stdin closes (it never outlives nova-all).
+as an operator would, and starts the child. The child
+(:func:`nova.wsgi_server.serve_child`) serves Glance's application with
+cheroot, prints its URL on one line of stdout and serves until it is
+terminated or its stdin closes (it never outlives nova-all); it imports
+nothing of nova but the server.
+
+It is a helper of nova-all's (and of the tests'), so it lives with the
+commands, above the services, and not in the image client
+(``nova.image``), which every service imports.
 """
 
 import os
 import subprocess
 import sys
-import traceback
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -29,6 +34,8 @@ from nova import exception
 
 LOG = logging.getLogger(__name__)
 
+# The WSGI application the child serves.
+GLANCE_APP = 'glance.wsgi.api:application'
 # Seconds glance-manage may take to create the schema; the child to serve.
 SYNC_TIMEOUT = 120
 START_TIMEOUT = 120
@@ -246,11 +253,14 @@ class GlanceService:
         self._db_sync()
         errors = os.path.join(self.state_dir, 'glance-api.stderr')
         with open(errors, 'w') as stderr:
+            # Glance reads glance-api.conf from the directory named by
+            # OS_GLANCE_CONFIG_DIR.
             self._process = subprocess.Popen(
-                [sys.executable, '-m', 'nova.image.glance_service',
-                 self.config_dir, self.host, str(self.port)],
+                [sys.executable, '-m', 'nova.wsgi_server', GLANCE_APP,
+                 self.host, str(self.port), 'Glance'],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=stderr, text=True)
+                stderr=stderr, text=True,
+                env=dict(os.environ, OS_GLANCE_CONFIG_DIR=self.config_dir))
         line = self._process.stdout.readline().strip()
         if not line.startswith('http://'):
             # No URL: the child ended (or closed its stdout) before it
@@ -295,38 +305,3 @@ def _last_line(path: str) -> str:
     with open(path, errors='replace') as f:
         lines = [line.strip() for line in f if line.strip()]
     return lines[-1] if lines else 'it wrote no error'
-
-
-def _exit_with(error: str) -> None:
-    """End the child with ``error`` as the last line of its stderr (the
-    one the parent reports), without the interpreter's exit: Glance's
-    threads would add errors of their own after it."""
-    print(error, file=sys.stderr, flush=True)
-    os._exit(1)
-
-
-def _serve(config_dir: str, host: str, port: int) -> None:
-    """The child: Glance's WSGI application on ``host:port``; exits 1
-    with its error as the last line of stderr when it cannot serve."""
-    # Glance reads glance-api.conf from here, and parses no command line.
-    os.environ['OS_GLANCE_CONFIG_DIR'] = config_dir
-    del sys.argv[1:]
-    from nova import wsgi_server
-    try:
-        from glance.wsgi import api
-        server = wsgi_server.WSGIServer(api.application, host=host,
-                                        port=port, service='Glance')
-        server.start()
-    except exception.ListenFailed as err:
-        _exit_with(str(err))
-    except Exception as err:
-        traceback.print_exc()
-        _exit_with('%s: %s' % (type(err).__name__, err))
-    print(server.url, flush=True)
-    # Serve until the parent closes stdin (it ended) or terminates us.
-    sys.stdin.read()
-    os._exit(0)
-
-
-if __name__ == '__main__':
-    _serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
