@@ -23,7 +23,7 @@ from nova.fleet import board as fleet_board
 from nova.fleet import board_svg
 from nova.image import glance
 from nova.virt.fake import host as fakehost
-from nova.virt.libvirt import nvlink
+from nova.virt.libvirt import gpu_modules
 
 _SIZES = (1, 2, 4, 8)
 # (server name, GPUs) in boot order; the last one cannot fit anymore.
@@ -174,7 +174,7 @@ def run(allinone) -> int:
         server['status'], server.get('OS-EXT-SRV-ATTR:host')))
 
     print('(service logs: %s/nova-all.log)' % allinone.conf.state_path)
-    valid = set(nvlink.HGX_PARTITIONS.values())
+    valid = set(gpu_modules.HGX_PARTITIONS.values())
     ok = True
     print()
     names = {i['uuid']: i['display_name'] for i in db.instance_get_all(

@@ -26,6 +26,7 @@ from nova.pci import manager as pci_manager
 from nova.pci import utils as pci_utils
 from nova.scheduler.client import report
 from nova.servicegroup import api as servicegroup
+from nova.virt.libvirt import gpu_modules
 from nova.virt.libvirt import nvlink
 
 # Exit codes of ``placement audit``, as upstream nova-manage has them.
@@ -398,7 +399,7 @@ def pci_partitions(conf, host: str | None) -> int:
         return 1
     devices = pci_manager.devices_of_node(context, node['id'])
     parts.load(host, [d.address for d in devices
-                      if d.vendor_id == nvlink.NVIDIA_VENDOR_ID])
+                      if d.vendor_id == gpu_modules.NVIDIA_VENDOR_ID])
     rows = _partition_rows(parts, {d.address: d.instance_uuid
                                    for d in devices})
     _print_table(_PARTITION_COLUMNS, rows)

@@ -1,16 +1,20 @@
 """Keep one compute node's resources in the database and in Placement.
 
-Each update reads the hypervisor (CPUs, memory, PCI devices), matches the
-devices against ``[pci]device_spec`` once, syncs the PCI tracker, rebuilds
-the node's provider tree (root inventory, then PCI devices and groups
-through the translator) and makes Placement match it.
+Each update is a pipeline: it observes the host once (the driver's
+``observe_host``: CPUs, memory, PCI devices, NUMA, health, NVLink
+partitions), matches the devices against ``[pci]device_spec`` once, lifts
+the quarantines the observed health allows, computes the offer once
+(``nova.pci.offer``), tracks it in the PCI tracker, rebuilds the node's
+provider tree (root inventory, then PCI devices and groups through the
+translator) and makes Placement match it.
 Configuration is parsed once, when the tracker is made, so bad config stops
 the compute at start with a message naming the bad value.
 """
 
+from collections.abc import Callable, Iterable, Mapping
+import dataclasses
 import math
 import threading
-from typing import Callable, Iterable
 import uuid as uuidlib
 
 from oslo_config import cfg
@@ -26,6 +30,7 @@ from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import health as pci_health
 from nova.pci import manager as pci_manager
+from nova.pci import offer as pci_offer
 from nova.pci import partitions as pci_partitions
 from nova.pci import placement_names as names
 from nova.scheduler.client import report
@@ -36,6 +41,19 @@ LOG = logging.getLogger(__name__)
 
 # Placement generation conflicts are retried this many times per update.
 _UPDATE_ATTEMPTS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class _Seen:
+    """What the previous update saw and logged, that the next one
+    compares with: the warnings logged (group and alias warnings, each
+    once), why Fabric Manager could not be read (logged once per
+    outage), and the devices that were unhealthy (the operator's marks
+    are found by comparing with it)."""
+
+    warnings: frozenset[str] = frozenset()
+    fabric_error: str | None = None
+    unhealthy: frozenset[str] = frozenset()
 
 
 class ResourceTracker:
@@ -51,11 +69,6 @@ class ResourceTracker:
         # Told of every device health change the updates observe (the
         # compute manager, which tells the instances holding them).
         self.health_listener = health_listener
-        # NVSwitch address -> why it is down, as last observed.
-        self.switches_down: dict[str, pci_health.Finding] = {}
-        # Devices known unhealthy at the last update (the operator's marks
-        # are found by comparing with it).
-        self._unhealthy_seen: set[str] = set()
         self.driver = driver
         self.reportclient = reportclient
         self.report_in_placement = conf.pci.report_in_placement
@@ -67,30 +80,43 @@ class ResourceTracker:
         # claim); aliases need report_in_placement here.
         pci = pci_config.load(conf, for_compute=True)
         self.whitelist = pci.whitelist
-        self.declared_tree = pci.group_tree
-        self.group_tree = self.declared_tree
-        # Devices not offered right now and why (Fabric Manager hosts
-        # and device health), and what the partitions alone withhold.
-        self.withheld = pci_partitions.Withheld()
-        self._offered = pci_partitions.Withheld()
-        self.group_source = conf.pci.device_group_source
-        self.nvlink_mode = conf.libvirt.nvlink_partitions
-        self._group_warnings: set[str] = set()
-        # Why Fabric Manager could not be read at the last try, if not.
-        self._fabric_error: str | None = None
+        self.declared = pci_offer.Declared(
+            pci.group_tree, conf.pci.device_group_source,
+            conf.libvirt.nvlink_partitions)
         self._aliases = pci.aliases
-        self._alias_warnings: set[str] = set()
+        # The last update's observation and offer, and what it logged.
+        self.observation: virt_driver.HostObservation | None = None
+        self.offer = pci_offer.initial(self.declared)
+        self._seen = _Seen()
         self._lock = threading.Lock()
         self.compute_node: dict | None = None
         self.pci_tracker: pci_manager.PciDevTracker | None = None
         self.static_groups: list[pci_groups.StaticGroup] = []
         # Spec of each assignable device (by address) of the last update.
         self.specs: dict[str, devspec.PciDeviceSpec] = {}
-        self.numa_topology = hardware.HostNUMATopology()
 
     @property
     def nodename(self) -> str:
         return self.host
+
+    @property
+    def group_tree(self) -> pci_groups.GroupTree:
+        """The device groups offered as of the last update."""
+        return self.offer.tree
+
+    @property
+    def withheld(self) -> pci_partitions.Withheld:
+        """The devices not offered right now and why (Fabric Manager
+        partitions, NVSwitches and device health), as Placement is told.
+        """
+        return self.offer.placement
+
+    @property
+    def numa_topology(self) -> hardware.HostNUMATopology:
+        """The host's NUMA nodes as of the last update."""
+        if self.observation is None:
+            return hardware.HostNUMATopology()
+        return self.observation.numa
 
     def update_available_resource(self, context) -> None:
         """Refresh the node from the hypervisor and report it; the
@@ -101,28 +127,44 @@ class ResourceTracker:
             self.health_listener(changes)
 
     def _update(self, context) -> list[pci_health.HealthChange]:
-        resources = self.driver.get_available_resource()
-        devices = self.driver.get_pci_devices()
-        self.numa_topology = self.driver.get_numa_topology()
-        observed = self.driver.get_pci_health(devices)
-        switches_were_down = bool(self.switches_down)
-        if observed.switches_checked:
-            self.switches_down = dict(observed.switches_down)
-        self.group_tree, offered = self._current_offer()
-        specs = self._sync_devices(context, resources, devices, offered)
-        changes = self.pci_tracker.apply_health(
-            observed, 'nova-compute %s' % self.host)
+        """One update, as a pipeline: observe the host (one driver call),
+        lift the quarantines its health allows, compute the offer once,
+        track it in the device rows, then translate it into the provider
+        tree and report it to Placement."""
+        observation = self.driver.observe_host()
+        specs = self.whitelist.classify(list(observation.devices))
+        tracker = self._tracker(context, observation.resources)
+        tracked_health = tracker.unhealthy_after(observation.health,
+                                                 set(specs))
+        observation = self._release_quarantines(
+            observation, tracked_health, set(specs))
+        offer = pci_offer.offer(self.declared, observation, tracked_health,
+                                self.offer)
+        self._log_fabric(offer.fabric_error)
+        self._track(observation, specs, offer)
+        changes = tracker.apply_health(observation.health,
+                                       'nova-compute %s' % self.host)
         changes += self._operator_changes(changes)
-        if self._release_quarantines(changes, switches_were_down):
-            # Partitions came back: their devices' rows say so now.
-            self.group_tree, offered = self._current_offer()
-            specs = self._sync_devices(context, resources, devices, offered)
-        withheld = self._with_health(self.group_tree, offered)
-        self._log_withheld(withheld)
-        self.withheld = withheld
+        self._log_withheld(offer.placement)
+        self.observation = observation
+        self.offer = offer
         self.specs = specs
-        self._update_placement(resources)
+        self._update_placement(observation.resources)
         return changes
+
+    def _tracker(self, context, resources: Mapping[str, object]
+                 ) -> pci_manager.PciDevTracker:
+        """Sync the compute node with the host's ``resources``; the PCI
+        tracker of the node (made at the first update)."""
+        self.compute_node = self._sync_compute_node(context, resources)
+        if self.pci_tracker is None:
+            self.pci_tracker = pci_manager.PciDevTracker(
+                context, self.compute_node['id'])
+            # Known at start: a restart does not tell the holders again.
+            self._seen = dataclasses.replace(
+                self._seen,
+                unhealthy=frozenset(self.pci_tracker.unhealthy()))
+        return self.pci_tracker
 
     def _operator_changes(self, observed: list[pci_health.HealthChange]
                           ) -> list[pci_health.HealthChange]:
@@ -130,9 +172,10 @@ class ResourceTracker:
         this compute (``nova-manage pci device set``)."""
         by_address = {dev.address: dev for dev in self.pci_tracker.pci_devs}
         unhealthy = {a for a, dev in by_address.items() if not dev.healthy}
-        changed = ((unhealthy ^ self._unhealthy_seen) & set(by_address)) - {
+        changed = ((unhealthy ^ self._seen.unhealthy) & set(by_address)) - {
             c.address for c in observed}
-        self._unhealthy_seen = unhealthy
+        self._seen = dataclasses.replace(self._seen,
+                                         unhealthy=frozenset(unhealthy))
         return [pci_health.HealthChange(
             address, by_address[address].health,
             by_address[address].health_reason,
@@ -140,55 +183,56 @@ class ResourceTracker:
             pci_health.SOURCE_OPERATOR, by_address[address].instance_uuid)
             for address in sorted(changed)]
 
-    def _release_quarantines(self, changes: list[pci_health.HealthChange],
-                             switches_were_down: bool) -> bool:
+    def _release_quarantines(self,
+                             observation: virt_driver.HostObservation,
+                             tracked_health: Mapping[str, str],
+                             assignable: set[str]
+                             ) -> virt_driver.HostObservation:
         """Release the quarantined partitions whose broken GPU or
-        NVSwitch is healthy again; whether any was released."""
-        healed = {c.address for c in changes if c.healthy}
-        released = []
-        if switches_were_down and not self.switches_down:
-            released = self.driver.release_nvlink_quarantine(None)
-        elif healed:
-            released = self.driver.release_nvlink_quarantine(healed)
-        return bool(released)
+        NVSwitch is healthy again: all when the NVSwitches that were down
+        are all up, else those holding a device that was unhealthy (at
+        the last update or by the operator since) and is not once this
+        observation is applied. The observation as it is after that.
+        """
+        health = observation.health
+        if self.offer.switches_down and health.switches_checked and \
+                not health.switches_down:
+            healed = None
+        else:
+            # Of the devices the rows keep: the assignable ones the host
+            # lists and the in-use ones kept until freed.
+            kept = assignable | {dev.address for dev in
+                                 self.pci_tracker.pci_devs if dev.in_use}
+            was = self._seen.unhealthy | set(self.pci_tracker.unhealthy())
+            healed = (was & kept) - set(tracked_health)
+            if not healed:
+                return observation
+        partitions = observation.fabric.to_release(healed)
+        if not partitions:
+            return observation
+        released = self.driver.release_nvlink_quarantine(partitions)
+        return dataclasses.replace(
+            observation, fabric=observation.fabric.released(released))
 
-    def _with_health(self, tree: pci_groups.GroupTree,
-                     offered: pci_partitions.Withheld
-                     ) -> pci_partitions.Withheld:
-        """``offered`` less what unhealthy devices and NVSwitches that
-        are down take out of the offer (``health.withhold``)."""
-        unhealthy = self.pci_tracker.unhealthy() if self.pci_tracker \
-            else {}
-        return pci_health.withhold(offered, tree, unhealthy,
-                                   self.switches_down)
-
-    def _sync_devices(self, context, resources: dict,
-                      devices: list[pci_device.HostDevice],
-                      offered: pci_partitions.Withheld
-                      ) -> dict[str, devspec.PciDeviceSpec]:
-        """Sync the compute node and the PCI tracker with the
-        hypervisor's ``devices``; return each assignable device's spec.
-        Rows keep why a device is withheld by the partitions and the
-        NVSwitches; health has columns of its own."""
-        rows_withheld = pci_health.withhold(offered, self.group_tree, {},
-                                            self.switches_down)
-        specs = self.whitelist.classify(devices)
-        self.group_tree.validate_devices(devices, specs)
+    def _track(self, observation: virt_driver.HostObservation,
+               specs: dict[str, devspec.PciDeviceSpec],
+               offer: pci_offer.Offer) -> None:
+        """Sync the PCI tracker with the observed devices and ``offer``:
+        their groups and, in the rows, why each is withheld by the
+        partitions and the NVSwitches (health has columns of its own).
+        Logs the group and alias warnings not logged before."""
+        devices = list(observation.devices)
+        offer.tree.validate_devices(devices, specs)
         self.static_groups = pci_groups.static_groups(devices, specs)
-        warnings = set(pci_config.check_aliases(
-            self._aliases, self.group_tree, self.static_groups))
-        for warning in sorted(warnings - self._alias_warnings):
+        warnings = set(offer.warnings) | set(pci_config.check_aliases(
+            self._aliases, offer.tree, self.static_groups))
+        for warning in sorted(warnings - self._seen.warnings):
             LOG.warning('%s', warning)
-        self._alias_warnings = warnings
-        self.compute_node = self._sync_compute_node(context, resources)
-        if self.pci_tracker is None:
-            self.pci_tracker = pci_manager.PciDevTracker(
-                context, self.compute_node['id'])
-            # Known at start: a restart does not tell the holders again.
-            self._unhealthy_seen = set(self.pci_tracker.unhealthy())
+        self._seen = dataclasses.replace(self._seen,
+                                         warnings=frozenset(warnings))
         self.pci_tracker.update_devices_from_hypervisor_resources(
-            devices, specs, self._group_path, rows_withheld)
-        return specs
+            devices, specs, lambda address: _group_path(offer.tree, address),
+            offer.rows)
 
     def report_claimed(self, devices: list[pci_device.TrackedDevice]
                        ) -> None:
@@ -252,7 +296,7 @@ class ResourceTracker:
         """
         with self._lock:
             try:
-                self._update_placement(self.driver.get_available_resource())
+                self._update_placement(self.observation.resources)
             except (exception.PlacementAPIConnectFailure,
                     exception.PlacementAPIError,
                     exception.PlacementPciException) as err:
@@ -270,13 +314,29 @@ class ResourceTracker:
         update (a partition activated or deactivated behind nova's back,
         quarantined or released, the module map): the NVLink repair calls
         it, so this does not wait for ``update_resources_interval``.
-        Returns whether it updated.
+        Only Fabric Manager's partitions are read again; the rest is the
+        last update's. Returns whether it updated.
         """
         with self._lock:
-            tree, offered = self._current_offer()
-            withheld = self._with_health(tree, offered)
-            changed = withheld != self.withheld or \
-                _shape(tree) != _shape(self.group_tree)
+            last = self.observation
+            if last is None:
+                # No update finished yet: nothing to compare with.
+                changed = True
+            else:
+                try:
+                    fabric = dataclasses.replace(
+                        last.fabric, error=None,
+                        fabric=self.driver.get_nvlink_partitions())
+                except exception.FabricManagerError as err:
+                    fabric = pci_partitions.FabricView(error=err.message)
+                offer = pci_offer.offer(
+                    self.declared, dataclasses.replace(
+                        last, fabric=fabric,
+                        health=pci_health.HealthReport()),
+                    self.pci_tracker.unhealthy(), self.offer)
+                self._log_fabric(offer.fabric_error)
+                changed = offer.placement != self.offer.placement or \
+                    offer.shape() != self.offer.shape()
         if changed:
             LOG.info('Devices offered by %s changed; updating its '
                      'resources now', self.nodename)
@@ -304,45 +364,21 @@ class ResourceTracker:
             LOG.info('PCI device %s of %s is offered again (was: %s)',
                      address, self.nodename, before[address])
 
-    def _current_offer(self) -> tuple[pci_groups.GroupTree,
-                                      pci_partitions.Withheld]:
-        """The device groups and the withheld devices of this node (see
-        ``partitions.effective_offer``). When Fabric Manager cannot be
-        asked, both stay as they were at the last update.
-        """
-        try:
-            fabric = self.driver.get_nvlink_partitions()
-        except exception.FabricManagerError as err:
-            # Once per outage (and when the reason changes): the repair
-            # asks every few seconds.
-            log = LOG.warning if err.message != self._fabric_error \
+    def _log_fabric(self, error: str | None) -> None:
+        """Log that Fabric Manager cannot be read once per outage (and
+        when the reason changes: the repair asks every few seconds), and
+        that it answers again."""
+        if error is not None:
+            log = LOG.warning if error != self._seen.fabric_error \
                 else LOG.debug
             log('Cannot read NVLink partitions from Fabric Manager, '
-                'keeping the device groups as they were: %s', err.message)
-            self._fabric_error = err.message
-            return self.group_tree, self._offered
-        if self._fabric_error is not None:
+                'keeping the device groups as they were: %s', error)
+        elif self._seen.fabric_error is not None:
             LOG.info('Fabric Manager answers again on %s', self.nodename)
-            self._fabric_error = None
-        known = self.driver.get_known_nvlink_partitions() \
-            if fabric is None else None
-        offer = pci_partitions.effective_offer(
-            self.declared_tree, self.group_source, fabric, known=known,
-            mode=self.nvlink_mode)
-        self._log_group_warnings(offer.warnings)
-        self._offered = offer.withheld
-        return offer.tree, offer.withheld
+        self._seen = dataclasses.replace(self._seen, fabric_error=error)
 
-    def _log_group_warnings(self, warnings: list[str]) -> None:
-        """Log the group warnings not logged at the previous update."""
-        for warning in sorted(set(warnings) - self._group_warnings):
-            LOG.warning('%s', warning)
-        self._group_warnings = set(warnings)
-
-    def _group_path(self, address: str) -> str:
-        return '/'.join(g.name for g in self.group_tree.enclosing(address))
-
-    def _sync_compute_node(self, context, resources: dict) -> dict:
+    def _sync_compute_node(self, context, resources: Mapping[str, object]
+                           ) -> dict:
         values = {'host': self.host,
                   'hypervisor_hostname': self.nodename,
                   'vcpus': resources['vcpus'],
@@ -361,7 +397,7 @@ class ResourceTracker:
             return db.compute_node_create(context, values)
         return db.compute_node_update(context, node['id'], values)
 
-    def _update_placement(self, resources: dict) -> None:
+    def _update_placement(self, resources: Mapping[str, object]) -> None:
         for attempt in range(1, _UPDATE_ATTEMPTS + 1):
             try:
                 self._sync_provider_tree(resources)
@@ -373,7 +409,7 @@ class ResourceTracker:
                          'retrying (%d/%d)', self.nodename, attempt,
                          _UPDATE_ATTEMPTS)
 
-    def _sync_provider_tree(self, resources: dict) -> None:
+    def _sync_provider_tree(self, resources: Mapping[str, object]) -> None:
         # By UUID: the report client then checks its remembered copy with
         # one listing of the tree and re-reads only providers that moved.
         root_uuid = self.compute_node['uuid']
@@ -402,7 +438,8 @@ class ResourceTracker:
         self.reportclient.update_from_provider_tree(tree)
         self._record_rp_uuids(rp_by_address)
 
-    def _root_inventory(self, resources: dict) -> dict[str, dict]:
+    def _root_inventory(self, resources: Mapping[str, object]
+                        ) -> dict[str, dict]:
         """VCPU, MEMORY_MB and DISK_GB of the compute node provider.
 
         DISK_GB keeps ``reserved_host_disk_mb`` (in GB) for the host and
@@ -442,7 +479,6 @@ class ResourceTracker:
                 self.pci_tracker.set_rp_uuid(dev.address, rp_uuid)
 
 
-def _shape(tree: pci_groups.GroupTree) -> list[tuple]:
-    """What of a group tree Placement sees: names, devices, members."""
-    return [(g.name, tuple(g.addresses), tuple(m.name for m in g.members))
-            for g in tree.groups()]
+def _group_path(tree: pci_groups.GroupTree, address: str) -> str:
+    """The path of the groups holding ``address``, e.g. quad-a/pair-a1."""
+    return '/'.join(g.name for g in tree.enclosing(address))

@@ -30,6 +30,7 @@ NVSwitches, so Fabric Manager activates only single GPUs), leaving the
 GPUs offered alone.
 """
 
+from collections.abc import Iterable
 from collections.abc import Mapping
 import dataclasses
 
@@ -134,6 +135,29 @@ def decide(device: pci_device.TrackedDevice, report: HealthReport
         return None
     return HealthChange(device.address, pci_device.HEALTHY, None,
                         device.health_source, device.instance_uuid)
+
+
+def unhealthy_after(tracked: Iterable[pci_device.TrackedDevice],
+                    new: Iterable[str], report: HealthReport
+                    ) -> dict[str, str]:
+    """Address -> reason of each device unhealthy once ``report`` is
+    applied (``decide``): of the ``tracked`` devices, and of the ``new``
+    addresses, tracked from this update on (healthy but for a finding).
+    The reason is the one ``PciDevTracker.unhealthy`` will give."""
+    unhealthy = {}
+    for device in tracked:
+        change = decide(device, report)
+        if change is None:
+            if not device.healthy:
+                unhealthy[device.address] = device.health_reason or \
+                    device.health_source or ''
+        elif not change.healthy:
+            unhealthy[device.address] = change.reason or change.source
+    for address in new:
+        finding = report.findings.get(address)
+        if finding is not None:
+            unhealthy[address] = finding.reason or finding.source
+    return unhealthy
 
 
 def operator_change(device: pci_device.TrackedDevice, unhealthy: bool,

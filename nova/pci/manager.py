@@ -347,6 +347,22 @@ class PciDevTracker:
             self._load()
         return changes
 
+    def unhealthy_after(self, report: pci_health.HealthReport,
+                        addresses: set[str]) -> dict[str, str]:
+        """``unhealthy`` as it will be once the devices are synced with
+        the assignable ``addresses`` the hypervisor lists (vanished free
+        devices go, in-use ones stay until freed) and ``report`` is
+        applied: for the offer, decided before the rows are written.
+        Reads the rows first: the operator may have changed a device's
+        health since (``nova-manage pci device set``)."""
+        with self._lock:
+            self._load()
+            devices = dict(self._devices)
+        kept = [dev for dev in devices.values()
+                if dev.address in addresses or dev.in_use]
+        return pci_health.unhealthy_after(
+            kept, addresses - set(devices), report)
+
     def unhealthy(self) -> dict[str, str]:
         """Address -> reason of each unhealthy device."""
         return {dev.address: dev.health_reason or dev.health_source or ''

@@ -68,6 +68,45 @@ class FabricPartitions:
 
 
 @dataclasses.dataclass(frozen=True)
+class FabricView:
+    """What one look at a host showed of its NVLink partitions.
+
+    ``fabric``: Fabric Manager's partitions, when nova drives them and
+    Fabric Manager answered. ``known``: without Fabric Manager mode, the
+    partitions the GPUs' module IDs imply (``unmapped`` empty), for a
+    check of the declared groups. ``error``: why Fabric Manager could
+    not be read (then ``fabric`` is None and the host keeps the groups
+    it had). All None: nothing is known of partitions.
+    """
+
+    fabric: FabricPartitions | None = None
+    known: FabricPartitions | None = None
+    error: str | None = None
+
+    def to_release(self, healed: set[str] | None
+                   ) -> tuple[HardwarePartition, ...]:
+        """The quarantined partitions to offer again: those holding any
+        of the ``healed`` addresses (every one when None: an NVSwitch
+        came back)."""
+        if self.fabric is None:
+            return ()
+        return tuple(
+            p for p in self.fabric.partitions if p.quarantined and (
+                healed is None or set(p.addresses or ()) & healed))
+
+    def released(self, partition_ids: Sequence[int]) -> 'FabricView':
+        """This view once the partitions ``partition_ids`` are no longer
+        quarantined."""
+        if self.fabric is None or not partition_ids:
+            return self
+        return dataclasses.replace(self, fabric=dataclasses.replace(
+            self.fabric, partitions=tuple(
+                dataclasses.replace(p, quarantined=None)
+                if p.id in partition_ids else p
+                for p in self.fabric.partitions)))
+
+
+@dataclasses.dataclass(frozen=True)
 class Withheld:
     """The devices of a host that nova does not offer right now, and why.
 
@@ -120,7 +159,7 @@ class Withheld:
                        for name, devices in self.group_devices.items())
 
 
-class Offer(NamedTuple):
+class PartitionOffer(NamedTuple):
     """What a host offers: its group tree, the devices it withholds, and
     the warnings for the operator (logged by the caller, once each)."""
 
@@ -132,7 +171,7 @@ class Offer(NamedTuple):
 def effective_offer(declared: groups.GroupTree, source: str,
                     fabric: FabricPartitions | None, *,
                     known: FabricPartitions | None = None,
-                    mode: str = '') -> Offer:
+                    mode: str = '') -> PartitionOffer:
     """The groups, withheld devices and warnings of a host.
 
     ``fabric`` is Fabric Manager's view (None: nova does not activate
@@ -150,13 +189,13 @@ def effective_offer(declared: groups.GroupTree, source: str,
     if fabric is None:
         warnings = [] if known is None else groups_off_partitions(
             declared, known.partitions, known.module_ids, mode)
-        return Offer(declared, Withheld(), warnings)
+        return PartitionOffer(declared, Withheld(), warnings)
     if source == SOURCE_FABRIC_MANAGER:
         tree, warnings = tree_from_partitions(fabric.partitions, NVLINK)
     else:
         tree, warnings = check_declared_against_partitions(
             declared, fabric.partitions, fabric.module_ids, fabric.unmapped)
-    return Offer(tree, withheld_devices(
+    return PartitionOffer(tree, withheld_devices(
         fabric.partitions, fabric.module_ids, fabric.unmapped), warnings)
 
 

@@ -8,6 +8,7 @@ driver) is a deployment choice.
 import abc
 import dataclasses
 from collections.abc import Mapping
+from collections.abc import Sequence
 
 from nova.pci import device as pci_device
 from nova.pci import health as pci_health
@@ -19,6 +20,31 @@ from nova.states import RUNNING  # noqa: F401
 from nova.states import SHUTDOWN  # noqa: F401
 from nova.virt import hardware
 from nova.virt import hugepages
+
+
+@dataclasses.dataclass(frozen=True)
+class HostObservation:
+    """One look at the host, taken once per resource update so every
+    step after it works on the same moment: the host totals
+    (``resources``: vcpus, memory_mb, local_gb, hypervisor_type,
+    hypervisor_hostname, numa_nodes), every PCI device, the NUMA nodes
+    (no cells when the driver cannot tell), what the host shows of the
+    devices' and NVSwitches' health (see nova.pci.health) and of its
+    NVLink partitions (one Fabric Manager snapshot, see
+    nova.pci.partitions.FabricView)."""
+
+    resources: Mapping[str, object]
+    devices: tuple[pci_device.HostDevice, ...]
+    numa: hardware.HostNUMATopology = dataclasses.field(
+        default_factory=hardware.HostNUMATopology)
+    health: pci_health.HealthReport = dataclasses.field(
+        default_factory=pci_health.HealthReport)
+    fabric: pci_partitions.FabricView = dataclasses.field(
+        default_factory=pci_partitions.FabricView)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'resources', dict(self.resources))
+        object.__setattr__(self, 'devices', tuple(self.devices))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,21 +106,11 @@ class ComputeDriver(abc.ABC):
         """
 
     @abc.abstractmethod
-    def get_available_resource(self) -> dict:
-        """Return the host totals.
-
-        Keys: vcpus, memory_mb, local_gb, hypervisor_type,
-        hypervisor_hostname, numa_nodes.
+    def observe_host(self) -> HostObservation:
+        """Look at the host once: its totals, PCI devices, NUMA nodes,
+        device health and NVLink partitions, as of one moment (the
+        resource tracker calls this once per update).
         """
-
-    @abc.abstractmethod
-    def get_pci_devices(self) -> list[pci_device.HostDevice]:
-        """Return every PCI device of the host."""
-
-    def get_numa_topology(self) -> hardware.HostNUMATopology:
-        """Return the host's NUMA nodes (CPUs, memory, socket); no cells
-        when the driver cannot tell."""
-        return hardware.HostNUMATopology()
 
     @abc.abstractmethod
     def spawn(self, spec: GuestSpec) -> None:
@@ -166,30 +182,19 @@ class ComputeDriver(abc.ABC):
     def get_nvlink_partitions(self) -> pci_partitions.FabricPartitions | None:
         """The NVLink partitions Fabric Manager defines, with the GPU
         module map and the GPUs without a module ID; None when nova does
-        not activate partitions on this host.
+        not activate partitions on this host. Only for the offer's check
+        between updates after the NVLink repair (one Fabric Manager read,
+        no health): an update takes all of it from ``observe_host``.
         """
         return None
 
-    def get_known_nvlink_partitions(
-            self) -> pci_partitions.FabricPartitions | None:
-        """NVLink partitions the GPUs' module IDs imply when nova does not
-        ask Fabric Manager (get_nvlink_partitions is None), for a check;
-        None when no module ID is known. ``unmapped`` stays empty.
-        """
-        return None
-
-    def get_pci_health(self, devices: list[pci_device.HostDevice]
-                       ) -> pci_health.HealthReport:
-        """What the host shows of the health of its PCI ``devices``
-        (as ``get_pci_devices`` just reported them; see nova.pci.health):
-        by default what the hypervisor's device list says."""
-        return pci_health.from_host_devices(devices)
-
-    def release_nvlink_quarantine(self, addresses: set[str] | None
-                                  ) -> list[int]:
-        """Offer again the quarantined NVLink partitions holding any of
-        ``addresses`` (all when None), found healthy again; returns their
-        IDs. Only drivers that activate partitions quarantine any."""
+    def release_nvlink_quarantine(
+            self, partitions: Sequence[pci_partitions.HardwarePartition]
+            ) -> list[int]:
+        """Offer again the quarantined NVLink ``partitions``, whose
+        hardware was found healthy again (see FabricView.to_release);
+        returns the IDs released. Only drivers that activate partitions
+        quarantine any."""
         return []
 
     def repair_nvlink_partitions(self) -> dict[str, str]:

@@ -71,6 +71,19 @@ class HealthTestBase(offer.OfferTestBase):
     def update(self):
         self.computes['cmp1'].update_available_resource()
 
+    def counted_update(self) -> tuple[int, dict[str, int]]:
+        """One resource update: how many times it observed the host
+        (``observe_host``) and asked Fabric Manager for its partition
+        list and its NVLink failed devices."""
+        driver = self.compute.rt.driver
+        before = self.fm.reads()
+        with mock.patch.object(driver, 'observe_host',
+                               wraps=driver.observe_host) as observe:
+            self.update()
+        after = self.fm.reads()
+        return observe.call_count, {op: after.get(op, 0) - before.get(op, 0)
+                                    for op in ('list', 'failed')}
+
     def rows(self):
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
         return {row['address']: row for row in
@@ -418,6 +431,9 @@ class TestQuarantineAndHealth(HealthTestBase):
 
     def test_configured_failures_then_release_on_health(self):
         self.flags('pci', partition_quarantine_failures=2)
+        # Only the updates this test runs read Fabric Manager.
+        self.flags('libvirt', nvlink_repair_interval=0)
+        self.flags(update_resources_interval=0)
         self.start()
         first = self.boot(self.flavors[2], 'first')
         bad = self.partition_of(first)
@@ -436,12 +452,15 @@ class TestQuarantineAndHealth(HealthTestBase):
         self.assertEqual({1}, {self.reserved()[a] for a in members})
         # The broken GPU is found and repaired: the quarantine ends with
         # it, without a re-probe.
+        # Each update looks at the host once and takes one Fabric
+        # Manager snapshot, also the one that lifts the quarantine.
+        once = (1, {'list': 1, 'failed': 1})
         self.fm.fail_nvlinks(gpus=(members[0],))
-        self.update()
+        self.assertEqual(once, self.counted_update())
         self.assertIn(members[0], self.unhealthy())
         self.fm.clear_faults()
         self.fm.repair_nvlinks()
-        self.update()
+        self.assertEqual(once, self.counted_update())
         self.assertEqual({}, self.compute.driver.nvlink.quarantined())
         self.assertEqual({0}, {self.reserved()[a] for a in members})
         self.boot(self.flavors[2], 'back')

@@ -29,6 +29,7 @@ from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.fake import fabric_manager as fake
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import gpu_modules
 from nova.virt.libvirt import nvlink
 
 GPUS = base.GPUS
@@ -527,7 +528,7 @@ class TestDeclaredGroupsAgainstModuleMap(boot.BootTestBase):
         # Before: pairs {3,7}, {5,6} and the quad were "not an NVLink
         # partition", and GPUs 2 and 3 (modules 7 and 5) "partition 5".
         self.assertEqual([], self.warnings())
-        self.assertIsNone(compute.driver.get_known_nvlink_partitions())
+        self.assertIsNone(compute.driver.observe_host().fabric.known)
         self.assertEqual(3, len(compute.rt.group_tree.groups()))
         said = [line for line in self.logger.output.splitlines()
                 if 'HGX' in line and 'cmp1' in line]
@@ -548,8 +549,8 @@ class TestDeclaredGroupsAgainstModuleMap(boot.BootTestBase):
             json.dumps(fakehost.H200_MODULE_IDS)))
         self.enable_h200_groups()
         compute = self.start()
-        known = compute.driver.get_known_nvlink_partitions()
-        self.assertEqual(set(nvlink.HGX_PARTITIONS),
+        known = compute.driver.observe_host().fabric.known
+        self.assertEqual(set(gpu_modules.HGX_PARTITIONS),
                          {p.id for p in known.partitions})
         self.assertEqual(tuple(sorted((BY_MODULE[5], BY_MODULE[7]))),
                          {p.id: p for p in known.partitions}[5].addresses)

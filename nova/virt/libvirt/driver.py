@@ -9,6 +9,7 @@ local image, see ``imagebackend``) when the server has an image, and a NIC
 when ``[libvirt]guest_network`` names a network.
 """
 
+from collections.abc import Sequence
 import dataclasses
 import os
 import platform
@@ -29,6 +30,7 @@ from nova.virt import guest_hardware
 from nova.virt import hardware
 from nova.virt import hugepages
 from nova.virt.libvirt import config
+from nova.virt.libvirt import gpu_modules
 from nova.virt.libvirt import guest_files
 from nova.virt.libvirt import host as libvirt_host
 from nova.virt.libvirt import imagebackend
@@ -99,7 +101,7 @@ def undefine(domain: libvirt.virDomain, keep_nvram: bool) -> None:
 
 def _is_nvidia_gpu(dev: pci_device.HostDevice) -> bool:
     """An NVIDIA display/3D controller (NVSwitches are bridges)."""
-    return dev.vendor_id == nvlink_partitions.NVIDIA_VENDOR_ID and \
+    return dev.vendor_id == gpu_modules.NVIDIA_VENDOR_ID and \
         (dev.pci_class or '').startswith('03')
 
 
@@ -155,7 +157,7 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def __init__(self, uri: str, instances_path: str | None = None,
                  nvlink: nvlink_partitions.NVLinkPartitions | None = None,
-                 module_reader: nvlink_partitions.ModuleMapReader | None
+                 module_reader: gpu_modules.ModuleMapReader | None
                  = None, guest_options: GuestOptions | None = None,
                  bar_reader: pcie.BarReader | None = None,
                  virt_type: str = 'kvm',
@@ -208,7 +210,7 @@ class LibvirtDriver(driver.ComputeDriver):
                    nvlink=nvlink_partitions.from_config(
                        conf, fmpm_path=fmpm_path,
                        nvidia_smi_path=nvidia_smi_path),
-                   module_reader=nvlink_partitions.module_reader_from_config(
+                   module_reader=gpu_modules.module_reader_from_config(
                        conf),
                    guest_options=GuestOptions.from_config(conf),
                    bar_reader=bar_reader,
@@ -247,7 +249,7 @@ class LibvirtDriver(driver.ComputeDriver):
             self.nvlink.forget_missing(set(self.list_instance_uuids()))
             return
         module_ids = self.module_reader.read(host, gpus)
-        mismatch = nvlink_partitions.hgx_board_mismatch(
+        mismatch = gpu_modules.hgx_board_mismatch(
             [dev.product_id for dev in gpu_devices])
         if module_ids and mismatch:
             # Module IDs alone do not make an HGX board; on any other
@@ -265,36 +267,38 @@ class LibvirtDriver(driver.ComputeDriver):
         """
         if self.nvlink is None:
             return None
-        return pci_partitions.FabricPartitions(
-            tuple(self.nvlink.hardware_partitions()),
-            dict(self.nvlink.module_map), dict(self.nvlink.unmapped))
+        return self.nvlink.fabric_partitions()
 
-    def get_known_nvlink_partitions(
-            self) -> pci_partitions.FabricPartitions | None:
-        """Without FM mode: the HGX board's fixed partitions by the module
-        IDs read at start; None when no GPU module ID is known or the
-        host is no HGX 8-GPU board (see init_host)."""
-        if self.nvlink is not None or not self._module_ids:
-            return None
-        return pci_partitions.FabricPartitions(
-            tuple(nvlink_partitions.hgx_partitions(self._module_ids)),
-            dict(self._module_ids))
+    def observe_host(self) -> driver.HostObservation:
+        """The host as libvirt lists it now (totals, devices with their
+        PCIe link state, NUMA nodes) and, when nova drives Fabric Manager
+        partitions, one Fabric Manager snapshot with the GPUs' and
+        NVSwitches' health from it and nvidia-smi; otherwise the HGX
+        board's fixed partitions by the GPU module IDs read at start
+        (none when no module ID is known or the host is no HGX 8-GPU
+        board, see init_host), for a check of the declared groups."""
+        devices = self.get_pci_devices()
+        health = pci_health.from_host_devices(devices)
+        if self.nvlink is not None:
+            fabric, fabric_health = self.nvlink.observe()
+            health = health.merge(fabric_health)
+        elif self._module_ids:
+            fabric = pci_partitions.FabricView(
+                known=pci_partitions.FabricPartitions(
+                    tuple(gpu_modules.hgx_partitions(self._module_ids)),
+                    dict(self._module_ids)))
+        else:
+            fabric = pci_partitions.FabricView()
+        return driver.HostObservation(
+            resources=self.get_available_resource(), devices=devices,
+            numa=self.get_numa_topology(), health=health, fabric=fabric)
 
-    def get_pci_health(self, devices: list[pci_device.HostDevice]
-                       ) -> pci_health.HealthReport:
-        """The devices' health as libvirt lists them (a PCIe link that
-        is down), and, when nova drives Fabric Manager partitions, the
-        GPUs' and NVSwitches' from nvidia-smi and Fabric Manager."""
-        report = super().get_pci_health(devices)
-        if self.nvlink is None:
-            return report
-        return report.merge(self.nvlink.observe_health())
-
-    def release_nvlink_quarantine(self, addresses: set[str] | None
-                                  ) -> list[int]:
+    def release_nvlink_quarantine(
+            self, partitions: Sequence[pci_partitions.HardwarePartition]
+            ) -> list[int]:
         if self.nvlink is None:
             return []
-        return self.nvlink.release_quarantined(addresses)
+        return self.nvlink.release_quarantined(partitions)
 
     def repair_nvlink_partitions(self) -> dict[str, str]:
         """Periodic: make Fabric Manager's active set match nova's."""

@@ -6,6 +6,7 @@ resources, NUMA topology)."""
 from nova.compute import provider_tree as ptree
 from nova import exception
 from nova.pci import device as pci_device
+from nova.pci import health as pci_health
 from nova.virt import driver as virt_driver
 from nova.virt import hardware
 
@@ -13,8 +14,9 @@ from nova.virt import hardware
 class FakeDriver(virt_driver.ComputeDriver):
     """A hypervisor with the given host, whose guests are a dict: uuid ->
     power state. Calls that change guests are recorded in ``calls``,
-    the root disk each spawn or rebuild got in ``root_disks``, and
-    ``console`` is every guest's console output."""
+    the root disk each spawn or rebuild got in ``root_disks``,
+    ``console`` is every guest's console output, and ``observations``
+    counts the looks at the host."""
 
     def __init__(self, devices: list[pci_device.HostDevice],
                  resources: dict,
@@ -31,18 +33,18 @@ class FakeDriver(virt_driver.ComputeDriver):
         # Every GuestSpec spawn and rebuild were given, in order.
         self.specs: list[virt_driver.GuestSpec] = []
         self.console = ''
+        # How many times the host was observed (observe_host).
+        self.observations = 0
 
     def init_host(self, host):
         self.calls.append(('init_host', host))
 
-    def get_available_resource(self) -> dict:
-        return dict(self.resources)
-
-    def get_pci_devices(self) -> list[pci_device.HostDevice]:
-        return list(self.devices)
-
-    def get_numa_topology(self) -> hardware.HostNUMATopology:
-        return self.topology
+    def observe_host(self) -> virt_driver.HostObservation:
+        self.observations += 1
+        return virt_driver.HostObservation(
+            resources=self.resources, devices=self.devices,
+            numa=self.topology,
+            health=pci_health.from_host_devices(self.devices))
 
     def spawn(self, spec):
         instance_uuid = spec.instance_uuid

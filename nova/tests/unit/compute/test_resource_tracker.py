@@ -167,6 +167,22 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         self.assertEqual(sorted(d.address for d in self.driver.devices),
                          sorted(matched))
 
+    def test_host_is_observed_once_per_update(self):
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        self.assertEqual(1, self.driver.observations)
+        rt.update_available_resource(self.context)
+        self.assertEqual(2, self.driver.observations)
+        # A claim's publish and the offer check after the NVLink repair
+        # use the last observation; the check reads partitions only.
+        rt.report_claimed(rt.pci_tracker.pci_devs[:1])
+        with mock.patch.object(self.driver, 'get_nvlink_partitions',
+                               wraps=self.driver.get_nvlink_partitions
+                               ) as partitions:
+            self.assertFalse(rt.refresh_offer(self.context))
+        self.assertEqual(1, partitions.call_count)
+        self.assertEqual(2, self.driver.observations)
+
     def test_node_known_to_placement_keeps_its_uuid(self):
         # The database was rebuilt; Placement still has the provider.
         self.client.placement = ptree.ProviderTree()

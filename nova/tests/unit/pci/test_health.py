@@ -8,12 +8,12 @@ from nova.pci import health
 from nova.pci import partitions
 from nova import test
 from nova.virt.fake import fabric_manager as fake
-from nova.virt.libvirt import nvlink
+from nova.virt.libvirt import gpu_modules
 
 MODULES = fake.H100_WP12736_MAP
 BY_MODULE = {m: a for a, m in MODULES.items()}
 TREE, _ = partitions.tree_from_partitions(
-    nvlink.hgx_partitions(MODULES), partitions.NVLINK)
+    gpu_modules.hgx_partitions(MODULES), partitions.NVLINK)
 
 
 def device(address=BY_MODULE[1], **fields) -> pci_device.TrackedDevice:
@@ -63,6 +63,30 @@ class TestDecide(test.TestCase):
         self.assertIsNone(health.decide(marked, checked_ok))
         other = health.HealthReport(findings={marked.address: smi()})
         self.assertIsNone(health.decide(marked, other))
+
+
+class TestUnhealthyAfter(test.TestCase):
+
+    def test_what_applying_the_report_leaves_unhealthy(self):
+        healing = device(BY_MODULE[1], health=pci_device.UNHEALTHY,
+                         health_reason=smi().reason,
+                         health_source=health.SOURCE_NVIDIA_SMI)
+        marked = device(BY_MODULE[2], health=pci_device.UNHEALTHY,
+                        health_reason='RMA',
+                        health_source=health.SOURCE_OPERATOR)
+        breaking = device(BY_MODULE[3])
+        report = health.HealthReport(
+            findings={BY_MODULE[3]: smi('nvidia-smi: pending retired '
+                                        'pages'),
+                      BY_MODULE[4]: smi()},
+            checked={health.SOURCE_NVIDIA_SMI: frozenset(MODULES)})
+        # Each as decide() leaves it; a new device broken from the start.
+        self.assertEqual({
+            BY_MODULE[2]: 'RMA',
+            BY_MODULE[3]: 'nvidia-smi: pending retired pages',
+            BY_MODULE[4]: smi().reason},
+            health.unhealthy_after([healing, marked, breaking],
+                                   [BY_MODULE[4], BY_MODULE[5]], report))
 
 
 class TestOperatorChange(test.TestCase):

@@ -178,17 +178,24 @@ class PartitionsTest(test.TestCase):
             self.assertRaises(exception.NVLinkPartitionFailed,
                               self.parts.activate, UUID1, gpus(*modules))
         self.assertEqual([3, 5], sorted(self.parts.quarantined()))
+        # The partitions to release come from one observation; a view
+        # older than a release releases nothing twice.
+        view, _health = self.parts.observe()
         self.assertEqual([5], self.parts.release_quarantined(
-            {BY_MODULE[7]}))
+            view.to_release({BY_MODULE[7]})))
         self.assertEqual([3], list(self.make().quarantined()))
-        self.assertEqual([3], self.parts.release_quarantined(None))
-        self.assertEqual([], self.parts.release_quarantined(None))
+        self.assertEqual([3], self.parts.release_quarantined(
+            view.to_release(None)))
+        self.assertEqual([], self.parts.release_quarantined(
+            view.to_release(None)))
 
-    def test_observe_health_from_nvidia_smi_and_fm(self):
+    def test_observe_fabric_and_health_from_nvidia_smi_and_fm(self):
         self.fm.break_gpu(BY_MODULE[2], 'retired_pages')
         self.fm.fail_nvlinks(gpus=(BY_MODULE[3],),
                              switches=('0000:05:00.0',))
-        report = self.parts.observe_health()
+        fabric, report = self.parts.observe()
+        self.assertIsNone(fabric.error)
+        self.assertEqual(15, len(fabric.fabric.partitions))
         self.assertIn('pending retired pages',
                       report.findings[BY_MODULE[2]].reason)
         self.assertEqual('fabric-manager',
@@ -202,7 +209,9 @@ class PartitionsTest(test.TestCase):
         self.assertEqual(14, self.parts.activate(UUID1, gpus(8)))
         self.fm.repair_nvlinks()
         self.fm.stop()
-        report = self.parts.observe_health()
+        fabric, report = self.parts.observe()
+        self.assertIsNone(fabric.fabric)
+        self.assertIn('cannot connect to Fabric Manager', fabric.error)
         self.assertFalse(report.switches_checked)
         self.assertNotIn('fabric-manager', report.checked)
         self.assertIn(BY_MODULE[2], report.findings)

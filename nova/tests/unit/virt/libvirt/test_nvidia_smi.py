@@ -1,17 +1,10 @@
-"""Parsing nvidia-smi output and the GPU module map option.
-
-The partition lifecycle, which runs the fake Fabric Manager's
-executables, is tested in ``nova.tests.functional.virt.libvirt.test_nvlink``.
-"""
-
-import os
+"""Parsing ``nvidia-smi -q`` output: the GPUs' module IDs and health."""
 
 import fixtures
 
-from nova import exception
 from nova import test
 from nova.virt.fake import fabric_manager as fake
-from nova.virt.libvirt import nvlink
+from nova.virt.libvirt import nvidia_smi
 
 
 class ParseTest(test.TestCase):
@@ -30,7 +23,7 @@ class ParseTest(test.TestCase):
                 'GPU 00000000:44:00.0\n'
                 '    Module ID                     : 0\n')
         self.assertEqual({'0000:0f:00.0': 5, '0001:b8:00.0': 2},
-                         nvlink.parse_nvidia_smi(text))
+                         nvidia_smi.parse_nvidia_smi(text))
 
     def test_565_570_platform_info_module_id(self):
         # Drivers 565 and 570 print "Module Id" inside a "Platform Info"
@@ -58,7 +51,7 @@ class ParseTest(test.TestCase):
                 '    Platform Info\n'
                 '        Module Id                         : 0\n')
         self.assertEqual({'0000:18:00.0': 2, '0000:3a:00.0': 1},
-                         nvlink.parse_nvidia_smi(text))
+                         nvidia_smi.parse_nvidia_smi(text))
 
     def test_module_id_outside_a_gpu_block_is_ignored(self):
         text = ('Module Id : 4\n'
@@ -66,97 +59,7 @@ class ParseTest(test.TestCase):
                 '    Module ID : 3\n'
                 '    Module Id : 7\n')
         self.assertEqual({'0000:18:00.0': 3},
-                         nvlink.parse_nvidia_smi(text))
-
-    def test_module_map_option(self):
-        self.assertEqual({'0000:86:00.0': 1, '0000:b8:00.0': 2},
-                         nvlink.parse_module_map_option(
-                             '{"0000:86:00.0": 1, "0000:B8:00.0": "2"}'))
-        self.assertEqual({}, nvlink.parse_module_map_option(''))
-        for bad in ('[1]', '{"0000:86:00.0": 0}', '{"x": 1}', 'nope',
-                    '{"0000:86:00.0": true}'):
-            err = self.assertRaises(exception.InvalidConfiguration,
-                                    nvlink.parse_module_map_option, bad)
-            self.assertIn('gpu_module_map', str(err))
-
-    def test_module_map_file(self):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'modules.json')
-        with open(path, 'w') as f:
-            f.write('{"0000:86:00.0": 3}')
-        self.assertEqual({'0000:86:00.0': 3},
-                         nvlink.parse_module_map_option(path))
-        with open(path, 'w') as f:
-            f.write('{"0000:86:00.0": -3}')
-        err = self.assertRaises(exception.InvalidConfiguration,
-                                nvlink.parse_module_map_option, path)
-        self.assertIn('-3', str(err))
-        missing = path + '.gone'
-        err = self.assertRaises(exception.InvalidConfiguration,
-                                nvlink.parse_module_map_option, missing)
-        self.assertIn(missing, str(err))
-
-
-class HGXPartitionsTest(test.TestCase):
-
-    def test_table_is_the_fakes(self):
-        # The fake Fabric Manager stays free of nova imports, so it keeps
-        # its own copy of the table; both must stay the same.
-        self.assertEqual({pid: frozenset(modules) for pid, modules in
-                          fake.H100_PARTITIONS.items()},
-                         nvlink.HGX_PARTITIONS)
-
-    def test_addresses_where_every_module_is_known(self):
-        parts = {p.id: p for p in nvlink.hgx_partitions(
-            {'0000:5d:00.0': 3, '0000:3a:00.0': 1, '0000:18:00.0': 2})}
-        self.assertEqual(15, len(parts))
-        self.assertEqual(('0000:3a:00.0', '0000:5d:00.0'),
-                         parts[3].addresses)
-        self.assertIsNone(parts[4].addresses)
-        self.assertEqual(('0000:18:00.0',), parts[8].addresses)
-
-    def test_table_only_for_8_gpus_of_an_hgx_product(self):
-        for products in (['2335'] * 8, ['2330'] * 8, ['2324'] * 8):
-            self.assertIsNone(nvlink.hgx_board_mismatch(products))
-        # A 4-GPU A100 board, an 8-GPU A100 board (FM has another table
-        # for it), a 4-GPU HGX H200 board (no NVSwitch), ten A40s, a
-        # board with a foreign GPU beside seven H200s, no GPU at all.
-        for products, says in (
-                (['20b2'] * 4, '4 GPUs of product 10de:20b2;'),
-                (['20b2'] * 8, '8 GPUs of product 10de:20b2;'),
-                (['2335'] * 4, '4 GPUs of product 10de:2335 (H200 SXM '
-                               '141GB);'),
-                (['2235'] * 10, '10 GPUs of product 10de:2235;'),
-                (['2335'] * 7 + ['20b2'], '1 GPU of product 10de:20b2 '
-                 'and 7 GPUs of product 10de:2335 (H200 SXM 141GB);'),
-                ([], 'it has no GPU;')):
-            reason = nvlink.hgx_board_mismatch(products)
-            self.assertIn(says, reason)
-            self.assertIn('only for 8 GPUs of one of the products '
-                          '10de:2324 (H800), 10de:2330 (H100 SXM5 80GB), '
-                          '10de:2335 (H200 SXM 141GB)', reason)
-
-
-class ModuleMapReaderTest(test.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-
-    def test_saved_map_and_override_without_nvidia_smi(self):
-        state_dir = os.path.join(self.tmp, 'nvlink')
-        os.makedirs(state_dir)
-        with open(os.path.join(state_dir, 'cmp1-gpu-modules.json'),
-                  'w') as f:
-            f.write('{"0000:18:00.0": 2, "0000:3a:00.0": 1}')
-        reader = nvlink.ModuleMapReader(
-            os.path.join(self.tmp, 'no-nvidia-smi'),
-            {'0000:3a:00.0': 5, '0000:5d:00.0': 2}, state_dir)
-        # The override wins; a module ID two GPUs share is no answer; GPUs
-        # not asked about are left out.
-        self.assertEqual({'0000:3a:00.0': 5}, reader.read(
-            'cmp1', ['0000:18:00.0', '0000:3a:00.0', '0000:5d:00.0']))
-        self.assertEqual({}, reader.read('cmp2', ['0000:18:00.0']))
+                         nvidia_smi.parse_nvidia_smi(text))
 
 
 class HealthParseTest(test.TestCase):
@@ -193,7 +96,7 @@ class HealthParseTest(test.TestCase):
                 'determine the serial\n'
                 'Unable to determine the device handle for GPU0000:9A:00.0:'
                 ' GPU is lost.  Reboot the system to recover this GPU\n')
-        report = nvlink.parse_nvidia_smi_health(text)
+        report = nvidia_smi.parse_nvidia_smi_health(text)
         reasons = {a: f.reason for a, f in report.findings.items()}
         self.assertEqual({'0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
                           '0000:5d:00.0', '0000:9a:00.0'}, set(reasons))
@@ -213,7 +116,7 @@ class HealthParseTest(test.TestCase):
                 '    Remapped Rows\n'
                 '        Pending                           : No\n'
                 '        Remapping Failure Occurred        : No\n')
-        report = nvlink.parse_nvidia_smi_health(text)
+        report = nvidia_smi.parse_nvidia_smi_health(text)
         self.assertEqual({}, dict(report.findings))
         self.assertEqual(frozenset({'0000:18:00.0'}),
                          report.checked['nvidia-smi'])
@@ -224,17 +127,18 @@ class HealthParseTest(test.TestCase):
         fm.break_gpu('0000:86:00.0', 'remap_failure')
         fm.break_gpu('0000:0f:00.0', 'lost')
         fm.bind('0000:41:00.0', 'vfio-pci')
-        report = nvlink.read_nvidia_smi_health(fm.nvidia_smi_path)
+        report = nvidia_smi.read_nvidia_smi_health(fm.nvidia_smi_path)
         self.assertEqual({'0000:86:00.0', '0000:0f:00.0'},
                          set(report.findings))
         self.assertNotIn('0000:41:00.0', report.checked['nvidia-smi'])
         self.assertIn('0000:10:00.0', report.checked['nvidia-smi'])
         # The module map is read as before from the GPUs still listed.
         fm.repair_gpu('0000:0f:00.0')
-        self.assertEqual(7, len(nvlink.read_nvidia_smi(fm.nvidia_smi_path)))
+        self.assertEqual(
+            7, len(nvidia_smi.read_nvidia_smi(fm.nvidia_smi_path)))
         self.assertRaises(ValueError, fm.break_gpu, '0000:86:00.0', 'bad')
 
     def test_nvidia_smi_that_cannot_run_checks_nothing(self):
-        report = nvlink.read_nvidia_smi_health('/nonexistent/nvidia-smi')
+        report = nvidia_smi.read_nvidia_smi_health('/nonexistent/nvidia-smi')
         self.assertEqual(({}, {}), (dict(report.findings),
                                     dict(report.checked)))
