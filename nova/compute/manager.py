@@ -15,6 +15,7 @@ live in modules of their own, which it calls with itself as their seam
   devices became unhealthy (the resource tracker's health listener).
 """
 
+from collections.abc import Callable
 import datetime
 import functools
 import threading
@@ -56,6 +57,8 @@ LOG = logging.getLogger(__name__)
 
 BINARY = 'nova-compute'
 TOPIC = 'compute'
+# What runs once a snapshot's data is in Glance (a backup's rotation).
+AfterUpload = Callable[[glance.GlanceClient], None]
 
 
 class ComputeManager(manager.Manager):
@@ -511,22 +514,28 @@ class ComputeManager(manager.Manager):
         """createImage: upload the guest's root disk as the queued image
         ``image_id`` (see nova.compute.snapshot); the server keeps its
         state, and gets a fault if the snapshot fails."""
-        if self._glance is None:
-            self._glance = glance.GlanceClient(self.conf)
-
-        def work(instance):
-            snapshot.upload(self.driver, self._glance,
-                            self.conf.instances_path, instance_uuid,
-                            image_id)
-            return {}
-        self._act(context, instance_uuid, task_states.IMAGE_SNAPSHOT,
-                  'compute_snapshot_instance', work)
+        self._upload_image(context, instance_uuid, image_id,
+                           task_states.IMAGE_SNAPSHOT,
+                           'compute_snapshot_instance')
 
     def backup_instance(self, context, instance_uuid: str, image_id: str,
                         backup_type: str, rotation: int) -> None:
         """createBackup: a snapshot into the queued image ``image_id``,
         then only the newest ``rotation`` backups of ``backup_type``
         kept (see nova.compute.snapshot.rotate)."""
+        def rotate(glance_client: glance.GlanceClient) -> None:
+            snapshot.rotate(glance_client, instance_uuid, backup_type,
+                            rotation)
+        self._upload_image(context, instance_uuid, image_id,
+                           task_states.IMAGE_BACKUP,
+                           'compute_backup_instance', then=rotate)
+
+    def _upload_image(self, context, instance_uuid: str, image_id: str,
+                      task_state: str, step: str,
+                      then: AfterUpload | None = None) -> None:
+        """The guest's root disk uploaded into the queued image
+        ``image_id`` as the action ``step`` of ``task_state``; ``then``
+        runs with the Glance client once the upload is done."""
         if self._glance is None:
             self._glance = glance.GlanceClient(self.conf)
 
@@ -534,11 +543,10 @@ class ComputeManager(manager.Manager):
             snapshot.upload(self.driver, self._glance,
                             self.conf.instances_path, instance_uuid,
                             image_id)
-            snapshot.rotate(self._glance, instance_uuid, backup_type,
-                            rotation)
+            if then is not None:
+                then(self._glance)
             return {}
-        self._act(context, instance_uuid, task_states.IMAGE_BACKUP,
-                  'compute_backup_instance', work)
+        self._act(context, instance_uuid, task_state, step, work)
 
     @oslo_messaging.expected_exceptions(exception.ConsoleOutputNotSupported)
     def get_console_output(self, context, instance_uuid: str,
