@@ -106,6 +106,19 @@ class BootTestBase(base.FunctionalTestCase):
             time.sleep(0.05)
         self.fail('server %s never left BUILD' % server_id)
 
+    def settle(self, server_id, body, status):
+        """Run a server action and wait for ``status`` with no task."""
+        self.api('POST', '/servers/%s/action' % server_id, body)
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            server = self.api('GET', '/servers/%s' % server_id)['server']
+            if server['OS-EXT-STS:task_state'] is None and \
+                    server['status'] in (status, 'ERROR'):
+                self.assertEqual(status, server['status'], server)
+                return server
+            time.sleep(0.05)
+        self.fail('server %s never reached %s' % (server_id, status))
+
     def delete(self, server_id):
         self.api('DELETE', '/servers/%s' % server_id)
         self.api('GET', '/servers/%s' % server_id, expect=(404,))

@@ -5,7 +5,6 @@ Each of the two NUMA nodes of the test host has 896 pages of 1 GiB
 guests hold on each node and refuses a guest whose pages do not fit.
 """
 
-import time
 import xml.etree.ElementTree as ET
 
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -115,19 +114,6 @@ class TestHugepageGuestsMoveAndFollowDevices(boot.BootTestBase):
     def used(self, host):
         return {node: count for (node, size), count in
                 self.computes[host].hugepages.used().items()}
-
-    def settle(self, server_id, body, status):
-        """Run a server action and wait for ``status`` with no task."""
-        self.api('POST', '/servers/%s/action' % server_id, body)
-        deadline = time.monotonic() + boot.TIMEOUT
-        while time.monotonic() < deadline:
-            server = self.api('GET', '/servers/%s' % server_id)['server']
-            if server['OS-EXT-STS:task_state'] is None and \
-                    server['status'] in (status, 'ERROR'):
-                self.assertEqual(status, server['status'], server)
-                return server
-            time.sleep(0.05)
-        self.fail('server %s never reached %s' % (server_id, status))
 
     def test_pages_on_the_node_of_the_required_devices(self):
         flavor = self.page_flavor('pair.huge', 8192, **{

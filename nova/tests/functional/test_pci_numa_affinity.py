@@ -7,7 +7,6 @@ and quads sit on one node, the 8-GPU board spans both.
 
 import json
 import threading
-import time
 import xml.etree.ElementTree as ET
 
 from nova.tests.functional import test_boot_gpu_groups as boot
@@ -75,19 +74,6 @@ class TestGroupAffinity(NumaTestBase):
             gpus = self.assert_server_holds(server, boot.PAIRS)
             (node,) = node_of(gpus)
             self.assert_confined(server, node)
-
-    def settle(self, server_id, body, status):
-        """Run a server action and wait for ``status`` with no task."""
-        self.api('POST', '/servers/%s/action' % server_id, body)
-        deadline = time.monotonic() + boot.TIMEOUT
-        while time.monotonic() < deadline:
-            server = self.api('GET', '/servers/%s' % server_id)['server']
-            if server['OS-EXT-STS:task_state'] is None and \
-                    server['status'] in (status, 'ERROR'):
-                self.assertEqual(status, server['status'], server)
-                return server
-            time.sleep(0.05)
-        self.fail('server %s never reached %s' % (server_id, status))
 
     def test_rebuild_and_resize_keep_the_guest_on_its_devices_node(self):
         self.start_services(hosts=('cmp1', 'cmp2'))
