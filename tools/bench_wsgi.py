@@ -49,7 +49,7 @@ from nova.db import migration
 from nova import embedded_placement
 from nova.scheduler import request_builder
 from nova.pci import request as pci_request
-from nova.tests.functional import workload
+from nova.tests.functional.lib import workload
 from nova.virt.fake import host as fakehost
 from nova import wsgi_server
 

@@ -6,7 +6,7 @@ the separate-process deployment (the Compute API and Placement as WSGI
 applications under gunicorn with two worker processes each,
 nova-conductor, two nova-schedulers, two nova-computes, on MariaDB and a
 private RabbitMQ vhost), both started here as subprocesses (see
-nova/tests/functional/deployment.py):
+nova/tests/functional/lib/deployment.py):
 
 - ``--rounds`` rounds of ``--servers`` concurrent mixed 1/2/4/8-GPU boots
   on two HGX H200 hosts, checked once settled, then all deleted at once
@@ -30,8 +30,8 @@ import time
 
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
-from nova.tests.functional import deployment
-from nova.tests.functional import workload
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import workload
 
 # Bound on waiting for a burst to reach the point a fault is injected at.
 FAULT_WAIT = 60

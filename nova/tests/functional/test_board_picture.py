@@ -16,8 +16,8 @@ from nova.db import api as db
 from nova.fleet import board
 from nova.fleet import board_svg
 from nova.tests.fixtures import fabric_manager as fake_fm
-from nova.tests.functional import base
-from nova.tests.functional import picture
+from nova.tests.functional.lib import base
+from nova.tests.functional.lib import picture
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.tests.functional import test_nova_manage
 from nova.virt.fake import host as fakehost

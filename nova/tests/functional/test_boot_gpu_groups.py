@@ -22,7 +22,7 @@ from nova.compute import manager as compute_manager
 from nova.db import api as db
 from nova.tests.fixtures import libvirt_faults
 from nova.tests.fixtures import rpc as rpc_fixture
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config
 from nova.virt.libvirt import driver as libvirt_driver

@@ -16,7 +16,7 @@ import requests
 
 from nova import context as nova_context
 from nova.db import api as db
-from nova.tests.functional import invariants
+from nova.tests.functional.lib import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 # Flavor size (GPUs) -> servers of that size in the burst.

@@ -3,7 +3,7 @@
 nova-api, nova-conductor, two nova-schedulers and two nova-computes run as
 their own processes from config files, as an operator starts them, with a
 standalone Placement, on MariaDB and a private RabbitMQ vhost (see
-:mod:`nova.tests.functional.deployment`). Each test fires concurrent
+:mod:`nova.tests.functional.lib.deployment`). Each test fires concurrent
 mixed 1/2/4/8-GPU boots, injects its fault (SIGKILL of a service,
 Placement down), lets things settle and then checks the invariants: no
 server left in BUILD, every ACTIVE server on one valid partition,
@@ -29,9 +29,9 @@ import requests
 import testtools
 
 from nova import test
-from nova.tests.functional import deployment
-from nova.tests.functional import invariants
-from nova.tests.functional import workload
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import invariants
+from nova.tests.functional.lib import workload
 from nova.virt.fake import host as fakehost
 
 # Placement stays down this long in the outage test (the soak: 30 s).
@@ -266,7 +266,7 @@ class TestDeploymentFaults(DeploymentTestCase):
 # pid, and waits to be killed.
 _PARENT = textwrap.dedent('''
     import sys, time
-    from nova.tests.functional import deployment
+    from nova.tests.functional.lib import deployment
     child = deployment.ServiceProcess(
         "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"],
         sys.argv[1], lambda proc: True)

@@ -22,8 +22,8 @@ import requests
 import testtools
 
 from nova import test
-from nova.tests.functional import doc_commands
-from nova.tests.functional import deployment
+from nova.tests.functional.lib import doc_commands
+from nova.tests.functional.lib import deployment
 from nova.tests.fixtures import process as process_fixture
 
 VENV = sys.prefix

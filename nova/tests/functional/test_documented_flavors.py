@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 
-from nova.tests.functional import doc_commands
+from nova.tests.functional.lib import doc_commands
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')

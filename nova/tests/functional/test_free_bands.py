@@ -13,7 +13,7 @@ from nova.pci import request as pci_request
 from nova.scheduler import band_shards
 from nova.scheduler import fullness
 from nova.scheduler import request_builder
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.tests.functional import test_boot_gpu_groups as boot_test
 from nova.tests.functional import test_pci_placement_tree as tree_test
 from nova.virt.fake import host as fakehost

@@ -28,11 +28,11 @@ from nova.pci import manager as pci_manager
 from nova.pci import placement_names as names
 from nova.scheduler import metrics as scheduler_metrics
 from nova.scheduler import refusal
-from nova.tests.functional import deployment
-from nova.tests.functional import invariants
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import invariants
 from nova.tests.functional import test_defrag
 from nova.tests.functional import test_nvlink_offer as offer
-from nova.tests.functional import workload
+from nova.tests.functional.lib import workload
 from nova.virt.fake import fabric_manager as fake
 from nova.virt.fake import host as fakehost
 

@@ -13,9 +13,9 @@ import threading
 import testtools
 
 from nova import test
-from nova.tests.functional import deployment
+from nova.tests.functional.lib import deployment
 from nova.tests.functional import test_deployment
-from nova.tests.functional import workload
+from nova.tests.functional.lib import workload
 
 
 class TestNovaAllGracefulStop(test.TestCase):

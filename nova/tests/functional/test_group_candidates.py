@@ -16,7 +16,7 @@ from nova.scheduler import request_builder
 from nova.scheduler import candidates as scheduler_candidates
 from nova.tests.fixtures import h200_placement
 from nova.tests.fixtures import placement as placement_fixture
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 
 HOST = 'cmp1'
 GROUPS = h200_placement.GROUPS

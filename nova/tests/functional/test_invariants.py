@@ -3,7 +3,7 @@
 from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import manager as pci_manager
-from nova.tests.functional import invariants
+from nova.tests.functional.lib import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 LEAKED = '99999999-8888-7777-6666-555555555555'

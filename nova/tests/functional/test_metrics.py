@@ -13,7 +13,7 @@ from nova import metrics_endpoint
 from nova.fleet import board
 from nova.tests.functional import test_concurrent_boots
 from nova.tests.functional import test_nvlink_partitions
-from nova.tests.functional import workload
+from nova.tests.functional.lib import workload
 
 HOSTS = test_concurrent_boots.HOSTS
 GPUS_PER_HOST = 8

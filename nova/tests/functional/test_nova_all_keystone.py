@@ -19,7 +19,7 @@ from testtools import content
 from nova import test
 from nova.tests.fixtures import glance as glance_fixture
 from nova.tests.fixtures import keystone
-from nova.tests.functional import deployment
+from nova.tests.functional.lib import deployment
 
 TIMEOUT = 180
 

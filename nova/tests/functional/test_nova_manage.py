@@ -10,7 +10,7 @@ from oslo_utils import timeutils
 from nova.cmd import manage
 from nova import context as nova_context
 from nova.db import api as db
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.virt.fake import host as fakehost
 
 

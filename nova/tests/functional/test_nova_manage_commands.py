@@ -19,8 +19,8 @@ import testtools
 
 from nova import test
 from nova.cmd import manage
-from nova.tests.functional import deployment
-from nova.tests.functional import workload
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import workload
 from nova.virt.fake import fabric_manager as fake_fm
 from nova.virt.fake import host as fakehost
 

@@ -24,7 +24,7 @@ from nova import exception
 from nova import test
 from nova.cmd import manage
 from nova.tests.fixtures import fabric_manager as fake_fm
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.fake import fabric_manager as fake
 from nova.virt.fake import host as fakehost

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from nova.pci import placement_names
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.tests.functional import test_pci_placement_tree as tree_tests
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')

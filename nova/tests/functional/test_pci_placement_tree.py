@@ -9,7 +9,7 @@ from nova import exception
 from nova.db import api as db
 from nova.pci import placement_names
 from nova.tests.fixtures import database as db_fixture
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.virt.fake import host as fakehost
 
 GPUS = base.GPUS

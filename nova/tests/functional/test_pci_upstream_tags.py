@@ -12,7 +12,7 @@ import fixtures
 
 from nova import exception
 from nova.pci import devspec
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.virt.fake import host as fakehost
 from nova.virt.libvirt import config as libvirt_config

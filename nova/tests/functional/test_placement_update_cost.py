@@ -6,7 +6,7 @@ HTTP request the compute sends is seen, whichever code path sent it.
 
 from oslo_utils import uuidutils
 
-from nova.tests.functional import base
+from nova.tests.functional.lib import base
 from nova.tests.functional import test_pci_placement_tree as tree_test
 
 # Requests an unchanged host may send per periodic update: the one

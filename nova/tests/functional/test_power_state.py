@@ -18,9 +18,9 @@ import testtools
 
 from nova import context as nova_context
 from nova import test
-from nova.tests.functional import deployment
-from nova.tests.functional import invariants
-from nova.tests.functional import workload
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import invariants
+from nova.tests.functional.lib import workload
 from nova.virt.fake import fabric_manager as fake
 from nova.virt.fake import host as fakehost
 

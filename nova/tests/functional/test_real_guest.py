@@ -7,7 +7,7 @@ prints on its serial console comes back through the API's
 (``createImage``) that boots again, and delete run against that guest.
 
 Skipped with the reason where there is no usable ``/dev/kvm`` or no
-libvirtd (see :mod:`nova.tests.functional.real_hypervisor`); ``.ci/run``
+libvirtd (see :mod:`nova.tests.functional.lib.real_hypervisor`); ``.ci/run``
 turns that skip into a failure. The compute runs with the
 ``[libvirt]virt_type`` ``real_hypervisor.virt_type`` chooses: ``kvm``,
 except ``qemu`` (QEMU's emulator) where ``/dev/kvm`` is PVM's, as on this
@@ -25,8 +25,8 @@ from testtools import content
 from nova import test
 from nova.image import glance
 from nova.tests.fixtures import glance as glance_fixture
-from nova.tests.functional import deployment
-from nova.tests.functional import real_hypervisor
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import real_hypervisor
 from nova.tests.unit import tool
 from nova.virt.libvirt import config as libvirt_config
 

@@ -7,7 +7,7 @@ import fixtures
 import testtools
 
 from nova import test
-from nova.tests.functional import real_hypervisor
+from nova.tests.functional.lib import real_hypervisor
 
 
 class SkipTest(test.TestCase):

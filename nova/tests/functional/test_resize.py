@@ -24,7 +24,7 @@ from nova.db import api as db
 from nova.db import models
 from nova.pci import placement_names
 from nova.tests.fixtures import libvirt_faults
-from nova.tests.functional import invariants
+from nova.tests.functional.lib import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 
 PAIRS = boot.PAIRS

@@ -22,7 +22,7 @@ from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.fixtures import libvirt_faults
-from nova.tests.functional import invariants
+from nova.tests.functional.lib import invariants
 from nova.tests.functional import test_boot_gpu_groups as boot
 from nova.tests.functional import test_nvlink_partitions
 from nova.tests.functional import test_pci_numa_affinity

@@ -11,7 +11,7 @@ import fixtures
 
 import nova
 from nova import test
-from nova.tests.functional import deployment
+from nova.tests.functional.lib import deployment
 
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(nova.__file__)))

@@ -15,8 +15,8 @@ import requests
 
 from nova import embedded_placement
 from nova import test
-from nova.tests.functional import deployment
-from nova.tests.functional import doc_commands
+from nova.tests.functional.lib import deployment
+from nova.tests.functional.lib import doc_commands
 
 HEADERS = {'X-Auth-Token': deployment.TOKEN}
 SECTION = 'Under a WSGI server'

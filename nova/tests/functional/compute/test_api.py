@@ -14,7 +14,7 @@ from nova import rpc
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.tests.fixtures import rpc as rpc_fixture
-from nova.tests.functional import gpu_hosts
+from nova.tests.functional.lib import gpu_hosts
 
 
 class FakeConductor:

@@ -5,7 +5,7 @@ import uuid
 from nova.compute import audit
 from nova.db import api as db
 from nova.scheduler.client import report
-from nova.tests.functional import gpu_hosts
+from nova.tests.functional.lib import gpu_hosts
 
 
 class TestAudit(gpu_hosts.GpuHostsTestCase):

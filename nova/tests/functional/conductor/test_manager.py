@@ -23,7 +23,7 @@ from nova import rpc
 from nova.scheduler.client import report
 from nova.scheduler import manager as scheduler_manager
 from nova.tests.fixtures import rpc as rpc_fixture
-from nova.tests.functional import gpu_hosts
+from nova.tests.functional.lib import gpu_hosts
 
 WAIT = 30    # bound of every wait for another thread, in seconds
 

@@ -13,8 +13,8 @@ from nova.scheduler import manager
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import rpcapi as scheduler_rpcapi
-from nova.tests.functional import base
-from nova.tests.functional import gpu_hosts
+from nova.tests.functional.lib import base
+from nova.tests.functional.lib import gpu_hosts
 
 
 class _RacingReportClient(report.SchedulerReportClient):

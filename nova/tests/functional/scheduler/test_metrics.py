@@ -5,7 +5,7 @@ from nova import exception
 from nova.scheduler import manager
 from nova.scheduler import metrics
 from nova.scheduler import refusal
-from nova.tests.functional import gpu_hosts
+from nova.tests.functional.lib import gpu_hosts
 from nova.tests.functional.scheduler import test_manager
 
 

@@ -6,7 +6,7 @@ from nova.db import api as db
 from nova.pci import request as pci_request
 from nova.scheduler import manager
 from nova.scheduler import refusal
-from nova.tests.functional import gpu_hosts
+from nova.tests.functional.lib import gpu_hosts
 from nova.tests.functional.scheduler import test_manager
 
 PREFIX = ('No valid host was found. There are not enough hosts available: '

@@ -51,7 +51,7 @@ from testtools import content
 
 from nova.pci import numa as pci_numa
 from nova import test
-from nova.tests.functional import real_hypervisor
+from nova.tests.functional.lib import real_hypervisor
 from nova.tests.functional.virt.libvirt import test_domain_shapes as shapes
 from nova.tests.unit import tool
 from nova.virt import driver as virt_driver

@@ -22,7 +22,7 @@ from nova import exception
 from nova import test
 from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
-from nova.tests.functional import real_hypervisor
+from nova.tests.functional.lib import real_hypervisor
 from nova.virt import driver as virt_driver
 from nova.virt.fake import host as fakehost
 from nova.virt import hardware

@@ -19,7 +19,7 @@ import requests
 from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import request as pci_request
-from nova.tests.functional import invariants
+from nova.tests.functional.lib import invariants
 from nova.virt.fake import host as fakehost
 
 SIZES = (1, 2, 4, 8)
@@ -216,7 +216,7 @@ def check(client: ComputeClient, placement_url: str,
           fault_free: bool = False) -> dict[str, list[str]]:
     """Every check by name -> its violations, once servers settled.
 
-    The invariants of :mod:`nova.tests.functional.invariants` (devices,
+    The invariants of :mod:`nova.tests.functional.lib.invariants` (devices,
     partitions, allocations, nothing in BUILD) plus what a user sees: any
     5xx, ERROR servers without a fault saying why, and, for loads without
     injected faults (``fault_free``), requests that got no answer and

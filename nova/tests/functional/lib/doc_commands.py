@@ -7,8 +7,9 @@ so the documents cannot drift from what works.
 import os
 import re
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+# The repository: nova/tests/functional/lib/ is four levels below it.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                    *[os.pardir] * 4))
 PCI_GROUPS_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin',
                                 'pci-groups.rst')
 DEPLOYMENT_GUIDE = os.path.join(ROOT, 'doc', 'source', 'admin',
