@@ -62,7 +62,6 @@ from typing import Callable, Iterable
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
-from nova.cmd import all as nova_all
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
@@ -727,7 +726,7 @@ def _embedded_client(state_path: str, max_candidates: int = -1):
     placement.start()
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
-    nova_all.use_noauth_placement(conf, placement.url)
+    placement_conf.use_noauth_placement(conf, placement.url)
     conf([], project='nova', default_config_files=[],
          default_config_dirs=[])
     return placement, report.SchedulerReportClient(conf)
