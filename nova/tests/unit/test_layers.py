@@ -22,6 +22,11 @@ A module given a service through a typed seam (a ``typing.Protocol``,
 e.g. ``nova.compute.repair.Compute``) uses only its public names: it
 never reads a private attribute (``compute._cleanup``) of what it is
 given.
+
+The scripts of ``tools/`` (benchmarks, soak, image builder) drive nova
+through its public entry points, as a deployment would: they never read a
+private name (``client._call``) nor import the console commands
+(``nova.cmd``), except a tool whose subject is a command (``CMD_TOOLS``).
 """
 
 import ast
@@ -83,6 +88,13 @@ SERVICES = ('nova.compute', 'nova.scheduler', 'nova.conductor', 'nova.api')
 # Modules that use the compute manager through a Protocol, and so only
 # by its public names.
 SEAMS = ('nova.compute.repair',)
+
+
+# The scripts outside the package, and those that start a console
+# command because it is what they measure: bench_wsgi serves nova-all's
+# API to compare HTTP servers.
+TOOLS = ROOT.parent / 'tools'
+CMD_TOOLS = ('bench_wsgi',)
 
 
 def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
@@ -169,21 +181,58 @@ def private_reaches(root: pathlib.Path = ROOT) -> list[str]:
     found = []
     for module in SEAMS:
         path = root.parent.joinpath(*module.split('.')).with_suffix('.py')
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute):
-                owner, name = node.value, node.attr
-            elif isinstance(node, ast.Call) and \
-                    getattr(node.func, 'id', None) == 'getattr' and \
-                    len(node.args) > 1 and \
-                    isinstance(node.args[1], ast.Constant) and \
-                    isinstance(node.args[1].value, str):
-                owner, name = node.args[0], node.args[1].value
+        found += ['%s:%d %s' % (module, line, expression) for line, expression
+                  in _private_reads(ast.parse(path.read_text()))]
+    return found
+
+
+def _private_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, expression) of each private attribute read in ``tree`` on
+    another object than ``self`` or ``cls``, by dot or by ``getattr``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            owner, name = node.value, node.attr
+        elif isinstance(node, ast.Call) and \
+                getattr(node.func, 'id', None) == 'getattr' and \
+                len(node.args) > 1 and \
+                isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str):
+            owner, name = node.args[0], node.args[1].value
+        else:
+            continue
+        if _private(name) and \
+                getattr(owner, 'id', None) not in ('self', 'cls'):
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def tool_reaches(tools: pathlib.Path = TOOLS) -> list[str]:
+    """``tool:line what`` for each place a script of ``tools`` goes
+    around nova's public entry points: a private attribute it reads
+    (``_private_reads``), a private name it imports, or an import of
+    ``nova.cmd`` (unless the tool is one of ``CMD_TOOLS``)."""
+    found = []
+    for path in sorted(tools.glob('*.py')):
+        tree = ast.parse(path.read_text())
+        found += ['%s:%d %s' % (path.stem, line, expression)
+                  for line, expression in _private_reads(tree)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = ['%s.%s' % (node.module, alias.name)
+                         for alias in node.names]
             else:
                 continue
-            if _private(name) and \
-                    getattr(owner, 'id', None) not in ('self', 'cls'):
-                found.append('%s:%d %s' % (module, node.lineno,
-                                           ast.unparse(node)))
+            for name in names:
+                if any(_private(part) for part in name.split('.')):
+                    found.append('%s:%d import %s' % (path.stem,
+                                                      node.lineno, name))
+                elif _within(name, 'nova.cmd') and \
+                        path.stem not in CMD_TOOLS:
+                    found.append('%s:%d import %s' % (path.stem,
+                                                      node.lineno, name))
     return found
 
 
@@ -363,3 +412,33 @@ class TestLayers(test.TestCase):
             ['nova.compute.repair:2 compute._cleanup',
              "nova.compute.repair:3 getattr(compute, '_hand_back')"],
             private_reaches(root))
+
+
+class TestTools(test.TestCase):
+    """The scripts of tools/ use nova's public entry points only."""
+
+    def test_tools_use_only_public_names_and_no_command(self):
+        self.assertEqual([], tool_reaches())
+
+    def test_the_check_sees_a_tool_going_around_the_seams(self):
+        # What tools/bench_fleet.py did before issue 34: the report
+        # client's private calls, and nova-all for its Placement options.
+        tools = pathlib.Path(self.useFixture(fixtures.TempDir()).path)
+        (tools / 'bench_probe.py').write_text(
+            'from nova.cmd import all as nova_all\n'
+            'from nova.scheduler.client import report\n'
+            'from nova.compute.translator import _publish\n'
+            'import nova.cmd.manage\n'
+            'def run(client):\n'
+            '    client._call("GET", "/traits")\n'
+            '    getattr(client, "_ensure_custom_names")("traits", [])\n'
+            '    client.set_traits("rp", set)\n')
+        (tools / 'bench_wsgi.py').write_text(
+            'from nova.cmd import all as nova_all\n')
+        self.assertEqual(
+            ['bench_probe:6 client._call',
+             "bench_probe:7 getattr(client, '_ensure_custom_names')",
+             'bench_probe:1 import nova.cmd.all',
+             'bench_probe:3 import nova.compute.translator._publish',
+             'bench_probe:4 import nova.cmd.manage'],
+            tool_reaches(tools))
