@@ -416,10 +416,12 @@ class FleetRun:
         """The scheduler's decision (``nova.scheduler.choice.choose``)
         with this host choice's view of Placement and order, claiming for
         ``consumer``; None when it finds no host."""
-        shards: list[band_shards.Shard | None] = [None]
-        if self.policy in BANDED:
-            shards = band_shards.for_request(
+        def shards() -> list[band_shards.Shard | None]:
+            if self.policy not in BANDED:
+                return [None]
+            return band_shards.for_request(
                 self.fleet_hosts, self.shard_hosts, None, self.shard_rng)
+
         placement = choice.Placement(
             ask=clock.querying(self.client.get_allocation_candidates),
             known_traits=clock.querying(self._known_traits),

@@ -68,8 +68,10 @@ class Fleet:
     # Why Placement has no candidate at all, asked only then
     # (``refusal.reasons``).
     refusals: Callable[[], list[refusal.Reason]]
-    # The slices of the fleet to ask in turn (``band_shards.for_request``).
-    shards: Sequence[band_shards.Shard | None] = (None,)
+    # The slices of the fleet to ask in turn (``band_shards.for_request``),
+    # drawn anew for each query round: a retry may try another shard.
+    shards: Callable[[], Sequence[band_shards.Shard | None]] = \
+        lambda: (None,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +131,9 @@ def choose(request: request_builder.ResourceRequest, placement: Placement,
     """
     wanted = describe_request(request)
     refused = 0
+    # Each round asks Placement afresh, fullest band first: when every
+    # candidate of a round was taken by concurrent claims, the next answer
+    # shows what is still free (other hosts, other bands).
     for round_number in range(1, rounds + 1):
         ordered, summaries = _ordered_candidates(request, placement, fleet,
                                                  limit, order, wanted)
@@ -161,7 +166,7 @@ def _ordered_candidates(request: request_builder.ResourceRequest,
     response = fullness.allocation_candidates(
         request, limit, placement.ask, placement.known_traits,
         lambda body: bool(_on_hosts(body, fleet.usable(body)[0])),
-        fleet.shards, placement.hosts_with)
+        fleet.shards(), placement.hosts_with)
     offered = scheduler_candidates.from_response(response, request)
     if not offered:
         reasons = fleet.refusals()

@@ -185,7 +185,8 @@ class SchedulerManager(manager.Manager):
                     refusals=lambda: refusal.reasons(
                         self.reportclient, request,
                         lambda: board.load_fleet(context, names=False)),
-                    shards=self._shards(nodes.values(), requested_host)),
+                    shards=lambda: self._shards(nodes.values(),
+                                                requested_host)),
                 self.conf.scheduler.max_placement_results,
                 self.conf.scheduler.max_claim_rounds,
                 label='instance %s' % instance_uuid)

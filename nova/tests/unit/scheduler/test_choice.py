@@ -38,14 +38,15 @@ class TestChoose(test.TestCase):
         return candidate.host not in self.refuse and \
             len(self.claimed) > self.refuse_first
 
-    def choose(self, usable=None, refusals=list, **kwargs):
+    def choose(self, usable=None, refusals=list, shards=lambda: (None,),
+               **kwargs):
         return choice.choose(
             self.request,
             choice.Placement(ask=self.ask, known_traits=lambda prefix: set(),
                              hosts_with=lambda trait: [],
                              claim=self.claim),
             choice.Fleet(usable=usable or (lambda body: (set(HOSTS), [])),
-                         refusals=refusals),
+                         refusals=refusals, shards=shards),
             limit=1000, **kwargs)
 
     def by_fit(self):
@@ -84,6 +85,14 @@ class TestChoose(test.TestCase):
         self.assertEqual(3 * len(self.by_fit()), len(self.claimed))
         self.assertIn('all %d candidate(s)' % (3 * len(self.by_fit())),
                       error.kwargs['reason'])
+
+    def test_each_round_draws_its_shards_anew(self):
+        # A retry after concurrent claims may find room in another shard.
+        self.refuse = set(HOSTS)
+        drawn = []
+        self.assertRaises(exception.NoValidHost, self.choose, rounds=2,
+                          shards=lambda: drawn.append(1) or (None,))
+        self.assertEqual(2, len(drawn))
 
     def test_candidates_only_on_unusable_hosts_are_refused(self):
         error = self.assertRaises(
