@@ -27,7 +27,6 @@ import time
 
 from oslo_config import cfg
 
-from nova.cmd import all as nova_all
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
@@ -128,7 +127,7 @@ class PlacementServer:
             raise RuntimeError('embedded Placement did not start')
         conf = cfg.ConfigOpts()
         placement_conf.register_opts(conf)
-        nova_all.use_noauth_placement(conf, ours.recv())
+        placement_conf.use_noauth_placement(conf, ours.recv())
         conf.set_override('timeout', self._timeout, group='placement')
         conf([], project='nova', default_config_files=[],
              default_config_dirs=[])

@@ -3,15 +3,17 @@
 A trace of requests (Poisson arrivals, exponential lifetimes, 40/30/20/10 %
 asking for 1/2/4/8 GPUs, offered load 85 % of the fleet's GPUs by default)
 is replayed through the project's real path: the request builder turns the
-``h200:N`` flavor into a ``GET /allocation_candidates`` query (``limit``
-as the scheduler sends it), a real embedded Placement answers it, a host
-choice picks a candidate and claims it with ``PUT /allocations``; an
-instance's end deletes its allocations. Hosts are HGX H200 trees built by
+``h200:N`` flavor into its Placement request, nova-scheduler's decision
+(``nova.scheduler.choice.choose``: ``GET /allocation_candidates`` with
+``limit`` as the scheduler sends it, to a real embedded Placement, then
+the order, then ``PUT /allocations``) claims a candidate; an instance's
+end deletes its allocations. Hosts are HGX H200 trees built by
 nova's translator (pairs 1+3, 2+4, 5+7, 6+8, quartets 1-4 and 5-8, the
-board of 8). Host choices, all on the same trace and fleet:
+board of 8). Host choices, all on the same trace and fleet and through
+the same decision, each with its own queries and order (``host_order``):
 
-* scheduler: ``nova.scheduler.candidates.select_candidates`` on one query
-  with ``limit`` (nova-scheduler before free-GPU bands);
+* scheduler: the scheduler's order (``choice.by_fit``) on one query with
+  ``limit`` (nova-scheduler before free-GPU bands);
 * bands: the same choice on the fullest free-GPU band's candidates
   (``nova.scheduler.fullness``, what nova-scheduler asks with
   ``[scheduler]band_shard_hosts = 0``); the band each host would publish
@@ -25,7 +27,7 @@ board of 8). Host choices, all on the same trace and fleet:
 * random: a random candidate (seeded);
 * spread: emptiest host first (most free GPUs), Placement's order inside;
 * defrag: bands, and a request refused by every band is given a plan of
-  at most ``--defrag-max-moves`` moves by ``nova.pci.defrag`` (on the
+  at most ``--defrag-max-moves`` moves by ``nova.fleet.defrag`` (on the
   fleet's boards and holders, every instance allowed to move), carried
   out in Placement (each moved instance's allocation deleted and claimed
   on its target partition, as a cold migration ends) before the request
@@ -34,10 +36,12 @@ board of 8). Host choices, all on the same trace and fleet:
 The no-topology limit replays the same trace against one pool of all the
 fleet's GPUs with no partition rule. Acceptance and utilization count the
 requests arriving after ``--warmup`` mean lifetimes (the fleet fills up
-first). Decision latency is the Placement query and the choice, timed
-separately. One host is reported through the translator and the
-report client, the others are copies of it in Placement's database;
-``--prefill`` starts from a loaded fleet (see build_fleet_at). Example::
+first). Decision latency is the Placement queries and the choice (the
+decision's own work, claims excluded), timed separately. One host is
+reported through the translator and the report client, the others are
+copies of it in Placement's database (``tools/placement_copy.py``, which
+depends on Placement's private schema); ``--prefill`` starts from a
+loaded fleet (see build_fleet_at). Example::
 
     .venv/bin/python tools/bench_fleet.py --hosts 16 --requests 2000
 """
@@ -52,7 +56,6 @@ import multiprocessing
 import os
 import random
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -62,23 +65,24 @@ from typing import Callable, Iterable
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
-from nova.cmd import all as nova_all
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import embedded_placement
+from nova import exception
 from nova.fleet import defrag
 from nova.pci import devspec
 from nova.pci import free_groups
-from nova.pci import placement_names
 from nova.pci import groups as pci_groups
+from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards
-from nova.scheduler.client import report
-from nova.scheduler import fullness as scheduler_fullness
-from nova.scheduler import request_builder
 from nova.scheduler import candidates as scheduler_candidates
+from nova.scheduler import choice
+from nova.scheduler.client import report
+from nova.scheduler import request_builder
 from nova.virt.fake import host as fakehost
+import placement_copy
 
 # Requested GPUs -> share of requests.
 MIX = {1: 0.4, 2: 0.3, 4: 0.2, 8: 0.1}
@@ -209,24 +213,21 @@ def _free_gpus(summaries: dict) -> dict[str, int]:
     return free
 
 
-def order_candidates(policy: str, body: dict,
-                     request: request_builder.ResourceRequest,
-                     rng: random.Random) -> list[dict]:
-    """The allocation requests of ``body`` in the order ``policy`` tries
-    them."""
-    candidates = body['allocation_requests']
+def host_order(policy: str, rng: random.Random) -> choice.Order:
+    """The order host choice ``policy`` tries an answer's candidates in:
+    the scheduler's (``choice.by_fit``) or a baseline's."""
     if policy in ('scheduler',) + BANDED:
-        return [s.allocation_request
-                for s in scheduler_candidates.select_candidates(body, request)]
+        return choice.by_fit
     if policy == 'first':
-        return list(candidates)
+        return lambda found, summaries, request: list(found)
     if policy == 'random':
-        return rng.sample(candidates, len(candidates))
+        return lambda found, summaries, request: rng.sample(found,
+                                                            len(found))
     if policy == 'spread':
-        summaries = body['provider_summaries']
-        free = _free_gpus(summaries)
-        return sorted(candidates, key=lambda c: -free[
-            scheduler_candidates.host_root(c, summaries)])
+        def emptiest_first(found, summaries, request):
+            free = _free_gpus(summaries)
+            return sorted(found, key=lambda c: -free[c.host])
+        return emptiest_first
     raise ValueError('host choice %r is not allowed; choose from %s' % (
         policy, ', '.join(POLICIES)))
 
@@ -256,15 +257,17 @@ def build_fleet_at(state_path: str, hosts: int,
         if prefill is not None:
             templates = [host_name(n) for n in range(1, TEMPLATE_HOSTS + 1)]
             placement.stop()
-            copy_host(_database(state_path), templates[0], templates[1:])
+            placement_copy.copy_host(_database(state_path), templates[0],
+                                     templates[1:])
             placement, client = _embedded_client(state_path)
             warm_up(client, prefill)
     finally:
         placement.stop()
     copies = range(len(templates) + 1, hosts + 1)
     for offset, template in enumerate(templates):
-        copy_host(_database(state_path), template,
-                  [host_name(n) for n in copies[offset::len(templates)]])
+        placement_copy.copy_host(
+            _database(state_path), template,
+            [host_name(n) for n in copies[offset::len(templates)]])
 
 
 def warm_up(client: report.SchedulerReportClient,
@@ -287,20 +290,6 @@ def warm_up(client: report.SchedulerReportClient,
         if consumer is not None:
             heapq.heappush(running,
                            (request.arrival + request.lifetime, consumer))
-
-
-def gpus_held(database: str) -> dict[str, int]:
-    """Root provider UUID -> PGPU allocated on its tree."""
-    db = sqlite3.connect(database)
-    try:
-        return dict(db.execute(
-            'SELECT root.uuid, SUM(a.used) FROM allocations a '
-            'JOIN resource_providers rp ON a.resource_provider_id = rp.id '
-            'JOIN resource_providers root ON rp.root_provider_id = root.id '
-            'JOIN resource_classes rc ON a.resource_class_id = rc.id '
-            "WHERE rc.name = 'PGPU' GROUP BY root.uuid").fetchall())
-    finally:
-        db.close()
 
 
 def host_name(number: int) -> str:
@@ -333,97 +322,6 @@ def build_fleet(client: report.SchedulerReportClient, hosts: int) -> None:
                           *placement_names.SHARD_TRAITS])
 
 
-def copy_host(database: str, template: str, names: list[str]) -> None:
-    """Copy the provider tree of host ``template``, with its
-    allocations, to hosts ``names`` in Placement's SQLite ``database``,
-    in one transaction. Each copy's providers get the shard bits of its
-    own name, as its compute would publish them (on the root and every
-    PCI provider: every provider of these hosts)."""
-    db = sqlite3.connect(database)
-    try:
-        with db:
-            providers = db.execute(
-                'SELECT id, name, generation, root_provider_id, '
-                'parent_provider_id FROM resource_providers '
-                'WHERE root_provider_id = (SELECT id FROM resource_providers '
-                'WHERE name = ?) ORDER BY id', (template,)).fetchall()
-            ids = [row[0] for row in providers]
-            marks = ','.join('?' * len(ids))
-            inventories = db.execute(
-                'SELECT resource_provider_id, resource_class_id, total, '
-                'reserved, min_unit, max_unit, step_size, allocation_ratio '
-                'FROM inventories WHERE resource_provider_id IN (%s)' %
-                marks, ids).fetchall()
-            traits = db.execute(
-                'SELECT resource_provider_id, trait_id FROM '
-                'resource_provider_traits WHERE resource_provider_id IN '
-                '(%s)' % marks, ids).fetchall()
-            allocations = db.execute(
-                'SELECT resource_provider_id, consumer_id, '
-                'resource_class_id, used FROM allocations WHERE '
-                'resource_provider_id IN (%s)' % marks, ids).fetchall()
-            consumers = db.execute(
-                'SELECT uuid, project_id, user_id, consumer_type_id FROM '
-                'consumers WHERE uuid IN (SELECT consumer_id FROM '
-                'allocations WHERE resource_provider_id IN (%s))' % marks,
-                ids).fetchall()
-            shard_ids = dict(db.execute(
-                'SELECT name, id FROM traits WHERE name LIKE ?',
-                (placement_names.SHARD_TRAIT_PREFIX + '%',)).fetchall())
-            traits = [(rp, trait) for rp, trait in traits
-                      if trait not in shard_ids.values()]
-            next_id = db.execute(
-                'SELECT MAX(id) FROM resource_providers').fetchone()[0] + 1
-            for name in names:
-                new = {old: next_id + i for i, old in enumerate(ids)}
-                next_id += len(ids)
-                _insert(db, 'resource_providers',
-                        'id, uuid, name, generation, root_provider_id, '
-                        'parent_provider_id',
-                        [(new[rp], uuidutils.generate_uuid(),
-                          name + rp_name[len(template):], generation,
-                          new[root], new.get(parent))
-                         for rp, rp_name, generation, root, parent
-                         in providers])
-                _insert(db, 'inventories',
-                        'resource_provider_id, resource_class_id, total, '
-                        'reserved, min_unit, max_unit, step_size, '
-                        'allocation_ratio',
-                        [(new[row[0]],) + tuple(row[1:])
-                         for row in inventories])
-                _insert(db, 'resource_provider_traits',
-                        'resource_provider_id, trait_id',
-                        [(new[rp], trait) for rp, trait in traits] +
-                        [(new[rp], shard_ids[trait]) for rp in ids
-                         for trait in placement_names.shard_traits(name)])
-                # The template's instances, as new consumers on the copy.
-                renamed = {row[0]: uuidutils.generate_uuid()
-                           for row in consumers}
-                _insert(db, 'consumers',
-                        'uuid, project_id, user_id, consumer_type_id, '
-                        'generation',
-                        [(renamed[row[0]],) + tuple(row[1:]) + (1,)
-                         for row in consumers])
-                _insert(db, 'allocations',
-                        'resource_provider_id, consumer_id, '
-                        'resource_class_id, used',
-                        [(new[rp], renamed[consumer], rc, used)
-                         for rp, consumer, rc, used in allocations])
-    finally:
-        db.close()
-
-
-def _insert(db: sqlite3.Connection, table: str, columns: str,
-            rows: list[tuple]) -> None:
-    """Insert ``rows`` (values of ``columns``) into ``table``, created
-    now."""
-    if rows:
-        db.executemany('INSERT INTO %s (%s, created_at) VALUES (%s, '
-                       'CURRENT_TIMESTAMP)' % (
-                           table, columns, ', '.join('?' * len(rows[0]))),
-                       rows)
-
-
 def resource_request(size: int) -> request_builder.ResourceRequest:
     """What the scheduler asks Placement for a flavor ``h200:<size>``."""
     aliases = pci_request.get_alias_from_config(
@@ -432,6 +330,39 @@ def resource_request(size: int) -> request_builder.ResourceRequest:
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
     return request_builder.build_resource_request(
         dict(FLAVOR, extra_specs={}), requests)
+
+
+class DecisionClock:
+    """Where one decision's time goes: Placement's reads (the query),
+    the claims, and the rest (the choice)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.query = 0.0
+        self.claims = 0.0
+
+    def querying(self, call: Callable) -> Callable:
+        """``call``, its time counted as the query's."""
+        return self._timed(call, 'query')
+
+    def claiming(self, call: Callable) -> Callable:
+        """``call``, its time counted as the claims'."""
+        return self._timed(call, 'claims')
+
+    def _timed(self, call: Callable, counter: str) -> Callable:
+        def timed(*args):
+            begun = time.perf_counter()
+            try:
+                return call(*args)
+            finally:
+                setattr(self, counter, getattr(self, counter) +
+                        time.perf_counter() - begun)
+        return timed
+
+    def split(self) -> tuple[float, float]:
+        """(query seconds, choice seconds) so far."""
+        spent = time.perf_counter() - self.started
+        return self.query, spent - self.query - self.claims
 
 
 class FleetRun:
@@ -454,7 +385,7 @@ class FleetRun:
         self.move_log: list[tuple[float, int, int, int]] = []
         self.policy = policy
         self.limit = limit
-        self.rng = random.Random(seed)
+        self.order = host_order(policy, random.Random(seed))
         # size -> [(query seconds, choice seconds)]
         self.latency: dict[int, list[tuple[float, float]]] = {}
         # root provider -> GPUs held; consumer -> (root, GPUs)
@@ -470,62 +401,74 @@ class FleetRun:
 
     def _known_traits(self, prefix: str) -> set[str]:
         """Traits Placement knows starting with ``prefix``, as the host
-        choice sees them: fitting sizes only for shards (bands and defrag
-        are the scheduler before them; the hosts built by the translator
+        choice sees them: none without bands (one query, as the scheduler
+        before them), fitting sizes only for shards (bands and defrag are
+        the scheduler before them; the hosts built by the translator
         carry them)."""
-        if self.policy != 'shards' and \
-                prefix.startswith(placement_names.FIT_TRAIT_PREFIX):
+        if self.policy not in BANDED or (
+                self.policy != 'shards' and
+                prefix.startswith(placement_names.FIT_TRAIT_PREFIX)):
             return set()
         return self.client.get_trait_names(prefix)
 
-    def _candidates(self, rr: request_builder.ResourceRequest) -> dict:
-        if self.policy in BANDED:
-            return scheduler_fullness.allocation_candidates(
-                rr, self.limit, self.client.get_allocation_candidates,
-                self._known_traits, shards=band_shards.for_request(
-                    self.fleet_hosts, self.shard_hosts, None, self.shard_rng),
-                hosts_with=lambda trait: self.client.provider_names(
-                    required=[trait]))
-        return self.client.get_allocation_candidates(
-            rr.to_query_params(self.limit))
+    def _choose(self, rr: request_builder.ResourceRequest, consumer: str,
+                clock: 'DecisionClock') -> choice.Choice | None:
+        """The scheduler's decision (``nova.scheduler.choice.choose``)
+        with this host choice's view of Placement and order, claiming for
+        ``consumer``; None when it finds no host."""
+        def shards() -> list[band_shards.Shard | None]:
+            if self.policy not in BANDED:
+                return [None]
+            return band_shards.for_request(
+                self.fleet_hosts, self.shard_hosts, None, self.shard_rng)
+
+        placement = choice.Placement(
+            ask=clock.querying(self.client.get_allocation_candidates),
+            known_traits=clock.querying(self._known_traits),
+            hosts_with=clock.querying(
+                lambda trait: self.client.provider_names(required=[trait])),
+            claim=clock.claiming(
+                lambda candidate: self.client.claim_resources(
+                    consumer, candidate.allocation_request, PROJECT, USER)))
+        # Every host of the fleet may be used (no compute is down); the
+        # benchmark needs no reason for a refusal.
+        fleet = choice.Fleet(usable=lambda body: (
+            {summary['root_provider_uuid'] for summary in
+             body.get('provider_summaries', {}).values()}, []),
+            refusals=list, shards=shards)
+        try:
+            return choice.choose(rr, placement, fleet, self.limit,
+                                 order=self.order)
+        except exception.NoValidHost:
+            return None
 
     def place(self, request: Request) -> str | None:
         """Schedule one request; its consumer UUID if claimed."""
         rr = resource_request(request.size)
-        started = time.perf_counter()
-        body = self._candidates(rr)
-        asked = time.perf_counter()
-        ordered = order_candidates(self.policy, body, rr, self.rng)
-        chosen = time.perf_counter()
-        self.latency.setdefault(request.size, []).append(
-            (asked - started, chosen - asked))
         consumer = uuidutils.generate_uuid()
-        claimed = self._claim(consumer, body, ordered, rr, request.size)
-        if claimed is None and self.policy == 'defrag' and \
+        clock = DecisionClock()
+        chosen = self._choose(rr, consumer, clock)
+        self.latency.setdefault(request.size, []).append(clock.split())
+        if chosen is None and self.policy == 'defrag' and \
                 self._defragment(request):
-            body = self._candidates(rr)
-            claimed = self._claim(consumer, body, order_candidates(
-                self.policy, body, rr, self.rng), rr, request.size)
+            chosen = self._choose(rr, consumer, DecisionClock())
+        if chosen is not None:
+            self._claimed(consumer, chosen, rr, request.size)
         self.densities.append((request.arrival, self.density()))
-        return claimed
+        return consumer if chosen is not None else None
 
-    def _claim(self, consumer: str, body: dict, ordered: list[dict],
-               rr: request_builder.ResourceRequest,
-               size: int) -> str | None:
-        summaries = body['provider_summaries']
-        for candidate in ordered:
-            if self.client.claim_resources(consumer, candidate, PROJECT,
-                                           USER):
-                root = scheduler_candidates.host_root(candidate, summaries)
-                # The boards first: the traits _hold publishes read them.
-                if self.boards is not None:
-                    self.boards.hold(consumer, root, frozenset(
-                        scheduler_candidates.taken_providers(
-                            rr.pci_providers(candidate))))
-                self._hold(consumer, root, size)
-                self._count_breaking(candidate, root, summaries, rr)
-                return consumer
-        return None
+    def _claimed(self, consumer: str, chosen: choice.Choice,
+                 rr: request_builder.ResourceRequest, size: int) -> None:
+        """Book a claim made: what the host holds, its band and whether
+        the claim broke a wholly free group."""
+        candidate = chosen.candidate
+        # The boards first: the traits _hold publishes read them.
+        if self.boards is not None:
+            self.boards.hold(consumer, candidate.host, frozenset(
+                scheduler_candidates.taken_providers(
+                    candidate.pci_providers)))
+        self._hold(consumer, candidate.host, size)
+        self._count_breaking(candidate, chosen.summaries, rr)
 
     def _defragment(self, request: Request) -> bool:
         """Plan and carry out the moves freeing a group of the
@@ -554,14 +497,14 @@ class FleetRun:
         self.move_log.append((request.arrival, request.size) + plan.cost)
         return True
 
-    def _count_breaking(self, candidate: dict, root: str, summaries: dict,
+    def _count_breaking(self, candidate: choice.Candidate, summaries: dict,
                         rr: request_builder.ResourceRequest) -> None:
         tree = {uuid: summary for uuid, summary in summaries.items()
-                if summary['root_provider_uuid'] == root}
-        host = scheduler_candidates.HostView(root, tree,
+                if summary['root_provider_uuid'] == candidate.host}
+        host = scheduler_candidates.HostView(candidate.host, tree,
                                              rr.pci_resource_classes)
         largest, _count = host.damage(
-            scheduler_candidates.taken_providers(rr.pci_providers(candidate)))
+            scheduler_candidates.taken_providers(candidate.pci_providers))
         self.claims += 1
         self.breaking += int(largest > 0)
 
@@ -595,72 +538,54 @@ class FleetRun:
 
 class FleetBoards:
     """The fleet's partitions and who holds which GPU, as
-    ``nova.pci.defrag`` plans on them: read once from Placement's
-    database (groups are the providers with a group size trait, their
-    GPUs the PGPU providers below), then kept by the run."""
+    ``nova.fleet.defrag`` plans on them: read once from Placement's
+    database (``placement_copy.read_fleet``; groups are the providers
+    with a group size trait, their GPUs the PGPU providers below), then
+    kept by the run."""
 
-    def __init__(self, database: str) -> None:
-        db = sqlite3.connect(database)
-        try:
-            providers = db.execute(
-                'SELECT rp.id, rp.uuid, rp.name, rp.parent_provider_id, '
-                'root.uuid FROM resource_providers rp JOIN '
-                'resource_providers root ON rp.root_provider_id = root.id'
-            ).fetchall()
-            traits = db.execute(
-                'SELECT rpt.resource_provider_id, t.name FROM '
-                'resource_provider_traits rpt JOIN traits t ON '
-                'rpt.trait_id = t.id').fetchall()
-            gpus = {row[0] for row in db.execute(
-                'SELECT i.resource_provider_id FROM inventories i JOIN '
-                'resource_classes rc ON i.resource_class_id = rc.id '
-                "WHERE rc.name = 'PGPU'")}
-            held = db.execute(
-                'SELECT rp.uuid, root.uuid, a.consumer_id FROM allocations '
-                'a JOIN resource_providers rp ON a.resource_provider_id = '
-                'rp.id JOIN resource_providers root ON rp.root_provider_id '
-                '= root.id JOIN resource_classes rc ON a.resource_class_id '
-                "= rc.id WHERE rc.name = 'PGPU'").fetchall()
-        finally:
-            db.close()
-        traits_of = collections.defaultdict(set)
-        for rp_id, name in traits:
-            traits_of[rp_id].add(name)
+    def __init__(self, providers: list[placement_copy.Provider],
+                 held: list[placement_copy.Held]) -> None:
         children = collections.defaultdict(list)
-        for rp_id, _uuid, _name, parent, _root in providers:
-            children[parent].append(rp_id)
-        by_id = {row[0]: row for row in providers}
+        for provider in providers:
+            children[provider.parent].append(provider)
+        by_uuid = {provider.uuid: provider for provider in providers}
 
-        def node(rp_id: int) -> int | None:
+        def node(uuid: str) -> int | None:
             return placement_names.locality_from_traits(
-                traits_of[rp_id]).node
+                by_uuid[uuid].traits).node
 
-        def gpus_below(rp_id: int) -> list[int]:
-            found, pending = [], [rp_id]
+        def gpus_below(provider: placement_copy.Provider) -> list[str]:
+            found, pending = [], [provider]
             while pending:
                 current = pending.pop()
-                if current in gpus:
-                    found.append(current)
-                pending.extend(children[current])
+                if current.gpu:
+                    found.append(current.uuid)
+                pending.extend(children[current.uuid])
             return found
 
         self.partitions: dict[str, list[defrag.Partition]] = \
             collections.defaultdict(list)
-        for rp_id, uuid, name, _parent, root in providers:
-            if rp_id in gpus:
-                members = [rp_id]
+        for provider in providers:
+            if provider.gpu:
+                members = [provider.uuid]
             elif any(placement_names.is_group_size_trait(t)
-                     for t in traits_of[rp_id]):
-                members = gpus_below(rp_id)
+                     for t in provider.traits):
+                members = gpus_below(provider)
             else:
                 continue
-            self.partitions[root].append(defrag.Partition(
-                root, name, frozenset(by_id[m][1] for m in members),
+            self.partitions[provider.root].append(defrag.Partition(
+                provider.root, provider.name, frozenset(members),
                 frozenset(node(m) for m in members)))
         self.placed: dict[str, tuple[str, frozenset[str]]] = {}
-        for device, root, consumer in held:
-            _root, devices = self.placed.get(consumer, (root, frozenset()))
-            self.placed[consumer] = (root, devices | {device})
+        for gpu in held:
+            _root, devices = self.placed.get(gpu.consumer,
+                                             (gpu.root, frozenset()))
+            self.placed[gpu.consumer] = (gpu.root, devices | {gpu.device})
+
+    @classmethod
+    def from_database(cls, database: str) -> 'FleetBoards':
+        """The boards of the fleet in Placement's SQLite ``database``."""
+        return cls(*placement_copy.read_fleet(database))
 
     def hold(self, consumer: str, root: str,
              devices: frozenset[str]) -> None:
@@ -699,22 +624,11 @@ def publish_band(client: report.SchedulerReportClient, root: str,
 
     A compute publishes them with its provider tree update (the
     translator, from its PCI tracker); the benchmark runs no computes, so
-    it sets the same traits (``nova.pci.placement_names.band_traits``,
-    ``fit_traits``) at once after each claim and end, as a compute
-    updating right away would.
+    it sets the same traits (``translator.host_state_traits``) at once
+    after each claim and end, as a compute updating right away would.
     """
-    path = '/resource_providers/%s/traits' % root
-    body = client._call('GET', path).json()
-    band = placement_names.band_traits({'PGPU': free}) | \
-        placement_names.fit_traits({'PGPU': fits})
-    client._ensure_custom_names('traits', band)
-    traits = {trait for trait in body['traits']
-              if not placement_names.is_band_trait(trait) and
-              not placement_names.is_fit_trait(trait)}
-    client._call('PUT', path, json={
-        'traits': sorted(traits | band),
-        'resource_provider_generation':
-            body['resource_provider_generation']})
+    client.set_traits(root, lambda traits: translator.host_state_traits(
+        traits, {'PGPU': free}, {'PGPU': fits}))
 
 
 def _embedded_client(state_path: str, max_candidates: int = -1):
@@ -727,7 +641,7 @@ def _embedded_client(state_path: str, max_candidates: int = -1):
     placement.start()
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
-    nova_all.use_noauth_placement(conf, placement.url)
+    placement_conf.use_noauth_placement(conf, placement.url)
     conf([], project='nova', default_config_files=[],
          default_config_dirs=[])
     return placement, report.SchedulerReportClient(conf)
@@ -749,14 +663,15 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     placement, client = _embedded_client(state_path)
     try:
         started = time.perf_counter()
-        boards = (FleetBoards(_database(state_path))
+        boards = (FleetBoards.from_database(_database(state_path))
                   if policy in ('defrag', 'shards') else None)
         run = FleetRun(client, policy, args.limit or None, args.seed,
                        boards, args.defrag_max_moves)
         if policy == 'shards':
             run.fleet_hosts = args.hosts
             run.shard_hosts = args.band_shard_hosts
-        for root, held in gpus_held(_database(state_path)).items():
+        for root, held in placement_copy.gpus_held(
+                _database(state_path)).items():
             run.held[root] = held
             run.busy_hosts += 1
         if policy == 'shards':

@@ -43,6 +43,7 @@ from wsgiref import simple_server
 
 from nova.cmd import all as nova_all
 import nova.conf
+from nova.conf import placement as placement_conf
 from nova import cmd
 from nova import demo
 from nova.db import migration
@@ -241,7 +242,7 @@ def start_services(state_path: str, servers: int):
     migration.db_sync()
     placement = embedded_placement.EmbeddedPlacement(state_path=state_path)
     placement.start()
-    nova_all.use_noauth_placement(conf, placement.url)
+    placement_conf.use_noauth_placement(conf, placement.url)
     allinone = nova_all.AllInOne(conf, ['hgx-1', 'hgx-2'], api_port=0)
     allinone.start()
     client = workload.ComputeClient(allinone.api_url)

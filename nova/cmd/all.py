@@ -23,7 +23,6 @@ import argparse
 import os
 import sys
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 
@@ -40,6 +39,7 @@ from nova.compute import manager as compute_manager
 from nova.compute import rpcapi as compute_rpcapi
 from nova.conf import libvirt as libvirt_conf
 from nova.conf import per_compute
+from nova.conf import placement as placement_conf
 from nova.conductor import manager as conductor_manager
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import migration
@@ -55,20 +55,6 @@ from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import nvlink_metrics
 
 LOG = logging.getLogger(__name__)
-
-# Placement's noauth2 middleware treats this token as the admin.
-PLACEMENT_TOKEN = 'admin'
-
-
-def use_noauth_placement(conf: cfg.ConfigOpts, url: str) -> None:
-    """Point [placement] at a noauth2 Placement at ``url``."""
-    conf.register_opts(
-        ks_loading.get_auth_plugin_conf_options('admin_token'),
-        group='placement')
-    conf.set_override('auth_type', 'admin_token', group='placement')
-    conf.set_override('endpoint', url, group='placement')
-    conf.set_override('token', PLACEMENT_TOKEN, group='placement')
-
 
 # The tool paths whose setting gives a generated host the configured
 # Fabric Manager instead of nova-all's fake one.
@@ -330,7 +316,7 @@ def _serve(conf: cfg.ConfigOpts, args: argparse.Namespace,
         glance.start()
         for service_conf in [conf, *compute_confs.values()]:
             glance.configure_nova(service_conf)
-        use_noauth_placement(conf, placement.url)
+        placement_conf.use_noauth_placement(conf, placement.url)
         try:
             allinone.start()
             if args.demo:

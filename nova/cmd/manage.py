@@ -10,13 +10,13 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from nova import cmd
-from nova.cmd import all as nova_all
 from nova.cmd import defrag
 from nova import context as nova_context
 from nova import exception
 from nova.compute import audit
 from nova.compute import pci_placement_translator as translator
 from nova.compute import rpcapi as compute_rpcapi
+from nova.conf import placement as placement_conf
 from nova.db import api as db
 from nova.db import migration
 from nova.db import sqlite
@@ -227,7 +227,7 @@ def _reportclient(conf: cfg.ConfigOpts) -> report.SchedulerReportClient:
     ``[all_in_one]placement_listen_port``), which nova-all's services
     use whatever ``[placement]`` says."""
     if conf.placement.auth_type is None:
-        nova_all.use_noauth_placement(conf, 'http://127.0.0.1:%d' % (
+        placement_conf.use_noauth_placement(conf, 'http://127.0.0.1:%d' % (
             conf.all_in_one.placement_listen_port))
     return report.SchedulerReportClient(conf)
 

@@ -27,7 +27,7 @@ stays in place.
 """
 
 import collections
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 import dataclasses
 from typing import Callable
 
@@ -536,12 +536,25 @@ def _publish_host_state(view: PlacementView, tree: ptree.ProviderTree,
                                           busy)
             for rc, groups in below.items()}
     root = tree.data(view.nodename)
-    tree.update_traits(root.uuid, {
-        trait for trait in root.traits
-        if not (names.is_band_trait(trait) or names.is_fit_trait(trait) or
-                names.is_shard_trait(trait))
-    } | names.band_traits(free) | names.fit_traits(fits) |
-        names.shard_traits(view.nodename))
+    tree.update_traits(root.uuid, host_state_traits(
+        {trait for trait in root.traits if not names.is_shard_trait(trait)}
+        | names.shard_traits(view.nodename), free, fits))
+
+
+def host_state_traits(traits: Iterable[str], free: dict[str, int],
+                      fits: Mapping[str, Iterable[int]]) -> set[str]:
+    """A root provider's ``traits`` with its free-device bands and fitting
+    sizes replaced by those of ``free`` (resource class -> free units)
+    and ``fits`` (resource class -> sizes it can take without breaking a
+    free group); its other traits are kept.
+
+    What a compute publishes after each change of its devices' use
+    (``update_provider_tree_for_pci``); public so that a tool replaying a
+    fleet without computes (``tools/bench_fleet.py``) publishes the same.
+    """
+    return {trait for trait in traits
+            if not (names.is_band_trait(trait) or names.is_fit_trait(trait))
+            } | names.band_traits(free) | names.fit_traits(fits)
 
 
 def ensure_reporting_not_disabled(tree: ptree.ProviderTree) -> None:

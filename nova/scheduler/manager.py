@@ -39,12 +39,10 @@ from nova.fleet import board
 from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards
-from nova.scheduler import candidates as scheduler_candidates
+from nova.scheduler import choice
 from nova.scheduler import frees
 from nova.scheduler.client import report
-from nova.scheduler import fullness
 from nova.scheduler import metrics as scheduler_metrics
-from nova.scheduler import numa_affinity
 from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.scheduler import rpcapi as scheduler_rpcapi
@@ -54,29 +52,6 @@ LOG = logging.getLogger(__name__)
 
 BINARY = 'nova-scheduler'
 COMPUTE_BINARY = 'nova-compute'
-
-
-def describe_request(request: request_builder.ResourceRequest) -> str:
-    """What an instance asks for, in words, for NoValidHost reasons.
-
-    e.g. "4 VCPU, 4096 MEMORY_MB and a free nvlink group of 2 x PGPU".
-    """
-    parts = []
-    flavor_group = request.groups[0]
-    parts.extend('%d %s' % (amount, rc)
-                 for rc, amount in flavor_group.resources.items())
-    for pci_req in request.pci_requests:
-        if pci_req.group_type and pci_req.count >= 2:
-            parts.append('a free %s group of %d x %s' % (
-                pci_req.group_type, pci_req.count, pci_req.resource_class))
-        else:
-            parts.append('%d x %s' % (pci_req.count,
-                                      pci_req.resource_class))
-    if not parts:
-        return 'no resources'
-    if len(parts) == 1:
-        return parts[0]
-    return '%s and %s' % (', '.join(parts[:-1]), parts[-1])
 
 
 class SchedulerManager(manager.Manager):
@@ -165,114 +140,68 @@ class SchedulerManager(manager.Manager):
                 request: request_builder.ResourceRequest, excluded: set[str],
                 requested_host: str | None,
                 after_claim) -> scheduler_rpcapi.Selection:
-        """Candidates for ``request``, usable hosts, weighing, claim;
-        Placement is asked again (up to ``[scheduler]max_claim_rounds``
-        times) while every candidate it offered is claimed concurrently."""
+        """``choice.choose`` with this scheduler's Placement client and
+        the compute nodes and services of the database (read once per
+        decision, not once per query): candidates on usable hosts,
+        weighing, claim, asking Placement again (up to
+        ``[scheduler]max_claim_rounds`` times) while every candidate it
+        offered is claimed concurrently."""
         instance_uuid = instance['uuid']
-        wanted = describe_request(request)
-
-        # The compute nodes and services are read once per decision, not
-        # once per band query.
         fleet = _compute_fleet(context)
+        nodes = fleet[0]
         project_id = instance['project_id'] or context.project_id
         user_id = instance['user_id'] or context.user_id
-        rounds = self.conf.scheduler.max_claim_rounds
-        refused = 0
-        # Each round asks Placement afresh, fullest band first: when every
-        # candidate of a round was taken by concurrent claims, the next
-        # answer shows what is still free (other hosts, other bands).
-        for round_number in range(1, rounds + 1):
-            try:
-                candidates, usable = self._ordered_candidates(
-                    context, request, wanted, fleet, excluded,
-                    requested_host)
-            except exception.NoValidHost as exc:
-                raise _with_leaks(context, exc.kwargs['reason'],
-                                  exc.kwargs['codes']) from exc
-            for candidate in candidates:
-                node = usable[candidate.host]
-                if self.reportclient.claim_resources(
-                        instance_uuid, candidate.allocation_request,
-                        project_id, user_id):
-                    if after_claim is not None:
-                        after_claim()
-                    LOG.info('Instance %s scheduled to %s (%s)',
-                             instance_uuid, node['host'],
-                             node['hypervisor_hostname'])
-                    return scheduler_rpcapi.Selection(
-                        host=node['host'],
-                        nodename=node['hypervisor_hostname'],
-                        allocation_request=candidate.allocation_request,
-                        pci_providers=candidate.pci_providers)
-                LOG.info('Claim for instance %s on %s refused; trying the '
-                         'next candidate', instance_uuid, node['host'])
-                scheduler_metrics.CLAIM_CONFLICTS.inc()
-            refused += len(candidates)
-            if round_number < rounds:
-                scheduler_metrics.CLAIM_RETRIES.inc()
-            LOG.info('Every candidate of query %d of %d for instance %s was '
-                     'taken concurrently%s', round_number, rounds,
-                     instance_uuid, '; asking Placement again'
-                     if round_number < rounds else '')
-        scheduler_metrics.refused(refusal.CLAIMS_TAKEN)
-        raise _with_leaks(context, (
-            'Placement refused the claims on all %d candidate(s) for %s, '
-            'found in %d queries ([scheduler]max_claim_rounds): taken '
-            'concurrently by other instances' % (refused, wanted, rounds)),
-            [refusal.CLAIMS_TAKEN])
 
-    def _ordered_candidates(
-            self, context, request: request_builder.ResourceRequest,
-            wanted: str,
-            fleet: tuple[dict, dict], excluded: set[str],
-            requested_host: str | None
-    ) -> tuple[list[scheduler_candidates.Candidate], dict]:
-        """Placement's candidates for ``request`` on usable hosts, in the
-        order to claim them, and the usable compute nodes by root
-        provider UUID. NoValidHost saying why when there is none."""
-        def usable_hosts(body: dict) -> tuple[dict, list[str]]:
-            return self._usable_hosts(body, fleet, excluded, self.conf,
-                                      requested_host)
+        def claim(candidate: choice.Candidate) -> bool:
+            if self.reportclient.claim_resources(
+                    instance_uuid, candidate.allocation_request,
+                    project_id, user_id):
+                return True
+            LOG.info('Claim for instance %s on %s refused; trying the '
+                     'next candidate', instance_uuid,
+                     nodes[candidate.host]['host'])
+            return False
 
-        response = self._allocation_candidates(
-            request, lambda body: bool(
-                _on_hosts(body, usable_hosts(body)[0])),
-            self._shards(fleet[0].values(), requested_host))
-        offered = scheduler_candidates.from_response(response, request)
-        if not offered:
-            # The boards name withheld groups and why.
-            reasons = refusal.reasons(
-                self.reportclient, request,
-                lambda: board.load_fleet(context, names=False))
-            codes = [reason.code for reason in reasons]
-            scheduler_metrics.refused(*codes)
-            raise exception.NoValidHost(reason=refusal.no_candidate(
-                wanted, refusal.explain(reasons)), codes=codes)
-
-        usable, dropped = usable_hosts(response)
-        kept = [candidate for candidate in offered
-                if candidate.host in usable]
-        if not kept:
-            scheduler_metrics.refused(refusal.HOSTS_UNUSABLE)
-            raise exception.NoValidHost(reason=(
-                '%d candidate(s) for %s, all on hosts that cannot be used: '
-                '%s' % (len(offered), wanted, '; '.join(dropped))),
-                codes=[refusal.HOSTS_UNUSABLE])
-
-        summaries = response.get('provider_summaries', {})
-        kept, numa_reasons = numa_affinity.filter_candidates(
-            kept, summaries, request)
-        if not kept:
-            scheduler_metrics.refused(refusal.NUMA_POLICY)
-            raise exception.NoValidHost(reason=(
-                'no candidate for %s meets the PCI NUMA affinity policy: %s'
-                % (wanted, '; '.join(numa_reasons))),
-                codes=[refusal.NUMA_POLICY])
-
-        ordered = numa_affinity.prefer_local(
-            scheduler_candidates.order(kept, summaries, request),
-            summaries, request)
-        return ordered, usable
+        # A forbidden trait no provider has yet forbids nothing, but
+        # Placement refuses a query naming a trait it does not know, and
+        # the shard traits of a shard no compute reported yet are unknown.
+        self.reportclient.ensure_traits(
+            [trait for group in request.groups
+             for trait in group.forbidden_traits] +
+            sorted(placement_names.SHARD_TRAITS))
+        try:
+            chosen = choice.choose(
+                request,
+                choice.Placement(
+                    ask=self._ask_placement,
+                    known_traits=self.reportclient.get_trait_names,
+                    hosts_with=lambda trait: self.reportclient.provider_names(
+                        required=[trait]),
+                    claim=claim),
+                choice.Fleet(
+                    usable=lambda body: self._usable_hosts(
+                        body, fleet, excluded, self.conf, requested_host),
+                    # The boards name withheld groups and why.
+                    refusals=lambda: refusal.reasons(
+                        self.reportclient, request,
+                        lambda: board.load_fleet(context, names=False)),
+                    shards=lambda: self._shards(nodes.values(),
+                                                requested_host)),
+                self.conf.scheduler.max_placement_results,
+                self.conf.scheduler.max_claim_rounds,
+                label='instance %s' % instance_uuid)
+        except exception.NoValidHost as exc:
+            raise _with_leaks(context, exc.kwargs['reason'],
+                              exc.kwargs['codes']) from exc
+        if after_claim is not None:
+            after_claim()
+        node = nodes[chosen.candidate.host]
+        LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
+                 node['host'], node['hypervisor_hostname'])
+        return scheduler_rpcapi.Selection(
+            host=node['host'], nodename=node['hypervisor_hostname'],
+            allocation_request=chosen.candidate.allocation_request,
+            pci_providers=chosen.candidate.pci_providers)
 
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:
@@ -333,25 +262,6 @@ class SchedulerManager(manager.Manager):
         return band_shards.for_request(
             len(nodes), self.conf.scheduler.band_shard_hosts,
             requested[0] if len(requested) == 1 else None, self._rng)
-
-    def _allocation_candidates(self, request, usable,
-                               shards=(None,)) -> dict:
-        """Placement's candidates for ``request``, fullest hosts first
-        (``nova.scheduler.fullness``: band by band under the limit, in
-        ``shards`` of the fleet in turn, past bands whose candidates are
-        all on hosts ``usable`` refuses)."""
-        # A forbidden trait no provider has yet forbids nothing, but
-        # Placement refuses a query naming a trait it does not know, and
-        # the shard traits of a shard no compute reported yet are unknown.
-        self.reportclient.ensure_traits(
-            [trait for group in request.groups
-             for trait in group.forbidden_traits] +
-            sorted(placement_names.SHARD_TRAITS))
-        return fullness.allocation_candidates(
-            request, self.conf.scheduler.max_placement_results,
-            self._ask_placement, self.reportclient.get_trait_names, usable,
-            shards, lambda trait: self.reportclient.provider_names(
-                required=[trait]))
 
     def _ask_placement(self, params: list[tuple[str, str]]) -> dict:
         """One ``GET /allocation_candidates``.
@@ -417,13 +327,6 @@ def _compute_fleet(context) -> tuple[dict, dict]:
     services = {service['host']: service
                 for service in db.service_get_all(context, COMPUTE_BINARY)}
     return nodes, services
-
-
-def _on_hosts(response: dict, usable: dict) -> list[dict]:
-    """The candidates of ``response`` that land on a host in ``usable``."""
-    summaries = response.get('provider_summaries', {})
-    return [candidate for candidate in response.get('allocation_requests', [])
-            if scheduler_candidates.host_root(candidate, summaries) in usable]
 
 
 def _with_leaks(context, reason: str,

@@ -21,7 +21,7 @@ request that caused it.
 
 import threading
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
@@ -455,6 +455,40 @@ class SchedulerReportClient:
             current, rp_uuid, '/resource_providers/%s/traits' % rp_uuid,
             {'traits': sorted(traits)})
         current.update_traits(rp_uuid, result['traits'])
+
+    def set_traits(self, rp_uuid: str,
+                   update: Callable[[frozenset[str]], set[str]]
+                   ) -> set[str]:
+        """Give provider ``rp_uuid`` the traits ``update`` makes of its
+        current ones, for a change to some traits of a provider whose
+        tree the caller does not hold (e.g. a tool replaying what
+        computes publish, see ``pci_placement_translator.
+        host_state_traits``).
+
+        Reads the traits and generation, creates the CUSTOM_ traits
+        Placement does not know and writes at the generation read; on a
+        generation conflict it reads and applies ``update`` again, up to
+        ``MAX_GENERATION_TRIES`` times (then
+        ResourceProviderUpdateConflict). Returns the traits written.
+        """
+        path = '/resource_providers/%s/traits' % rp_uuid
+        for _attempt in range(MAX_GENERATION_TRIES):
+            current = self._call('GET', path).json()
+            generation = current['resource_provider_generation']
+            traits = set(update(frozenset(current['traits'])))
+            self.ensure_traits(traits)
+            resp = self._call('PUT', path, json={
+                'traits': sorted(traits),
+                'resource_provider_generation': generation}, allow=(409,))
+            if resp.status_code != 409:
+                return set(resp.json()['traits'])
+            detail, code = _error_body(resp)
+            if code != _CONCURRENT_UPDATE:
+                raise self._api_error('PUT', path, resp)
+            LOG.debug('Generation of resource provider %s moved past %s; '
+                      're-reading its traits', rp_uuid, generation)
+        raise exception.ResourceProviderUpdateConflict(
+            uuid=rp_uuid, generation=generation, error=detail)
 
     def ensure_traits(self, names: Iterable[str]) -> None:
         """Create the CUSTOM_ traits among ``names`` that Placement may

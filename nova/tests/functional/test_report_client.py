@@ -324,6 +324,65 @@ class ReportClientTestCase(test.TestCase):
         self.assertEqual(report.MAX_GENERATION_TRIES, calls.count(
             ('PUT', '/resource_providers/%s/traits' % device.uuid)))
 
+    def test_set_traits_changes_some_traits_of_a_provider(self):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        root = desired.data(HOST).uuid
+
+        written = self.client.set_traits(
+            root, lambda traits: traits | {'CUSTOM_BAND_NEW'})
+
+        self.assertEqual({'OWNER_NOVA', 'CUSTOM_BAND_NEW'}, written)
+        self.assertEqual(written, self.client.get_traits(root))
+
+    def test_set_traits_reads_again_after_a_generation_conflict(self):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        root = desired.data(HOST)
+        seen = []
+
+        def update(traits):
+            if not seen:
+                # Someone else writes between our read and our write.
+                resp = self.placement.api.put(
+                    '/resource_providers/%s/traits' % root.uuid,
+                    json={'traits': sorted(traits | {'HW_CPU_X86_AVX'}),
+                          'resource_provider_generation':
+                              self.rp_generation(root.uuid)})
+                self.assertEqual(200, resp.status_code, resp.text)
+            seen.append(traits)
+            return traits | {'CUSTOM_BAND_NEW'}
+
+        self.client.set_traits(root.uuid, update)
+
+        self.assertEqual([{'OWNER_NOVA'}, {'OWNER_NOVA', 'HW_CPU_X86_AVX'}],
+                         seen)
+        self.assertEqual({'OWNER_NOVA', 'HW_CPU_X86_AVX', 'CUSTOM_BAND_NEW'},
+                         self.client.get_traits(root.uuid))
+
+    def test_set_traits_gives_up_on_lasting_conflicts(self):
+        desired = build_tree()
+        self.client.update_from_provider_tree(desired)
+        root = desired.data(HOST).uuid
+
+        def update(traits):
+            # Someone else changes the traits each time (an unchanged set
+            # would keep the generation).
+            self.placement.api.put(
+                '/resource_providers/%s/traits' % root,
+                json={'traits': sorted(traits ^ {'HW_CPU_X86_AVX'}),
+                      'resource_provider_generation':
+                          self.rp_generation(root)})
+            return traits | {'CUSTOM_BAND_NEW'}
+
+        calls = self.record_calls()
+        error = self.assertRaises(exception.ResourceProviderUpdateConflict,
+                                  self.client.set_traits, root, update)
+        self.assertIn(root, str(error))
+        self.assertEqual(report.MAX_GENERATION_TRIES, calls.count(
+            ('PUT', '/resource_providers/%s/traits' % root)))
+        self.assertEqual({'OWNER_NOVA'}, self.client.get_traits(root))
+
     # Errors ----------------------------------------------------------------
 
     def test_unreachable_placement_names_the_url(self):

@@ -39,6 +39,11 @@ never reads a private attribute (``compute._cleanup``) of what it is
 given. The compute manager and those modules use the host's devices
 through the resource tracker (``rt.claim``, ``rt.held_by``), never
 through its PCI tracker.
+
+The scripts of ``tools/`` (benchmarks, soak, image builder) drive nova
+through its public entry points, as a deployment would: they never read a
+private name (``client._call``) nor import the console commands
+(``nova.cmd``), except a tool whose subject is a command (``CMD_TOOLS``).
 """
 
 import ast
@@ -124,6 +129,13 @@ SEAMS = ('nova.compute.repair', 'nova.compute.moves', 'nova.compute.health')
 # Modules that use the host's devices through the resource tracker's
 # methods, never its ``pci_tracker``.
 TRACKER_CLIENTS = ('nova.compute.manager',) + SEAMS
+
+
+# The scripts outside the package, and those that start a console
+# command because it is what they measure: bench_wsgi serves nova-all's
+# API to compare HTTP servers.
+TOOLS = ROOT.parent / 'tools'
+CMD_TOOLS = ('bench_wsgi',)
 
 
 def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
@@ -219,7 +231,18 @@ def private_reaches(root: pathlib.Path = ROOT) -> list[str]:
     (``SEAMS``) reads on another object than ``self`` or ``cls``, by dot
     or by ``getattr``."""
     found = []
-    for module, node in _nodes(root, SEAMS):
+    for module in SEAMS:
+        path = root.parent.joinpath(*module.split('.')).with_suffix('.py')
+        found += ['%s:%d %s' % (module, line, expression) for line, expression
+                  in _private_reads(ast.parse(path.read_text()))]
+    return found
+
+
+def _private_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, expression) of each private attribute read in ``tree`` on
+    another object than ``self`` or ``cls``, by dot or by ``getattr``."""
+    found = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             owner, name = node.value, node.attr
         elif isinstance(node, ast.Call) and \
@@ -232,8 +255,36 @@ def private_reaches(root: pathlib.Path = ROOT) -> list[str]:
             continue
         if _private(name) and \
                 getattr(owner, 'id', None) not in ('self', 'cls'):
-            found.append('%s:%d %s' % (module, node.lineno,
-                                       ast.unparse(node)))
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def tool_reaches(tools: pathlib.Path = TOOLS) -> list[str]:
+    """``tool:line what`` for each place a script of ``tools`` goes
+    around nova's public entry points: a private attribute it reads
+    (``_private_reads``), a private name it imports, or an import of
+    ``nova.cmd`` (unless the tool is one of ``CMD_TOOLS``)."""
+    found = []
+    for path in sorted(tools.glob('*.py')):
+        tree = ast.parse(path.read_text())
+        found += ['%s:%d %s' % (path.stem, line, expression)
+                  for line, expression in _private_reads(tree)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = ['%s.%s' % (node.module, alias.name)
+                         for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if any(_private(part) for part in name.split('.')):
+                    found.append('%s:%d import %s' % (path.stem,
+                                                      node.lineno, name))
+                elif _within(name, 'nova.cmd') and \
+                        path.stem not in CMD_TOOLS:
+                    found.append('%s:%d import %s' % (path.stem,
+                                                      node.lineno, name))
     return found
 
 
@@ -544,3 +595,33 @@ class TestLayers(test.TestCase):
             ['nova.compute.manager:3 self.rt.pci_tracker',
              'nova.compute.repair:2 compute.rt.pci_tracker'],
             tracker_reaches(root))
+
+
+class TestTools(test.TestCase):
+    """The scripts of tools/ use nova's public entry points only."""
+
+    def test_tools_use_only_public_names_and_no_command(self):
+        self.assertEqual([], tool_reaches())
+
+    def test_the_check_sees_a_tool_going_around_the_seams(self):
+        # What tools/bench_fleet.py did before issue 34: the report
+        # client's private calls, and nova-all for its Placement options.
+        tools = pathlib.Path(self.useFixture(fixtures.TempDir()).path)
+        (tools / 'bench_probe.py').write_text(
+            'from nova.cmd import all as nova_all\n'
+            'from nova.scheduler.client import report\n'
+            'from nova.compute.translator import _publish\n'
+            'import nova.cmd.manage\n'
+            'def run(client):\n'
+            '    client._call("GET", "/traits")\n'
+            '    getattr(client, "_ensure_custom_names")("traits", [])\n'
+            '    client.set_traits("rp", set)\n')
+        (tools / 'bench_wsgi.py').write_text(
+            'from nova.cmd import all as nova_all\n')
+        self.assertEqual(
+            ['bench_probe:6 client._call',
+             "bench_probe:7 getattr(client, '_ensure_custom_names')",
+             'bench_probe:1 import nova.cmd.all',
+             'bench_probe:3 import nova.compute.translator._publish',
+             'bench_probe:4 import nova.cmd.manage'],
+            tool_reaches(tools))

@@ -109,7 +109,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.hosts.add_host('cmp1')
         instance = gpu_hosts.create_instance(self.context, 2)
         answers, worked_out = [], []
-        ask = manager.SchedulerManager._allocation_candidates
+        ask = manager.SchedulerManager._ask_placement
         chosen = request_builder.ResourceRequest.pci_providers
 
         def recording_ask(scheduler, *args):
@@ -121,7 +121,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
             return chosen(request, candidate)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova.scheduler.manager.SchedulerManager._allocation_candidates',
+            'nova.scheduler.manager.SchedulerManager._ask_placement',
             recording_ask))
         self.useFixture(fixtures.MonkeyPatch(
             'nova.scheduler.request_builder.ResourceRequest.pci_providers',
@@ -129,7 +129,9 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         self._select(instance)
 
-        offered = answers[0]['allocation_requests']
+        # The last answer is the one chosen from (the fullest band with
+        # a candidate).
+        offered = answers[-1]['allocation_requests']
         self.assertEqual(4, len(offered))     # the 4 free pairs of cmp1
         self.assertEqual(len(offered), len(worked_out))
 

@@ -164,6 +164,19 @@ class TestRootTraits(TranslatorTestBase):
         self.assertNotIn('CUSTOM_PCI_FIT_PGPU_8',
                          self.root_traits(placement_names.is_fit_trait))
 
+    def test_host_state_traits_replace_bands_and_sizes_only(self):
+        # What the benchmark publishes for a host without a compute: the
+        # old band and sizes go, every other root trait stays.
+        shard = sorted(placement_names.shard_traits(HOST))[0]
+        before = {'OWNER_NOVA', shard, 'CUSTOM_PCI_FREE_PGPU_8',
+                  'CUSTOM_PCI_FIT_PGPU_8'}
+        self.assertEqual(
+            {'OWNER_NOVA', shard} | placement_names.band_traits(
+                {'PGPU': 3}) | {'CUSTOM_PCI_FIT_PGPU_1',
+                                'CUSTOM_PCI_FIT_PGPU_2'},
+            translator.host_state_traits(before, {'PGPU': 3},
+                                         {'PGPU': [1, 2]}))
+
 
 class TestGroupedTree(TranslatorTestBase):
 

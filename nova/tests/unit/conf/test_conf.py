@@ -5,6 +5,7 @@ from oslo_config import cfg
 from nova import test
 import nova.conf
 from nova.conf import opts
+from nova.conf import placement as placement_conf
 
 
 class TestOptionRegistration(test.TestCase):
@@ -34,6 +35,15 @@ class TestOptionRegistration(test.TestCase):
         self.assertEqual('placement', conf.placement.service_type)
         self.assertIn('endpoint_override', conf.placement)
         self.assertIn('auth_type', conf.placement)
+
+    def test_noauth_placement_is_reached_with_the_admin_token(self):
+        # nova-all, nova-manage and the tools point [placement] at a
+        # noauth2 Placement this way.
+        conf = self._fresh_conf()
+        placement_conf.use_noauth_placement(conf, 'http://127.0.0.1:8778')
+        self.assertEqual('admin_token', conf.placement.auth_type)
+        self.assertEqual('http://127.0.0.1:8778', conf.placement.endpoint)
+        self.assertEqual(placement_conf.NOAUTH_TOKEN, conf.placement.token)
 
     def test_deprecated_whitelist_name_is_accepted(self):
         conf = cfg.ConfigOpts()
