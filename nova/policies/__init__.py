@@ -15,7 +15,7 @@ from oslo_policy import policy
 
 ANY = '@'
 ADMIN = 'rule:context_is_admin'
-ADMIN_OR_OWNER = 'rule:admin_or_owner'
+ADMIN_OR_USER = 'rule:admin_or_user'
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
 PROJECT_READER_OR_ADMIN = 'rule:project_reader_or_admin'
 
@@ -112,7 +112,7 @@ def list_rules() -> list[policy.RuleDefault]:
             '(role:reader and project_id:%(project_id)s)',
             'An admin, or a reader of the project that owns the target.'),
         policy.RuleDefault(
-            'admin_or_owner',
+            'admin_or_user',
             'rule:context_is_admin or user_id:%(user_id)s',
             'An admin, or the user who owns the target (key pairs belong '
             'to a user, not a project).'),
@@ -271,13 +271,13 @@ def list_rules() -> list[policy.RuleDefault]:
               "List a hypervisor's PCI devices, their holders, NVLink "
               'groups and health.',
               [('GET', '/os-hypervisors/{hypervisor_id}/pci-devices')]),
-        _rule(KEYPAIRS_INDEX, ADMIN_OR_OWNER, "List a user's key pairs.",
+        _rule(KEYPAIRS_INDEX, ADMIN_OR_USER, "List a user's key pairs.",
               [('GET', '/os-keypairs')]),
-        _rule(KEYPAIRS_SHOW, ADMIN_OR_OWNER, 'Show a key pair.',
+        _rule(KEYPAIRS_SHOW, ADMIN_OR_USER, 'Show a key pair.',
               [('GET', '/os-keypairs/{keypair_name}')]),
-        _rule(KEYPAIRS_CREATE, ADMIN_OR_OWNER,
+        _rule(KEYPAIRS_CREATE, ADMIN_OR_USER,
               'Create or import a key pair.', [('POST', '/os-keypairs')]),
-        _rule(KEYPAIRS_DELETE, ADMIN_OR_OWNER, 'Delete a key pair.',
+        _rule(KEYPAIRS_DELETE, ADMIN_OR_USER, 'Delete a key pair.',
               [('DELETE', '/os-keypairs/{keypair_name}')]),
         _rule(MIGRATIONS_INDEX, ADMIN, 'List migration records.',
               [('GET', '/os-migrations')]),
