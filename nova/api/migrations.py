@@ -10,6 +10,7 @@ from nova.api import servers
 from nova.api import validation
 from nova.api import version_history
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova import policies
 
@@ -18,35 +19,35 @@ _FILTERS = (('status', 'status'), ('instance_uuid', 'instance_uuid'),
             ('source_compute', 'source_compute'))
 
 
-def _common_view(req, migration: dict) -> dict:
+def _common_view(req, migration: records.Migration) -> dict:
     view = {
-        'id': migration['id'],
-        'created_at': migration['created_at'],
-        'updated_at': migration['updated_at'],
-        'dest_compute': migration['dest_compute'],
-        'dest_host': migration['dest_host'],
-        'dest_node': migration['dest_node'],
-        'source_compute': migration['source_compute'],
-        'source_node': migration['source_node'],
-        'status': migration['status'],
+        'id': migration.id,
+        'created_at': migration.created_at,
+        'updated_at': migration.updated_at,
+        'dest_compute': migration.dest_compute,
+        'dest_host': migration.dest_host,
+        'dest_node': migration.dest_node,
+        'source_compute': migration.source_compute,
+        'source_node': migration.source_node,
+        'status': migration.status,
     }
     if req.api_version.at_least(version_history.MIGRATION_UUID):
-        view['uuid'] = migration['uuid']
+        view['uuid'] = migration.uuid
     if req.api_version.at_least(version_history.MIGRATION_OWNER):
-        view['user_id'] = migration['user_id']
-        view['project_id'] = migration['project_id']
+        view['user_id'] = migration.user_id
+        view['project_id'] = migration.project_id
     return view
 
 
-def _index_view(req, migration: dict) -> dict:
+def _index_view(req, migration: records.Migration) -> dict:
     view = _common_view(req, migration)
     view.update({
-        'instance_uuid': migration['instance_uuid'],
-        'old_instance_type_id': migration['old_instance_type_id'],
-        'new_instance_type_id': migration['new_instance_type_id'],
+        'instance_uuid': migration.instance_uuid,
+        'old_instance_type_id': migration.old_instance_type_id,
+        'new_instance_type_id': migration.new_instance_type_id,
     })
     if req.api_version.at_least(version_history.MIGRATION_TYPE):
-        view['migration_type'] = migration['migration_type']
+        view['migration_type'] = migration.migration_type
         # Links only point at live migrations in progress upstream.
         view['links'] = []
     return view
@@ -72,16 +73,17 @@ def index(req) -> tuple:
     host = req.GET.get('host')
     if host:
         migrations = [m for m in migrations
-                      if host in (m['source_compute'], m['dest_compute'])]
+                      if host in (m.source_compute, m.dest_compute)]
+    views = [_index_view(req, m) for m in migrations]
     if req.api_version.at_least(version_history.MIGRATION_UUID):
-        migrations = validation.paginate(req, migrations, 'uuid')
-    return 200, {'migrations': [_index_view(req, m) for m in migrations]}
+        views = validation.paginate(req, views, 'uuid')
+    return 200, {'migrations': views}
 
 
-def _server_view(req, migration: dict) -> dict:
+def _server_view(req, migration: records.Migration) -> dict:
     view = _common_view(req, migration)
     view.update({
-        'server_uuid': migration['instance_uuid'],
+        'server_uuid': migration.instance_uuid,
         # Upstream reports live-migration progress here; a cold move has
         # no memory or disk copy to report.
         'memory_total_bytes': None, 'memory_processed_bytes': None,
@@ -91,7 +93,7 @@ def _server_view(req, migration: dict) -> dict:
     return view
 
 
-def _server_migrations(req, server_id: str) -> list[dict]:
+def _server_migrations(req, server_id: str) -> list[records.Migration]:
     servers.get_instance(req, server_id, policies.SERVER_MIGRATIONS)
     if not req.api_version.at_least(version_history.MIGRATION_TYPE):
         raise exception.NotFound()
@@ -108,6 +110,6 @@ def server_show(req, server_id: str, migration_id: str) -> tuple:
     """GET /servers/{id}/migrations/{migration_id} (2.23): one move in
     progress, by id (or uuid)."""
     for migration in _server_migrations(req, server_id):
-        if migration_id in (str(migration['id']), migration['uuid']):
+        if migration_id in (str(migration.id), migration.uuid):
             return 200, {'migration': _server_view(req, migration)}
     raise exception.MigrationNotFound(migration_id=migration_id)

@@ -155,10 +155,10 @@ class RestMover:
 
     def _migration_status(self, uuid: str) -> str:
         """The status of the server's newest migration."""
-        migrations = self._request(
+        views = self._request(
             'GET', '/os-migrations?instance_uuid=%s' % uuid,
             uuid)['migrations']
-        return migrations[0]['status'] if migrations else 'not recorded'
+        return views[0]['status'] if views else 'not recorded'
 
     def __call__(self, move: fleet_defrag.Move) -> None:
         """Cold-migrate ``move.server`` to its target host, confirm."""

@@ -265,7 +265,8 @@ class API:
                            {'server_metadata': metadata})
         return metadata
 
-    def resize(self, context, instance: dict, flavor_ref: str) -> dict:
+    def resize(self, context, instance: dict,
+               flavor_ref: str) -> records.Migration:
         """Resize the server to flavor ``flavor_ref``; the migration.
 
         The new flavor is checked as for a boot (400 naming a bad alias or
@@ -293,7 +294,7 @@ class API:
             new_pci_requests=pci_request.requests_to_primitive(pci_requests))
 
     def migrate(self, context, instance: dict,
-                host: str | None = None) -> dict:
+                host: str | None = None) -> records.Migration:
         """Cold-migrate the server to another host (``host`` if given);
         the migration. The flavor and PCI requests stay."""
         if host is not None:
@@ -309,7 +310,7 @@ class API:
                              'migration', host=host)
 
     def evacuate(self, context, instance: dict, host: str | None = None,
-                 stopped: bool = False) -> dict:
+                 stopped: bool = False) -> records.Migration:
         """Rebuild the server on another host (``host`` if given) because
         its compute is down; the migration. ``stopped`` (microversion
         2.95 on, as upstream) leaves it SHUTOFF there whatever its state;

@@ -39,6 +39,7 @@ from oslo_log import log as logging
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.pci import manager as pci_manager
 from nova import states
@@ -122,19 +123,20 @@ def _moving_hosts(context, uuids: Iterable[str]) -> dict[str, set[str]]:
     progress."""
     hosts: dict[str, set[str]] = {}
     for migration in db.migration_get_in_progress(context, uuids):
-        hosts.setdefault(migration['instance_uuid'], set()).update(
-            host for host in (migration['source_compute'],
-                              migration['dest_compute']) if host)
+        hosts.setdefault(migration.instance_uuid, set()).update(
+            host for host in (migration.source_compute,
+                              migration.dest_compute) if host)
     return hosts
 
 
-def migration_problem(migration: dict | None) -> str | None:
+def migration_problem(migration: records.Migration | None
+                      ) -> str | None:
     """Why a migration consumer owns nothing any more; None if it does
     (a migration in progress holds the source of its move)."""
     if migration is None:
         return 'no migration has this UUID'
-    if migration['status'] in states.MIGRATION_FINAL_STATUSES:
-        return 'migration is %s' % migration['status']
+    if migration.status in states.MIGRATION_FINAL_STATUSES:
+        return 'migration is %s' % migration.status
     return None
 
 
@@ -153,11 +155,11 @@ def find_orphan_allocations(context, reportclient,
             else:
                 consumers[consumer] = body
     problems = unowned(context, consumers)
-    records = {migration['uuid']: migration for migration in
+    by_uuid = {migration.uuid: migration for migration in
                db.migration_get_all(context, {'uuid': sorted(migrations)})
                } if migrations else {}
     for consumer in migrations:
-        problem = migration_problem(records.get(consumer))
+        problem = migration_problem(by_uuid.get(consumer))
         if problem is not None:
             problems[consumer] = problem
     consumers.update(migrations)

@@ -102,20 +102,20 @@ def prep_resize(compute: Compute, context, instance_uuid: str,
     RescheduledException lets the conductor try another host."""
     with compute.instance_lock(instance_uuid):
         migration = db.migration_get_by_uuid(context, migration_uuid)
-        new_ids = _request_ids(migration['new_pci_requests'])
+        new_ids = _request_ids(migration.new_pci_requests)
         try:
-            if migration['status'] not in (
+            if migration.status not in (
                     states.MIGRATION_PRE_MIGRATING,
                     states.MIGRATION_ACCEPTED) or \
-                    migration['dest_compute'] != compute.host:
+                    migration.dest_compute != compute.host:
                 raise exception.MigrationFailed(
                     instance_uuid=instance_uuid,
                     reason='migration %s is %s towards %s' % (
-                        migration_uuid, migration['status'],
-                        migration['dest_compute']))
+                        migration_uuid, migration.status,
+                        migration.dest_compute))
             devices = compute.claim_devices(
                 instance_uuid, pci_request.requests_from_primitive(
-                    migration['new_pci_requests']), pci_providers)
+                    migration.new_pci_requests), pci_providers)
         except Exception as exc:
             LOG.warning('Preparing the move of instance %s to %s '
                         'failed: %s', instance_uuid, compute.host, exc)
@@ -166,14 +166,14 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
         instance = db.instance_update(
             context, instance_uuid,
             {'task_state': task_states.RESIZE_FINISH})
-        new_ids = _request_ids(migration['new_pci_requests'])
-        flavor = migration['new_flavor']
+        new_ids = _request_ids(migration.new_pci_requests)
+        flavor = migration.new_flavor
         # A SHUTOFF server stays powered off on the destination, as
         # upstream (its partition stays active, as a stopped one's).
         stopped = instance['vm_state'] == vm_states.STOPPED
         try:
             devices = _spawn_claimed(
-                compute, instance, flavor, migration['new_pci_requests'])
+                compute, instance, flavor, migration.new_pci_requests)
             if stopped:
                 compute.driver.power_off(instance_uuid)
         except Exception as exc:
@@ -181,7 +181,7 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
                         'failed: %s', instance_uuid, compute.host,
                         migration_uuid, exc)
             compute.driver.destroy(instance_uuid)
-            _free_pages(compute, instance_uuid, migration['source_compute'])
+            _free_pages(compute, instance_uuid, migration.source_compute)
             compute.rt.free_instance(instance_uuid, new_ids)
             raise exception.MigrationFailed(
                 instance_uuid=instance_uuid,
@@ -190,13 +190,13 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
         # waits in VERIFY_RESIZE for a confirm or revert.
         # The migration first: whoever sees the server settled finds
         # its migration settled too.
-        evacuation = migration['migration_type'] == 'evacuation'
+        evacuation = migration.migration_type == 'evacuation'
         db.migration_update(context, migration_uuid, {
             'status': states.MIGRATION_DONE if evacuation
             else states.MIGRATION_FINISHED})
         db.instance_update(context, instance_uuid, {
             'flavor': flavor, 'flavor_id': flavor.get('id'),
-            'pci_requests': migration['new_pci_requests'],
+            'pci_requests': migration.new_pci_requests,
             'host': compute.host, 'node': compute.rt.nodename,
             'vm_state': (vm_states.RESIZED if not evacuation else
                          vm_states.STOPPED if stopped
@@ -207,7 +207,7 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
         LOG.info('Instance %s runs on %s with PCI devices %s after its '
                  '%s', instance_uuid, compute.host,
                  ', '.join(d.address for d in devices) or 'none',
-                 migration['migration_type'])
+                 migration.migration_type)
 
 
 def confirm_resize(compute: Compute, context, instance_uuid: str,
@@ -215,14 +215,14 @@ def confirm_resize(compute: Compute, context, instance_uuid: str,
     """Source: free what the instance held here before the move."""
     with compute.instance_lock(instance_uuid):
         migration = db.migration_get_by_uuid(context, migration_uuid)
-        if migration['dest_compute'] != compute.host:
+        if migration.dest_compute != compute.host:
             compute.driver.destroy(instance_uuid)
-        _free_pages(compute, instance_uuid, migration['dest_compute'])
+        _free_pages(compute, instance_uuid, migration.dest_compute)
         freed = compute.rt.free_instance(
-            instance_uuid, _request_ids(migration['old_pci_requests']))
+            instance_uuid, _request_ids(migration.old_pci_requests))
         LOG.info('Instance %s: %s confirmed; PCI devices %s freed on '
                  'the source %s', instance_uuid,
-                 migration['migration_type'],
+                 migration.migration_type,
                  ', '.join(freed) or 'none', compute.host)
 
 
@@ -233,9 +233,9 @@ def revert_resize(compute: Compute, context, instance_uuid: str,
     with compute.instance_lock(instance_uuid):
         migration = db.migration_get_by_uuid(context, migration_uuid)
         compute.driver.destroy(instance_uuid)
-        _free_pages(compute, instance_uuid, migration['source_compute'])
+        _free_pages(compute, instance_uuid, migration.source_compute)
         freed = compute.rt.free_instance(
-            instance_uuid, _request_ids(migration['new_pci_requests']))
+            instance_uuid, _request_ids(migration.new_pci_requests))
         LOG.info('Instance %s: migration %s undone on the destination '
                  '%s; PCI devices %s freed', instance_uuid,
                  migration_uuid, compute.host, ', '.join(freed) or 'none')
@@ -249,7 +249,7 @@ def finish_revert_resize(compute: Compute, context, instance_uuid: str,
     with compute.instance_lock(instance_uuid):
         migration = db.migration_get_by_uuid(context, migration_uuid)
         instance = db.instance_get_by_uuid(context, instance_uuid)
-        flavor = migration['old_flavor']
+        flavor = migration.old_flavor
         # Stopped before the move: still SHUTOFF while it is rolled
         # back, or powered off on the destination in VERIFY_RESIZE.
         stopped = instance['vm_state'] == vm_states.STOPPED or (
@@ -257,18 +257,18 @@ def finish_revert_resize(compute: Compute, context, instance_uuid: str,
             instance['power_state'] == virt_driver.SHUTDOWN)
         compute.driver.destroy(instance_uuid)
         devices = _spawn_claimed(
-            compute, instance, flavor, migration['old_pci_requests'])
+            compute, instance, flavor, migration.old_pci_requests)
         if stopped:
             compute.driver.power_off(instance_uuid)
         # A revert is over once the guest runs here again (a rolled
         # back move has its final status already).
-        if migration['status'] == states.MIGRATION_REVERTING:
+        if migration.status == states.MIGRATION_REVERTING:
             db.migration_update(context, migration_uuid,
                                 {'status': states.MIGRATION_REVERTED})
         db.instance_update(context, instance_uuid, {
             'flavor': flavor, 'flavor_id': flavor.get('id'),
-            'pci_requests': migration['old_pci_requests'],
-            'host': compute.host, 'node': migration['source_node'],
+            'pci_requests': migration.old_pci_requests,
+            'host': compute.host, 'node': migration.source_node,
             'task_state': None,
             **(compute_utils.SETTLED_STOPPED if stopped
                else compute_utils.SETTLED_ACTIVE)})
@@ -295,14 +295,14 @@ def confirm_expired_resizes(compute: Compute) -> list[str]:
     for migration in db.migration_get_all(context, {
             'dest_compute': compute.host,
             'status': states.MIGRATION_FINISHED}):
-        if migration['updated_at'] is None or \
-                migration['updated_at'] > expired_before:
+        if migration.updated_at is None or \
+                migration.updated_at > expired_before:
             continue
         try:
-            db.migration_update(context, migration['uuid'],
+            db.migration_update(context, migration.uuid,
                                 {'status': states.MIGRATION_CONFIRMING},
                                 expected_status=states.MIGRATION_FINISHED)
-            db.instance_update(context, migration['instance_uuid'], {
+            db.instance_update(context, migration.instance_uuid, {
                 'build_owner': None,
                 'build_heartbeat': timeutils.utcnow()},
                 expected={'vm_state': vm_states.RESIZED})
@@ -312,10 +312,10 @@ def confirm_expired_resizes(compute: Compute) -> list[str]:
             continue
         LOG.info('Confirming migration %s of instance %s: it waited '
                  'longer than resize_confirm_window (%ss)',
-                 migration['uuid'], migration['instance_uuid'], window)
+                 migration.uuid, migration.instance_uuid, window)
         compute.conductor_api.confirm_resize(
-            context, migration['instance_uuid'], migration['uuid'])
-        confirmed.append(migration['uuid'])
+            context, migration.instance_uuid, migration.uuid)
+        confirmed.append(migration.uuid)
     return confirmed
 
 

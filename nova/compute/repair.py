@@ -165,26 +165,26 @@ def _destroy_evacuated_instances(compute: Compute, context) -> None:
             'status': [states.MIGRATION_ACCEPTED,
                        states.MIGRATION_PRE_MIGRATING,
                        states.MIGRATION_DONE]}):
-        uuid = migration['instance_uuid']
+        uuid = migration.instance_uuid
         had_guest = uuid in compute.driver.list_instance_uuids()
         # Also releases a partition whose guest is gone already.
         compute.driver.destroy(uuid)
         if had_guest:
             LOG.warning('Compute %s start-up repair: guest of instance '
                         '%s destroyed: it was evacuated to %s',
-                        compute.host, uuid, migration['dest_compute'])
-        if migration['status'] != states.MIGRATION_DONE:
+                        compute.host, uuid, migration.dest_compute)
+        if migration.status != states.MIGRATION_DONE:
             continue
         freed = compute.rt.free_instance(uuid)
         compute.reportclient.delete_allocation_for_instance(
-            migration['uuid'])
-        db.migration_update(context, migration['uuid'],
+            migration.uuid)
+        db.migration_update(context, migration.uuid,
                             {'status': states.MIGRATION_COMPLETED})
         LOG.warning('Compute %s start-up repair: instance %s was '
                     'evacuated to %s; PCI devices %s and its source '
                     'allocation (migration %s) freed', compute.host, uuid,
-                    migration['dest_compute'],
-                    ', '.join(freed) or 'none', migration['uuid'])
+                    migration.dest_compute,
+                    ', '.join(freed) or 'none', migration.uuid)
 
 
 def _repair_instances(compute: Compute, context) -> None:
@@ -238,7 +238,7 @@ def _repair_instances(compute: Compute, context) -> None:
     # until its move is over.
     for migration in db.migration_get_in_progress(context,
                                                   host=compute.host):
-        uuid = migration['instance_uuid']
+        uuid = migration.instance_uuid
         if uuid not in mine:
             try:
                 mine[uuid] = db.instance_get_by_uuid(context, uuid)

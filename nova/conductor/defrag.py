@@ -42,6 +42,7 @@ from nova import states
 from nova.conductor import migrate
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.db import records
 from nova.fleet import defrag
 from nova.pci import request as pci_request
 from nova.scheduler import refusal
@@ -129,7 +130,7 @@ class ConductorMover:
         self.timeout = timeout
 
     def _wait(self, uuid: str, migration_uuid: str, done
-              ) -> tuple[dict, dict]:
+              ) -> tuple[dict, records.Migration]:
         """The instance and migration once ``done(instance, migration)``;
         MigrationFailed after the timeout."""
         deadline = time.monotonic() + self.timeout
@@ -143,7 +144,7 @@ class ConductorMover:
                 raise exception.MigrationFailed(
                     instance_uuid=uuid, reason='migration %s is still %s '
                     'after %ds; it goes on without this run' % (
-                        migration_uuid, migration['status'], self.timeout))
+                        migration_uuid, migration.status, self.timeout))
             time.sleep(_POLL)
 
     def __call__(self, move: defrag.Move) -> None:
@@ -155,21 +156,21 @@ class ConductorMover:
                                   self.conductor, instance, 'migration',
                                   host=move.target.host)
         instance, migration = self._wait(
-            move.server, migration['uuid'],
+            move.server, migration.uuid,
             lambda i, m: i['task_state'] is None and (
-                m['status'] == states.MIGRATION_FINISHED or
-                m['status'] in _FAILED))
-        if migration['status'] != states.MIGRATION_FINISHED:
+                m.status == states.MIGRATION_FINISHED or
+                m.status in _FAILED))
+        if migration.status != states.MIGRATION_FINISHED:
             raise exception.MigrationFailed(
                 instance_uuid=move.server, reason='migration %s is %s, the '
                 'server stays on %s: %s' % (
-                    migration['uuid'], migration['status'],
+                    migration.uuid, migration.status,
                     move.source_host,
                     instance['fault_message'] or 'see its instance actions'))
         migrate.confirm(nova_context.get_admin_context(), self.conductor,
                         instance, wait=True)
-        self._wait(move.server, migration['uuid'],
-                   lambda i, m: m['status'] == states.MIGRATION_CONFIRMED and
+        self._wait(move.server, migration.uuid,
+                   lambda i, m: m.status == states.MIGRATION_CONFIRMED and
                    i['task_state'] is None)
 
 

@@ -298,20 +298,20 @@ class ConductorManager(manager.Manager):
         stale_before = self._stale_before()
         threads = []
         for migration in db.migration_get_orphaned(context, stale_before):
-            uuid = migration['instance_uuid']
+            uuid = migration.instance_uuid
             if not db.instance_move_lease_take(context, uuid, self.owner,
                                                stale_before):
                 continue    # another conductor was quicker
             LOG.warning('Instance %s: its %s %s (%s) had no live conductor '
                         'for %ss; recovering it', uuid,
-                        migration['migration_type'], migration['uuid'],
-                        migration['status'],
+                        migration.migration_type, migration.uuid,
+                        migration.status,
                         self.conf.conductor.build_lease_timeout)
             thread = threading.Thread(
                 target=self._drive_move,
-                args=(context, uuid, self.moves.recover, migration['uuid']),
+                args=(context, uuid, self.moves.recover, migration.uuid),
                 kwargs={'taken': True},
-                name='recover-%s' % migration['uuid'], daemon=True)
+                name='recover-%s' % migration.uuid, daemon=True)
             thread.start()
             threads.append(thread)
         return threads

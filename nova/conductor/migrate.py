@@ -62,6 +62,7 @@ from nova.compute import task_states
 from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.db import records
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.servicegroup import api as servicegroup
@@ -97,7 +98,7 @@ def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
           migration_type: str, host: str | None = None,
           new_flavor: dict | None = None,
           new_pci_requests: list | None = None,
-          values: dict | None = None) -> dict:
+          values: dict | None = None) -> records.Migration:
     """Mark the server as moving (plus ``values``), record the migration
     (``migration_type`` as upstream: resize, migration, evacuation) and
     hand it to a conductor; return the migration. ``host`` is the
@@ -147,22 +148,22 @@ def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
         'new_pci_requests': new_pci_requests,
     })
     try:
-        conductor.migrate_server(context, uuid, migration['uuid'], host)
+        conductor.migrate_server(context, uuid, migration.uuid, host)
     except oslo_messaging.MessagingException as exc:
-        db.migration_update(context, migration['uuid'], {
+        db.migration_update(context, migration.uuid, {
             'status': states.failed_migration_status(migration_type)})
         db.instance_update(context, uuid, {'task_state': None})
         raise exception.MigrationFailed(
             instance_uuid=uuid,
             reason='it could not be handed to nova-conductor: %s' % exc)
     LOG.info('Instance %s: %s %s from %s to flavor %s started',
-             uuid, migration_type, migration['uuid'], instance['host'],
+             uuid, migration_type, migration.uuid, instance['host'],
              new_flavor.get('flavorid'))
     return migration
 
 
 def _take_finished(context, instance: dict, action: str,
-                   status: str) -> dict:
+                   status: str) -> records.Migration:
     """Take the finished migration of a VERIFY_RESIZE server for a
     confirm or revert (status ``status``); InstanceInvalidState (409)
     otherwise, also for the loser of a confirm racing a revert."""
@@ -178,7 +179,7 @@ def _take_finished(context, instance: dict, action: str,
         raise exception.MigrationNotFound(
             migration_id='(finished migration of instance %s)' % uuid)
     try:
-        migration = db.migration_update(context, migrations[0]['uuid'],
+        migration = db.migration_update(context, migrations[0].uuid,
                                         {'status': status},
                                         expected_status=(
                                             states.MIGRATION_FINISHED))
@@ -201,7 +202,7 @@ def confirm(context, conductor: conductor_rpcapi.ConductorAPI,
     migration = _take_finished(context, instance,
                                instance_actions.CONFIRM_RESIZE,
                                states.MIGRATION_CONFIRMING)
-    conductor.confirm_resize(context, instance['uuid'], migration['uuid'],
+    conductor.confirm_resize(context, instance['uuid'], migration.uuid,
                              wait=wait)
 
 
@@ -212,7 +213,7 @@ def revert(context, conductor: conductor_rpcapi.ConductorAPI,
     migration = _take_finished(context, instance,
                                instance_actions.REVERT_RESIZE,
                                states.MIGRATION_REVERTING)
-    conductor.revert_resize(context, instance['uuid'], migration['uuid'])
+    conductor.revert_resize(context, instance['uuid'], migration.uuid)
 
 
 # Driving moves (the conductor's RPC methods) -------------------------------
@@ -241,9 +242,9 @@ class MoveTasks:
         if not _expect(migration, (states.MIGRATION_PRE_MIGRATING,
                                    states.MIGRATION_ACCEPTED)):
             return None
-        source = migration['source_compute']
+        source = migration.source_compute
         excluded = {source}
-        if migration['migration_type'] == 'resize' and \
+        if migration.migration_type == 'resize' and \
                 self.conf.allow_resize_to_same_host:
             excluded = set()
         try:
@@ -262,7 +263,7 @@ class MoveTasks:
                                              migration, excluded,
                                              requested_host)
             # The source of an evacuation is down: nothing to stop there.
-            if migration['migration_type'] != 'evacuation':
+            if migration.migration_type != 'evacuation':
                 self.compute_api.resize_instance(context, source,
                                                  instance_uuid,
                                                  migration_uuid)
@@ -278,11 +279,11 @@ class MoveTasks:
                             stopped, reason)
             return reason
         LOG.info('Instance %s: %s %s finished on %s', instance_uuid,
-                 migration['migration_type'], migration_uuid, dest)
+                 migration.migration_type, migration_uuid, dest)
         return None
 
     def _prepare_destination(self, context, instance_uuid: str,
-                             migration: dict, excluded: set[str],
+                             migration: records.Migration, excluded: set[str],
                              requested_host: str | None) -> str:
         """Schedule and claim a destination whose compute claimed the
         devices; the host. NoValidHost when every try failed."""
@@ -290,7 +291,7 @@ class MoveTasks:
         for _attempt in range(self.conf.scheduler.max_attempts):
             try:
                 selection = self.scheduler_api.select_destination_for_move(
-                    context, instance_uuid, migration['uuid'],
+                    context, instance_uuid, migration.uuid,
                     sorted(excluded), requested_host)
             except exception.NoValidHost as exc:
                 if failures:
@@ -300,18 +301,18 @@ class MoveTasks:
                         codes=exc.kwargs['codes'])
                 raise
             host = selection.host
-            db.migration_update(context, migration['uuid'], {
+            db.migration_update(context, migration.uuid, {
                 'dest_compute': host, 'dest_host': host,
                 'dest_node': selection.nodename})
             try:
                 self.compute_api.prep_resize(
-                    context, host, instance_uuid, migration['uuid'],
+                    context, host, instance_uuid, migration.uuid,
                     selection.pci_providers)
                 return host
             except exception.RescheduledException as exc:
                 reason = exc.kwargs.get('reason', exc.message)
                 LOG.warning('Migration %s: destination %s failed, trying '
-                            'another: %s', migration['uuid'], host, reason)
+                            'another: %s', migration.uuid, host, reason)
                 failures.append('%s: %s' % (host, reason))
                 excluded.add(host)
                 self.reportclient.delete_allocation_for_instance(
@@ -320,11 +321,12 @@ class MoveTasks:
             'every destination tried failed ([scheduler]max_attempts = %d):'
             ' %s' % (self.conf.scheduler.max_attempts, '; '.join(failures))))
 
-    def _roll_back(self, context, instance_uuid: str, migration: dict,
+    def _roll_back(self, context, instance_uuid: str,
+                   migration: records.Migration,
                    dest: str | None, stopped: bool, reason: str) -> None:
         """Undo a move that did not finish: destination freed, source
         allocation back to the instance, guest running on the source."""
-        migration_uuid = migration['uuid']
+        migration_uuid = migration.uuid
         LOG.warning('Migration %s of instance %s failed, rolling back: %s',
                     migration_uuid, instance_uuid, reason)
         try:
@@ -345,10 +347,10 @@ class MoveTasks:
             # on its source host, which owns what it holds there.
             db.migration_update(context, migration_uuid,
                                 {'status': states.failed_migration_status(
-                                    migration['migration_type'])})
+                                    migration.migration_type)})
             if stopped:
                 self.compute_api.finish_revert_resize(
-                    context, migration['source_compute'], instance_uuid,
+                    context, migration.source_compute, instance_uuid,
                     migration_uuid)
             else:
                 db.instance_update(context, instance_uuid,
@@ -358,7 +360,7 @@ class MoveTasks:
                           migration_uuid, instance_uuid)
             db.migration_update(context, migration_uuid,
                                 {'status': states.failed_migration_status(
-                                    migration['migration_type'])})
+                                    migration.migration_type)})
             self._set_error(context, instance_uuid, 'Migration %s failed '
                             '(%s) and could not be rolled back: %s' % (
                                 migration_uuid, reason,
@@ -391,7 +393,7 @@ class MoveTasks:
         revert is done again (every step is idempotent), a move that had
         not finished is rolled back (its reason is returned)."""
         migration = db.migration_get_by_uuid(context, migration_uuid)
-        status = migration['status']
+        status = migration.status
         if status == states.MIGRATION_CONFIRMING:
             return self.confirm_resize(context, instance_uuid,
                                        migration_uuid)
@@ -401,7 +403,7 @@ class MoveTasks:
             reason = 'its conductor stopped while it was %s' % status
             self._roll_back(
                 context, instance_uuid, migration,
-                migration['dest_compute'],
+                migration.dest_compute,
                 status in (states.MIGRATION_MIGRATING,
                            states.MIGRATION_POST_MIGRATING), reason)
             return reason
@@ -421,7 +423,7 @@ class MoveTasks:
         migration = db.migration_get_by_uuid(context, migration_uuid)
         if not _expect(migration, (states.MIGRATION_CONFIRMING,)):
             return None
-        source = migration['source_compute']
+        source = migration.source_compute
         try:
             if self._is_up(context, source):
                 self.compute_api.confirm_resize(context, source,
@@ -458,13 +460,13 @@ class MoveTasks:
             return None
         try:
             self.compute_api.revert_resize(
-                context, migration['dest_compute'], instance_uuid,
+                context, migration.dest_compute, instance_uuid,
                 migration_uuid)
             self.reportclient.delete_allocation_for_instance(instance_uuid)
             self.reportclient.move_allocations(
                 migration_uuid, instance_uuid, report.CONSUMER_TYPE_INSTANCE)
             self.compute_api.finish_revert_resize(
-                context, migration['source_compute'], instance_uuid,
+                context, migration.source_compute, instance_uuid,
                 migration_uuid)
         except Exception as exc:
             return self._step_failed(context, instance_uuid, migration_uuid,
@@ -508,12 +510,12 @@ class MoveTasks:
             pass
 
 
-def _expect(migration: dict, statuses: tuple[str, ...]) -> bool:
+def _expect(migration: records.Migration, statuses: tuple[str, ...]) -> bool:
     """True if the migration is in one of ``statuses``; a step for a
     move that is past it (a late or replayed message) is logged and
     skipped."""
-    if migration['status'] in statuses:
+    if migration.status in statuses:
         return True
     LOG.info('Ignoring a step of migration %s: it is %s, not %s',
-             migration['uuid'], migration['status'], ' or '.join(statuses))
+             migration.uuid, migration.status, ' or '.join(statuses))
     return False

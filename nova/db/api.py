@@ -752,7 +752,7 @@ def action_events_get(context, action_id: int) -> list[dict]:
 # Migrations ------------------------------------------------------------------
 
 @context_manager.writer
-def migration_create(context, values: dict) -> dict:
+def migration_create(context, values: dict) -> records.Migration:
     """Create a migration record (a fresh uuid unless given)."""
     _check_fields(models.Migration, values)
     values = {'uuid': uuidutils.generate_uuid(), **values}
@@ -760,21 +760,22 @@ def migration_create(context, values: dict) -> dict:
     context.session.add(migration)
     _flush(context.session,
            lambda columns: exception.MigrationExists(uuid=values['uuid']))
-    return migration.to_dict()
+    return records.Migration.from_row(migration.to_dict())
 
 
 @context_manager.reader
-def migration_get_by_uuid(context, uuid: str) -> dict:
+def migration_get_by_uuid(context, uuid: str) -> records.Migration:
     """Return one migration; MigrationNotFound if there is none."""
     migration = context.session.scalars(
         sa.select(models.Migration).filter_by(uuid=uuid)).first()
     if migration is None:
         raise exception.MigrationNotFound(migration_id=uuid)
-    return migration.to_dict()
+    return records.Migration.from_row(migration.to_dict())
 
 
 @context_manager.reader
-def migration_get_all(context, filters: dict | None = None) -> list[dict]:
+def migration_get_all(context, filters: dict | None = None
+                      ) -> list[records.Migration]:
     """Return migrations, newest first; ``filters`` as for
     ``instance_get_all`` (a value or a list of accepted values)."""
     filters = filters or {}
@@ -783,14 +784,14 @@ def migration_get_all(context, filters: dict | None = None) -> list[dict]:
     for key, expected in filters.items():
         query = query.where(_matches(getattr(models.Migration, key),
                                      expected))
-    return [migration.to_dict()
+    return [records.Migration.from_row(migration.to_dict())
             for migration in context.session.scalars(query)]
 
 
 @context_manager.reader
 def migration_get_in_progress(context, instance_uuids: Iterable[str] | None
                               = None, host: str | None = None
-                              ) -> list[dict]:
+                              ) -> list[records.Migration]:
     """Migrations not yet in a final status, newest first: of the given
     instances, and/or with ``host`` as source or destination."""
     query = sa.select(models.Migration).where(
@@ -803,13 +804,14 @@ def migration_get_in_progress(context, instance_uuids: Iterable[str] | None
     if host is not None:
         query = query.where(sa.or_(models.Migration.source_compute == host,
                                    models.Migration.dest_compute == host))
-    return [migration.to_dict()
+    return [records.Migration.from_row(migration.to_dict())
             for migration in context.session.scalars(query)]
 
 
 @context_manager.writer
 def migration_update(context, uuid: str, values: dict,
-                     expected_status: str | list | None = None) -> dict:
+                     expected_status: str | list | None = None
+                     ) -> records.Migration:
     """Update a migration and return it.
 
     With ``expected_status`` the check and the update are one statement,
@@ -828,7 +830,7 @@ def migration_update(context, uuid: str, values: dict,
     if result.rowcount == 0:
         current = migration_get_by_uuid(context, uuid)
         raise exception.MigrationUpdateConflict(
-            uuid=uuid, actual=current['status'], expected=expected_status)
+            uuid=uuid, actual=current.status, expected=expected_status)
     context.session.expire_all()
     return migration_get_by_uuid(context, uuid)
 
@@ -860,7 +862,8 @@ def instance_move_lease_take(context, uuid: str, owner: str,
 
 
 @context_manager.reader
-def migration_get_orphaned(context, stale_before) -> list[dict]:
+def migration_get_orphaned(context, stale_before
+                           ) -> list[records.Migration]:
     """Moves a conductor was driving whose instance's lease expired
     (the conductor died mid-move), oldest first."""
     instance = models.Instance
@@ -873,7 +876,7 @@ def migration_get_orphaned(context, stale_before) -> list[dict]:
                  sa.or_(instance.build_heartbeat.is_(None),
                         instance.build_heartbeat < stale_before))
              .order_by(models.Migration.id))
-    return [migration.to_dict()
+    return [records.Migration.from_row(migration.to_dict())
             for migration in context.session.scalars(query)]
 
 

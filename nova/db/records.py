@@ -24,3 +24,49 @@ class KeyPair:
         """The record of a ``key_pairs`` row (its dict)."""
         return cls(**{field.name: row[field.name]
                       for field in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    """One move of an instance (resize, cold migration, evacuation): a
+    ``migrations`` row.
+
+    The JSON columns (``old_flavor``/``new_flavor``,
+    ``old_pci_requests``/``new_pci_requests``) are kept as the database
+    decodes them (dicts and lists); typing them is a later step.
+    """
+
+    id: int
+    # While a resize or cold migration is in progress, the Placement
+    # consumer holding the source host's allocation.
+    uuid: str
+    instance_uuid: str
+    source_compute: str | None
+    dest_compute: str | None
+    source_node: str | None
+    dest_node: str | None
+    dest_host: str | None
+    old_instance_type_id: int | None
+    new_instance_type_id: int | None
+    # 'resize', 'migration' or 'evacuation'.
+    migration_type: str
+    status: str
+    project_id: str | None
+    user_id: str | None
+    # Snapshots of the flavor the instance ran with before the move and
+    # the one it moves to (a revert goes back to ``old_flavor``).
+    old_flavor: dict | None
+    new_flavor: dict | None
+    # The PCI requests each side was claimed with; their request ids tell
+    # the source's device claims from the destination's on one host.
+    old_pci_requests: list | None
+    new_pci_requests: list | None
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+    deleted_at: datetime.datetime | None
+
+    @classmethod
+    def from_row(cls, row: dict) -> 'Migration':
+        """The record of a ``migrations`` row (its dict)."""
+        return cls(**{field.name: row[field.name]
+                      for field in dataclasses.fields(cls)})

@@ -120,8 +120,8 @@ class SchedulerManager(manager.Manager):
         instance = db.instance_get_by_uuid(context, instance_uuid)
         migration = db.migration_get_by_uuid(context, migration_uuid)
         return self._schedule(
-            context, instance, migration['new_flavor'] or {},
-            migration['new_pci_requests'], set(excluded_hosts),
+            context, instance, migration.new_flavor or {},
+            migration.new_pci_requests, set(excluded_hosts),
             requested_host, None).to_primitive(legacy=not return_selection)
 
     def _schedule(self, context, instance: dict, flavor: dict,

@@ -96,7 +96,7 @@ class TestDefrag(DefragTestBase):
                          {frozenset([g]) for g in self.gpus_of(pair)})
         self.assertEqual(frozenset(), self.gpus_on('cmp1', one['id']))
         self.assertEqual(['confirmed'], [
-            m['status'] for m in self.migrations(one['id'])])
+            m.status for m in self.migrations(one['id'])])
         actions = [a['action'] for a in self.instance_actions(one['id'])]
         self.assertEqual(['confirmResize', 'migrate', 'create'], actions)
         # The board freed takes an 8-GPU server.
@@ -170,7 +170,7 @@ class TestDefrag(DefragTestBase):
                                              stays, SINGLES)))
         self.assertEqual(frozenset(), self.gpus_on('cmp2', one['id']))
         self.assertEqual(['error'], [
-            m['status'] for m in self.migrations(one['id'])])
+            m.status for m in self.migrations(one['id'])])
         self.assert_consistent()
 
 

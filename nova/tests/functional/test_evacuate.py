@@ -34,11 +34,11 @@ class TestEvacuate(test_resize.MoveTestBase):
         self.assert_server_holds(moved, QUADS)
         migration = self.migrations(server['id'])[0]
         self.assertEqual(('evacuation', 'done'), (
-            migration['migration_type'], migration['status']))
+            migration.migration_type, migration.status))
         # The dead source still holds the old quad: its rows, the guest
         # in its hypervisor, the allocation (by the migration).
         self.assertEqual(quad, self.gpus_on(source, server['id']))
-        self.assertEqual(quad, self.allocated_gpus(migration['uuid'],
+        self.assertEqual(quad, self.allocated_gpus(migration.uuid,
                                                    source))
         self.assertIn(server['id'],
                       self.computes[source].driver.list_instance_uuids())
@@ -52,11 +52,11 @@ class TestEvacuate(test_resize.MoveTestBase):
         self.assertIn('was evacuated to %s' % target, '\n'.join(logs.output))
         self.assertEqual(frozenset(), self.gpus_on(source, server['id']))
         self.assertEqual({}, self.placement_get(
-            '/allocations/%s' % migration['uuid'])['allocations'])
+            '/allocations/%s' % migration.uuid)['allocations'])
         self.assertNotIn(server['id'],
                          self.computes[source].driver.list_instance_uuids())
         self.assertEqual('completed',
-                         self.migrations(server['id'])[0]['status'])
+                         self.migrations(server['id'])[0].status)
         self.assert_server_holds(
             self.api('GET', '/servers/%s' % server['id'])['server'], QUADS)
         self.assert_consistent()
@@ -95,7 +95,7 @@ class TestEvacuate(test_resize.MoveTestBase):
         self.evacuate(server['id'])
         stays = self.wait_settled(server['id'], 'ACTIVE')
         self.assertEqual(source, stays['OS-EXT-SRV-ATTR:host'])
-        self.assertEqual('failed', self.migrations(server['id'])[0]['status'])
+        self.assertEqual('failed', self.migrations(server['id'])[0].status)
         self.assertEqual(frozenset(), self.gpus_on(other, server['id']))
         self.assertEqual(frozenset(range(1, 9)), self.placement_gpus(stays))
         violations = test_resize.invariants.check(

@@ -158,9 +158,9 @@ class TestResize(MoveTestBase):
         # migration.
         migration = self.migrations(server['id'])[0]
         self.assertEqual(('resize', 'finished'), (
-            migration['migration_type'], migration['status']))
+            migration.migration_type, migration.status))
         self.assertEqual(pair, self.gpus_on(source, server['id']))
-        self.assertEqual(pair, self.allocated_gpus(migration['uuid'],
+        self.assertEqual(pair, self.allocated_gpus(migration.uuid,
                                                    source))
         self.assertIsNone(self.computes[source].driver.host.lookup_domain(
             server['id']))
@@ -171,9 +171,9 @@ class TestResize(MoveTestBase):
         self.assert_server_holds(confirmed, QUADS)
         self.assertEqual(frozenset(), self.gpus_on(source, server['id']))
         self.assertEqual({}, self.placement_get(
-            '/allocations/%s' % migration['uuid'])['allocations'])
+            '/allocations/%s' % migration.uuid)['allocations'])
         self.assertEqual('confirmed',
-                         self.migrations(server['id'])[0]['status'])
+                         self.migrations(server['id'])[0].status)
         actions = self.instance_actions(server['id'])
         self.assertEqual(['confirmResize', 'resize', 'create'],
                          [a['action'] for a in actions])
@@ -194,10 +194,10 @@ class TestResize(MoveTestBase):
         self.assertEqual('gpu.2x', reverted['flavor']['original_name'])
         self.assertEqual(pair, self.assert_server_holds(reverted, PAIRS))
         migration = self.migrations(server['id'])[0]
-        self.assertEqual('reverted', migration['status'])
+        self.assertEqual('reverted', migration.status)
         self.assertEqual({}, self.placement_get(
-            '/allocations/%s' % migration['uuid'])['allocations'])
-        dest = migration['dest_compute']
+            '/allocations/%s' % migration.uuid)['allocations'])
+        dest = migration.dest_compute
         self.assertEqual(frozenset(), self.gpus_on(dest, server['id']))
         self.assert_consistent()
 
@@ -253,7 +253,7 @@ class TestResize(MoveTestBase):
         self.assertEqual('gpu.4x', stays['flavor']['original_name'])
         self.assert_server_holds(stays, QUADS)
         migration = self.migrations(server['id'])[0]
-        self.assertEqual('error', migration['status'])
+        self.assertEqual('error', migration.status)
         # The refusal is on record where the user looks for it.
         resize = self.instance_actions(server['id'])[0]
         self.assertEqual(('resize', 'Error'),
@@ -263,7 +263,7 @@ class TestResize(MoveTestBase):
                          (event['event'], event['result']))
         self.assertIn('No valid host', event['traceback'])
         self.assertEqual({}, self.placement_get(
-            '/allocations/%s' % migration['uuid'])['allocations'])
+            '/allocations/%s' % migration.uuid)['allocations'])
         for blocker in blockers:
             self.assert_server_holds(blocker, QUADS)
         self.assert_consistent()
@@ -283,7 +283,7 @@ class TestResize(MoveTestBase):
         self.assertEqual(pair, self.domain_gpus(stays))
         self.assertEqual(pair, self.placement_gpus(stays))
         self.assertEqual(frozenset(), self.gpus_on(dest, server['id']))
-        self.assertEqual('error', self.migrations(server['id'])[0]['status'])
+        self.assertEqual('error', self.migrations(server['id'])[0].status)
         self.assert_consistent()
 
     def test_resize_to_the_same_flavor_or_unknown_flavor_is_refused(self):
@@ -311,9 +311,9 @@ class TestResize(MoveTestBase):
         self.delete(server['id'])
         self.assert_nothing_held(server['id'])
         migration = self.migrations(server['id'])[0]
-        self.assertEqual('confirmed', migration['status'])
+        self.assertEqual('confirmed', migration.status)
         self.assertEqual({}, self.placement_get(
-            '/allocations/%s' % migration['uuid'])['allocations'])
+            '/allocations/%s' % migration.uuid)['allocations'])
         self.assert_consistent()
 
     def test_concurrent_resizes(self):
@@ -431,7 +431,7 @@ class TestResizeSameHost(MoveTestBase):
         self.assertEqual(quad, self.domain_gpus(resized))
         self.assertEqual(quad, self.placement_gpus(resized))
         migration = self.migrations(server['id'])[0]
-        self.assertEqual(pair, self.allocated_gpus(migration['uuid'],
+        self.assertEqual(pair, self.allocated_gpus(migration.uuid,
                                                    'cmp1'))
         self.assert_consistent()
 
@@ -450,7 +450,7 @@ class TestResizeSameHost(MoveTestBase):
         pair = self.gpus_of(server)
         stays = self.resize(server['id'], self.flavors[4], status='ACTIVE')
         self.assertEqual(pair, self.gpus_of(stays))
-        self.assertEqual('error', self.migrations(server['id'])[0]['status'])
+        self.assertEqual('error', self.migrations(server['id'])[0].status)
         self.assert_consistent()
 
 
@@ -466,7 +466,7 @@ class TestColdMigrate(MoveTestBase):
         self.assertEqual('gpu.4x', moved['flavor']['original_name'])
         self.assert_server_holds(moved, QUADS)
         migration = self.migrations(server['id'])[0]
-        self.assertEqual('migration', migration['migration_type'])
+        self.assertEqual('migration', migration.migration_type)
         self.assert_consistent()
         confirmed = self.confirm(server['id'])
         self.assert_server_holds(confirmed, QUADS)
@@ -541,10 +541,10 @@ class TestMigrationsAPI(MoveTestBase):
         migration = self.migrations(server['id'])[0]
         self.assertEqual({
             'instance_uuid': server['id'], 'migration_type': 'resize',
-            'status': 'finished', 'uuid': migration['uuid'],
+            'status': 'finished', 'uuid': migration.uuid,
             'source_compute': server['OS-EXT-SRV-ATTR:host'],
-            'old_instance_type_id': migration['old_instance_type_id'],
-            'new_instance_type_id': migration['new_instance_type_id']},
+            'old_instance_type_id': migration.old_instance_type_id,
+            'new_instance_type_id': migration.new_instance_type_id},
             {key: record[key] for key in (
                 'instance_uuid', 'migration_type', 'status', 'uuid',
                 'source_compute', 'old_instance_type_id',
@@ -569,9 +569,9 @@ class TestMigrationsAPI(MoveTestBase):
         base = self.allinone.api_url + '/servers/%s/migrations' % (
             server['id'])
         in_progress = self.session.get(base, headers=headers).json()
-        self.assertEqual([migration['uuid']], [
+        self.assertEqual([migration.uuid], [
             m['uuid'] for m in in_progress['migrations']])
-        one = self.session.get(base + '/%d' % migration['id'],
+        one = self.session.get(base + '/%d' % migration.id,
                                headers=headers)
         self.assertEqual(200, one.status_code, one.text)
         self.assertEqual(server['id'], one.json()['migration']['server_uuid'])
@@ -581,7 +581,7 @@ class TestMigrationsAPI(MoveTestBase):
         self.assertEqual([], self.session.get(base, headers=headers).json()[
             'migrations'])
         self.assertEqual(404, self.session.get(
-            base + '/%d' % migration['id'], headers=headers).status_code)
+            base + '/%d' % migration.id, headers=headers).status_code)
 
 
 class TestMoveRecovery(MoveTestBase):
@@ -622,7 +622,7 @@ class TestMoveRecovery(MoveTestBase):
                                           self.gpus_of(stays)))
         self.assertEqual(pair, self.domain_gpus(stays))
         self.assertEqual(pair, self.placement_gpus(stays))
-        self.assertEqual('error', self.migrations(server['id'])[0]['status'])
+        self.assertEqual('error', self.migrations(server['id'])[0].status)
         # Left on the dead destination: its guest and device claims.
         self.assertEqual(4, len(self.gpus_on(dest, server['id'])))
 
@@ -648,11 +648,11 @@ class TestMoveRecovery(MoveTestBase):
             return_value=None))
         self.action(server['id'], {'resize': {'flavorRef': self.flavors[4]}})
         deadline = time.monotonic() + boot.TIMEOUT
-        while self.migrations(server['id'])[0]['status'] != \
+        while self.migrations(server['id'])[0].status != \
                 'post-migrating' and time.monotonic() < deadline:
             time.sleep(0.05)
         migration = self.migrations(server['id'])[0]
-        self.assertEqual('post-migrating', migration['status'])
+        self.assertEqual('post-migrating', migration.status)
         self.assertEqual('RESIZE', self.api(
             'GET', '/servers/%s' % server['id'])['server']['status'])
         self.assertIsNone(self.computes[source].driver.host.lookup_domain(
@@ -672,7 +672,7 @@ class TestMoveRecovery(MoveTestBase):
         self.assertEqual((source, pair), (back['OS-EXT-SRV-ATTR:host'],
                                           self.gpus_of(back)))
         self.assertEqual(pair, self.domain_gpus(back))
-        self.assertEqual('error', self.migrations(server['id'])[0]['status'])
+        self.assertEqual('error', self.migrations(server['id'])[0].status)
         self.assert_consistent()
 
     def test_source_restart_while_waiting_keeps_the_revert_possible(self):
@@ -705,14 +705,14 @@ class TestResizeConfirmWindow(MoveTestBase):
         self.assertEqual([], dest.confirm_expired_resizes())
         with db.get_engine().begin() as conn:
             conn.execute(sqlalchemy.update(models.Migration).where(
-                models.Migration.uuid == migration['uuid']).values(
+                models.Migration.uuid == migration.uuid).values(
                     updated_at=timeutils.utcnow() - datetime.timedelta(
                         hours=2)))
-        self.assertEqual([migration['uuid']],
+        self.assertEqual([migration.uuid],
                          dest.confirm_expired_resizes())
         confirmed = self.wait_settled(server['id'], 'ACTIVE')
         self.assert_server_holds(confirmed, QUADS)
         self.assertEqual('confirmed',
-                         self.migrations(server['id'])[0]['status'])
+                         self.migrations(server['id'])[0].status)
         self.assertEqual([], dest.confirm_expired_resizes())
         self.assert_consistent()

@@ -67,7 +67,7 @@ class TestForceDownToEvacuate(ServicesTestBase):
         self.assertNotIn(server['id'],
                          self.computes[source].driver.list_instance_uuids())
         self.assertEqual('completed',
-                         self.migrations(server['id'])[0]['status'])
+                         self.migrations(server['id'])[0].status)
         self.assertEqual('down', self.compute_service(source)['state'])
         shown = self.update_service(source, {'forced_down': False})
         self.assertEqual((False, 'up'), (shown['forced_down'],

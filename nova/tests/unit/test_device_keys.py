@@ -1,4 +1,5 @@
-"""A device's fields are read by name only in ``nova/pci/device.py``.
+"""A device's fields are read by name only in ``nova/pci/device.py``,
+a migration's only in ``nova/db``.
 
 The device records (``HostDevice``, ``TrackedDevice``, ``Passthrough``)
 are the typed seam; their wire forms (the ``pci_devices`` row and its
@@ -13,6 +14,12 @@ when production code reads a device field by string key again:
   ``*_dev``, ``*_device``);
 * any string-key read of an ``extra_info`` attribute.
 
+Migrations are ``nova.db.records.Migration`` records outside the
+database layer; the scan fails likewise on a subscript or ``.get()`` with
+a key only migrations have (``source_compute``, ``new_pci_requests``,
+``old_flavor``...), on anything, or with any migration key on a variable
+named like a migration (``migration``, ``mig``, ``m``, ``*_migration``).
+
 The database layer (``nova/db``) stores rows of every table and is the
 other side of the edge; it is not scanned.
 """
@@ -23,6 +30,7 @@ import pathlib
 import re
 
 import nova
+from nova.db import records
 from nova.pci import device as pci_device
 from nova import test
 
@@ -53,6 +61,17 @@ DEVICE_ONLY_KEYS = DEVICE_KEYS - SHARED_KEYS
 
 _DEVICE_NAME = re.compile(r'^(d|dev|device|devs|devices|parent|\w+_dev|'
                           r'\w+_device)$')
+
+MIGRATION_KEYS = frozenset(
+    field.name for field in dataclasses.fields(records.Migration))
+# Migration keys other records (instances, actions, services) also have.
+MIGRATION_SHARED_KEYS = frozenset({
+    'id', 'uuid', 'instance_uuid', 'status', 'project_id', 'user_id',
+    'created_at', 'updated_at', 'deleted_at',
+})
+MIGRATION_ONLY_KEYS = MIGRATION_KEYS - MIGRATION_SHARED_KEYS
+
+_MIGRATION_NAME = re.compile(r'^(m|migration|mig|\w+_migration)$')
 
 
 def _key_read(node: ast.AST) -> tuple[ast.AST, str] | None:
@@ -95,22 +114,59 @@ def key_reads(source: str) -> list[str]:
     return found
 
 
+def _is_migration_name(receiver: ast.AST) -> bool:
+    if isinstance(receiver, ast.Subscript):
+        # ``migrations[0]['uuid']``
+        receiver = receiver.value
+        return isinstance(receiver, ast.Name) and \
+            receiver.id == 'migrations'
+    return isinstance(receiver, ast.Name) and \
+        bool(_MIGRATION_NAME.match(receiver.id))
+
+
+def migration_key_reads(source: str) -> list[str]:
+    """``line: receiver[key]`` for each migration key read in
+    ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        read = _key_read(node)
+        if read is None:
+            continue
+        receiver, key = read
+        if getattr(node, 'ctx', None) is not None and \
+                not isinstance(node.ctx, ast.Load):
+            # Setting a key (of a view being built) reads no migration.
+            continue
+        if isinstance(receiver, ast.Attribute) and receiver.attr == 'GET':
+            # Query parameters named like the columns they filter.
+            continue
+        if key in MIGRATION_ONLY_KEYS or (
+                key in MIGRATION_KEYS and _is_migration_name(receiver)):
+            found.append('%d: %s[%r]' % (node.lineno,
+                                         ast.unparse(receiver), key))
+    return found
+
+
 def violations(root: pathlib.Path = ROOT,
                tools: pathlib.Path | None = TOOLS) -> list[str]:
-    """Each device key read in the production code under ``root`` (the
-    ``nova`` package directory) and ``tools``."""
+    """Each device or migration key read in the production code under
+    ``root`` (the ``nova`` package directory) and ``tools``."""
     found = []
     paths = sorted(root.rglob('*.py'))
     if tools is not None and tools.is_dir():
         paths += sorted(tools.rglob('*.py'))
     for path in paths:
+        owns_devices = False
         if path.is_relative_to(root):
             relative = path.relative_to(root)
-            if relative == OWNER or any(relative.is_relative_to(p)
-                                        for p in EXEMPT_PACKAGES):
+            if any(relative.is_relative_to(p) for p in EXEMPT_PACKAGES):
                 continue
-        found += ['%s:%s' % (path, read)
-                  for read in key_reads(path.read_text())]
+            owns_devices = relative == OWNER
+        source = path.read_text()
+        reads = migration_key_reads(source)
+        if not owns_devices:
+            reads = key_reads(source) + reads
+        found += ['%s:%s' % (path, read) for read in reads]
     return found
 
 
@@ -118,6 +174,35 @@ class DeviceKeysTest(test.TestCase):
 
     def test_no_device_key_read_outside_device_module(self):
         self.assertEqual([], violations())
+
+    def test_scan_finds_the_reads_of_migration_dicts(self):
+        source = '\n'.join([
+            "a = migration['dest_compute']",
+            "b = row.get('new_pci_requests')",
+            "c = m['old_flavor']",
+            "e = migration['uuid']",
+            "f = migrations[0]['status']",
+            "g = source_migration.get('instance_uuid')",
+            "lambda i, m: m['status'] == 'finished'",
+            # Not migrations: another record's shared key.
+            "h = instance['uuid']",
+            "i = server.get('status')",
+            "j = migration.dest_compute",
+            "view['dest_compute'] = migration.dest_compute",
+            "k = req.GET.get('migration_type')",
+        ])
+        self.assertEqual(
+            ["1: migration['dest_compute']", "2: row['new_pci_requests']",
+             "3: m['old_flavor']", "4: migration['uuid']",
+             "5: migrations[0]['status']",
+             "6: source_migration['instance_uuid']", "7: m['status']"],
+            migration_key_reads(source))
+
+    def test_scan_covers_every_migration_field(self):
+        for field in dataclasses.fields(records.Migration):
+            self.assertEqual(
+                ["1: migration[%r]" % field.name],
+                migration_key_reads("x = migration[%r]" % field.name))
 
     def test_scan_finds_the_reads_of_device_dicts(self):
         source = '\n'.join([

@@ -29,7 +29,7 @@ class TestAudit(gpu_hosts.GpuHostsTestCase):
         return db.migration_create(self.admin, {
             'instance_uuid': instance_uuid, 'migration_type': 'resize',
             'status': status, 'source_compute': source,
-            'dest_compute': dest})['uuid']
+            'dest_compute': dest}).uuid
 
     def _hold(self, consumer, gpu=1, consumer_type='INSTANCE'):
         self.hosts.builder.call('put', '/allocations/%s' % consumer, {

@@ -47,6 +47,7 @@ import requests
 
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova.pci import request as pci_request
 
 PLACEMENT_MICROVERSION = '1.39'
@@ -89,7 +90,7 @@ def check(compute_url: str, token: str,
     nodes = {node['hypervisor_hostname']: node['uuid']
              for node in db.compute_node_get_all(context)}
     devices = _device_rows(context)
-    migrations = {m['uuid']: m for m in db.migration_get_in_progress(context)}
+    migrations = {m.uuid: m for m in db.migration_get_in_progress(context)}
     providers, allocations, capacity, totals = _placement_state(placement)
 
     violations = []
@@ -212,18 +213,19 @@ def _request_ids(pci_requests: list | None) -> set[str]:
     return {request['request_id'] for request in pci_requests or []}
 
 
-def _settled_moves(instances: dict, migrations: dict) -> dict[str, dict]:
+def _settled_moves(instances: dict, migrations: dict[str, records.Migration]
+                   ) -> dict[str, records.Migration]:
     """Instance UUID -> its move that holds both ends at rest: the finished
     resize or cold migration of a VERIFY_RESIZE server, or the evacuation
     of an ACTIVE or SHUTOFF server whose source compute has not cleaned
     up yet."""
     moves = {}
     for move in migrations.values():
-        state = _state(instances, move['instance_uuid'])
-        if (move['status'], state) in (('finished', 'resized'),
-                                       ('done', 'active'),
-                                       ('done', 'stopped')):
-            moves[move['instance_uuid']] = move
+        state = _state(instances, move.instance_uuid)
+        if (move.status, state) in (('finished', 'resized'),
+                                    ('done', 'active'),
+                                    ('done', 'stopped')):
+            moves[move.instance_uuid] = move
     return moves
 
 
@@ -243,18 +245,18 @@ def _holdings(devices: list[dict], instances: dict, migrations: dict
         rows = rows_of.get(uuid, [])
         if uuid in moves:
             move = moves[uuid]
-            label = '%s server %s' % (move['migration_type'], uuid)
-            old = _request_ids(move['old_pci_requests'])
-            new = _request_ids(move['new_pci_requests'])
+            label = '%s server %s' % (move.migration_type, uuid)
+            old = _request_ids(move.old_pci_requests)
+            new = _request_ids(move.new_pci_requests)
             dest = [r for r in rows if r['request_id'] in new and
-                    r['host'] == move['dest_node']]
+                    r['host'] == move.dest_node]
             source = [r for r in rows if r['request_id'] in old and
-                      r['host'] == move['source_node']]
+                      r['host'] == move.source_node]
             result.append(('%s (destination)' % label, uuid,
-                           move['dest_node'], move['new_flavor'], dest))
+                           move.dest_node, move.new_flavor, dest))
             result.append(('%s (source kept by migration %s)' % (
-                label, move['uuid']), move['uuid'], move['source_node'],
-                move['old_flavor'], source))
+                label, move.uuid), move.uuid, move.source_node,
+                move.old_flavor, source))
             kept = [r for r in rows if r not in dest and r not in source]
             if kept:
                 result.append(('%s (outside its move)' % label, uuid, None,

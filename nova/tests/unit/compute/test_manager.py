@@ -435,16 +435,16 @@ class TestLifecycle(ComputeManagerTestCase):
         timeutils.set_time_override(
             timeutils.utcnow() - datetime.timedelta(seconds=61))
         self.addCleanup(timeutils.clear_time_override)
-        db.migration_update(self.context, migration['uuid'],
+        db.migration_update(self.context, migration.uuid,
                             {'status': 'finished'})
         timeutils.clear_time_override()
-        db.migration_update(self.context, fresh['uuid'],
+        db.migration_update(self.context, fresh.uuid,
                             {'status': 'finished'})
 
-        self.assertEqual([migration['uuid']],
+        self.assertEqual([migration.uuid],
                          self.compute.confirm_expired_resizes())
 
-        self.assertEqual([(self.uuid, migration['uuid'])],
+        self.assertEqual([(self.uuid, migration.uuid)],
                          self.conductor.confirmed)
         self.assertEqual('confirming', db.migration_get_by_uuid(
-            self.context, migration['uuid'])['status'])
+            self.context, migration.uuid).status)

@@ -13,6 +13,7 @@ from nova import test
 from nova.conf import database as nova_database_conf
 from nova import context as nova_context
 from nova.db import api as db_api
+from nova.db import records
 from nova import exception
 from nova.tests.fixtures import database as db_fixture
 
@@ -332,21 +333,25 @@ class TestDBApiSqlite(test.TestCase):
                         migration_type='evacuation')
         self._migration('i3', 'completed', source='cmp3',
                         migration_type='evacuation')
-        self.assertEqual({'name': 'gpu.2x'}, db_api.migration_get_by_uuid(
-            self.ctx, moving['uuid'])['old_flavor'])
+        self.assertIsInstance(moving, records.Migration)
+        read = db_api.migration_get_by_uuid(self.ctx, moving.uuid)
+        self.assertEqual(moving, read)
+        self.assertEqual({'name': 'gpu.2x'}, read.old_flavor)
+        self.assertEqual([{'request_id': 'r1', 'count': 4}],
+                         read.new_pci_requests)
         self.assertEqual(['i2', 'i1'], [
-            m['instance_uuid']
+            m.instance_uuid
             for m in db_api.migration_get_in_progress(self.ctx)])
         self.assertEqual(['i1'], [
-            m['instance_uuid'] for m in db_api.migration_get_in_progress(
+            m.instance_uuid for m in db_api.migration_get_in_progress(
                 self.ctx, host='cmp2', instance_uuids=['i1', 'i3'])])
         self.assertEqual(['i2'], [
-            m['instance_uuid'] for m in db_api.migration_get_in_progress(
+            m.instance_uuid for m in db_api.migration_get_in_progress(
                 self.ctx, host='cmp3')])
         self.assertEqual(2, len(db_api.migration_get_all(
             self.ctx, {'instance_uuid': 'i1'})))
         self.assertEqual(['completed', 'done'], sorted(
-            m['status'] for m in db_api.migration_get_all(
+            m.status for m in db_api.migration_get_all(
                 self.ctx, {'migration_type': 'evacuation'})))
         self.assertRaises(exception.MigrationNotFound,
                           db_api.migration_get_by_uuid, self.ctx, 'nope')
@@ -354,10 +359,10 @@ class TestDBApiSqlite(test.TestCase):
                           db_api.migration_get_all, self.ctx, {'x': 1})
 
     def test_migration_update_compare_and_swap(self):
-        uuid = self._migration('i1', 'finished')['uuid']
+        uuid = self._migration('i1', 'finished').uuid
         self.assertEqual('confirming', db_api.migration_update(
             self.ctx, uuid, {'status': 'confirming'},
-            expected_status='finished')['status'])
+            expected_status='finished').status)
         # A revert racing the confirm loses and is told why.
         error = self.assertRaises(
             exception.MigrationUpdateConflict, db_api.migration_update,
@@ -380,7 +385,7 @@ class TestDBApiSqlite(test.TestCase):
         self.assertEqual([], db_api.migration_get_orphaned(
             self.ctx, now - datetime.timedelta(seconds=60)))
         later = timeutils.utcnow() + datetime.timedelta(seconds=1)
-        self.assertEqual([uuid], [m['instance_uuid'] for m in
+        self.assertEqual([uuid], [m.instance_uuid for m in
                                   db_api.migration_get_orphaned(
                                       self.ctx, later)])
         self.assertTrue(db_api.instance_move_lease_take(
