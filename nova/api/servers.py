@@ -431,13 +431,9 @@ def create(req) -> tuple:
         raise exception.APIValidationError(
             field='flavorRef', reason='flavor %r does not exist' % (
                 body['flavorRef'],))
-    values = user_fields(req, body)
-    fields = compute_api.ServerFields(
-        description=values.get('description'),
-        access_ip_v4=values.get('access_ip_v4'),
-        access_ip_v6=values.get('access_ip_v6'),
-        user_data=values.get('user_data'),
-        key_name=body.get('key_name'))
+    # user_fields names the columns ServerFields holds.
+    fields = compute_api.ServerFields(key_name=body.get('key_name'),
+                                      **user_fields(req, body))
     instance = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),
         body.get('metadata', {}), fields)
