@@ -12,9 +12,13 @@ hosts, as upstream Nova's:
 
 The hard policies drop hosts (``keep``) in the same step that drops
 disabled or down hosts, so the search for candidates goes on to other
-hosts and a refusal names the group and its policy; the soft ones order
-the candidates (``order``), before the fit order of
-``nova.scheduler.choice.by_fit``.
+hosts and a refusal names the group and its policy. A soft policy is
+tried as if hard first, on the hosts it likes best (``preferred``:
+those without a member, or with the most members), since Placement's
+answer may hold a few hosts only (``nova.scheduler.fullness`` asks for
+the fullest first); when none of those fits, on every host, in the
+order it prefers (``order``, before the fit order of
+``nova.scheduler.choice.by_fit``).
 
 Where a member is: its recorded host, the host the scheduler last
 placed it on while it has a task in flight (a build not yet recorded by
@@ -78,6 +82,23 @@ class GroupState:
                         host, self.uuid, ', '.join(sorted(self.others))))
         return None
 
+    @property
+    def prefers(self) -> bool:
+        """Whether a soft policy prefers some hosts to others now (it
+        does once a member is placed)."""
+        return self.policy in SOFT_POLICIES and bool(self.others)
+
+    def preferred(self, host: str) -> bool:
+        """Whether a soft policy likes ``host`` best: no other member
+        there (soft-anti-affinity), or the most of them
+        (soft-affinity)."""
+        here = self.others.get(host, 0)
+        if self.policy == SOFT_ANTI_AFFINITY:
+            return here == 0
+        if self.policy == SOFT_AFFINITY:
+            return here == max(self.others.values(), default=0)
+        return True
+
     def preference(self, host: str) -> int:
         """Sort key of ``host`` for the soft policies (lower first): the
         most members first for soft-affinity, the fewest for
@@ -133,15 +154,20 @@ def load(context, instance_uuid: str) -> GroupState | None:
 
 
 def keep(state: GroupState | None, usable: Mapping[str, dict],
-         dropped: list[str]) -> tuple[dict, list[str]]:
+         dropped: list[str], preferred_only: bool = False
+         ) -> tuple[dict, list[str]]:
     """Of the ``usable`` compute nodes (by provider UUID), those the
-    policy allows; ``dropped`` with the reason for each one it forbids.
-    """
+    policy allows (with ``preferred_only``, those a soft policy likes
+    best); ``dropped`` with the reason for each one left out."""
     if state is None:
         return dict(usable), dropped
     kept, dropped = {}, list(dropped)
     for root, node in usable.items():
         reason = state.refusal(node['host'])
+        if reason is None and preferred_only and \
+                not state.preferred(node['host']):
+            reason = '%s is not preferred by %s server group %s' % (
+                node['host'], state.policy, state.uuid)
         if reason is None:
             kept[root] = node
         else:

@@ -217,9 +217,30 @@ class SchedulerManager(manager.Manager):
                 requested_host: str | None,
                 group: affinity.GroupState | None,
                 label: str) -> choice.Choice:
+        """The choice for a member of ``group`` (or of none): on the
+        hosts its soft policy likes best if it prefers some, else (or
+        when none of those fits) on every host its policy allows."""
+        args = (context, request, claim, fleet, excluded, requested_host,
+                group, label)
+        if group is not None and group.prefers:
+            try:
+                return self._choose_once(*args, preferred_only=True)
+            except exception.NoValidHost as exc:
+                LOG.info('%s: no host %s server group %s prefers fits (%s); '
+                         'trying every host', label, group.policy,
+                         group.uuid, exc.message)
+        return self._choose_once(*args)
+
+    def _choose_once(self, context,
+                     request: request_builder.ResourceRequest, claim,
+                     fleet: tuple[dict, dict], excluded: set[str],
+                     requested_host: str | None,
+                     group: affinity.GroupState | None, label: str,
+                     preferred_only: bool = False) -> choice.Choice:
         """One ``choice.choose`` with this scheduler's Placement client
         and ``fleet`` (compute nodes and services), on the hosts the
-        server ``group``'s policy allows, in the order it prefers."""
+        server ``group``'s policy allows (``preferred_only``: likes
+        best), in the order it prefers."""
         nodes = fleet[0]
         try:
             return choice.choose(
@@ -234,7 +255,7 @@ class SchedulerManager(manager.Manager):
                     usable=lambda body: affinity.keep(
                         group, *self._usable_hosts(
                             body, fleet, excluded, self.conf,
-                            requested_host)),
+                            requested_host), preferred_only=preferred_only),
                     # The boards name withheld groups and why.
                     refusals=lambda: refusal.reasons(
                         self.reportclient, request,

@@ -107,6 +107,24 @@ class TestPolicies(test.TestCase):
         self.assertEqual(['h3', 'h2', 'h1'],
                          sorted(['h1', 'h2', 'h3'], key=spread.preference))
 
+    def test_soft_policies_try_the_hosts_they_like_best_first(self):
+        members = (_member('a', host='h1'), _member('b', host='h1'),
+                   _member('c', host='h2'))
+        nodes = {'rp%d' % n: {'host': 'h%d' % n} for n in (1, 2, 3)}
+        spread = self.state('soft-anti-affinity', *members)
+        self.assertTrue(spread.prefers)
+        kept, dropped = affinity.keep(spread, nodes, [],
+                                      preferred_only=True)
+        self.assertEqual(['rp3'], list(kept))
+        self.assertIn('not preferred by soft-anti-affinity', dropped[0])
+        packed = self.state('soft-affinity', *members)
+        kept, _dropped = affinity.keep(packed, nodes, [],
+                                       preferred_only=True)
+        self.assertEqual(['rp1'], list(kept))
+        # Without a member placed, or for a hard policy, no preference.
+        self.assertFalse(self.state('soft-affinity').prefers)
+        self.assertFalse(self.state('anti-affinity', *members).prefers)
+
     def test_keep_drops_forbidden_hosts_with_the_reason(self):
         state = self.state('anti-affinity', _member('a', host='h1'))
         nodes = {'rp1': {'host': 'h1'}, 'rp2': {'host': 'h2'}}
