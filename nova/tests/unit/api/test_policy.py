@@ -153,8 +153,8 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
         group = db.instance_group_create(self.admin_context, {
             'name': 'g', 'project_id': self.admin_context.project_id,
             'policy': 'affinity'})
-        values = {'group_id': group.uuid,'flavor_id': 'f1', 'key': 'hw:numa_nodes',
-                  'server_id': server, 'image_id': 'cirros',
+        values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
+                  'group_id': group.uuid, 'server_id': server, 'image_id': 'cirros',
                   'request_id': 'req-unknown', 'migration_id': '1',
                   'service_id': 'disable', 'hypervisor_id': '1',
                   'pattern': 'node', 'keypair_name': 'key1'}
