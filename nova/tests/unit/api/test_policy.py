@@ -154,7 +154,8 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
             'name': 'g', 'project_id': self.admin_context.project_id,
             'policy': 'affinity'})
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
-                  'group_id': group.uuid, 'server_id': server, 'image_id': 'cirros',
+                  'group_id': group.uuid, 'server_id': server,
+                  'image_id': 'cirros',
                   'request_id': 'req-unknown', 'migration_id': '1',
                   'service_id': 'disable', 'hypervisor_id': '1',
                   'pattern': 'node', 'keypair_name': 'key1'}
