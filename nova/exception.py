@@ -415,6 +415,10 @@ class InstanceNotFound(NotFound):
     msg_fmt = 'Instance %(instance_id)s could not be found.'
 
 
+class InstanceGroupNotFound(NotFound):
+    msg_fmt = 'Instance group %(group_uuid)s could not be found.'
+
+
 class InstanceExists(Conflict):
     msg_fmt = 'Instance %(uuid)s already exists.'
 

@@ -20,6 +20,7 @@ import ipaddress
 import re
 
 from nova.api import server_filters
+from nova.api import server_groups
 from nova.api import validation
 from nova.api import version_history
 from nova.compute import api as compute_api
@@ -312,7 +313,8 @@ def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
             view[key] = value
     if where is not View.LIST and version.at_least(
             version_history.SERVER_GROUPS_SHOWN):
-        view['server_groups'] = []
+        view['server_groups'] = server_groups.of_server(
+            req, instance['uuid'])
     return view
 
 
@@ -422,6 +424,7 @@ def create(req) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_CREATE,
                          {'project_id': req.context.project_id,
                           'user_id': req.context.user_id})
+    group = server_groups.requested_group(req, req.body_object())
     body = req.body_object('server')
     validation.validate(body, _CREATE_SCHEMA)
     flavor_ref = flavor_id(body['flavorRef'])
@@ -433,6 +436,7 @@ def create(req) -> tuple:
                 body['flavorRef'],))
     # user_fields names the columns ServerFields holds.
     fields = compute_api.ServerFields(key_name=body.get('key_name'),
+                                      server_group=group,
                                       **user_fields(req, body))
     instance = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),

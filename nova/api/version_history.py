@@ -34,8 +34,13 @@ KEYPAIRS_OF_OTHER_USERS = Change(
     '2.10', "Admins name another user's key pairs with 'user_id'.")
 SERVICE_FORCED_DOWN = Change(
     '2.11', "os-services shows 'forced_down' and takes force-down.")
+SERVER_GROUP_OWNER = Change(
+    '2.13', "Server groups show 'project_id' and 'user_id'.")
 EVACUATE_NO_SHARED_STORAGE = Change(
     '2.14', "evacuate drops 'onSharedStorage' and answers without a body.")
+SOFT_AFFINITY = Change(
+    '2.15', 'Server groups take the soft-affinity and soft-anti-affinity '
+            'policies.')
 SERVER_DESCRIPTION = Change(
     '2.19', "Server views show 'description'; rebuild accepts it.")
 ACTIONS_OF_DELETED_SERVERS = Change(
@@ -80,6 +85,9 @@ EVENT_HOST_ID = Change(
     '2.62', "Instance action events show 'hostId'.")
 TRUSTED_CERTS = Change(
     '2.63', "Server views show 'trusted_image_certificates'.")
+SERVER_GROUP_POLICY = Change(
+    '2.64', "A server group has one 'policy' and its 'rules' "
+            "(max_server_per_host), no 'policies' list or 'metadata'.")
 CHANGES_BEFORE = Change(
     '2.66', "GET /servers takes 'changes-before'.")
 EVACUATE_NO_FORCE = Change('2.68', "evacuate no longer accepts 'force'.")
@@ -92,6 +100,8 @@ FULL_ACTION_ANSWERS = Change(
             'show does.')
 SWAP_ZERO = Change(
     '2.75', "A flavor without swap shows 0, not ''.")
+SERVER_GROUP_QUERY_CHECKED = Change(
+    '2.75', 'GET /os-server-groups refuses unknown query parameters.')
 UNSHELVE_ZONE = Change(
     '2.77', 'unshelve takes an availability zone.')
 MIGRATION_OWNER = Change(

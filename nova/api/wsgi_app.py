@@ -36,6 +36,7 @@ from nova.api import misc
 from nova.api import policy
 from nova.api import request_guard
 from nova.api import server_actions
+from nova.api import server_groups
 from nova.api import servers
 from nova.api import services
 from nova.api import versions
@@ -233,6 +234,10 @@ def _build_router() -> _Router:
     router.add(p + '/os-keypairs', GET=keypairs.index, POST=keypairs.create)
     router.add(p + '/os-keypairs/{keypair_name}', GET=keypairs.show,
                DELETE=keypairs.delete)
+    router.add(p + '/os-server-groups', GET=server_groups.index,
+               POST=server_groups.create)
+    router.add(p + '/os-server-groups/{group_id}', GET=server_groups.show,
+               DELETE=server_groups.delete)
     router.add(p + '/os-services', GET=services.index)
     router.add(p + '/os-services/{service_id}', PUT=services.update)
     router.add(p + '/limits', GET=misc.limits)

@@ -100,6 +100,9 @@ class ServerFields:
     user_data: str | None = None
     # The caller's key pair whose public key the server keeps.
     key_name: str | None = None
+    # The server group (UUID) the server joins (the ``group`` scheduler
+    # hint), checked by the caller.
+    server_group: str | None = None
 
 
 class API:
@@ -188,7 +191,7 @@ class API:
         guest_hardware.check_flavor(
             flavor, image.properties if image else None)
         keypair = self._key_pair(context, fields.key_name)
-        instance = db.instance_create(context, {
+        instance = self._record(context, fields, {
             'display_name': name,
             'project_id': context.project_id,
             'user_id': context.user_id,
@@ -221,6 +224,22 @@ class API:
                 'vm_state': vm_states.ERROR, 'task_state': None,
                 'fault_message': 'The build could not be handed to '
                                  'nova-conductor: %s' % exc})
+        return instance
+
+    @staticmethod
+    def _record(context, fields: ServerFields, values: dict) -> dict:
+        """Create the instance with ``values``, a member of its server
+        group if it names one: both or neither (one transaction); 400
+        if the group was deleted since the caller checked it."""
+        try:
+            with db.context_manager.writer.using(context):
+                instance = db.instance_create(context, values)
+                if fields.server_group is not None:
+                    db.instance_group_member_add(
+                        context, fields.server_group, instance['uuid'])
+        except exception.InstanceGroupNotFound as exc:
+            raise exception.APIValidationError(
+                field='os:scheduler_hints/group', reason=exc.message)
         return instance
 
     @staticmethod

@@ -567,6 +567,9 @@ def instance_destroy(context, uuid: str) -> dict:
     if instance is None:
         raise exception.InstanceNotFound(instance_id=uuid)
     instance.deleted_at = timeutils.utcnow()
+    # A deleted server leaves its server group.
+    context.session.execute(sa.delete(models.InstanceGroupMember).where(
+        models.InstanceGroupMember.instance_uuid == uuid))
     context.session.flush()
     return instance.to_dict()
 
@@ -962,3 +965,121 @@ def key_pair_destroy(context, user_id: str, name: str) -> None:
         models.KeyPair.name == name)).rowcount
     if not deleted:
         raise exception.KeypairNotFound(name=name, user_id=user_id)
+
+
+# Server groups ---------------------------------------------------------------
+
+def _group_record(session, group: models.InstanceGroup
+                  ) -> records.ServerGroup:
+    """The group's record with its live members (deleted instances left
+    out), oldest member first."""
+    member, instance = models.InstanceGroupMember, models.Instance
+    rows = session.execute(
+        sa.select(member.instance_uuid, member.host, instance.host,
+                  instance.task_state)
+        .join(instance, sa.and_(instance.uuid == member.instance_uuid,
+                                instance.deleted_at.is_(None)))
+        .where(member.group_id == group.id)
+        .order_by(member.id)).all()
+    return records.ServerGroup.from_row(group.to_dict(), tuple(
+        records.ServerGroupMember(instance_uuid=uuid, placed_host=placed,
+                                  host=host, task_state=task_state)
+        for uuid, placed, host, task_state in rows))
+
+
+def _group_row(session, uuid: str) -> models.InstanceGroup:
+    group = session.scalars(
+        sa.select(models.InstanceGroup).filter_by(uuid=uuid)).first()
+    if group is None:
+        raise exception.InstanceGroupNotFound(group_uuid=uuid)
+    return group
+
+
+@context_manager.writer
+def instance_group_create(context, values: dict) -> records.ServerGroup:
+    """Create a server group (a fresh uuid unless given)."""
+    _check_fields(models.InstanceGroup, values)
+    group = models.InstanceGroup(**values)
+    context.session.add(group)
+    _flush(context.session, lambda columns: exception.Conflict(
+        reason='server group %s already exists' % values.get('uuid')))
+    return _group_record(context.session, group)
+
+
+@context_manager.reader
+def instance_group_get(context, uuid: str) -> records.ServerGroup:
+    """One server group; InstanceGroupNotFound if there is none."""
+    return _group_record(context.session,
+                         _group_row(context.session, uuid))
+
+
+@context_manager.reader
+def instance_group_get_all(context, project_id: str | None = None
+                           ) -> list[records.ServerGroup]:
+    """Server groups, oldest first: every project's, or ``project_id``'s.
+    """
+    query = sa.select(models.InstanceGroup).order_by(models.InstanceGroup.id)
+    if project_id is not None:
+        query = query.filter_by(project_id=project_id)
+    return [_group_record(context.session, group)
+            for group in context.session.scalars(query)]
+
+
+@context_manager.reader
+def instance_group_get_by_instance(context, instance_uuid: str
+                                   ) -> records.ServerGroup | None:
+    """The server group the instance is a member of, or None."""
+    group = context.session.scalars(
+        sa.select(models.InstanceGroup)
+        .join(models.InstanceGroupMember,
+              models.InstanceGroupMember.group_id == models.InstanceGroup.id)
+        .where(models.InstanceGroupMember.instance_uuid == instance_uuid)
+    ).first()
+    return None if group is None else _group_record(context.session, group)
+
+
+@context_manager.writer
+def instance_group_delete(context, uuid: str) -> None:
+    """Delete a server group; its servers leave it and keep running.
+    InstanceGroupNotFound if there is none."""
+    group = _group_row(context.session, uuid)
+    context.session.execute(sa.delete(models.InstanceGroupMember).where(
+        models.InstanceGroupMember.group_id == group.id))
+    context.session.delete(group)
+    context.session.flush()
+
+
+@context_manager.writer
+def instance_group_member_add(context, group_uuid: str,
+                              instance_uuid: str) -> None:
+    """Make the instance a member of the group; InstanceGroupNotFound if
+    the group is gone."""
+    group = _group_row(context.session, group_uuid)
+    context.session.add(models.InstanceGroupMember(
+        group_id=group.id, instance_uuid=instance_uuid))
+    _flush(context.session, lambda columns: exception.Conflict(
+        reason='instance %s is in a server group already' % instance_uuid))
+
+
+@context_manager.writer
+def instance_group_place(context, group_uuid: str, generation: int,
+                         instance_uuid: str, host: str) -> bool:
+    """Record that the scheduler placed the member ``instance_uuid`` on
+    ``host``, if the group is still at ``generation`` (what the decision
+    read); True if it was recorded. A compare-and-swap in one UPDATE: of
+    concurrent placements in one group decided on the same state, exactly
+    one is recorded, and the others decide again on the new state."""
+    group = models.InstanceGroup
+    result = context.session.execute(
+        sa.update(group)
+        .where(group.uuid == group_uuid, group.generation == generation)
+        .values(generation=generation + 1, updated_at=timeutils.utcnow())
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        return False
+    context.session.execute(
+        sa.update(models.InstanceGroupMember)
+        .where(models.InstanceGroupMember.instance_uuid == instance_uuid)
+        .values(host=host, updated_at=timeutils.utcnow())
+        .execution_options(synchronize_session=False))
+    return True

@@ -410,3 +410,51 @@ class PendingFree(Base):
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
     consumer_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
     host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class InstanceGroup(Base):
+    """A server group (``/os-server-groups``): an affinity policy its
+    members' hosts follow. ``generation`` moves on with every placement
+    the scheduler records for a member (``nova.scheduler.affinity``)."""
+
+    __tablename__ = 'instance_groups'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_instance_groups0uuid'),
+        sa.Index('ix_instance_groups_project_id', 'project_id'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), default=uuidutils.generate_uuid)
+    name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # 'affinity', 'anti-affinity', 'soft-affinity' or 'soft-anti-affinity'.
+    policy: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    # {'max_server_per_host': N} for anti-affinity (microversion 2.64).
+    rules: orm.Mapped[dict | None] = orm.mapped_column(JSONEncoded)
+    generation: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default='0')
+
+
+class InstanceGroupMember(Base):
+    """A server in a server group (one group per server, as a boot's
+    ``group`` scheduler hint names one), with the host the scheduler last
+    placed it on (its build's or move's destination)."""
+
+    __tablename__ = 'instance_group_members'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'instance_uuid',
+            name='uniq_instance_group_members0instance_uuid'),
+        sa.Index('ix_instance_group_members_group_id', 'group_id'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    group_id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, sa.ForeignKey('instance_groups.id', ondelete='CASCADE',
+                                  name='fk_instance_group_members_group_id'))
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

@@ -70,3 +70,46 @@ class Migration:
         """The record of a ``migrations`` row (its dict)."""
         return cls(**{field.name: row[field.name]
                       for field in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerGroupMember:
+    """A live server of a server group, and where it is: what the
+    scheduler reads to keep the group's policy."""
+
+    instance_uuid: str
+    # The host the scheduler last placed it on (its build's or move's
+    # destination; None before the first placement).
+    placed_host: str | None
+    # The instance's recorded host and task state now.
+    host: str | None
+    task_state: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerGroup:
+    """An ``instance_groups`` row with its live members, oldest first."""
+
+    id: int
+    uuid: str
+    name: str | None
+    project_id: str | None
+    user_id: str | None
+    # One of nova.scheduler.affinity.POLICIES.
+    policy: str
+    # {'max_server_per_host': N} or {}.
+    rules: dict
+    # Moves on with every placement recorded for a member.
+    generation: int
+    members: tuple[ServerGroupMember, ...]
+    created_at: datetime.datetime | None
+
+    @classmethod
+    def from_row(cls, row: dict,
+                 members: tuple[ServerGroupMember, ...]) -> 'ServerGroup':
+        """The record of an ``instance_groups`` row (its dict)."""
+        values = {field.name: row[field.name]
+                  for field in dataclasses.fields(cls)
+                  if field.name != 'members'}
+        values['rules'] = dict(values['rules'] or {})
+        return cls(members=members, **values)

@@ -82,6 +82,12 @@ KEYPAIRS_SHOW = 'os_compute_api:os-keypairs:show'
 KEYPAIRS_CREATE = 'os_compute_api:os-keypairs:create'
 KEYPAIRS_DELETE = 'os_compute_api:os-keypairs:delete'
 SERVICES_LIST = 'os_compute_api:os-services:list'
+SERVER_GROUPS_CREATE = 'os_compute_api:os-server-groups:create'
+SERVER_GROUPS_DELETE = 'os_compute_api:os-server-groups:delete'
+SERVER_GROUPS_INDEX = 'os_compute_api:os-server-groups:index'
+SERVER_GROUPS_INDEX_ALL_PROJECTS = \
+    'os_compute_api:os-server-groups:index:all_projects'
+SERVER_GROUPS_SHOW = 'os_compute_api:os-server-groups:show'
 SERVICES_UPDATE = 'os_compute_api:os-services:update'
 
 
@@ -285,6 +291,21 @@ def list_rules() -> list[policy.RuleDefault]:
               'List and show the moves of a server in progress.',
               [('GET', '/servers/{server_id}/migrations'),
                ('GET', '/servers/{server_id}/migrations/{migration_id}')]),
+        _rule(SERVER_GROUPS_CREATE, PROJECT_MEMBER_OR_ADMIN,
+              'Create a server group in the caller\'s project.',
+              [('POST', '/os-server-groups')]),
+        _rule(SERVER_GROUPS_DELETE, PROJECT_MEMBER_OR_ADMIN,
+              'Delete a server group.',
+              [('DELETE', '/os-server-groups/{server_group_id}')]),
+        _rule(SERVER_GROUPS_INDEX, PROJECT_READER_OR_ADMIN,
+              "List the caller's project's server groups.",
+              [('GET', '/os-server-groups')]),
+        _rule(SERVER_GROUPS_INDEX_ALL_PROJECTS, ADMIN,
+              'List the server groups of every project (all_projects).',
+              [('GET', '/os-server-groups')]),
+        _rule(SERVER_GROUPS_SHOW, PROJECT_READER_OR_ADMIN,
+              'Show a server group.',
+              [('GET', '/os-server-groups/{server_group_id}')]),
         _rule(SERVICES_LIST, ADMIN, 'List compute services.',
               [('GET', '/os-services')]),
         _rule(SERVICES_UPDATE, ADMIN,

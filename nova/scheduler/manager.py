@@ -20,6 +20,11 @@ after the conductor gave up waiting (RPC timeout) and failed the build, so
 the state is checked again once the claim is made: a claim for an
 instance that failed, is being deleted or is gone is given back here,
 since nothing else would free it (see ``nova.conductor.manager``).
+
+A member of a server group lands only on hosts its group's policy
+allows, and its placement is recorded with the group's generation
+(``nova.scheduler.affinity``): two members scheduled at once can never
+both take the last host an anti-affinity group allows.
 """
 
 
@@ -38,6 +43,7 @@ from nova import rpc
 from nova.fleet import board
 from nova.pci import placement_names
 from nova.pci import request as pci_request
+from nova.scheduler import affinity
 from nova.scheduler import band_shards
 from nova.scheduler import choice
 from nova.scheduler import frees
@@ -145,7 +151,9 @@ class SchedulerManager(manager.Manager):
         decision, not once per query): candidates on usable hosts,
         weighing, claim, asking Placement again (up to
         ``[scheduler]max_claim_rounds`` times) while every candidate it
-        offered is claimed concurrently."""
+        offered is claimed concurrently. For a member of a server group,
+        the whole decision again while another member was placed
+        meanwhile (``nova.scheduler.affinity``)."""
         instance_uuid = instance['uuid']
         fleet = _compute_fleet(context)
         nodes = fleet[0]
@@ -169,30 +177,31 @@ class SchedulerManager(manager.Manager):
             [trait for group in request.groups
              for trait in group.forbidden_traits] +
             sorted(placement_names.SHARD_TRAITS))
-        try:
-            chosen = choice.choose(
-                request,
-                choice.Placement(
-                    ask=self._ask_placement,
-                    known_traits=self.reportclient.get_trait_names,
-                    hosts_with=lambda trait: self.reportclient.provider_names(
-                        required=[trait]),
-                    claim=claim),
-                choice.Fleet(
-                    usable=lambda body: self._usable_hosts(
-                        body, fleet, excluded, self.conf, requested_host),
-                    # The boards name withheld groups and why.
-                    refusals=lambda: refusal.reasons(
-                        self.reportclient, request,
-                        lambda: board.load_fleet(context, names=False)),
-                    shards=lambda: self._shards(nodes.values(),
-                                                requested_host)),
-                self.conf.scheduler.max_placement_results,
-                self.conf.scheduler.max_claim_rounds,
-                label='instance %s' % instance_uuid)
-        except exception.NoValidHost as exc:
-            raise _with_leaks(context, exc.kwargs['reason'],
-                              exc.kwargs['codes']) from exc
+        # A member of a server group is placed only if no other member
+        # was placed since its group was read (nova.scheduler.affinity):
+        # otherwise its claim is given back and it is decided again.
+        decisions = 0
+        while True:
+            decisions += 1
+            group = affinity.load(context, instance_uuid)
+            chosen = self._decide(context, request, claim, fleet, excluded,
+                                  requested_host, group,
+                                  'instance %s' % instance_uuid)
+            host = nodes[chosen.candidate.host]['host']
+            if group is None or affinity.record(context, group,
+                                                instance_uuid, host):
+                break
+            LOG.info('Instance %s: another server of its server group was '
+                     'placed while it was scheduled to %s; deciding again',
+                     instance_uuid, host)
+            self.reportclient.delete_allocation_for_instance(instance_uuid)
+            if decisions > group.size + self.conf.scheduler.max_claim_rounds:
+                scheduler_metrics.refused(refusal.CLAIMS_TAKEN)
+                raise exception.NoValidHost(reason=(
+                    'other servers of %s server group %s were placed '
+                    'concurrently during each of %d decisions' % (
+                        group.policy, group.uuid, decisions)),
+                    codes=[refusal.CLAIMS_TAKEN])
         if after_claim is not None:
             after_claim()
         node = nodes[chosen.candidate.host]
@@ -202,6 +211,64 @@ class SchedulerManager(manager.Manager):
             host=node['host'], nodename=node['hypervisor_hostname'],
             allocation_request=chosen.candidate.allocation_request,
             pci_providers=chosen.candidate.pci_providers)
+
+    def _decide(self, context, request: request_builder.ResourceRequest,
+                claim, fleet: tuple[dict, dict], excluded: set[str],
+                requested_host: str | None,
+                group: affinity.GroupState | None,
+                label: str) -> choice.Choice:
+        """The choice for a member of ``group`` (or of none): on the
+        hosts its soft policy likes best if it prefers some, else (or
+        when none of those fits) on every host its policy allows."""
+        args = (context, request, claim, fleet, excluded, requested_host,
+                group, label)
+        if group is not None and group.prefers:
+            try:
+                return self._choose_once(*args, preferred_only=True)
+            except exception.NoValidHost as exc:
+                LOG.info('%s: no host %s server group %s prefers fits (%s); '
+                         'trying every host', label, group.policy,
+                         group.uuid, exc.message)
+        return self._choose_once(*args)
+
+    def _choose_once(self, context,
+                     request: request_builder.ResourceRequest, claim,
+                     fleet: tuple[dict, dict], excluded: set[str],
+                     requested_host: str | None,
+                     group: affinity.GroupState | None, label: str,
+                     preferred_only: bool = False) -> choice.Choice:
+        """One ``choice.choose`` with this scheduler's Placement client
+        and ``fleet`` (compute nodes and services), on the hosts the
+        server ``group``'s policy allows (``preferred_only``: likes
+        best), in the order it prefers."""
+        nodes = fleet[0]
+        try:
+            return choice.choose(
+                request,
+                choice.Placement(
+                    ask=self._ask_placement,
+                    known_traits=self.reportclient.get_trait_names,
+                    hosts_with=lambda trait: self.reportclient.provider_names(
+                        required=[trait]),
+                    claim=claim),
+                choice.Fleet(
+                    usable=lambda body: affinity.keep(
+                        group, *self._usable_hosts(
+                            body, fleet, excluded, self.conf,
+                            requested_host), preferred_only=preferred_only),
+                    # The boards name withheld groups and why.
+                    refusals=lambda: refusal.reasons(
+                        self.reportclient, request,
+                        lambda: board.load_fleet(context, names=False)),
+                    shards=lambda: self._shards(nodes.values(),
+                                                requested_host)),
+                self.conf.scheduler.max_placement_results,
+                self.conf.scheduler.max_claim_rounds,
+                order=affinity.order(group, nodes, choice.by_fit),
+                label=label)
+        except exception.NoValidHost as exc:
+            raise _with_leaks(context, exc.kwargs['reason'],
+                              exc.kwargs['codes']) from exc
 
     @staticmethod
     def _check_lease(instance: dict, build_owner: str) -> None:

@@ -238,3 +238,34 @@ class TestOpenStackClient(boot.BootTestBase):
                  server['id'])
         self.assertEqual({'team': 'ml'}, self.api(
             'GET', '/servers/%s' % server['id'])['server']['metadata'])
+
+    def test_server_group_create_boot_into_it_and_delete(self):
+        """``openstack server group`` and ``server create --hint group=``
+        as the scheduling guide shows them; with one host, an
+        anti-affinity group takes one server."""
+        self.osc('flavor', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '0', 'tiny')
+        group = self.osc_json('server', 'group', 'create', '--policy',
+                              'anti-affinity', '--rule',
+                              'max_server_per_host=1', 'job-7')
+        self.assertEqual(('anti-affinity', {'max_server_per_host': 1}),
+                         (group['policy'], group['rules']))
+        listed = self.osc_json('server', 'group', 'list')
+        self.assertEqual([group['id']], [g['ID'] for g in listed])
+        first = self.osc_json('server', 'create', '--flavor', 'tiny',
+                              '--image', 'none', '--hint',
+                              'group=%s' % group['id'], '--wait', 'r1')
+        self.assertEqual('ACTIVE', first['status'], first)
+        shown = self.osc_json('server', 'group', 'show', 'job-7')
+        self.assertEqual([first['id']], shown['members'])
+        second = self.osc('server', 'create', '--flavor', 'tiny',
+                          '--image', 'none', '--hint',
+                          'group=%s' % group['id'], '--wait', 'r2',
+                          expect_ok=False)
+        self.assertNotEqual(0, second.returncode)
+        refused = self.api('GET', '/servers/detail')['servers']
+        fault = [s['fault']['message'] for s in refused
+                 if s['name'] == 'r2'][0]
+        self.assertIn('anti-affinity server group %s' % group['id'], fault)
+        self.osc('server', 'group', 'delete', 'job-7')
+        self.assertEqual([], self.osc_json('server', 'group', 'list'))

@@ -66,6 +66,12 @@ ROUTE_RULES = {
     ('POST', '/v2.1/os-keypairs'): policies.KEYPAIRS_CREATE,
     ('GET', '/v2.1/os-keypairs/{keypair_name}'): policies.KEYPAIRS_SHOW,
     ('DELETE', '/v2.1/os-keypairs/{keypair_name}'): policies.KEYPAIRS_DELETE,
+    ('GET', '/v2.1/os-server-groups'): policies.SERVER_GROUPS_INDEX,
+    ('POST', '/v2.1/os-server-groups'): policies.SERVER_GROUPS_CREATE,
+    ('GET', '/v2.1/os-server-groups/{group_id}'):
+        policies.SERVER_GROUPS_SHOW,
+    ('DELETE', '/v2.1/os-server-groups/{group_id}'):
+        policies.SERVER_GROUPS_DELETE,
     ('GET', '/v2.1/os-hypervisors'): policies.HYPERVISORS_LIST,
     ('GET', '/v2.1/os-hypervisors/detail'): policies.HYPERVISORS_LIST_DETAIL,
     ('GET', '/v2.1/os-hypervisors/statistics'):
@@ -98,6 +104,8 @@ BODIES = {
     ('PUT', '/v2.1/os-services/{service_id}'):
         {'host': 'cmp1', 'binary': 'nova-compute'},
     ('POST', '/v2.1/os-keypairs'): {'keypair': {'name': 'key1'}},
+    ('POST', '/v2.1/os-server-groups'): {'server_group': {
+        'name': 'g', 'policies': ['anti-affinity']}},
     ('PUT', '/v2.1/servers/{server_id}'): {'server': {'name': 'renamed'}},
 }
 
@@ -142,8 +150,12 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
         """Even the admin is refused a route whose rule says no; the fault
         names the rule, so each route is shown to check its own rule."""
         server = self.boot(fakes.ADMIN)
+        group = db.instance_group_create(self.admin_context, {
+            'name': 'g', 'project_id': self.admin_context.project_id,
+            'policy': 'affinity'})
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
-                  'server_id': server, 'image_id': 'cirros',
+                  'group_id': group.uuid, 'server_id': server,
+                  'image_id': 'cirros',
                   'request_id': 'req-unknown', 'migration_id': '1',
                   'service_id': 'disable', 'hypervisor_id': '1',
                   'pattern': 'node', 'keypair_name': 'key1'}

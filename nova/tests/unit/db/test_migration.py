@@ -16,8 +16,9 @@ from nova.tests.fixtures import database as db_fixture
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees',
-          'pci_device_health_events', 'key_pairs'}
-HEAD = '0013_instance_user_fields'
+          'pci_device_health_events', 'key_pairs', 'instance_groups',
+          'instance_group_members'}
+HEAD = '0014_server_groups'
 
 
 class TestMigrationSqlite(test.TestCase):
@@ -67,6 +68,8 @@ class TestMigrationSqlite(test.TestCase):
         self.assertIn(('name',), uniques['flavors'])
         self.assertIn(('flavor_id', 'key'), uniques['flavor_extra_specs'])
         self.assertIn(('uuid',), uniques['instances'])
+        self.assertIn(('uuid',), uniques['instance_groups'])
+        self.assertIn(('instance_uuid',), uniques['instance_group_members'])
 
     def _engine_at(self, revision: str) -> sa.engine.Engine:
         """An engine on a database at schema ``revision``: the backend's
