@@ -16,8 +16,9 @@ from nova.tests.fixtures import database as db_fixture
 TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees',
-          'pci_device_health_events', 'key_pairs'}
-HEAD = '0013_instance_user_fields'
+          'pci_device_health_events', 'key_pairs', 'quotas',
+          'quota_classes', 'quota_locks'}
+HEAD = '0015_quotas'
 
 
 class TestMigrationSqlite(test.TestCase):
