@@ -4,6 +4,13 @@ A project's own limits (``PUT /os-quota-sets/{project_id}``) and the
 ``default`` quota class (``PUT /os-quota-class-sets/default``) override
 these; -1 means unlimited. ``pci_alias_limits`` is this fork's: the
 default number of devices of each ``[pci]alias`` a project may hold.
+
+Names and the other defaults are upstream's, but ``instances``, ``cores``
+and ``ram`` default to unlimited here: one GPU server of this fork's
+flavors (8 vCPUs per GPU pair and more) would already exceed upstream's
+20 cores, and an upgrade must not stop a running cloud's projects from
+booting. An operator caps projects deliberately: here, in the
+``default`` quota class, or per project.
 """
 
 from oslo_config import cfg
@@ -17,14 +24,18 @@ quota_group = cfg.OptGroup(
 _LIMIT = {'min': -1}
 
 quota_opts = [
-    cfg.IntOpt('instances', default=10, **_LIMIT,
-               help='Servers a project may have.'),
-    cfg.IntOpt('cores', default=20, **_LIMIT,
+    cfg.IntOpt('instances', default=-1, **_LIMIT,
+               help='Servers a project may have. Upstream\'s default is '
+                    '10; this fork\'s is unlimited (see the module '
+                    'docstring).'),
+    cfg.IntOpt('cores', default=-1, **_LIMIT,
                help='Virtual CPUs (the sum of the flavors\' vcpus) a '
-                    'project\'s servers may have.'),
-    cfg.IntOpt('ram', default=50 * 1024, **_LIMIT,
+                    'project\'s servers may have. Upstream\'s default is '
+                    '20; this fork\'s is unlimited.'),
+    cfg.IntOpt('ram', default=-1, **_LIMIT,
                help='Megabytes of RAM (the sum of the flavors\' memory_mb) '
-                    'a project\'s servers may have.'),
+                    'a project\'s servers may have. Upstream\'s default '
+                    'is 51200; this fork\'s is unlimited.'),
     cfg.IntOpt('metadata_items', default=128, **_LIMIT,
                help='Metadata items a server may have (shown, not '
                     'enforced here).'),

@@ -16,7 +16,7 @@ NETWORK = {'fixed_ips', 'floating_ips', 'security_groups',
 INJECTED = {'injected_files', 'injected_file_content_bytes',
             'injected_file_path_bytes'}
 SERVER_GROUPS = {'server_groups', 'server_group_members'}
-DEFAULTS = {'instances': 10, 'cores': 20, 'ram': 51200,
+DEFAULTS = {'instances': -1, 'cores': -1, 'ram': -1,
             'metadata_items': 128, 'key_pairs': 100, 'server_groups': 10,
             'server_group_members': 10, 'injected_files': 5,
             'injected_file_content_bytes': 10240,
@@ -66,7 +66,7 @@ class TestQuotaSetKeys(QuotaTestCase):
                                  {k: quota_set[k] for k in keys})
             detail = self.get(QS + '/detail', version)['quota_set']
             self.assertEqual(keys | {'id'}, set(detail), version)
-            self.assertEqual({'limit': 10, 'in_use': 0, 'reserved': 0},
+            self.assertEqual({'limit': -1, 'in_use': 0, 'reserved': 0},
                              detail['instances'])
 
     def test_update_keys_per_microversion_and_no_id(self):
@@ -141,7 +141,7 @@ class TestQuotaSetValues(QuotaTestCase):
         response = self.request('PUT', QS, {'quota_set': {'cores': 1,
                                                           'force': 'maybe'}})
         self.assertFault(response, 400, 'badRequest', 'force')
-        self.assertEqual(20, self.get(QS)['quota_set']['cores'])
+        self.assertEqual(-1, self.get(QS)['quota_set']['cores'])
         self.put(QS, {'quota_set': {'cores': '-1', 'ram': ' 2048 '}})
         quota_set = self.get(QS)['quota_set']
         self.assertEqual((-1, 2048), (quota_set['cores'], quota_set['ram']))
@@ -163,8 +163,8 @@ class TestQuotaSetValues(QuotaTestCase):
         detail = self.get(QS + '/detail')['quota_set']
         self.assertEqual({'limit': 1, 'in_use': 2, 'reserved': 0},
                          detail['instances'])
-        self.assertEqual({'limit': 51200,
-                          'in_use': 4096, 'reserved': 0}, detail['ram'])
+        self.assertEqual({'limit': -1, 'in_use': 4096, 'reserved': 0},
+                         detail['ram'])
 
     def test_user_limit_above_project_limit_refused(self):
         self.put(QS, {'quota_set': {'instances': 5}})
@@ -195,7 +195,7 @@ class TestQuotaSetValues(QuotaTestCase):
         self.assertEqual(200, self.request(
             'GET', '/v2.1/os-quota-sets/proj-b/defaults',
             token=fakes.MEMBER).status_int)
-        self.assertEqual(20, self.get(QS)['quota_set']['cores'])
+        self.assertEqual(-1, self.get(QS)['quota_set']['cores'])
 
 
 class TestPciAliasQuotas(QuotaTestCase):
@@ -258,13 +258,13 @@ class TestLimits(QuotaTestCase):
         absolute = self.get('/v2.1/limits', token=fakes.MEMBER)[
             'limits']['absolute']
         self.assertEqual(
-            (4, 9, 51200, 1, 2, 2048),
+            (4, 9, -1, 1, 2, 2048),
             (absolute['maxTotalInstances'], absolute['maxTotalCores'],
              absolute['maxTotalRAMSize'], absolute['totalInstancesUsed'],
              absolute['totalCoresUsed'], absolute['totalRAMUsed']))
         other = self.get('/v2.1/limits', token=fakes.OTHER)[
             'limits']['absolute']
-        self.assertEqual((10, 0), (other['maxTotalInstances'],
+        self.assertEqual((-1, 0), (other['maxTotalInstances'],
                                    other['totalInstancesUsed']))
 
 
