@@ -989,25 +989,31 @@ def quota_get_all(context, project_id: str,
             for row in rows]
 
 
+def _set_limits(session, model: type[models.Base], key: dict,
+                limits: dict[str, int]) -> None:
+    """Insert or update the ``limits`` (resource -> limit) rows of
+    ``model`` whose ``key`` columns have the given values."""
+    existing = {row.resource: row for row in session.scalars(
+        sa.select(model).filter_by(**key).where(
+            model.resource.in_(sorted(limits))))}
+    for resource, limit in limits.items():
+        row = existing.get(resource)
+        if row is None:
+            session.add(model(resource=resource, hard_limit=limit, **key))
+        else:
+            row.hard_limit = limit
+    _flush(session, lambda columns: exception.Conflict(
+        reason='another request set limits of %s at the same time; '
+               'retry' % ', '.join(sorted(limits))))
+
+
 @context_manager.writer
 def quota_set(context, project_id: str, limits: dict[str, int],
               user_id: str | None = None) -> None:
     """Set limits (resource -> limit) of a project or of a user in it,
     all in one transaction."""
-    existing = {row.resource: row for row in context.session.scalars(
-        sa.select(models.Quota).where(
-            models.Quota.project_id == project_id,
-            models.Quota.user_id == (user_id or ''),
-            models.Quota.resource.in_(sorted(limits))))}
-    for resource, limit in limits.items():
-        row = existing.get(resource)
-        if row is None:
-            context.session.add(models.Quota(
-                project_id=project_id, user_id=user_id or '',
-                resource=resource, hard_limit=limit))
-        else:
-            row.hard_limit = limit
-    context.session.flush()
+    _set_limits(context.session, models.Quota,
+                {'project_id': project_id, 'user_id': user_id or ''}, limits)
 
 
 @context_manager.writer
@@ -1040,19 +1046,8 @@ def quota_class_set(context, class_name: str,
                     limits: dict[str, int]) -> None:
     """Set limits (resource -> limit) of a quota class in one
     transaction."""
-    existing = {row.resource: row for row in context.session.scalars(
-        sa.select(models.QuotaClass).where(
-            models.QuotaClass.class_name == class_name,
-            models.QuotaClass.resource.in_(sorted(limits))))}
-    for resource, limit in limits.items():
-        row = existing.get(resource)
-        if row is None:
-            context.session.add(models.QuotaClass(
-                class_name=class_name, resource=resource,
-                hard_limit=limit))
-        else:
-            row.hard_limit = limit
-    context.session.flush()
+    _set_limits(context.session, models.QuotaClass,
+                {'class_name': class_name}, limits)
 
 
 def _insert_ignoring_duplicate(session, model: type[models.Base],
