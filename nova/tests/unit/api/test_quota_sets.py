@@ -2,6 +2,26 @@
 a real database: key sets per microversion (as Tempest compares them),
 defaults, validation and policy."""
 
+import jsonschema
+from tempest.lib.api_schema.response.compute.v2_1 import limits as limits_v21
+from tempest.lib.api_schema.response.compute.v2_1 import \
+    quota_classes as classes_v21
+from tempest.lib.api_schema.response.compute.v2_1 import quotas as quotas_v21
+from tempest.lib.api_schema.response.compute.v2_36 import \
+    limits as limits_v236
+from tempest.lib.api_schema.response.compute.v2_36 import \
+    quotas as quotas_v236
+from tempest.lib.api_schema.response.compute.v2_39 import \
+    limits as limits_v239
+from tempest.lib.api_schema.response.compute.v2_50 import \
+    quota_classes as classes_v250
+from tempest.lib.api_schema.response.compute.v2_57 import \
+    limits as limits_v257
+from tempest.lib.api_schema.response.compute.v2_57 import \
+    quota_classes as classes_v257
+from tempest.lib.api_schema.response.compute.v2_57 import \
+    quotas as quotas_v257
+
 from nova import context as nova_context
 from nova.db import api as db
 from nova.tests.unit.api import fakes
@@ -278,3 +298,47 @@ class TestStoredRows(QuotaTestCase):
                          (row.resource, row.hard_limit, row.project_id,
                           row.user_id))
         self.assertEqual([], db.quota_get_all(ctx, 'proj-a'))
+
+
+class TestTempestSchemas(QuotaTestCase):
+    """Responses pass Tempest's own response schemas (its compatibility
+    bar), which list the exact keys per microversion."""
+
+    def assertSchema(self, schema, response):
+        self.assertIn(response.status_int, schema['status_code'],
+                      response.text)
+        if 'response_body' in schema:
+            jsonschema.validate(response.json, schema['response_body'])
+
+    def test_quota_sets(self):
+        for version, module in (('2.1', quotas_v21), ('2.35', quotas_v21),
+                                ('2.36', quotas_v236), ('2.56', quotas_v236),
+                                ('2.57', quotas_v257), ('2.96', quotas_v257)):
+            for path in (QS, QS + '/defaults', QS + '?user_id=alice'):
+                self.assertSchema(module.get_quota_set,
+                                  self.request('GET', path, version=version))
+            self.assertSchema(module.get_quota_set_details, self.request(
+                'GET', QS + '/detail', version=version))
+            self.assertSchema(module.update_quota_set, self.request(
+                'PUT', QS, {'quota_set': {'cores': 30, 'force': True}},
+                version=version))
+            self.assertSchema(module.delete_quota, self.request(
+                'DELETE', QS, version=version))
+
+    def test_quota_class_sets(self):
+        path = '/v2.1/os-quota-class-sets/default'
+        for version, module in (('2.1', classes_v21), ('2.49', classes_v21),
+                                ('2.50', classes_v250),
+                                ('2.57', classes_v257)):
+            self.assertSchema(module.get_quota_class_set,
+                              self.request('GET', path, version=version))
+            self.assertSchema(module.update_quota_class_set, self.request(
+                'PUT', path, {'quota_class_set': {'cores': 30}},
+                version=version))
+
+    def test_limits(self):
+        self.boot()
+        for version, module in (('2.1', limits_v21), ('2.36', limits_v236),
+                                ('2.39', limits_v239), ('2.57', limits_v257)):
+            self.assertSchema(module.get_limit, self.request(
+                'GET', '/v2.1/limits', token=fakes.MEMBER, version=version))
