@@ -531,3 +531,20 @@ class RPCVersionCapped(NovaException):
 
 class MigrationFailed(NovaException):
     msg_fmt = 'Migration of instance %(instance_uuid)s failed: %(reason)s'
+
+
+class TooManyInstances(NovaException):
+    """Over quota (HTTP 403), in upstream's words: ``overs`` names the
+    resources, ``req``/``used``/``allowed`` their numbers (each a
+    comma-separated list in the order of ``overs``)."""
+
+    msg_fmt = ('Quota exceeded for %(overs)s: Requested %(req)s, but '
+               'already used %(used)s of %(allowed)s %(overs)s')
+    code = 403
+
+
+class QuotaLimitOutOfRange(Invalid):
+    """A new quota limit below what is in use (or above the project's
+    limit, for a user's), in upstream's words."""
+
+    msg_fmt = 'Quota limit %(limit)s for %(resource)s must be %(bound)s.'

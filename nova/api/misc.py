@@ -1,43 +1,69 @@
 """Small read-only endpoints clients call around server operations.
 
-``/limits`` reports no quota (-1 = unlimited) and the caller's usage;
-``/os-availability-zone`` reports the single zone every server is in.
+``/limits`` reports the project's quota limits and usage (see
+nova.compute.quota); ``/os-availability-zone`` reports the single zone
+every server is in.
 """
 
+from nova.api import version_history
 from nova import policies
+from nova.compute import quota
 from nova.compute import utils as compute_utils
 from nova.image import glance
 
 AVAILABILITY_ZONE = 'nova'
 
 
+# /limits ``absolute`` keys: (key, quota resource or None for a usage
+# this fork has none of, the change that drops the key or None).
+_ABSOLUTE = (
+    ('maxTotalInstances', 'instances', None),
+    ('maxTotalCores', 'cores', None),
+    ('maxTotalRAMSize', 'ram', None),
+    ('maxServerMeta', 'metadata_items', None),
+    ('maxTotalKeypairs', 'key_pairs', None),
+    ('maxServerGroups', 'server_groups', None),
+    ('maxServerGroupMembers', 'server_group_members', None),
+    ('maxImageMeta', 'metadata_items',
+     version_history.IMAGE_META_LIMIT_GONE),
+    ('maxPersonality', 'injected_files',
+     version_history.QUOTA_INJECTED_FILES_GONE),
+    ('maxPersonalitySize', 'injected_file_content_bytes',
+     version_history.QUOTA_INJECTED_FILES_GONE),
+    ('maxTotalFloatingIps', 'floating_ips',
+     version_history.QUOTA_NETWORK_GONE),
+    ('maxSecurityGroups', 'security_groups',
+     version_history.QUOTA_NETWORK_GONE),
+    ('maxSecurityGroupRules', 'security_group_rules',
+     version_history.QUOTA_NETWORK_GONE),
+)
+_USED = (
+    ('totalInstancesUsed', 'instances', None),
+    ('totalCoresUsed', 'cores', None),
+    ('totalRAMUsed', 'ram', None),
+    ('totalServerGroupsUsed', None, None),
+    ('totalFloatingIpsUsed', None, version_history.QUOTA_NETWORK_GONE),
+    ('totalSecurityGroupsUsed', None, version_history.QUOTA_NETWORK_GONE),
+)
+
+
 def limits(req) -> tuple:
-    """GET /limits[?tenant_id=]: unlimited quotas plus the current usage
-    of the caller's project (of another project for an admin)."""
+    """GET /limits[?tenant_id=]: the quota limits and usage of the
+    caller's project (of another project for an admin), with the keys
+    of the request's microversion."""
     req.policy.authorize(req.context, policies.LIMITS)
     project_id = req.GET.get('tenant_id') or req.context.project_id
     if project_id != req.context.project_id:
         req.policy.authorize(req.context, policies.LIMITS_OTHER_PROJECT,
                              {'project_id': project_id})
-    instances = [i for i in req.compute_api.get_all(req.context, True)
-                 if i.get('project_id') == project_id]
-    flavors = [i.get('flavor') or {} for i in instances]
-    absolute = {
-        'maxTotalInstances': -1,
-        'maxTotalCores': -1,
-        'maxTotalRAMSize': -1,
-        'maxServerMeta': -1,
-        'maxServerGroups': -1,
-        'maxServerGroupMembers': -1,
-        'maxTotalKeypairs': -1,
-        'maxImageMeta': -1,
-        'maxPersonality': -1,
-        'maxPersonalitySize': -1,
-        'totalInstancesUsed': len(instances),
-        'totalCoresUsed': sum(f.get('vcpus') or 0 for f in flavors),
-        'totalRAMUsed': sum(f.get('memory_mb') or 0 for f in flavors),
-        'totalServerGroupsUsed': 0,
-    }
+    limit = quota.project_limits(req.context, req.conf, project_id)
+    used = quota.count(req.context, project_id)
+    at_least = req.api_version.at_least
+    absolute = {key: limit[resource] for key, resource, gone in _ABSOLUTE
+                if gone is None or not at_least(gone)}
+    absolute.update({key: used[resource] if resource else 0
+                     for key, resource, gone in _USED
+                     if gone is None or not at_least(gone)})
     return 200, {'limits': {'rate': [], 'absolute': absolute}}
 
 

@@ -17,7 +17,8 @@ _INT_KEYWORD = 'x-integer'
 
 def _integer_in_range(validator, bounds, instance, schema):
     """``x-integer: [min, max]``: an integer, or a string of decimal
-    digits (clients send both), within the bounds."""
+    digits with an optional minus sign (clients send both), within the
+    bounds."""
     minimum, maximum = bounds
     number = None
     if isinstance(instance, int) and not isinstance(instance, bool):
@@ -26,7 +27,8 @@ def _integer_in_range(validator, bounds, instance, schema):
         number = int(instance)
     elif isinstance(instance, str):
         text = instance.strip()
-        if text.isascii() and text.isdecimal():
+        digits = text[1:] if text.startswith('-') else text
+        if digits.isascii() and digits.isdecimal():
             number = int(text)
     if number is None or not minimum <= number <= maximum:
         yield jsonschema.ValidationError(
@@ -41,6 +43,12 @@ _Validator = jsonschema.validators.extend(
 def positive_integer(maximum: int = MAX_INT) -> dict:
     """Schema: an integer from 1 to ``maximum``, or a string of digits."""
     return {_INT_KEYWORD: [1, maximum]}
+
+
+def quota_limit() -> dict:
+    """Schema: a quota limit, -1 (unlimited) to MAX_INT, or a string of
+    one (upstream accepts both)."""
+    return {_INT_KEYWORD: [-1, MAX_INT]}
 
 
 def non_negative_integer(maximum: int = MAX_INT) -> dict:

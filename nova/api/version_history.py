@@ -56,13 +56,22 @@ HYPERVISOR_PAGING = Change(
     '2.33', 'os-hypervisors lists take marker and limit.')
 KEYPAIR_PAGING = Change(
     '2.35', 'GET /os-keypairs takes marker and limit.')
+QUOTA_NETWORK_GONE = Change(
+    '2.36', 'Quota sets and /limits drop the nova-network quotas '
+            '(fixed_ips, floating_ips, security_groups, '
+            'security_group_rules).')
 STATUS_FILTER_CHECKED = Change(
     '2.38', 'An unknown status filter of GET /servers is a 400.')
+IMAGE_META_LIMIT_GONE = Change(
+    '2.39', "/limits drops 'maxImageMeta'.")
 SNAPSHOT_ID_IN_BODY = Change(
     '2.45', 'createImage and createBackup answer with the image id in '
             'the body, no Location header.')
 FLAVOR_IN_SERVER = Change(
     '2.47', "A server's 'flavor' is the boot-time copy, not a link.")
+QUOTA_CLASS_SERVER_GROUPS = Change(
+    '2.50', 'Quota class sets show server_groups and server_group_members '
+            'and drop the nova-network quotas.')
 EVENTS_FOR_EVERYONE = Change(
     '2.51', 'Every caller who sees an action sees its events.')
 UUID_IDS = Change(
@@ -74,6 +83,9 @@ FLAVOR_DESCRIPTION = Change('2.55', "Flavor views show 'description'.")
 MIGRATE_TO_HOST = Change('2.56', "migrate accepts a target 'host'.")
 REBUILD_USER_DATA = Change(
     '2.57', "rebuild takes 'user_data' (or null for none).")
+QUOTA_INJECTED_FILES_GONE = Change(
+    '2.57', 'Quota sets, quota class sets and /limits drop the injected '
+            'file (personality) quotas.')
 ACTION_UPDATED_AT = Change(
     '2.58', "Instance actions show 'updated_at'.")
 MIGRATION_UUID = Change(

@@ -34,6 +34,8 @@ from nova.api import microversion
 from nova.api import migrations
 from nova.api import misc
 from nova.api import policy
+from nova.api import quota_classes
+from nova.api import quota_sets
 from nova.api import request_guard
 from nova.api import server_actions
 from nova.api import server_groups
@@ -240,6 +242,16 @@ def _build_router() -> _Router:
                DELETE=server_groups.delete)
     router.add(p + '/os-services', GET=services.index)
     router.add(p + '/os-services/{service_id}', PUT=services.update)
+    router.add(p + '/os-quota-sets/{project_id}', GET=quota_sets.show,
+               PUT=quota_sets.update, DELETE=quota_sets.delete)
+    router.add(p + '/os-quota-sets/{project_id}/defaults',
+               GET=quota_sets.defaults)
+    router.add(p + '/os-quota-sets/{project_id}/detail',
+               GET=quota_sets.detail)
+    router.add(p + '/os-quota-sets/{project_id}/pci-aliases',
+               GET=quota_sets.pci_show, PUT=quota_sets.pci_update)
+    router.add(p + '/os-quota-class-sets/{class_name}',
+               GET=quota_classes.show, PUT=quota_classes.update)
     router.add(p + '/limits', GET=misc.limits)
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',

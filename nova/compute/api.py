@@ -16,6 +16,7 @@ import oslo_messaging
 from oslo_utils import timeutils
 
 from nova.compute import instance_actions
+from nova.compute import quota
 from nova.compute import rpcapi as compute_rpcapi
 from nova.compute import task_states
 from nova.compute import utils as compute_utils
@@ -191,7 +192,8 @@ class API:
         guest_hardware.check_flavor(
             flavor, image.properties if image else None)
         keypair = self._key_pair(context, fields.key_name)
-        instance = self._record(context, fields, {
+        pci_primitive = pci_request.requests_to_primitive(pci_requests)
+        values = {
             'display_name': name,
             'project_id': context.project_id,
             'user_id': context.user_id,
@@ -200,7 +202,7 @@ class API:
             'vm_state': vm_states.BUILDING,
             'task_state': task_states.SCHEDULING,
             'power_state': virt_driver.NOSTATE,
-            'pci_requests': pci_request.requests_to_primitive(pci_requests),
+            'pci_requests': pci_primitive,
             'image_ref': image.id if image else image_ref,
             'image_meta': image.to_primitive() if image else None,
             'server_metadata': dict(metadata or {}),
@@ -210,7 +212,12 @@ class API:
             'access_ip_v4': fields.access_ip_v4,
             'access_ip_v6': fields.access_ip_v6,
             'user_data': fields.user_data,
-        })
+        }
+        # Counted and recorded under the project's quota lock: concurrent
+        # creates never exceed a limit (403 naming it, nothing created).
+        instance = quota.reserve(
+            context, self.conf, quota.flavor_usage(flavor, pci_primitive),
+            lambda: self._record(context, fields, values))
         instance_actions.start(context, instance['uuid'],
                                instance_actions.CREATE)
         LOG.info('Instance %s (%s) created with flavor %s and image %r',
@@ -307,10 +314,27 @@ class API:
         root_disk = compute_utils.root_disk(instance, flavor)
         guest_hardware.check_flavor(
             flavor, root_disk.properties if root_disk else None)
+        new_pci = pci_request.requests_to_primitive(pci_requests)
+        self._check_resize_quota(context, instance, flavor, new_pci)
         return migrate.start(
             context, self.conductor_api, instance, 'resize',
             new_flavor=flavor,
-            new_pci_requests=pci_request.requests_to_primitive(pci_requests))
+            new_pci_requests=new_pci)
+
+    def _check_resize_quota(self, context, instance: dict, flavor: dict,
+                            pci_requests: list[dict]) -> None:
+        """TooManyInstances (403) if the server's growth to ``flavor``
+        (more cores, RAM or devices of an alias) would exceed a limit of
+        its project or user, as upstream checks a resize."""
+        old = quota.flavor_usage(instance['flavor'] or {},
+                                 instance['pci_requests'])
+        new = quota.flavor_usage(flavor, pci_requests)
+        deltas = {resource: amount - old.get(resource, 0)
+                  for resource, amount in new.items()
+                  if resource != quota.INSTANCES}
+        with db.quota_locked(context, instance['project_id']):
+            quota.check(context, self.conf, instance['project_id'],
+                        instance['user_id'], deltas)
 
     def migrate(self, context, instance: dict,
                 host: str | None = None) -> records.Migration:

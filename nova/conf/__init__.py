@@ -20,6 +20,7 @@ from nova.conf import nova_api
 from nova.conf import paths
 from nova.conf import pci
 from nova.conf import placement
+from nova.conf import quota
 from nova.conf import scheduler
 from nova.conf import service
 from nova.conf import upgrade_levels
@@ -28,7 +29,7 @@ CONF = cfg.CONF
 
 _MODULES = (paths, all_in_one, api, compute, conductor, database, glance,
             image_cache, libvirt, metrics, nova_api, pci, placement,
-            scheduler, service, upgrade_levels)
+            quota, scheduler, service, upgrade_levels)
 
 
 def register_all(conf: cfg.ConfigOpts) -> None:

@@ -10,9 +10,11 @@ Missing rows raise ``nova.exception`` NotFound subclasses, duplicates
 Conflict subclasses, unknown field names ``DBFieldInvalid``.
 """
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 from oslo_config import cfg
@@ -21,6 +23,9 @@ from oslo_db.sqlalchemy import enginefacade
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dialect
+from sqlalchemy.dialects import postgresql as postgresql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova import exception
 from nova import states
@@ -1083,3 +1088,123 @@ def instance_group_place(context, group_uuid: str, generation: int,
         .values(host=host, updated_at=timeutils.utcnow())
         .execution_options(synchronize_session=False))
     return True
+
+
+# Quotas ----------------------------------------------------------------------
+# A project's own limits have user_id '' in the quotas table (see
+# models.Quota); callers say None.
+
+@context_manager.reader
+def quota_get_all(context, project_id: str,
+                  user_id: str | None = None) -> list[records.QuotaLimit]:
+    """The limits set for a project (``user_id`` None) or for one user
+    in it, by resource."""
+    rows = context.session.scalars(sa.select(models.Quota).where(
+        models.Quota.project_id == project_id,
+        models.Quota.user_id == (user_id or '')).order_by(
+            models.Quota.resource))
+    return [records.QuotaLimit(resource=row.resource,
+                               hard_limit=row.hard_limit,
+                               project_id=row.project_id,
+                               user_id=row.user_id or None)
+            for row in rows]
+
+
+def _set_limits(session, model: type[models.Base], key: dict,
+                limits: dict[str, int]) -> None:
+    """Insert or update the ``limits`` (resource -> limit) rows of
+    ``model`` whose ``key`` columns have the given values."""
+    existing = {row.resource: row for row in session.scalars(
+        sa.select(model).filter_by(**key).where(
+            model.resource.in_(sorted(limits))))}
+    for resource, limit in limits.items():
+        row = existing.get(resource)
+        if row is None:
+            session.add(model(resource=resource, hard_limit=limit, **key))
+        else:
+            row.hard_limit = limit
+    _flush(session, lambda columns: exception.Conflict(
+        reason='another request set limits of %s at the same time; '
+               'retry' % ', '.join(sorted(limits))))
+
+
+@context_manager.writer
+def quota_set(context, project_id: str, limits: dict[str, int],
+              user_id: str | None = None) -> None:
+    """Set limits (resource -> limit) of a project or of a user in it,
+    all in one transaction."""
+    _set_limits(context.session, models.Quota,
+                {'project_id': project_id, 'user_id': user_id or ''}, limits)
+
+
+@context_manager.writer
+def quota_destroy_all(context, project_id: str,
+                      user_id: str | None = None) -> None:
+    """Forget the limits of a project (its users' too) or, with
+    ``user_id``, of one user in it: the defaults apply again."""
+    statement = sa.delete(models.Quota).where(
+        models.Quota.project_id == project_id)
+    if user_id is not None:
+        statement = statement.where(models.Quota.user_id == user_id)
+    context.session.execute(statement)
+
+
+@context_manager.reader
+def quota_class_get_all(context,
+                        class_name: str) -> list[records.QuotaLimit]:
+    """The limits set for a quota class, by resource."""
+    rows = context.session.scalars(sa.select(models.QuotaClass).where(
+        models.QuotaClass.class_name == class_name).order_by(
+            models.QuotaClass.resource))
+    return [records.QuotaLimit(resource=row.resource,
+                               hard_limit=row.hard_limit,
+                               class_name=row.class_name)
+            for row in rows]
+
+
+@context_manager.writer
+def quota_class_set(context, class_name: str,
+                    limits: dict[str, int]) -> None:
+    """Set limits (resource -> limit) of a quota class in one
+    transaction."""
+    _set_limits(context.session, models.QuotaClass,
+                {'class_name': class_name}, limits)
+
+
+def _insert_ignoring_duplicate(session, model: type[models.Base],
+                               values: dict) -> None:
+    """INSERT a row unless its key exists, in the backend's words."""
+    dialect = session.get_bind().dialect.name
+    if dialect == 'mysql':
+        statement = mysql_dialect.insert(model).values(
+            **values).prefix_with('IGNORE')
+    elif dialect == 'postgresql':
+        statement = postgresql_dialect.insert(model).values(
+            **values).on_conflict_do_nothing()
+    else:
+        statement = sqlite_dialect.insert(model).values(
+            **values).on_conflict_do_nothing()
+    session.execute(statement)
+
+
+@context_manager.writer.independent
+def _quota_lock_row(context, project_id: str) -> None:
+    """Make sure the project's quota lock row exists (committed at once,
+    in a transaction of its own, so concurrent first creators of a
+    project do not deadlock on MariaDB's gap locks)."""
+    _insert_ignoring_duplicate(context.session, models.QuotaLock,
+                               {'project_id': project_id,
+                                'created_at': timeutils.utcnow()})
+
+
+@contextlib.contextmanager
+def quota_locked(context, project_id: str) -> Iterator[None]:
+    """A writer transaction holding the project's quota lock: concurrent
+    quota checks of one project wait for each other until it ends (the
+    database calls made inside join it). On SQLite the writer
+    transaction holds the database's write lock already."""
+    _quota_lock_row(context, project_id)
+    with context_manager.writer.using(context):
+        context.session.execute(sa.select(models.QuotaLock.project_id).where(
+            models.QuotaLock.project_id == project_id).with_for_update())
+        yield

@@ -458,3 +458,55 @@ class InstanceGroupMember(Base):
                                   name='fk_instance_group_members_group_id'))
     instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
     host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class Quota(Base):
+    """A project's own limit of one resource (``os-quota-sets``), or with
+    ``user_id`` set, of one user in the project; ``user_id`` is '' for the
+    project's limit (upstream keeps the two in separate tables). The
+    resource is an upstream name (``cores``) or ``pci_alias:<alias>``."""
+
+    __tablename__ = 'quotas'
+    __table_args__ = (
+        sa.UniqueConstraint('project_id', 'user_id', 'resource',
+                            name='uniq_quotas0project_id0user_id0resource'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    resource: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    # -1: unlimited.
+    hard_limit: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+
+
+class QuotaClass(Base):
+    """A limit of a quota class (``os-quota-class-sets``); the class
+    ``default`` overrides the [quota] defaults for every project."""
+
+    __tablename__ = 'quota_classes'
+    __table_args__ = (
+        sa.UniqueConstraint('class_name', 'resource',
+                            name='uniq_quota_classes0class_name0resource'),
+        _MYSQL_ARGS,
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    class_name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    resource: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    hard_limit: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+
+
+class QuotaLock(Base):
+    """One row per project that has created or resized a server: the
+    quota check locks it (SELECT ... FOR UPDATE) so that counting the
+    project's usage and recording the new server are one step for
+    concurrent requests on MariaDB and PostgreSQL (SQLite writers are
+    serialized already, see nova.db.sqlite)."""
+
+    __tablename__ = 'quota_locks'
+    __table_args__ = (_MYSQL_ARGS,)
+
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                    primary_key=True)

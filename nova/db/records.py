@@ -113,3 +113,16 @@ class ServerGroup:
                   if field.name != 'members'}
         values['rules'] = dict(values['rules'] or {})
         return cls(members=members, **values)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuotaLimit:
+    """A stored limit of one resource: a project's (``user_id`` None),
+    a user's in a project, or a quota class's (``project_id`` None, the
+    class in ``class_name``). -1 is unlimited."""
+
+    resource: str
+    hard_limit: int
+    project_id: str | None = None
+    user_id: str | None = None
+    class_name: str | None = None

@@ -81,6 +81,13 @@ KEYPAIRS_INDEX = 'os_compute_api:os-keypairs:index'
 KEYPAIRS_SHOW = 'os_compute_api:os-keypairs:show'
 KEYPAIRS_CREATE = 'os_compute_api:os-keypairs:create'
 KEYPAIRS_DELETE = 'os_compute_api:os-keypairs:delete'
+QUOTA_SETS_SHOW = 'os_compute_api:os-quota-sets:show'
+QUOTA_SETS_DETAIL = 'os_compute_api:os-quota-sets:detail'
+QUOTA_SETS_DEFAULTS = 'os_compute_api:os-quota-sets:defaults'
+QUOTA_SETS_UPDATE = 'os_compute_api:os-quota-sets:update'
+QUOTA_SETS_DELETE = 'os_compute_api:os-quota-sets:delete'
+QUOTA_CLASS_SETS_SHOW = 'os_compute_api:os-quota-class-sets:show'
+QUOTA_CLASS_SETS_UPDATE = 'os_compute_api:os-quota-class-sets:update'
 SERVICES_LIST = 'os_compute_api:os-services:list'
 SERVER_GROUPS_CREATE = 'os_compute_api:os-server-groups:create'
 SERVER_GROUPS_DELETE = 'os_compute_api:os-server-groups:delete'
@@ -104,6 +111,7 @@ def list_rules() -> list[policy.RuleDefault]:
     specs = flavor + '/os-extra_specs'
     action = '/servers/{server_id}/action'
     instance_action = '/servers/{server_id}/os-instance-actions/{request_id}'
+    quota_set = '/os-quota-sets/{tenant_id}'
     return [
         policy.RuleDefault('context_is_admin', 'role:admin',
                            'Who counts as a cloud administrator.'),
@@ -306,6 +314,27 @@ def list_rules() -> list[policy.RuleDefault]:
         _rule(SERVER_GROUPS_SHOW, PROJECT_READER_OR_ADMIN,
               'Show a server group.',
               [('GET', '/os-server-groups/{server_group_id}')]),
+        _rule(QUOTA_SETS_SHOW, PROJECT_READER_OR_ADMIN,
+              "Show a project's quota limits (and a user's in it), and "
+              'its PCI alias limits.',
+              [('GET', quota_set), ('GET', quota_set + '/pci-aliases')]),
+        _rule(QUOTA_SETS_DETAIL, PROJECT_READER_OR_ADMIN,
+              "Show a project's quota limits with their usage.",
+              [('GET', quota_set + '/detail')]),
+        _rule(QUOTA_SETS_DEFAULTS, ANY, 'Show the default quota limits.',
+              [('GET', quota_set + '/defaults')]),
+        _rule(QUOTA_SETS_UPDATE, ADMIN,
+              "Set a project's (or a user's) quota limits and PCI alias "
+              'limits.',
+              [('PUT', quota_set), ('PUT', quota_set + '/pci-aliases')]),
+        _rule(QUOTA_SETS_DELETE, ADMIN,
+              "Reset a project's (or a user's) quota limits to the "
+              'defaults.', [('DELETE', quota_set)]),
+        _rule(QUOTA_CLASS_SETS_SHOW, ADMIN, 'Show the limits of a quota '
+              'class.', [('GET', '/os-quota-class-sets/{id}')]),
+        _rule(QUOTA_CLASS_SETS_UPDATE, ADMIN, 'Set the limits of a quota '
+              "class (the 'default' class sets every project's "
+              'defaults).', [('PUT', '/os-quota-class-sets/{id}')]),
         _rule(SERVICES_LIST, ADMIN, 'List compute services.',
               [('GET', '/os-services')]),
         _rule(SERVICES_UPDATE, ADMIN,

@@ -269,3 +269,19 @@ class TestOpenStackClient(boot.BootTestBase):
         self.assertIn('anti-affinity server group %s' % group['id'], fault)
         self.osc('server', 'group', 'delete', 'job-7')
         self.assertEqual([], self.osc_json('server', 'group', 'list'))
+
+    def test_quota_class_set_show_and_limits(self):
+        # Project quotas need Keystone to resolve the project (noauth2
+        # serves no /identity/v3/projects); the default class does not.
+        self.osc('quota', 'set', '--class', '--cores', '12', '--instances',
+                 '5', 'default')
+        shown = self.api('GET', '/os-quota-class-sets/default')[
+            'quota_class_set']
+        self.assertEqual((12, 5), (shown['cores'], shown['instances']))
+        limits = {row['Name']: row['Value'] for row in self.osc_json(
+            'limits', 'show', '--absolute')}
+        # openstacksdk's names for maxTotalCores, maxTotalInstances and
+        # totalInstancesUsed.
+        self.assertEqual((12, 5, 0), (limits['total_cores'],
+                                      limits['instances'],
+                                      limits['instances_used']), limits)

@@ -72,6 +72,22 @@ ROUTE_RULES = {
         policies.SERVER_GROUPS_SHOW,
     ('DELETE', '/v2.1/os-server-groups/{group_id}'):
         policies.SERVER_GROUPS_DELETE,
+    ('GET', '/v2.1/os-quota-sets/{project_id}'): policies.QUOTA_SETS_SHOW,
+    ('PUT', '/v2.1/os-quota-sets/{project_id}'): policies.QUOTA_SETS_UPDATE,
+    ('DELETE', '/v2.1/os-quota-sets/{project_id}'):
+        policies.QUOTA_SETS_DELETE,
+    ('GET', '/v2.1/os-quota-sets/{project_id}/defaults'):
+        policies.QUOTA_SETS_DEFAULTS,
+    ('GET', '/v2.1/os-quota-sets/{project_id}/detail'):
+        policies.QUOTA_SETS_DETAIL,
+    ('GET', '/v2.1/os-quota-sets/{project_id}/pci-aliases'):
+        policies.QUOTA_SETS_SHOW,
+    ('PUT', '/v2.1/os-quota-sets/{project_id}/pci-aliases'):
+        policies.QUOTA_SETS_UPDATE,
+    ('GET', '/v2.1/os-quota-class-sets/{class_name}'):
+        policies.QUOTA_CLASS_SETS_SHOW,
+    ('PUT', '/v2.1/os-quota-class-sets/{class_name}'):
+        policies.QUOTA_CLASS_SETS_UPDATE,
     ('GET', '/v2.1/os-hypervisors'): policies.HYPERVISORS_LIST,
     ('GET', '/v2.1/os-hypervisors/detail'): policies.HYPERVISORS_LIST_DETAIL,
     ('GET', '/v2.1/os-hypervisors/statistics'):
@@ -107,6 +123,12 @@ BODIES = {
     ('POST', '/v2.1/os-server-groups'): {'server_group': {
         'name': 'g', 'policies': ['anti-affinity']}},
     ('PUT', '/v2.1/servers/{server_id}'): {'server': {'name': 'renamed'}},
+    ('PUT', '/v2.1/os-quota-sets/{project_id}'):
+        {'quota_set': {'instances': 1}},
+    ('PUT', '/v2.1/os-quota-sets/{project_id}/pci-aliases'):
+        {'quota_set': {'h200': 1}},
+    ('PUT', '/v2.1/os-quota-class-sets/{class_name}'):
+        {'quota_class_set': {'instances': 1}},
 }
 
 
@@ -158,7 +180,8 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
                   'image_id': 'cirros',
                   'request_id': 'req-unknown', 'migration_id': '1',
                   'service_id': 'disable', 'hypervisor_id': '1',
-                  'pattern': 'node', 'keypair_name': 'key1'}
+                  'pattern': 'node', 'keypair_name': 'key1',
+                  'project_id': 'proj-a', 'class_name': 'default'}
         for (method, template), rule in sorted(ROUTE_RULES.items()):
             self.use_policy_file({rule: '!'})
             response = self.request(method, template.format(**values),

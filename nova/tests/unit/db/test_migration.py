@@ -17,8 +17,8 @@ TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'flavor_extra_specs', 'instances', 'instance_actions',
           'instance_actions_events', 'migrations', 'pending_frees',
           'pci_device_health_events', 'key_pairs', 'instance_groups',
-          'instance_group_members'}
-HEAD = '0014_server_groups'
+          'instance_group_members', 'quotas', 'quota_classes', 'quota_locks'}
+HEAD = '0015_quotas'
 
 
 class TestMigrationSqlite(test.TestCase):
