@@ -273,6 +273,15 @@ class SchedulerReportClient:
             self._trees[tree.roots()[0].uuid] = tree.copy()
         return tree
 
+    def remembered_tree(self, root_uuid: str) -> ptree.ProviderTree | None:
+        """A copy of the tree of root ``root_uuid`` as this client last
+        read or wrote it, without asking Placement (None if it holds no
+        copy): for a writer that changes what it wrote itself and lets a
+        generation conflict tell it someone else wrote meanwhile."""
+        with self._lock:
+            known = self._trees.get(root_uuid)
+            return None if known is None else known.copy()
+
     def _read_tree(self, any_uuid: str) -> ptree.ProviderTree | None:
         listing = self._tree_listing(any_uuid)
         return self._tree_from_listing(listing, None) if listing else None
