@@ -13,6 +13,8 @@ and reports:
 - boots/s: servers ACTIVE over the time from the first request to the
   last server settled;
 - p50/p99 seconds from a request's send to its server ACTIVE;
+- the Placement requests made for an ACTIVE boot (mean: the scheduler's
+  and the compute's, by the request id Placement logs);
 - where the time goes, per boot (p50/p99 of each stage, read from the
   services' logs by the request id the client sent, see below);
 - the invariant checks of ``workload.check`` (one NVLink partition per
@@ -173,9 +175,9 @@ def wait_settled(client: workload.ComputeClient, boots: list[Boot],
 
 def stages(boots: list[Boot], logs: dict[str, str]
            ) -> dict[str, list[float]]:
-    """Stage -> seconds per ACTIVE boot (see the module docstring); also
-    sets each ACTIVE boot's ``settled`` to the compute's ``is running``
-    line."""
+    """Stage -> seconds per ACTIVE boot (see the module docstring), and
+    ``requests``: the Placement requests made for each; also sets each
+    ACTIVE boot's ``settled`` to the compute's ``is running`` line."""
     wanted = {boot.request_id for boot in boots}
     lines: dict[str, list[LogLine]] = collections.defaultdict(list)
     for name, text in logs.items():
@@ -185,6 +187,7 @@ def stages(boots: list[Boot], logs: dict[str, str]
     placement = request_lines(logs['placement'], wanted)
     served = access_times(logs['placement'])
     spent: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    spent['requests'] = []
     for boot in boots:
         mine = lines.get(boot.request_id, [])
         scheduled = _first(mine, 'nova.scheduler', ' scheduled to ')
@@ -205,6 +208,7 @@ def stages(boots: list[Boot], logs: dict[str, str]
                                       for line in asked))
         spent['conductor'].append(building - scheduled)
         spent['compute'].append(running - building)
+        spent['requests'].append(len(placement[boot.request_id]))
     return spent
 
 
@@ -255,6 +259,7 @@ def run_burst(target: deployment.Deployment, hosts: int, count: int,
            'boots/s': len(active) / (last - first) if last > first else 0.0,
            'p50': percentile(latencies, 0.5),
            'p99': percentile(latencies, 0.99),
+           'requests': statistics.mean(spent['requests'] or [0]),
            'violations': len(violations)}
     for stage in STAGES:
         row[stage] = (statistics.median(spent[stage]) if spent[stage]
@@ -266,10 +271,11 @@ def format_rows(rows: list[dict]) -> str:
     """The two tables of the results, as reStructuredText."""
     out = []
     head = ('hosts', 'burst', 'active', 'error', 'boots/s', 'p50 s',
-            'p99 s', 'violations')
+            'p99 s', 'Placement req/boot', 'violations')
     body = [(str(r['hosts']), str(r['burst']), str(r['active']),
              str(r['error'] + r['other']), '%.1f' % r['boots/s'],
-             '%.1f' % r['p50'], '%.1f' % r['p99'], str(r['violations']))
+             '%.1f' % r['p50'], '%.1f' % r['p99'], '%.0f' % r['requests'],
+             str(r['violations']))
             for r in rows]
     out.append(_table(head, body))
     head = ('hosts', 'burst') + STAGES
