@@ -68,6 +68,7 @@ from nova.tests.functional.lib import deployment
 from nova.tests.functional.lib import workload
 
 POLL_INTERVAL = 0.5
+PLACEMENT_REQUEST_LOGGER = 'placement.requestlog'
 STAGES = ('api', 'queue', 'scheduler', 'placement', 'conductor', 'compute')
 # oslo.log's default line: "2026-12-06 19:11:38.043 15247 INFO name
 # [global-id local-id ...] message".
@@ -184,7 +185,12 @@ def stages(boots: list[Boot], logs: dict[str, str]
         if name != 'placement':
             for rid, found in request_lines(text, wanted).items():
                 lines[rid] += found
-    placement = request_lines(logs['placement'], wanted)
+    # Placement's request log only (not its warnings, e.g. a refused
+    # claim's "Over capacity").
+    placement = {rid: [line for line in found
+                       if line.logger == PLACEMENT_REQUEST_LOGGER]
+                 for rid, found in request_lines(logs['placement'],
+                                                 wanted).items()}
     served = access_times(logs['placement'])
     spent: dict[str, list[float]] = {stage: [] for stage in STAGES}
     spent['requests'] = []
@@ -208,7 +214,7 @@ def stages(boots: list[Boot], logs: dict[str, str]
                                       for line in asked))
         spent['conductor'].append(building - scheduled)
         spent['compute'].append(running - building)
-        spent['requests'].append(len(placement[boot.request_id]))
+        spent['requests'].append(len(placement.get(boot.request_id, [])))
     return spent
 
 
