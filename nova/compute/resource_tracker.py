@@ -404,18 +404,21 @@ class ResourceTracker:
         update) the tree is checked against Placement first, so changes
         made behind nova's back are healed; without it (the publish after
         a claim or free) only what changed since nova last wrote is sent,
-        on the remembered generations, and a conflict falls back to the
-        verified sync."""
+        on the remembered generations; a provider whose generation moved
+        is read again and the tree made again from it, so a change another
+        agent made to it is kept."""
         for attempt in range(1, _UPDATE_ATTEMPTS + 1):
             try:
-                self._sync_provider_tree(resources, verify or attempt > 1)
+                self._sync_provider_tree(resources, verify)
                 return
             except exception.ResourceProviderUpdateConflict:
                 if attempt == _UPDATE_ATTEMPTS:
                     raise
-                LOG.info('Provider tree of %s changed concurrently; '
-                         'retrying (%d/%d)', self.nodename, attempt,
-                         _UPDATE_ATTEMPTS)
+                # Routine for a publish: every claim moves the root.
+                LOG.log(logging.INFO if verify else logging.DEBUG,
+                        'Provider tree of %s changed concurrently; '
+                        'retrying (%d/%d)', self.nodename, attempt,
+                        _UPDATE_ATTEMPTS)
 
     def _sync_provider_tree(self, resources: Mapping[str, object],
                             verify: bool) -> None:
@@ -452,7 +455,8 @@ class ResourceTracker:
                     root_uuid), self.numa_topology, self.withheld)
         else:
             translator.ensure_reporting_not_disabled(tree)
-        self.reportclient.update_from_provider_tree(tree)
+        self.reportclient.update_from_provider_tree(
+            tree, from_memory=not verify)
         self._record_rp_uuids(rp_by_address)
 
     def _root_inventory(self, resources: Mapping[str, object]

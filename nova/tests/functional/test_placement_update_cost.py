@@ -127,9 +127,9 @@ class TestUpdateCost(base.FunctionalTestCase):
     def test_claim_publishes_only_what_changed(self):
         # A claim moves the generations of the providers it allocates
         # from; the compute's publish of its new free-device band writes
-        # the root's traits without re-reading any provider first (a
-        # conflict on the moved root generation costs one generation
-        # read), then the periodic update verifies the whole tree again.
+        # the root's traits without listing or re-reading the tree first
+        # (the conflict on the moved root generation re-reads the root
+        # alone), then the periodic update verifies the whole tree again.
         gpu = self.rp_uuid(tree_test.dev('cmp1', 1))
         root = self.rp_uuid('cmp1')
         consumer = uuidutils.generate_uuid()
@@ -142,8 +142,8 @@ class TestUpdateCost(base.FunctionalTestCase):
             consumer, 'req-1', [base.GPUS[0]]))
         requests = self.placement.faults.requests[seen:]
         reads = {path for method, path in requests if method == 'GET'}
-        self.assertLessEqual(reads, {'/resource_providers/%s' % root},
-                             requests)
+        self.assertLessEqual(reads, {'/resource_providers/%s/%s' % (
+            root, what) for what in ('inventories', 'traits')}, requests)
         self.assertEqual(('PUT', '/resource_providers/%s/traits' % root),
                          requests[-1])
         self.assertIn('CUSTOM_PCI_FREE_PGPU_4', set(self.placement_get(

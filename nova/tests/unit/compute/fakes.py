@@ -135,7 +135,8 @@ class FakeReportClient:
         self.allocation_reads += 1
         return self.allocations
 
-    def update_from_provider_tree(self, tree: ptree.ProviderTree) -> None:
+    def update_from_provider_tree(self, tree: ptree.ProviderTree,
+                                  from_memory: bool = False) -> None:
         if self.conflicts:
             self.conflicts -= 1
             raise exception.ResourceProviderUpdateConflict(
