@@ -331,9 +331,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--timeout', type=float, default=600,
                         help='seconds a burst may take to settle')
     parser.add_argument('--database',
-                        default=os.environ.get(
-                            db_fixture.SERVER_BACKENDS['mysql'][1],
-                            db_fixture.SERVER_BACKENDS['mysql'][2]),
+                        default=db_fixture.server_url('mysql'),
                         help='MariaDB server URL')
     parser.add_argument('--workdir', help='where state and logs go '
                         '(default: a new temporary directory, kept)')

@@ -222,9 +222,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help='hosts that get a server in the burst '
                              '(default 100)')
     parser.add_argument('--database',
-                        default=os.environ.get(
-                            db_fixture.SERVER_BACKENDS['mysql'][1],
-                            db_fixture.SERVER_BACKENDS['mysql'][2]),
+                        default=db_fixture.server_url('mysql'),
                         help='MariaDB server URL (databases are created '
                              'on it and dropped at the end)')
     parser.add_argument('--threads', type=int, default=8,
