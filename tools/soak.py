@@ -149,9 +149,7 @@ def main() -> int:
     parser.add_argument('--outage', type=int, default=30,
                         help='seconds Placement is down (default 30)')
     parser.add_argument('--database',
-                        default=os.environ.get(
-                            db_fixture.SERVER_BACKENDS['mysql'][1],
-                            db_fixture.SERVER_BACKENDS['mysql'][2]),
+                        default=db_fixture.server_url('mysql'),
                         help='MariaDB server URL for the deployment')
     parser.add_argument('--workdir', help='where state and logs go '
                         '(default: a new temporary directory, kept)')

@@ -296,7 +296,8 @@ class ResourceTracker:
         """
         with self._lock:
             try:
-                self._update_placement(self.observation.resources)
+                self._update_placement(self.observation.resources,
+                                       verify=False)
             except (exception.PlacementAPIConnectFailure,
                     exception.PlacementAPIError,
                     exception.PlacementPciException) as err:
@@ -397,23 +398,42 @@ class ResourceTracker:
             return db.compute_node_create(context, values)
         return db.compute_node_update(context, node['id'], values)
 
-    def _update_placement(self, resources: Mapping[str, object]) -> None:
+    def _update_placement(self, resources: Mapping[str, object],
+                          verify: bool = True) -> None:
+        """Report the node's provider tree. With ``verify`` (the periodic
+        update) the tree is checked against Placement first, so changes
+        made behind nova's back are healed; without it (the publish after
+        a claim or free) only what changed since nova last wrote is sent,
+        on the remembered generations; a provider whose generation moved
+        is read again and the tree made again from it, so a change another
+        agent made to it is kept."""
         for attempt in range(1, _UPDATE_ATTEMPTS + 1):
             try:
-                self._sync_provider_tree(resources)
+                self._sync_provider_tree(resources, verify)
                 return
             except exception.ResourceProviderUpdateConflict:
                 if attempt == _UPDATE_ATTEMPTS:
                     raise
-                LOG.info('Provider tree of %s changed concurrently; '
-                         'retrying (%d/%d)', self.nodename, attempt,
-                         _UPDATE_ATTEMPTS)
+                # Routine for a publish: every claim moves the root.
+                LOG.log(logging.INFO if verify else logging.DEBUG,
+                        'Provider tree of %s changed concurrently; '
+                        'retrying (%d/%d)', self.nodename, attempt,
+                        _UPDATE_ATTEMPTS)
 
-    def _sync_provider_tree(self, resources: Mapping[str, object]) -> None:
-        # By UUID: the report client then checks its remembered copy with
-        # one listing of the tree and re-reads only providers that moved.
+    def _sync_provider_tree(self, resources: Mapping[str, object],
+                            verify: bool) -> None:
         root_uuid = self.compute_node['uuid']
-        tree = self.reportclient.get_provider_tree(root_uuid)
+        # Unverified: every claim moves the generations of the providers
+        # it allocates from, and re-reading each of them (inventory and
+        # traits) before a build spawns cost more Placement requests than
+        # the whole scheduling decision.
+        tree = None if verify else self.reportclient.remembered_tree(
+            root_uuid)
+        if tree is None:
+            # By UUID: the report client then checks its remembered copy
+            # with one listing of the tree and re-reads only providers
+            # that moved.
+            tree = self.reportclient.get_provider_tree(root_uuid)
         if tree is None:
             tree = ptree.ProviderTree()
             tree.add(self.nodename, uuid=root_uuid)
@@ -435,7 +455,8 @@ class ResourceTracker:
                     root_uuid), self.numa_topology, self.withheld)
         else:
             translator.ensure_reporting_not_disabled(tree)
-        self.reportclient.update_from_provider_tree(tree)
+        self.reportclient.update_from_provider_tree(
+            tree, from_memory=not verify)
         self._record_rp_uuids(rp_by_address)
 
     def _root_inventory(self, resources: Mapping[str, object]

@@ -124,6 +124,9 @@ class SchedulerReportClient:
         # exist in Placement.
         self._custom_names: set[tuple[str, str]] = set()
         self._lock = threading.RLock()
+        # Set (under _lock) while a sync made from the remembered tree
+        # runs: see update_from_provider_tree.
+        self._refresh_on_conflict = False
 
     # HTTP plumbing ---------------------------------------------------------
 
@@ -273,6 +276,15 @@ class SchedulerReportClient:
             self._trees[tree.roots()[0].uuid] = tree.copy()
         return tree
 
+    def remembered_tree(self, root_uuid: str) -> ptree.ProviderTree | None:
+        """A copy of the tree of root ``root_uuid`` as this client last
+        read or wrote it, without asking Placement (None if it holds no
+        copy): for a writer that changes what it wrote itself and lets a
+        generation conflict tell it someone else wrote meanwhile."""
+        with self._lock:
+            known = self._trees.get(root_uuid)
+            return None if known is None else known.copy()
+
     def _read_tree(self, any_uuid: str) -> ptree.ProviderTree | None:
         listing = self._tree_listing(any_uuid)
         return self._tree_from_listing(listing, None) if listing else None
@@ -328,7 +340,8 @@ class SchedulerReportClient:
         resp = self._call('GET', '/resource_providers/%s' % rp_uuid)
         return resp.json()['generation']
 
-    def update_from_provider_tree(self, desired: ptree.ProviderTree) -> None:
+    def update_from_provider_tree(self, desired: ptree.ProviderTree,
+                                  from_memory: bool = False) -> None:
         """Make Placement hold exactly the providers of ``desired``.
 
         Creates missing providers (parents first, with nova's UUIDs),
@@ -339,6 +352,13 @@ class SchedulerReportClient:
         Placement's. On an unexpected failure the remembered copy of the
         tree (and the known CUSTOM_ names) are dropped, so the next call
         starts from a fresh read.
+
+        ``from_memory``: ``desired`` was made from :meth:`remembered_tree`,
+        so a provider whose generation moved may have changed since (a
+        trait another agent added): a write refused for its generation
+        re-reads that provider into the remembered copy and raises
+        ResourceProviderUpdateConflict for the caller to make ``desired``
+        again, instead of writing over the change.
         """
         roots = desired.roots()
         if len(roots) != 1:
@@ -350,13 +370,21 @@ class SchedulerReportClient:
             current = self._trees.pop(root_uuid, None)
             if current is None:
                 current = self._read_tree(root_uuid) or ptree.ProviderTree()
+            self._refresh_on_conflict = from_memory
             try:
                 self._sync(current, desired)
+            except exception.ResourceProviderUpdateConflict:
+                if from_memory:
+                    # With the moved provider read again.
+                    self._trees[root_uuid] = current
+                raise
             except exception.NovaException:
                 # A CUSTOM_ name deleted behind our back would fail every
                 # later write; learn them again.
                 self._custom_names.clear()
                 raise
+            finally:
+                self._refresh_on_conflict = False
             self._trees[root_uuid] = current
         for provider in desired.providers():
             desired.update_generation(
@@ -434,6 +462,10 @@ class SchedulerReportClient:
                 raise self._api_error('PUT', path, resp)
             LOG.debug('Generation of resource provider %s moved past %s; '
                       're-reading it', rp_uuid, generation)
+            if self._refresh_on_conflict:
+                self._refresh_provider(current, rp_uuid)
+                raise exception.ResourceProviderUpdateConflict(
+                    uuid=rp_uuid, generation=generation, error=detail)
             generation = self._generation(rp_uuid)
             current.update_generation(rp_uuid, generation)
         raise exception.ResourceProviderUpdateConflict(

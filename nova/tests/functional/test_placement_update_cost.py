@@ -123,3 +123,31 @@ class TestUpdateCost(base.FunctionalTestCase):
         # left as it is, and no longer read once known.
         self.assertIn('cmp1_nic', self.provider_view('cmp1'))
         self.assertEqual(UNCHANGED_COST, self.cycle())
+
+    def test_claim_publishes_only_what_changed(self):
+        # A claim moves the generations of the providers it allocates
+        # from; the compute's publish of its new free-device band writes
+        # the root's traits without listing or re-reading the tree first
+        # (the conflict on the moved root generation re-reads the root
+        # alone), then the periodic update verifies the whole tree again.
+        gpu = self.rp_uuid(tree_test.dev('cmp1', 1))
+        root = self.rp_uuid('cmp1')
+        consumer = uuidutils.generate_uuid()
+        self.reportclient.put_allocations(
+            consumer, {root: {'resources': {'VCPU': 2}},
+                       gpu: {'resources': {'PGPU': 1}}},
+            project_id='p', user_id='u')
+        seen = len(self.placement.faults.requests)
+        self.compute.rt.report_claimed(self.compute.rt.claim(
+            consumer, 'req-1', [base.GPUS[0]]))
+        requests = self.placement.faults.requests[seen:]
+        reads = {path for method, path in requests if method == 'GET'}
+        self.assertLessEqual(reads, {'/resource_providers/%s/%s' % (
+            root, what) for what in ('inventories', 'traits')}, requests)
+        self.assertEqual(('PUT', '/resource_providers/%s/traits' % root),
+                         requests[-1])
+        self.assertIn('CUSTOM_PCI_FREE_PGPU_4', set(self.placement_get(
+            '/resource_providers/%s/traits' % root)['traits']))
+        requests = self.cycle()
+        self.assertEqual(('GET', '/resource_providers'), requests[0])
+        self.assertEqual(UNCHANGED_COST, self.cycle())

@@ -71,14 +71,25 @@ WSGI_SIGTERM_LOGGED = 'Handling signal: term'
 DEFAULT_GRACE = 60
 
 
-def gunicorn_argv(app: str, port: int,
-                  grace: int = DEFAULT_GRACE) -> list[str]:
+# gunicorn's access log line (with ``access_log``): the marker, the
+# request line, the status, the time taken in milliseconds and the request
+# id the service answered with.
+ACCESS_LOG_FORMAT = ('ACCESS "%(r)s" %(s)s %(M)sms '
+                     '%({x-openstack-request-id}o)s')
+
+
+def gunicorn_argv(app: str, port: int, grace: int = DEFAULT_GRACE,
+                  access_log: bool = False) -> list[str]:
     """Serve the WSGI ``app`` (``module:attribute``) on a loopback
-    ``port`` with gunicorn, as deployment.rst tells operators to."""
+    ``port`` with gunicorn, as deployment.rst tells operators to; with
+    ``access_log``, one ``ACCESS_LOG_FORMAT`` line per request in its
+    log (what a benchmark times requests with)."""
     return [os.path.join(BIN, 'gunicorn'), '--workers', str(WSGI_WORKERS),
             '--threads', str(WSGI_THREADS),
             '--bind', '127.0.0.1:%d' % port,
-            '--graceful-timeout', str(grace), app]
+            '--graceful-timeout', str(grace),
+            *(['--access-logfile', '-', '--access-logformat',
+               ACCESS_LOG_FORMAT] if access_log else []), app]
 
 
 def free_port() -> int:
@@ -292,18 +303,25 @@ class Deployment(_Processes):
     ``nova-scheduler-<i>``, ``nova-compute-<host>``. With ``metrics``,
     the schedulers and computes serve Prometheus metrics and a
     ``nova-metrics`` process runs; ``metrics_urls`` maps process names to
-    their ``/metrics`` URLs.
+    their ``/metrics`` URLs. With ``access_log``, the WSGI servers log
+    every request with its duration (``ACCESS_LOG_FORMAT``). The
+    services start all at once, or ``start_batch`` at a time (each batch
+    serving before the next starts: many computes registering at once
+    can keep a small Placement busier than their start-up waits).
     """
 
     def __init__(self, database_server: str, hosts=HOSTS,
                  schedulers: int = 2, workdir: str | None = None,
                  extra_conf: dict[str, dict] | None = None,
-                 metrics: bool = False) -> None:
+                 metrics: bool = False, access_log: bool = False,
+                 start_batch: int | None = None) -> None:
         super().__init__(workdir, extra_conf)
+        self.start_batch = start_batch
         self.database_server = database_server
         self.hosts = tuple(hosts)
         self.schedulers = schedulers
         self.metrics = metrics
+        self.access_log = access_log
         self.metrics_urls: dict[str, str] = {}
 
     def _setUp(self) -> None:
@@ -343,12 +361,14 @@ class Deployment(_Processes):
                 common, '--config-file', own],
                 http_ready(self.metrics_urls['nova-metrics']))
         self._add('nova-api', gunicorn_argv(COMPUTE_API_APP, self.api_port,
-                                            self._grace()),
+                                            self._grace(), self.access_log),
                   http_ready(self.api_root),
                   env={wsgi.CONFIG_FILES_ENV: common})
         self._start_all(['placement'])
-        self._start_all([name for name in self.processes
-                         if name != 'placement'])
+        others = [name for name in self.processes if name != 'placement']
+        batch = self.start_batch or len(others)
+        for first in range(0, len(others), batch):
+            self._start_all(others[first:first + batch])
 
     def _metrics_conf(self, name: str) -> dict[str, dict]:
         """The [metrics] section of process ``name`` (none without
@@ -381,7 +401,7 @@ class Deployment(_Processes):
                        timeout=READY_TIMEOUT)
         self._add('placement', gunicorn_argv(PLACEMENT_APP,
                                              self.placement_port,
-                                             self._grace()),
+                                             self._grace(), self.access_log),
                   http_ready(self.placement_url),
                   env={PLACEMENT_CONFIG_DIR_ENV: conf_dir})
 

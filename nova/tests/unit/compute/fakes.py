@@ -111,6 +111,8 @@ class FakeReportClient:
         self.sent: list[ptree.ProviderTree] = []
         self.allocations: dict = {}
         self.allocation_reads = 0
+        # Trees taken from the client's memory instead of Placement.
+        self.remembered_reads = 0
         self.deleted: list[str] = []
         # Conflicts to raise before accepting an update.
         self.conflicts = 0
@@ -125,11 +127,16 @@ class FakeReportClient:
             return None
         return self.placement.copy()
 
+    def remembered_tree(self, root_uuid: str) -> ptree.ProviderTree | None:
+        self.remembered_reads += 1
+        return self.get_provider_tree(root_uuid)
+
     def get_allocations_for_tree(self, root_uuid: str) -> dict:
         self.allocation_reads += 1
         return self.allocations
 
-    def update_from_provider_tree(self, tree: ptree.ProviderTree) -> None:
+    def update_from_provider_tree(self, tree: ptree.ProviderTree,
+                                  from_memory: bool = False) -> None:
         if self.conflicts:
             self.conflicts -= 1
             raise exception.ResourceProviderUpdateConflict(

@@ -327,6 +327,17 @@ class TestOneTimeUse(ResourceTrackerTestCase):
         self.assertIn(names.band_trait('PGPU', 4),
                       root.traits)
 
+    def test_claim_publishes_from_the_remembered_tree(self):
+        # The periodic update verifies the tree against Placement; the
+        # publish after a claim sends its change on what was last sent.
+        rt = self.tracker()
+        rt.update_available_resource(self.context)
+        self.assertEqual(0, self.client.remembered_reads)
+        rt.report_claimed(rt.pci_tracker.claim('vm1', 'req1', [GPUS[0]]))
+        self.assertEqual(1, self.client.remembered_reads)
+        rt.update_available_resource(self.context)
+        self.assertEqual(1, self.client.remembered_reads)
+
     def test_unreachable_placement_does_not_fail_an_ordinary_claim(self):
         rt = self.tracker()
         rt.update_available_resource(self.context)
