@@ -152,8 +152,14 @@ class API:
         return image
 
     def _flavor(self, context, flavor_ref: str) -> dict:
+        """The flavor a server boots or resizes to. A private flavor is
+        an admin's only: with no access lists kept, no project has been
+        given it, and upstream answers such a project as if the flavor
+        did not exist."""
         try:
             flavor = db.flavor_get_by_flavorid(context, flavor_ref)
+            if not flavor['is_public'] and not context.is_admin:
+                raise exception.FlavorNotFound(flavor_id=flavor_ref)
         except exception.FlavorNotFound:
             raise exception.APIValidationError(
                 field='flavorRef',
