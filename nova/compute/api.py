@@ -605,11 +605,14 @@ class API:
                       if not key.startswith(_NOT_INHERITED)}
         properties.update(metadata or {})
         properties.update(marks, instance_uuid=uuid, base_image_ref=base.id)
+        # The server's project owns the image, as when upstream creates
+        # it with the user's token; nova's service user creates it here.
         image = self.glance_client.create(
             name, properties=properties, min_ram=base.min_ram,
             min_disk=max(base.min_disk,
                          int((instance['flavor'] or {}).get('root_gb')
-                             or 0)))
+                             or 0)),
+            owner=instance['project_id'])
         try:
             instance = self._accept(context, uuid, action, task_state,
                                     allowed)
