@@ -1,5 +1,6 @@
 """Key pairs' cryptography: the fingerprint of a public key (which also
-proves it parses) and a freshly generated SSH key pair.
+proves it parses) and a freshly generated SSH key pair or X.509
+certificate.
 
 The ``cryptography`` package parses OpenSSH and PEM keys and generates
 RSA keys; nova adds only the fingerprint formats upstream shows: the
@@ -9,10 +10,12 @@ colon-separated hex.
 
 import base64
 import dataclasses
+import datetime
 import hashlib
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography import x509
+from cryptography.x509 import oid
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives import serialization
@@ -57,7 +60,8 @@ def fingerprint(key_type: str, public_key: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class GeneratedKey:
-    """A new SSH key pair: the private key is shown to its owner once."""
+    """A new key pair (SSH key or X.509 certificate): the private key is
+    shown to its owner once."""
 
     private_key: str
     public_key: str
@@ -75,3 +79,31 @@ def generate_ssh_key(comment: str) -> GeneratedKey:
         serialization.Encoding.OpenSSH,
         serialization.PublicFormat.OpenSSH).decode(), comment)
     return GeneratedKey(private, public, ssh_fingerprint(public))
+
+
+# How long a generated certificate is valid, as upstream's: ten years.
+X509_VALID_DAYS = 3650
+
+
+def generate_x509_key(common_name: str) -> GeneratedKey:
+    """A 2048-bit RSA key and a self-signed PEM certificate of it for
+    client authentication, its subject ``CN=common_name``."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(oid.NameOID.COMMON_NAME,
+                                         common_name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder()
+            .subject_name(name).issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=X509_VALID_DAYS))
+            .add_extension(x509.ExtendedKeyUsage(
+                [oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(key, hashes.SHA256()))
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption()).decode()
+    public = cert.public_bytes(serialization.Encoding.PEM).decode()
+    return GeneratedKey(private, public, x509_fingerprint(public))

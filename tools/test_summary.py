@@ -25,16 +25,23 @@ def skip_lines(skipped: list) -> list[str]:
                                                           item[0]))]
 
 
-def main() -> int:
+def last_run(cwd: str | None = None) -> testtools.StreamSummary:
+    """The outcomes of the last stestr run of the repository in ``cwd``
+    (this directory unless given)."""
     stream = subprocess.run(
         [sys.executable, '-m', 'stestr', 'last', '--subunit'],
-        check=True, capture_output=True).stdout
+        check=True, capture_output=True, cwd=cwd).stdout
     summary = testtools.StreamSummary()
     case = subunit.ByteStreamToStreamResult(
         io.BytesIO(stream), non_subunit_name='stdout')
     summary.startTestRun()
     case.run(summary)
     summary.stopTestRun()
+    return summary
+
+
+def main() -> int:
+    summary = last_run()
     failed = len(summary.errors) + len(summary.failures)
     skipped = len(summary.skipped)
     passed = summary.testsRun - failed - skipped

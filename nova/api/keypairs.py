@@ -96,7 +96,7 @@ def create(req) -> tuple:
             value.get('type', 'ssh'))
     else:
         keypair, private_key = keypairs.create_key_pair(
-            req.context, user_id, value['name'])
+            req.context, user_id, value['name'], value.get('type', 'ssh'))
     view = dict(_view(req, keypair), user_id=keypair.user_id)
     if private_key is not None:
         view['private_key'] = private_key

@@ -85,11 +85,12 @@ def validate(body: dict, schema: dict) -> None:
 
 
 def boolean(name: str, value: str) -> bool:
-    """A query parameter spelled true/false/1/0/yes/no."""
+    """A query parameter spelled as upstream's strict boolean parsing
+    takes it: true/false, t/f, yes/no, y/n, on/off, 1/0, any case."""
     lowered = value.strip().lower()
-    if lowered in ('true', '1', 'yes', 'on'):
+    if lowered in ('true', 't', '1', 'yes', 'y', 'on'):
         return True
-    if lowered in ('false', '0', 'no', 'off'):
+    if lowered in ('false', 'f', '0', 'no', 'n', 'off'):
         return False
     raise exception.APIValidationError(
         field=name, reason='%r is not a boolean (true or false)' % value)

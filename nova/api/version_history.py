@@ -78,11 +78,13 @@ UUID_IDS = Change(
     '2.53', 'Services and hypervisors are named by uuid; the hypervisor '
             "'search' and 'servers' paths become query parameters.")
 REBUILD_KEY_NAME = Change(
-    '2.54', "rebuild takes a 'key_name' (or null for none).")
+    '2.54', "rebuild takes a 'key_name' (or null for none); its answer "
+            'shows it.')
 FLAVOR_DESCRIPTION = Change('2.55', "Flavor views show 'description'.")
 MIGRATE_TO_HOST = Change('2.56', "migrate accepts a target 'host'.")
 REBUILD_USER_DATA = Change(
-    '2.57', "rebuild takes 'user_data' (or null for none).")
+    '2.57', "rebuild takes 'user_data' (or null for none); its answer "
+            'shows it.')
 QUOTA_INJECTED_FILES_GONE = Change(
     '2.57', 'Quota sets, quota class sets and /limits drop the injected '
             'file (personality) quotas.')

@@ -152,8 +152,14 @@ class API:
         return image
 
     def _flavor(self, context, flavor_ref: str) -> dict:
+        """The flavor a server boots or resizes to. A private flavor is
+        an admin's only: with no access lists kept, no project has been
+        given it, and upstream answers such a project as if the flavor
+        did not exist."""
         try:
             flavor = db.flavor_get_by_flavorid(context, flavor_ref)
+            if not flavor['is_public'] and not context.is_admin:
+                raise exception.FlavorNotFound(flavor_id=flavor_ref)
         except exception.FlavorNotFound:
             raise exception.APIValidationError(
                 field='flavorRef',
@@ -599,11 +605,14 @@ class API:
                       if not key.startswith(_NOT_INHERITED)}
         properties.update(metadata or {})
         properties.update(marks, instance_uuid=uuid, base_image_ref=base.id)
+        # The server's project owns the image, as when upstream creates
+        # it with the user's token; nova's service user creates it here.
         image = self.glance_client.create(
             name, properties=properties, min_ram=base.min_ram,
             min_disk=max(base.min_disk,
                          int((instance['flavor'] or {}).get('root_gb')
-                             or 0)))
+                             or 0)),
+            owner=instance['project_id'])
         try:
             instance = self._accept(context, uuid, action, task_state,
                                     allowed)

@@ -30,10 +30,15 @@ def import_key_pair(context, user_id: str, name: str, public_key: str,
     return _record(context, user_id, name, key_type, public_key)
 
 
-def create_key_pair(context, user_id: str,
-                    name: str) -> tuple[records.KeyPair, str]:
-    """Generate an SSH key pair for ``user_id``; the record and the
-    private key, which is not kept."""
-    generated = crypto.generate_ssh_key('Generated-by-Nova')
-    keypair = _record(context, user_id, name, 'ssh', generated.public_key)
+def create_key_pair(context, user_id: str, name: str,
+                    key_type: str = 'ssh') -> tuple[records.KeyPair, str]:
+    """Generate a key pair of ``key_type`` for ``user_id`` (an SSH key,
+    or an X.509 certificate naming the user); the record and the private
+    key, which is not kept."""
+    if key_type == 'x509':
+        generated = crypto.generate_x509_key(user_id)
+    else:
+        generated = crypto.generate_ssh_key('Generated-by-Nova')
+    keypair = _record(context, user_id, name, key_type,
+                      generated.public_key)
     return keypair, generated.private_key

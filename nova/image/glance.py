@@ -265,12 +265,16 @@ class GlanceClient:
     def create(self, name: str, disk_format: str = 'qcow2',
                container_format: str = 'bare',
                properties: dict[str, str] | None = None,
-               min_disk: int = 0, min_ram: int = 0) -> ImageMeta:
-        """A new image record (status ``queued``) without data."""
+               min_disk: int = 0, min_ram: int = 0,
+               owner: str | None = None) -> ImageMeta:
+        """A new image record (status ``queued``) without data, of the
+        project ``owner`` if given (else of the client's own)."""
         body = dict(properties or {})
         body.update(name=name, disk_format=disk_format,
                     container_format=container_format, min_disk=min_disk,
                     min_ram=min_ram)
+        if owner is not None:
+            body['owner'] = owner
         resp = self._request('POST', '/v2/images', image_id=None, json=body)
         return ImageMeta.from_glance(resp.json())
 

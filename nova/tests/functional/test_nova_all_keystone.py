@@ -24,7 +24,9 @@ from nova.tests.functional.lib import deployment
 TIMEOUT = 180
 
 
-class TestNovaAllKeystone(test.TestCase):
+class NovaAllKeystoneBase(test.TestCase):
+    """Keystone with nova's service user and alice (project alpha), and
+    nova-all under it on demand."""
 
     TIMEOUT = 2 * TIMEOUT
 
@@ -127,6 +129,9 @@ class TestNovaAllKeystone(test.TestCase):
         # The Compute API too takes no request without a token.
         self.call('GET', nova_all.api_url + '/servers', expect=(401,),
                   authenticated=False)
+
+
+class TestNovaAllKeystone(NovaAllKeystoneBase):
 
     def test_computes_sharing_the_configuration(self):
         self.assert_boots_from_glance(self.start(computes=1))
