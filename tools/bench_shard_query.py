@@ -7,20 +7,22 @@ with a free unit of the group's resource class
 called when the group's search context is made); only ``in_tree``
 narrows that listing, to one tree. Required traits and ``member_of`` are
 applied to the providers afterwards. This tool measures what that means
-for the scheduler's first query (the hosts a request fits, in one shard
-of about 16 hosts) on a fleet prefilled as ``tools/bench_fleet.py
+for a band query of the scheduler in one shard of about 16 hosts (band 8,
+the wholly free hosts, which every size can use, so that every shape
+answers for every size) on a fleet prefilled as ``tools/bench_fleet.py
 --prefill`` builds it, each shape on the same shard in the same round:
 
 * traits: the query nova-scheduler sends (shard traits required on the
-  root and in every device group, the fitting-size trait on the root);
+  root and in every device group, the band trait on the root);
 * member_of: the shard as a Placement aggregate instead (every provider
   of a host a member of its shard's aggregate at each level, written in
   Placement's tables as the copies are), ``member_of`` on the unsuffixed
   group and on every device group;
 * member_of root: the aggregate on the unsuffixed group only (Placement
   spreads a root's aggregate over its tree for that group);
-* in_tree: the shard's fitting hosts listed (``GET /resource_providers``
-  with the shard and fitting-size traits), then one of them asked with
+* in_tree: the shard's hosts in the band listed (``GET
+  /resource_providers`` with the shard and band traits), then one of them
+  asked with
   ``in_tree`` on every group; the listing and the query timed together.
 
 Queries go straight to Placement's WSGI application in this process
@@ -59,6 +61,8 @@ import placement_copy
 
 SIZES = (1, 2, 4, 8)
 SHAPES = ('traits', 'member_of', 'member_of root', 'in_tree')
+# The band asked: the wholly free hosts, where every size has candidates.
+BAND = placement_names.band_trait('PGPU', 8)
 # Aggregates of the shards: stable UUIDs, so every run names them alike.
 _NAMESPACE = uuid.UUID('4f1e2b7a-8c3d-4e5f-9a6b-7c8d9e0f1a2b')
 
@@ -88,15 +92,14 @@ class Placement:
 
 def shaped_query(shape: str, size: int, shard: band_shards.Shard,
                  host: str | None) -> list[tuple[str, str]]:
-    """GET /allocation_candidates parameters of ``shape`` for the hosts
-    an ``size``-GPU request fits in ``shard`` (``in_tree``: on ``host``,
-    a root provider UUID)."""
+    """GET /allocation_candidates parameters of ``shape`` for a
+    ``size``-GPU request on the hosts of band ``BAND`` in ``shard``
+    (``in_tree``: on ``host``, a root provider UUID)."""
     request = bench_fleet.resource_request(size)
-    fit = placement_names.fit_trait('PGPU', size)
     if shape == 'traits':
         # pylint: disable=protected-access
-        return fullness._in(request, shard, fit).to_query_params(1000)
-    params = dataclasses.replace(request, root_required={fit}) \
+        return fullness._in(request, shard, BAND).to_query_params(1000)
+    params = dataclasses.replace(request, root_required={BAND}) \
         .to_query_params(1000)
     suffixes = [group.suffix for group in request.groups if group.suffix]
     if shape == 'in_tree':
@@ -109,10 +112,10 @@ def shaped_query(shape: str, size: int, shard: band_shards.Shard,
     return params
 
 
-def fitting_hosts(placement: Placement, size: int,
-                  shard: band_shards.Shard) -> list[str]:
-    """Root provider UUIDs of the hosts of ``shard`` that fit ``size``."""
-    required = shard.traits() | {placement_names.fit_trait('PGPU', size)}
+def band_hosts(placement: Placement, shard: band_shards.Shard
+               ) -> list[str]:
+    """Root provider UUIDs of the hosts of ``shard`` in ``BAND``."""
+    required = shard.traits() | {BAND}
     return [provider['uuid'] for provider in placement.get(
         '/resource_providers', [('required', ','.join(sorted(required)))])[
         'resource_providers']]
@@ -131,7 +134,7 @@ def measure(placement: Placement, level: int, rounds: int,
                 started = time.perf_counter()
                 host = None
                 if shape == 'in_tree':
-                    hosts = fitting_hosts(placement, size, shard)
+                    hosts = band_hosts(placement, shard)
                     if not hosts:
                         continue
                     host = rng.choice(hosts)
@@ -239,19 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                        (tmp, args.hosts, fleet_args))
         memberships = placement_copy.add_shard_aggregates(
             os.path.join(tmp, 'placement.sqlite'), shard_aggregate)
-        placement, client = bench_fleet._embedded_client(tmp)
+        placement, _client = bench_fleet._embedded_client(tmp)
         try:
-            # The fleet was prefilled with bands only; each compute would
-            # publish its fitting sizes at its next update.
-            boards = bench_fleet.FleetBoards.from_database(
-                os.path.join(tmp, 'placement.sqlite'))
-            held = placement_copy.gpus_held(
-                os.path.join(tmp, 'placement.sqlite'))
-            for root in boards.partitions:
-                bench_fleet.publish_band(
-                    client, root,
-                    bench_fleet.GPUS_PER_HOST - held.get(root, 0),
-                    boards.fitting_sizes(root))
             print('built %d hosts (%d aggregate memberships) in %.0f s' % (
                 args.hosts, memberships, time.perf_counter() - started),
                 file=sys.stderr, flush=True)

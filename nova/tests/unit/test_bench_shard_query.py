@@ -26,7 +26,7 @@ class TestShapes(test.TestCase):
     def test_traits_is_the_schedulers_query(self):
         params, _query = self.params('traits')
         traits = self.SHARD.traits()
-        self.assertEqual(traits | {'CUSTOM_PCI_FIT_PGPU_2'},
+        self.assertEqual(traits | {'CUSTOM_PCI_FREE_PGPU_8'},
                          set(params['root_required'].split(',')))
         device_groups = [value for name, value in params.items()
                          if name.startswith('required') and name !=
@@ -43,7 +43,7 @@ class TestShapes(test.TestCase):
                                           sorted(self.suffixes(query))],
                          sorted(name for name, value in query
                                 if value == member))
-        self.assertEqual('CUSTOM_PCI_FIT_PGPU_2', params['root_required'])
+        self.assertEqual('CUSTOM_PCI_FREE_PGPU_8', params['root_required'])
         self.assertFalse(any(names.is_shard_trait(trait)
                              for value in params.values()
                              for trait in value.split(',')))
