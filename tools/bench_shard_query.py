@@ -97,8 +97,10 @@ def shaped_query(shape: str, size: int, shard: band_shards.Shard,
     (``in_tree``: on ``host``, a root provider UUID)."""
     request = bench_fleet.resource_request(size)
     if shape == 'traits':
-        # pylint: disable=protected-access
-        return fullness._in(request, shard, BAND).to_query_params(1000)
+        sharded = fullness.in_shard(request, shard)
+        return dataclasses.replace(
+            sharded, root_required=sharded.root_required | {BAND}
+        ).to_query_params(1000)
     params = dataclasses.replace(request, root_required={BAND}) \
         .to_query_params(1000)
     suffixes = [group.suffix for group in request.groups if group.suffix]
@@ -242,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                        (tmp, args.hosts, fleet_args))
         memberships = placement_copy.add_shard_aggregates(
             os.path.join(tmp, 'placement.sqlite'), shard_aggregate)
-        placement, _client = bench_fleet._embedded_client(tmp)
+        placement, _client = bench_fleet.embedded_client(tmp)
         try:
             print('built %d hosts (%d aggregate memberships) in %.0f s' % (
                 args.hosts, memberships, time.perf_counter() - started),
