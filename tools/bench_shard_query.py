@@ -23,7 +23,9 @@ answers for every size) on a fleet prefilled as ``tools/bench_fleet.py
 * in_tree: the shard's hosts in the band listed (``GET
   /resource_providers`` with the shard and band traits), then one of them
   asked with
-  ``in_tree`` on every group; the listing and the query timed together.
+  ``in_tree`` on every group, beside the scheduler's shard traits
+  (Placement ignores ``in_tree`` in a group without resources, such as
+  the group provider's); the listing and the query timed together.
 
 Queries go straight to Placement's WSGI application in this process
 (no HTTP), so the times are Placement's own work. With ``--profile N``
@@ -96,17 +98,20 @@ def shaped_query(shape: str, size: int, shard: band_shards.Shard,
     ``size``-GPU request on the hosts of band ``BAND`` in ``shard``
     (``in_tree``: on ``host``, a root provider UUID)."""
     request = bench_fleet.resource_request(size)
-    if shape == 'traits':
+    suffixes = [group.suffix for group in request.groups if group.suffix]
+    if shape in ('traits', 'in_tree'):
         sharded = fullness.in_shard(request, shard)
-        return dataclasses.replace(
+        params = dataclasses.replace(
             sharded, root_required=sharded.root_required | {BAND}
         ).to_query_params(1000)
-    params = dataclasses.replace(request, root_required={BAND}) \
-        .to_query_params(1000)
-    suffixes = [group.suffix for group in request.groups if group.suffix]
-    if shape == 'in_tree':
+        if shape == 'traits':
+            return params
+        # Placement ignores in_tree in a group without resources (the
+        # group provider's): the shard traits still bound that one.
         return params + [('in_tree', host)] + [
             ('in_tree' + suffix, host) for suffix in suffixes]
+    params = dataclasses.replace(request, root_required={BAND}) \
+        .to_query_params(1000)
     member = 'in:' + shard_aggregate(shard.level, shard.index)
     params.append(('member_of', member))
     if shape == 'member_of':

@@ -53,12 +53,18 @@ class TestShapes(test.TestCase):
         self.assertEqual(['member_of'], [name for name, _value in query
                                          if name.startswith('member_of')])
 
-    def test_in_tree_on_every_group(self):
-        _params, query = self.params('in_tree', host='root-1')
+    def test_in_tree_on_every_group_beside_the_shard_traits(self):
+        params, query = self.params('in_tree', host='root-1')
         self.assertEqual(
             sorted(['in_tree'] + ['in_tree' + s
                                   for s in self.suffixes(query)]),
             sorted(name for name, value in query if value == 'root-1'))
+        # Placement ignores in_tree in the group provider's group (no
+        # resources): the shard traits bound it.
+        for name in ['root_required'] + [
+                'required' + suffix for suffix in self.suffixes(query)]:
+            self.assertLessEqual(self.SHARD.traits(),
+                                 set(params[name].split(',')), name)
 
     def suffixes(self, query):
         """The suffixes of the query's groups (two devices, their
