@@ -250,7 +250,7 @@ def build_fleet_at(state_path: str, hosts: int,
     Placement, as in a run), and every other host is a copy of one of
     them, allocations and band included.
     """
-    placement, client = _embedded_client(state_path)
+    placement, client = embedded_client(state_path)
     try:
         build_fleet(client, 1)
         templates = [host_name(1)]
@@ -259,7 +259,7 @@ def build_fleet_at(state_path: str, hosts: int,
             placement.stop()
             placement_copy.copy_host(_database(state_path), templates[0],
                                      templates[1:])
-            placement, client = _embedded_client(state_path)
+            placement, client = embedded_client(state_path)
             warm_up(client, prefill)
     finally:
         placement.stop()
@@ -631,7 +631,7 @@ def publish_band(client: report.SchedulerReportClient, root: str,
         traits, {'PGPU': free}, {'PGPU': fits}))
 
 
-def _embedded_client(state_path: str, max_candidates: int = -1):
+def embedded_client(state_path: str, max_candidates: int = -1):
     """An embedded Placement keeping its SQLite file in ``state_path``,
     and a report client for it; ``max_candidates`` is Placement's
     ``[placement]max_allocation_candidates`` (-1: no bound)."""
@@ -660,7 +660,7 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     shutil.copyfile(_database(fleet_path), _database(state_path))
     gpus = args.hosts * GPUS_PER_HOST
     trace = make_trace(gpus, args.requests, args.load, args.seed)
-    placement, client = _embedded_client(state_path)
+    placement, client = embedded_client(state_path)
     try:
         started = time.perf_counter()
         boards = (FleetBoards.from_database(_database(state_path))

@@ -18,6 +18,7 @@ module follows its schema, not that nova is broken.
 
 import dataclasses
 import sqlite3
+from typing import Callable
 
 from oslo_utils import uuidutils
 
@@ -135,6 +136,37 @@ def copy_host(database: str, template: str, names: list[str]) -> None:
                         'resource_class_id, used',
                         [(new[rp], renamed[consumer], rc, used)
                          for rp, consumer, rc, used in allocations])
+    finally:
+        db.close()
+
+
+def add_shard_aggregates(database: str,
+                         aggregate: Callable[[int, int], str]) -> int:
+    """Make every provider of Placement's SQLite ``database`` a member of
+    the aggregate of each shard of its host (one per level, ``aggregate(
+    level, index)`` its UUID), as shard traits are on every provider;
+    the number of memberships written."""
+    db = sqlite3.connect(database)
+    try:
+        with db:
+            ids = {}
+            for level in range(1, placement_names.SHARD_BITS + 1):
+                for index in range(1 << level):
+                    ids[level, index] = db.execute(
+                        'INSERT INTO placement_aggregates (uuid, '
+                        'created_at) VALUES (?, CURRENT_TIMESTAMP)',
+                        (aggregate(level, index),)).lastrowid
+            rows = [(rp, ids[level, number % (1 << level)])
+                    for rp, number in (
+                        (rp, placement_names.shard_number(root))
+                        for rp, root in db.execute(
+                            'SELECT rp.id, root.name FROM '
+                            'resource_providers rp JOIN resource_providers '
+                            'root ON rp.root_provider_id = root.id'))
+                    for level in range(1, placement_names.SHARD_BITS + 1)]
+            _insert(db, 'resource_provider_aggregates',
+                    'resource_provider_id, aggregate_id', rows)
+        return len(rows)
     finally:
         db.close()
 
