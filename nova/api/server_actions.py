@@ -116,7 +116,7 @@ def _rebuild(req, instance: dict, value) -> tuple:
                                        value.get('name'), value['imageRef'],
                                        values)
     return 202, {'server': servers.detail_view(req, instance,
-                                               servers.View.ACTION)}
+                                               servers.View.REBUILD)}
 
 
 # createImage: a snapshot's name and the properties it gets besides those

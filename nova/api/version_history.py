@@ -51,8 +51,13 @@ HYPERVISOR_PAGING = Change(
     '2.33', 'os-hypervisors lists take marker and limit.')
 KEYPAIR_PAGING = Change(
     '2.35', 'GET /os-keypairs takes marker and limit.')
+PROXIES_GONE = Change(
+    '2.36', 'The image proxy (/images) answers 404 and /limits drops the '
+            'network quotas (security groups, floating IPs).')
 STATUS_FILTER_CHECKED = Change(
     '2.38', 'An unknown status filter of GET /servers is a 400.')
+IMAGE_META_LIMIT_GONE = Change(
+    '2.39', "/limits drops 'maxImageMeta'.")
 SNAPSHOT_ID_IN_BODY = Change(
     '2.45', 'createImage and createBackup answer with the image id in '
             'the body, no Location header.')
@@ -69,6 +74,8 @@ FLAVOR_DESCRIPTION = Change('2.55', "Flavor views show 'description'.")
 MIGRATE_TO_HOST = Change('2.56', "migrate accepts a target 'host'.")
 REBUILD_USER_DATA = Change(
     '2.57', "rebuild takes 'user_data' (or null for none).")
+PERSONALITY_GONE = Change(
+    '2.57', "/limits drops 'maxPersonality' and 'maxPersonalitySize'.")
 ACTION_UPDATED_AT = Change(
     '2.58', "Instance actions show 'updated_at'.")
 MIGRATION_UUID = Change(
