@@ -20,9 +20,8 @@ from nova import policies
 # Glance status -> the status the proxy shows, and how far along an
 # image's upload is, as upstream maps them; anything else is UNKNOWN, 0.
 _STATUS = {'active': 'ACTIVE', 'queued': 'SAVING', 'saving': 'SAVING',
-           'uploading': 'SAVING', 'importing': 'SAVING',
            'deleted': 'DELETED', 'pending_delete': 'DELETED',
-           'killed': 'ERROR', 'deactivated': 'ERROR'}
+           'killed': 'ERROR'}
 _PROGRESS = {'queued': 25, 'saving': 50, 'active': 100}
 # The query parameters of a list passed to Glance (same names there).
 _GLANCE_FILTERS = ('name', 'limit', 'marker')
@@ -118,12 +117,6 @@ _METADATA_SCHEMA = {
     'properties': {'metadata': servers.METADATA_SCHEMA},
     'required': ['metadata'], 'additionalProperties': False,
 }
-_META_SCHEMA = {
-    'type': 'object',
-    'properties': {'meta': dict(servers.METADATA_SCHEMA, minProperties=1,
-                                maxProperties=1)},
-    'required': ['meta'], 'additionalProperties': False,
-}
 
 
 def metadata_index(req, image_id: str) -> tuple:
@@ -169,14 +162,9 @@ def metadata_replace(req, image_id: str) -> tuple:
 def metadata_update_item(req, image_id: str, key: str) -> tuple:
     """PUT /images/{id}/metadata/{key} with ``{"meta": {key: value}}``."""
     image = _image(req, image_id, policies.IMAGES_UPDATE)
-    body = req.body_object()
-    validation.validate(body, _META_SCHEMA)
-    if list(body['meta']) != [key]:
-        raise exception.APIValidationError(
-            field='meta', reason='the body must set the key of the URL, '
-            '%r, not %s' % (key, ', '.join(map(repr, body['meta']))))
-    _write(req, image, body['meta'], replace=False)
-    return 200, {'meta': body['meta']}
+    value = servers.metadata_item(req, key)
+    _write(req, image, {key: value}, replace=False)
+    return 200, {'meta': {key: value}}
 
 
 def metadata_delete_item(req, image_id: str, key: str) -> tuple:

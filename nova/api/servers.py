@@ -527,20 +527,26 @@ def metadata_show(req, server_id: str, key: str) -> tuple:
     return 200, {'meta': {key: metadata[key]}}
 
 
-def metadata_update_item(req, server_id: str, key: str) -> tuple:
-    """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
-    """
-    instance = get_instance(req, server_id, policies.METADATA_UPDATE)
-    compute_api.check_lock(req.context, instance)
+def metadata_item(req, key: str) -> str:
+    """The value a ``{"meta": {key: value}}`` body sets for the ``key``
+    of the URL (server and image metadata take the same body)."""
     body = req.body_object()
     validation.validate(body, _METADATA_ITEM_SCHEMA)
     if list(body['meta']) != [key]:
         raise exception.APIValidationError(
             field='meta', reason='the body must set the key of the URL, '
             '%r, not %s' % (key, ', '.join(map(repr, body['meta']))))
-    req.compute_api.update_metadata_item(req.context, instance, key,
-                                         body['meta'][key])
-    return 200, {'meta': {key: body['meta'][key]}}
+    return body['meta'][key]
+
+
+def metadata_update_item(req, server_id: str, key: str) -> tuple:
+    """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
+    """
+    instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    compute_api.check_lock(req.context, instance)
+    value = metadata_item(req, key)
+    req.compute_api.update_metadata_item(req.context, instance, key, value)
+    return 200, {'meta': {key: value}}
 
 
 def metadata_delete_item(req, server_id: str, key: str) -> tuple:
