@@ -24,6 +24,9 @@ class TestOpenStackClient(test_images.ImageTestBase):
     but the image service, which is Glance's (images are looked up there,
     never through the Compute API's image proxy)."""
 
+    # Each command is a python-openstackclient process.
+    TIMEOUT = 300
+
     def setUp(self):
         super().setUp()
         root = self.allinone.api_server.url
