@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives import serialization
 import fixtures
 from tempest.lib import auth
 from tempest.lib import exceptions as tempest_exc
+from tempest.lib.services.compute import availability_zone_client
 from tempest.lib.services.compute import flavors_client
 from tempest.lib.services.compute import hypervisor_client
 from tempest.lib.services.compute import images_client
@@ -96,7 +97,8 @@ class ResponseSchemaTest(test_images.ImageTestBase):
                 # False upstream).
                 {'enable_instance_password': False}
                 if cls is servers_client.ServersClient else {}))
-            for cls in (flavors_client.FlavorsClient,
+            for cls in (availability_zone_client.AvailabilityZoneClient,
+                        flavors_client.FlavorsClient,
                         hypervisor_client.HypervisorClient,
                         images_client.ImagesClient,
                         keypairs_client.KeyPairsClient,
@@ -286,6 +288,11 @@ class ResponseSchemaTest(test_images.ImageTestBase):
         self.assertEqual(-1, limits['limits']['absolute'][
             'maxTotalInstances'])
         self.client(migrations_client.MigrationsClient).list_migrations()
+        zones = self.client(availability_zone_client.AvailabilityZoneClient)
+        self.assertEqual(['nova'], [z['zoneName'] for z in zones.
+                                    list_availability_zones()[
+                                        'availabilityZoneInfo']])
+        zones.list_availability_zones(detail=True)
 
     def check(self, version):
         self.at(version)
