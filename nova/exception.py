@@ -254,6 +254,11 @@ class ConsoleOutputNotSupported(NovaException):
     code = 501
 
 
+class HypervisorUptimeNotSupported(NovaException):
+    msg_fmt = 'Virt driver does not implement uptime function.'
+    code = 501
+
+
 class InstanceNotReady(Conflict):
     msg_fmt = 'Instance %(instance_uuid)s is not ready: %(reason)s'
 

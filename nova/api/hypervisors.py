@@ -192,13 +192,14 @@ def show(req, hypervisor_id: str) -> tuple:
 
 
 def uptime(req, hypervisor_id: str) -> tuple:
-    """GET /os-hypervisors/{id}/uptime (until 2.88): not tracked."""
+    """GET /os-hypervisors/{id}/uptime (until 2.88): not tracked, so 501
+    as upstream answers for a driver without uptime (its body would be a
+    string)."""
     req.policy.authorize(req.context, policies.HYPERVISORS_UPTIME)
     _gone_at(req, version_history.HYPERVISOR_USAGE_GONE,
              '/os-hypervisors/{id}/uptime')
-    node, service = _find(req, hypervisor_id)
-    return 200, {'hypervisor': dict(_brief(req, node, service),
-                                    uptime=None)}
+    _find(req, hypervisor_id)
+    raise exception.HypervisorUptimeNotSupported()
 
 
 def statistics(req) -> tuple:

@@ -8,8 +8,6 @@ every server is in.
 from nova.api import version_history
 from nova import policies
 from nova.compute import quota
-from nova.compute import utils as compute_utils
-from nova.image import glance
 
 AVAILABILITY_ZONE = 'nova'
 
@@ -83,58 +81,6 @@ def _zones() -> tuple:
     zone = {'zoneName': AVAILABILITY_ZONE,
             'zoneState': {'available': True}, 'hosts': None}
     return 200, {'availabilityZoneInfo': [zone]}
-
-
-# Images ---------------------------------------------------------------------
-# Upstream's image proxy (GET /images): python-openstackclient resolves
-# ``--image`` through the image API, and when a client uses one endpoint
-# for every service (``--os-endpoint``, no OS_IMAGE_ENDPOINT_OVERRIDE)
-# those lookups arrive here. They are answered from Glance, in Glance's v2
-# shape; ``none`` (a server without a disk, the GPU tests on libvirt's
-# test driver) is answered as an image of its own.
-
-def _image_body(image_id: str, name: str, status: str,
-                disk_format: str | None, size: int | None) -> dict:
-    return {'id': image_id, 'name': name, 'status': status,
-            'visibility': 'public', 'protected': False, 'tags': [],
-            'container_format': 'bare', 'disk_format': disk_format,
-            'min_disk': 0, 'min_ram': 0, 'size': size,
-            'self': '/v2/images/%s' % image_id,
-            'schema': '/v2/schemas/image'}
-
-
-def _no_image() -> dict:
-    return _image_body(compute_utils.NO_IMAGE, compute_utils.NO_IMAGE,
-                       'active', None, None)
-
-
-def _glance_image(image: glance.ImageMeta) -> dict:
-    return dict(_image_body(image.id, image.name, image.status,
-                            image.disk_format, image.size),
-                container_format=image.container_format,
-                min_disk=image.min_disk, min_ram=image.min_ram)
-
-
-def image_show(req, image_id: str) -> tuple:
-    """GET /images/{id or name}: the Glance image, or ``none``."""
-    req.policy.authorize(req.context, policies.IMAGES)
-    if image_id == compute_utils.NO_IMAGE:
-        return 200, _no_image()
-    return 200, _glance_image(req.compute_api.glance_client.find(image_id))
-
-
-def image_index(req) -> tuple:
-    """GET /images?name=<name>: Glance's images of that name (all of
-    them without a name), or ``none``."""
-    req.policy.authorize(req.context, policies.IMAGES)
-    name = req.GET.get('name')
-    if name == compute_utils.NO_IMAGE:
-        return 200, {'images': [_no_image()],
-                     'schema': '/v2/schemas/images'}
-    filters = {'name': name} if name else {}
-    return 200, {'images': [_glance_image(image) for image in
-                            req.compute_api.glance_client.list(**filters)],
-                 'schema': '/v2/schemas/images'}
 
 
 def identity_version(req) -> tuple:

@@ -115,13 +115,8 @@ def _rebuild(req, instance: dict, value) -> tuple:
     instance = req.compute_api.rebuild(req.context, instance['uuid'],
                                        value.get('name'), value['imageRef'],
                                        values)
-    view = servers.detail_view(req, instance, servers.View.ACTION)
-    # What a rebuild takes, its answer shows (upstream's 2.54 and 2.57).
-    if req.api_version.at_least(version_history.REBUILD_KEY_NAME):
-        view['key_name'] = instance.get('key_name')
-    if req.api_version.at_least(version_history.REBUILD_USER_DATA):
-        view['user_data'] = instance.get('user_data')
-    return 202, {'server': view}
+    return 202, {'server': servers.detail_view(req, instance,
+                                               servers.View.REBUILD)}
 
 
 # createImage: a snapshot's name and the properties it gets besides those

@@ -218,12 +218,14 @@ def _brief_view(req, instance: dict) -> dict:
 
 class View(enum.Enum):
     """Where a server view is shown: upstream shows fewer fields in the
-    answers to an update or a rebuild (until 2.75) and the server groups
-    (2.71) only for one server."""
+    answers to an update or a rebuild (until 2.75), a rebuild's own
+    fields in its answer and the server groups (2.71) only for one
+    server."""
 
     LIST = 'list'
     SHOW = 'show'
     ACTION = 'action'
+    REBUILD = 'rebuild'
 
 
 def _hostname(instance: dict) -> str:
@@ -269,6 +271,17 @@ def _extended_view(req, instance: dict) -> dict:
     return view
 
 
+def _rebuild_fields(req, instance: dict) -> dict:
+    """What a rebuild's answer adds: the key pair (2.54) and user data
+    (2.57) it may have changed."""
+    fields = {}
+    if req.api_version.at_least(version_history.REBUILD_KEY_NAME):
+        fields['key_name'] = instance.get('key_name')
+    if req.api_version.at_least(version_history.REBUILD_USER_DATA):
+        fields['user_data'] = instance.get('user_data')
+    return fields
+
+
 def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
     """The server as ``where`` shows it at the request's microversion."""
     version = req.api_version
@@ -289,9 +302,14 @@ def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
         'OS-DCF:diskConfig': 'MANUAL',
         'progress': 0,
     })
-    if where is not View.ACTION or version.at_least(
+    if where not in (View.ACTION, View.REBUILD) or version.at_least(
             version_history.FULL_ACTION_ANSWERS):
         view.update(_extended_view(req, instance))
+    if where is View.REBUILD:
+        view.update(_rebuild_fields(req, instance))
+        # A rebuild shows its user_data as 'user_data' (2.57), never
+        # under the admin's attribute name.
+        view.pop('OS-EXT-SRV-ATTR:user_data', None)
     fault = _fault_view(instance, req.context.is_admin)
     if fault is not None:
         view['fault'] = fault
@@ -486,20 +504,53 @@ def metadata_update(req, server_id: str) -> tuple:
     return 200, {'metadata': metadata}
 
 
-def metadata_update_item(req, server_id: str, key: str) -> tuple:
-    """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
-    """
+def metadata_replace(req, server_id: str) -> tuple:
+    """PUT /servers/{id}/metadata with ``{"metadata": {...}}``: the items
+    given become all of the server's metadata."""
     instance = get_instance(req, server_id, policies.METADATA_UPDATE)
     compute_api.check_lock(req.context, instance)
+    body = req.body_object()
+    validation.validate(body, _METADATA_SCHEMA)
+    metadata = dict(instance.get('server_metadata') or {})
+    changes = [(key, None) for key in sorted(metadata)
+               if key not in body['metadata']]
+    changes += sorted(body['metadata'].items())
+    for key, value in changes:
+        metadata = req.compute_api.update_metadata_item(
+            req.context, dict(instance, server_metadata=metadata), key,
+            value)
+    return 200, {'metadata': metadata}
+
+
+def metadata_show(req, server_id: str, key: str) -> tuple:
+    """GET /servers/{id}/metadata/{key}."""
+    instance = get_instance(req, server_id, policies.METADATA_INDEX)
+    metadata = instance.get('server_metadata') or {}
+    if key not in metadata:
+        raise exception.MetadataItemNotFound(key=key)
+    return 200, {'meta': {key: metadata[key]}}
+
+
+def metadata_item(req, key: str) -> str:
+    """The value a ``{"meta": {key: value}}`` body sets for the ``key``
+    of the URL (server and image metadata take the same body)."""
     body = req.body_object()
     validation.validate(body, _METADATA_ITEM_SCHEMA)
     if list(body['meta']) != [key]:
         raise exception.APIValidationError(
             field='meta', reason='the body must set the key of the URL, '
             '%r, not %s' % (key, ', '.join(map(repr, body['meta']))))
-    req.compute_api.update_metadata_item(req.context, instance, key,
-                                         body['meta'][key])
-    return 200, {'meta': {key: body['meta'][key]}}
+    return body['meta'][key]
+
+
+def metadata_update_item(req, server_id: str, key: str) -> tuple:
+    """PUT /servers/{id}/metadata/{key} with ``{"meta": {key: value}}``.
+    """
+    instance = get_instance(req, server_id, policies.METADATA_UPDATE)
+    compute_api.check_lock(req.context, instance)
+    value = metadata_item(req, key)
+    req.compute_api.update_metadata_item(req.context, instance, key, value)
+    return 200, {'meta': {key: value}}
 
 
 def metadata_delete_item(req, server_id: str, key: str) -> tuple:

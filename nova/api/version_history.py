@@ -60,6 +60,8 @@ QUOTA_NETWORK_GONE = Change(
     '2.36', 'Quota sets and /limits drop the nova-network quotas '
             '(fixed_ips, floating_ips, security_groups, '
             'security_group_rules).')
+PROXIES_GONE = Change(
+    '2.36', 'The image proxy (/images) answers 404.')
 STATUS_FILTER_CHECKED = Change(
     '2.38', 'An unknown status filter of GET /servers is a 400.')
 IMAGE_META_LIMIT_GONE = Change(

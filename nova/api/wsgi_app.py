@@ -28,6 +28,7 @@ from nova.api import auth
 from nova.api import faults
 from nova.api import flavors
 from nova.api import hypervisors
+from nova.api import images
 from nova.api import instance_actions
 from nova.api import keypairs
 from nova.api import microversion
@@ -208,9 +209,10 @@ def _build_router() -> _Router:
                PUT=servers.update, DELETE=servers.delete)
     router.add(p + '/servers/{server_id}/action', POST=server_actions.action)
     router.add(p + '/servers/{server_id}/metadata',
-               GET=servers.metadata_index, POST=servers.metadata_update)
+               GET=servers.metadata_index, POST=servers.metadata_update,
+               PUT=servers.metadata_replace)
     router.add(p + '/servers/{server_id}/metadata/{key}',
-               PUT=servers.metadata_update_item,
+               GET=servers.metadata_show, PUT=servers.metadata_update_item,
                DELETE=servers.metadata_delete_item)
     router.add(p + '/servers/{server_id}/os-instance-actions',
                GET=instance_actions.index)
@@ -256,8 +258,16 @@ def _build_router() -> _Router:
     router.add(p + '/os-availability-zone', GET=misc.availability_zones)
     router.add(p + '/os-availability-zone/detail',
                GET=misc.availability_zones_detail)
-    router.add(p + '/images', GET=misc.image_index)
-    router.add(p + '/images/{image_id}', GET=misc.image_show)
+    router.add(p + '/images', GET=images.index)
+    router.add(p + '/images/detail', GET=images.detail)
+    router.add(p + '/images/{image_id}', GET=images.show,
+               DELETE=images.delete)
+    router.add(p + '/images/{image_id}/metadata',
+               GET=images.metadata_index, POST=images.metadata_update,
+               PUT=images.metadata_replace)
+    router.add(p + '/images/{image_id}/metadata/{key}',
+               GET=images.metadata_show, PUT=images.metadata_update_item,
+               DELETE=images.metadata_delete_item)
     return router
 
 

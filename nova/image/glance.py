@@ -34,6 +34,8 @@ CHUNK_SIZE = 1024 * 1024
 # Disk formats a guest's root disk may be made from (a qcow2 overlay is
 # backed by the image, see nova.virt.libvirt.imagebackend).
 BOOTABLE_DISK_FORMATS = ('raw', 'qcow2')
+# The media type of Glance's v2 image updates (a JSON patch).
+PATCH_MEDIA_TYPE = 'application/openstack-images-v2.1-json-patch'
 # Glance's statuses of an image whose data can be read.
 ACTIVE = 'active'
 # The image fields that are not properties (Glance's schema).
@@ -62,6 +64,9 @@ class ImageMeta:
     checksum: str | None = None
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    owner: str | None = None
 
     @classmethod
     def from_glance(cls, body: dict) -> 'ImageMeta':
@@ -79,7 +84,10 @@ class ImageMeta:
                         if k not in _BASE_FIELDS and v is not None},
             checksum=body.get('checksum'),
             os_hash_algo=body.get('os_hash_algo'),
-            os_hash_value=body.get('os_hash_value'))
+            os_hash_value=body.get('os_hash_value'),
+            created_at=body.get('created_at'),
+            updated_at=body.get('updated_at'),
+            owner=body.get('owner'))
 
     def to_primitive(self) -> dict:
         """A JSON-ready copy (what an instance keeps of its image)."""
@@ -287,6 +295,18 @@ class GlanceClient:
                 data=iter(lambda: f.read(CHUNK_SIZE), b''),
                 headers={'Content-Type': 'application/octet-stream'})
         return self.show(image_id)
+
+    def update_properties(self, image_id: str, set_: dict[str, str],
+                          remove: tuple[str, ...] = ()) -> ImageMeta:
+        """Set the properties ``set_`` and remove those named in
+        ``remove`` (a JSON patch of Glance's v2 API); the image after."""
+        patch = [{'op': 'add', 'path': '/%s' % key, 'value': value}
+                 for key, value in sorted(set_.items())]
+        patch += [{'op': 'remove', 'path': '/%s' % key} for key in remove]
+        resp = self._request('PATCH', '/v2/images/%s' % image_id,
+                             image_id=image_id, json=patch,
+                             headers={'Content-Type': PATCH_MEDIA_TYPE})
+        return ImageMeta.from_glance(resp.json())
 
     def delete(self, image_id: str) -> None:
         """Delete the image; one already gone is fine."""

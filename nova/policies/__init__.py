@@ -57,6 +57,7 @@ LIMITS_OTHER_PROJECT = 'os_compute_api:limits:other_project'
 AZ_LIST = 'os_compute_api:os-availability-zone:list'
 AZ_DETAIL = 'os_compute_api:os-availability-zone:detail'
 IMAGES = 'os_compute_api:images'
+IMAGES_UPDATE = 'os_compute_api:images:update'
 SERVERS_RESIZE = 'os_compute_api:servers:resize'
 SERVERS_CONFIRM_RESIZE = 'os_compute_api:servers:confirm_resize'
 SERVERS_REVERT_RESIZE = 'os_compute_api:servers:revert_resize'
@@ -230,9 +231,21 @@ def list_rules() -> list[policy.RuleDefault]:
         _rule(AZ_DETAIL, ADMIN, 'List availability zones with details.',
               [('GET', '/os-availability-zone/detail')]),
         _rule(IMAGES, ANY,
-              'Resolve image references (this deployment has no image '
-              'service: every reference exists).',
-              [('GET', '/images'), ('GET', '/images/{image_id}')]),
+              "Show Glance's images through the deprecated image proxy "
+              '(up to microversion 2.35).',
+              [('GET', '/images'), ('GET', '/images/detail'),
+               ('GET', '/images/{image_id}'),
+               ('GET', '/images/{image_id}/metadata'),
+               ('GET', '/images/{image_id}/metadata/{key}')]),
+        _rule(IMAGES_UPDATE, PROJECT_MEMBER_OR_ADMIN,
+              "Delete an image or edit its metadata through the image "
+              "proxy: nova-api reaches Glance with its own credentials, "
+              "so the image's owner project is checked here.",
+              [('DELETE', '/images/{image_id}'),
+               ('POST', '/images/{image_id}/metadata'),
+               ('PUT', '/images/{image_id}/metadata'),
+               ('PUT', '/images/{image_id}/metadata/{key}'),
+               ('DELETE', '/images/{image_id}/metadata/{key}')]),
         _rule(SERVERS_RESIZE, PROJECT_MEMBER_OR_ADMIN,
               'Resize a server to another flavor.',
               [('POST', '/servers/{server_id}/action (resize)')]),

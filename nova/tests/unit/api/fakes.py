@@ -32,6 +32,14 @@ class FakeGlance:
             return self.CIRROS
         raise exception.ImageNotFound(image_id=image_ref)
 
+    def show(self, image_id):
+        if image_id == 'c1':
+            return self.CIRROS
+        raise exception.ImageNotFound(image_id=image_id)
+
+    def image_url(self, image_id):
+        return 'http://glance.test/v2/images/%s' % image_id
+
     def list(self, **filters):
         return [self.CIRROS] if filters.get('name') in (None, 'cirros') \
             else []

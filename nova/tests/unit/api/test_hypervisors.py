@@ -91,8 +91,8 @@ class HypervisorsTest(fakes.APITestCase):
             stats['running_vms'], stats['local_gb'], stats['local_gb_used']))
         self.assertFault(self.get('/statistics', '2.88'), 404,
                          'itemNotFound', '2.88')
-        uptime = self.get('/%d/uptime' % self.nodes[0]['id']).json
-        self.assertIsNone(uptime['hypervisor']['uptime'])
+        self.assertFault(self.get('/%d/uptime' % self.nodes[0]['id']), 501,
+                         'notImplemented', 'does not implement uptime')
         detail = self.get('/detail', '2.88').json['hypervisors'][0]
         self.assertNotIn('vcpus_used', detail)
         self.assertIn('uptime', detail)

@@ -53,7 +53,20 @@ ROUTE_RULES = {
     ('GET', '/v2.1/os-availability-zone'): policies.AZ_LIST,
     ('GET', '/v2.1/os-availability-zone/detail'): policies.AZ_DETAIL,
     ('GET', '/v2.1/images'): policies.IMAGES,
+    ('GET', '/v2.1/images/detail'): policies.IMAGES,
     ('GET', '/v2.1/images/{image_id}'): policies.IMAGES,
+    ('DELETE', '/v2.1/images/{image_id}'): policies.IMAGES_UPDATE,
+    ('GET', '/v2.1/images/{image_id}/metadata'): policies.IMAGES,
+    ('POST', '/v2.1/images/{image_id}/metadata'): policies.IMAGES_UPDATE,
+    ('PUT', '/v2.1/images/{image_id}/metadata'): policies.IMAGES_UPDATE,
+    ('GET', '/v2.1/images/{image_id}/metadata/{key}'): policies.IMAGES,
+    ('PUT', '/v2.1/images/{image_id}/metadata/{key}'):
+        policies.IMAGES_UPDATE,
+    ('DELETE', '/v2.1/images/{image_id}/metadata/{key}'):
+        policies.IMAGES_UPDATE,
+    ('GET', '/v2.1/servers/{server_id}/metadata/{key}'):
+        policies.METADATA_INDEX,
+    ('PUT', '/v2.1/servers/{server_id}/metadata'): policies.METADATA_UPDATE,
     ('GET', '/v2.1/os-migrations'): policies.MIGRATIONS_INDEX,
     ('GET', '/v2.1/servers/{server_id}/migrations'):
         policies.SERVER_MIGRATIONS,
@@ -177,7 +190,7 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
             'policy': 'affinity'})
         values = {'flavor_id': 'f1', 'key': 'hw:numa_nodes',
                   'group_id': group.uuid, 'server_id': server,
-                  'image_id': 'cirros',
+                  'image_id': 'c1',
                   'request_id': 'req-unknown', 'migration_id': '1',
                   'service_id': 'disable', 'hypervisor_id': '1',
                   'pattern': 'node', 'keypair_name': 'key1',
@@ -395,6 +408,6 @@ class TestMiscRules(PolicyTestCase):
 
     def test_images_for_everyone(self):
         for token in (fakes.MEMBER, fakes.ADMIN):
-            self.assertEqual(200, self.status('GET', '/v2.1/images/cirros',
+            self.assertEqual(200, self.status('GET', '/v2.1/images/c1',
                                               token))
             self.assertEqual(200, self.status('GET', '/v2.1/images', token))

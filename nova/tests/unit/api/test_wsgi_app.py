@@ -130,23 +130,24 @@ class TestRouting(fakes.APITestCase):
 
 class TestImagesAndIdentity(fakes.APITestCase):
 
-    def test_images_come_from_glance(self):
-        response = self.request('GET', '/v2.1/images/cirros')
-        self.assertEqual(('c1', 'cirros', 'active'),
-                         (response.json['id'], response.json['name'],
-                          response.json['status']))
-        self.assertEqual(404, self.request('GET',
-                                           '/v2.1/images/nope').status_int)
+    def test_image_proxy_until_2_35(self):
+        shown = self.request('GET', '/v2.1/images/c1').json['image']
+        self.assertEqual(('c1', 'cirros', 'ACTIVE', 100, 9),
+                         (shown['id'], shown['name'], shown['status'],
+                          shown['progress'], shown['OS-EXT-IMG-SIZE:size']))
+        self.assertFault(self.request('GET', '/v2.1/images/cirros'), 404,
+                         'itemNotFound', 'cirros')
         listed = self.request('GET', '/v2.1/images?name=cirros').json
-        self.assertEqual(['c1'], [i['id'] for i in listed['images']])
+        self.assertEqual([{'id', 'name', 'links'}],
+                         [set(i) for i in listed['images']])
         self.assertEqual([], self.request('GET', '/v2.1/images?name=x')
                          .json['images'])
-
-    def test_none_is_the_image_of_a_server_without_disk(self):
-        self.assertEqual('none', self.request(
-            'GET', '/v2.1/images/none').json['id'])
-        self.assertEqual(['none'], [i['id'] for i in self.request(
-            'GET', '/v2.1/images?name=none').json['images']])
+        self.assertEqual(['ACTIVE'], [i['status'] for i in self.request(
+            'GET', '/v2.1/images/detail').json['images']])
+        for path in ('', '/detail', '/c1', '/c1/metadata'):
+            self.assertFault(self.request('GET', '/v2.1/images' + path,
+                                          version='2.36'),
+                             404, 'itemNotFound', '2.36')
 
     def test_identity_discovery_only_with_noauth2(self):
         response = self.request('GET', '/identity/v3', token=None)
