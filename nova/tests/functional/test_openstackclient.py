@@ -260,13 +260,13 @@ class TestOpenStackClient(test_images.ImageTestBase):
         listed = self.osc_json('server', 'group', 'list')
         self.assertEqual([group['id']], [g['ID'] for g in listed])
         first = self.osc_json('server', 'create', '--flavor', 'tiny',
-                              '--image', 'none', '--hint',
+                              '--image', 'cirros', '--hint',
                               'group=%s' % group['id'], '--wait', 'r1')
         self.assertEqual('ACTIVE', first['status'], first)
         shown = self.osc_json('server', 'group', 'show', 'job-7')
         self.assertEqual([first['id']], shown['members'])
         second = self.osc('server', 'create', '--flavor', 'tiny',
-                          '--image', 'none', '--hint',
+                          '--image', 'cirros', '--hint',
                           'group=%s' % group['id'], '--wait', 'r2',
                           expect_ok=False)
         self.assertNotEqual(0, second.returncode)
