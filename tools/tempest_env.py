@@ -89,10 +89,10 @@ def register_endpoints(admin: ks_session.Session, keystone_url: str,
                        endpoints: dict[str, tuple[str, str]]) -> None:
     """Catalog entries: service type -> (service name, public URL)."""
     for service_type, (name, url) in endpoints.items():
-        service = _request(admin, 'POST', keystone_url + '/services', json={
+        entry = _request(admin, 'POST', keystone_url + '/services', json={
             'service': {'type': service_type, 'name': name}})['service']
         _request(admin, 'POST', keystone_url + '/endpoints', json={
-            'endpoint': {'service_id': service['id'], 'interface': 'public',
+            'endpoint': {'service_id': entry['id'], 'interface': 'public',
                          'region_id': 'RegionOne', 'url': url}})
 
 

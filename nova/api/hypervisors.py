@@ -20,6 +20,7 @@ from nova.api import services
 from nova.api import validation
 from nova.api import version_history
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.pci import device as pci_device
 from nova import policies
@@ -39,12 +40,15 @@ def _gone_at(req, change: version_history.Change, what: str) -> None:
             '%s was removed in microversion %s.' % (what, change))
 
 
-def _nodes(req) -> list[tuple[dict, dict | None]]:
+_Hypervisor = tuple[records.ComputeNode, records.Service | None]
+
+
+def _nodes(req) -> list[_Hypervisor]:
     """(compute node, its compute service) pairs, in id order; a node
     belongs to the compute service of its host."""
-    by_host = {s['host']: s for s in db.service_get_all(
+    by_host = {service.host: service for service in db.service_get_all(
         req.context, binary=services.COMPUTE_BINARY)}
-    return [(node, by_host.get(node['host']))
+    return [(node, by_host.get(node.host))
             for node in db.compute_node_get_all(req.context)]
 
 
@@ -57,49 +61,50 @@ def _servers_on(req) -> dict[str, list[dict]]:
     return placed
 
 
-def _usage(node: dict, servers: list[dict]) -> dict:
+def _usage(node: records.ComputeNode, servers: list[dict]) -> dict:
     flavors = [s.get('flavor') or {} for s in servers]
     vcpus_used = sum(f.get('vcpus', 0) for f in flavors)
     memory_used = sum(f.get('memory_mb', 0) for f in flavors)
     disk_used = sum(f.get('root_gb', 0) for f in flavors)
     return {
-        'vcpus': node['vcpus'], 'vcpus_used': vcpus_used,
-        'memory_mb': node['memory_mb'], 'memory_mb_used': memory_used,
-        'local_gb': node['local_gb'], 'local_gb_used': disk_used,
-        'free_ram_mb': node['memory_mb'] - memory_used,
-        'free_disk_gb': node['local_gb'] - disk_used,
-        'disk_available_least': node['local_gb'] - disk_used,
+        'vcpus': node.vcpus, 'vcpus_used': vcpus_used,
+        'memory_mb': node.memory_mb, 'memory_mb_used': memory_used,
+        'local_gb': node.local_gb, 'local_gb_used': disk_used,
+        'free_ram_mb': node.memory_mb - memory_used,
+        'free_disk_gb': node.local_gb - disk_used,
+        'disk_available_least': node.local_gb - disk_used,
         'running_vms': len(servers),
         'current_workload': sum(1 for s in servers if s.get('task_state')),
     }
 
 
-def _brief(req, node: dict, service: dict | None) -> dict:
+def _brief(req, node: records.ComputeNode,
+           service: records.Service | None) -> dict:
     up = service is not None and servicegroup.is_up(service, req.conf)
     return {
-        'id': (node['uuid']
+        'id': (node.uuid
                if req.api_version.at_least(version_history.UUID_IDS)
-               else node['id']),
-        'hypervisor_hostname': node['hypervisor_hostname'],
+               else node.id),
+        'hypervisor_hostname': node.hypervisor_hostname,
         'state': 'up' if up else 'down',
-        'status': ('disabled' if service is None or service['disabled']
+        'status': ('disabled' if service is None or service.disabled
                    else 'enabled'),
     }
 
 
-def _detail(req, node: dict, service: dict | None,
-            servers: list[dict]) -> dict:
+def _detail(req, node: records.ComputeNode,
+            service: records.Service | None, servers: list[dict]) -> dict:
     view = _brief(req, node, service)
     view.update({
-        'hypervisor_type': node['hypervisor_type'] or 'QEMU',
+        'hypervisor_type': node.hypervisor_type or 'QEMU',
         'hypervisor_version': 0,
         'host_ip': None,
         'service': {
-            'host': node['host'],
-            'id': (service['uuid']
+            'host': node.host,
+            'id': (service.uuid
                    if req.api_version.at_least(version_history.UUID_IDS)
-                   else service['id']) if service else None,
-            'disabled_reason': service['disabled_reason'] if service
+                   else service.id) if service else None,
+            'disabled_reason': service.disabled_reason if service
             else None},
     })
     if req.api_version.at_least(version_history.HYPERVISOR_USAGE_GONE):
@@ -128,8 +133,8 @@ def _listing(req, detail: bool) -> list[dict]:
     if req.api_version.at_least(version_history.UUID_IDS):
         pattern = req.GET.get('hypervisor_hostname_pattern')
         if pattern is not None:
-            nodes = [(n, s) for n, s in nodes
-                     if pattern in n['hypervisor_hostname']]
+            nodes = [(node, service) for node, service in nodes
+                     if pattern in node.hypervisor_hostname]
             if not nodes:
                 raise exception.NotFound(
                     'No hypervisor matching %r.' % pattern)
@@ -138,7 +143,7 @@ def _listing(req, detail: bool) -> list[dict]:
                                                           value)
     views = []
     for node, service in nodes:
-        servers = placed.get(node['hypervisor_hostname'], [])
+        servers = placed.get(node.hypervisor_hostname, [])
         view = (_detail(req, node, service, servers) if detail
                 else _brief(req, node, service))
         if with_servers:
@@ -161,18 +166,15 @@ def detail(req) -> tuple:
     return 200, {'hypervisors': _listing(req, detail=True)}
 
 
-def _find(req, hypervisor_id: str) -> tuple[dict, dict | None]:
+def _find(req, hypervisor_id: str) -> _Hypervisor:
     """The node of an id (a uuid from 2.53, an integer before)."""
-    if req.api_version.at_least(version_history.UUID_IDS):
-        if not uuidutils.is_uuid_like(hypervisor_id):
-            raise exception.APIValidationError(
-                field='hypervisor_id',
-                reason='%r is not a hypervisor uuid' % hypervisor_id)
-        key = 'uuid'
-    else:
-        key = 'id'
+    by_uuid = req.api_version.at_least(version_history.UUID_IDS)
+    if by_uuid and not uuidutils.is_uuid_like(hypervisor_id):
+        raise exception.APIValidationError(
+            field='hypervisor_id',
+            reason='%r is not a hypervisor uuid' % hypervisor_id)
     for node, service in _nodes(req):
-        if str(node[key]) == hypervisor_id:
+        if (node.uuid if by_uuid else str(node.id)) == hypervisor_id:
             return node, service
     raise exception.NotFound('Hypervisor %s could not be found.' %
                              hypervisor_id)
@@ -182,7 +184,7 @@ def show(req, hypervisor_id: str) -> tuple:
     """GET /os-hypervisors/{id} (2.53: ``with_servers``)."""
     req.policy.authorize(req.context, policies.HYPERVISORS_SHOW)
     node, service = _find(req, hypervisor_id)
-    servers = _servers_on(req).get(node['hypervisor_hostname'], [])
+    servers = _servers_on(req).get(node.hypervisor_hostname, [])
     view = _detail(req, node, service, servers)
     value = req.GET.get('with_servers')
     if (req.api_version.at_least(version_history.UUID_IDS) and value
@@ -213,14 +215,14 @@ def statistics(req) -> tuple:
     totals = dict.fromkeys(_USAGE_FIELDS, 0)
     for node, _service in nodes:
         for key, value in _usage(
-                node, placed.get(node['hypervisor_hostname'], [])).items():
+                node, placed.get(node.hypervisor_hostname, [])).items():
             totals[key] += value
     return 200, {'hypervisor_statistics': dict(totals, count=len(nodes))}
 
 
-def _matching(req, pattern: str) -> list[tuple[dict, dict | None]]:
-    found = [(n, s) for n, s in _nodes(req)
-             if pattern in n['hypervisor_hostname']]
+def _matching(req, pattern: str) -> list[_Hypervisor]:
+    found = [(node, service) for node, service in _nodes(req)
+             if pattern in node.hypervisor_hostname]
     if not found:
         raise exception.NotFound('No hypervisor matching %r.' % pattern)
     return found
@@ -231,8 +233,9 @@ def search(req, pattern: str) -> tuple:
     req.policy.authorize(req.context, policies.HYPERVISORS_SEARCH)
     _gone_at(req, version_history.UUID_IDS,
              '/os-hypervisors/{pattern}/search')
-    return 200, {'hypervisors': [_brief(req, n, s)
-                                 for n, s in _matching(req, pattern)]}
+    return 200, {'hypervisors': [_brief(req, node, service)
+                                 for node, service in _matching(req,
+                                                                pattern)]}
 
 
 def servers(req, pattern: str) -> tuple:
@@ -242,9 +245,9 @@ def servers(req, pattern: str) -> tuple:
              '/os-hypervisors/{pattern}/servers')
     placed = _servers_on(req)
     return 200, {'hypervisors': [
-        _with_servers(_brief(req, n, s),
-                      placed.get(n['hypervisor_hostname'], []))
-        for n, s in _matching(req, pattern)]}
+        _with_servers(_brief(req, node, service),
+                      placed.get(node.hypervisor_hostname, []))
+        for node, service in _matching(req, pattern)]}
 
 
 def pci_devices(req, hypervisor_id: str) -> tuple:
@@ -252,8 +255,7 @@ def pci_devices(req, hypervisor_id: str) -> tuple:
     req.policy.authorize(req.context, policies.HYPERVISORS_PCI_DEVICES)
     node, _service = _find(req, hypervisor_id)
     devices = sorted((pci_device.TrackedDevice.from_row(row) for row in
-                      db.pci_device_get_all_by_node(req.context,
-                                                    node['id'])),
+                      db.pci_device_get_all_by_node(req.context, node.id)),
                      key=lambda device: device.address)
     return 200, {'pci_devices': [{
         'address': device.address,

@@ -20,6 +20,7 @@ from nova.api import misc
 from nova.api import validation
 from nova.api import version_history
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova import policies
 from nova.servicegroup import api as servicegroup
@@ -57,24 +58,24 @@ def _time(value) -> str | None:
     return value.strftime(_TIME_FORMAT) if value is not None else None
 
 
-def _view(req, service: dict) -> dict:
+def _view(req, service: records.Service) -> dict:
     """One service as GET /os-services shows it at this microversion."""
     view = {
-        'id': (service['uuid']
+        'id': (service.uuid
                if req.api_version.at_least(version_history.UUID_IDS)
-               else service['id']),
-        'binary': service['binary'],
-        'host': service['host'],
+               else service.id),
+        'binary': service.binary,
+        'host': service.host,
         'zone': (misc.AVAILABILITY_ZONE
-                 if service['binary'] == COMPUTE_BINARY else INTERNAL_ZONE),
-        'status': 'disabled' if service['disabled'] else 'enabled',
+                 if service.binary == COMPUTE_BINARY else INTERNAL_ZONE),
+        'status': 'disabled' if service.disabled else 'enabled',
         'state': 'up' if servicegroup.is_up(service, req.conf) else 'down',
-        'updated_at': _time(service['updated_at']
+        'updated_at': _time(service.updated_at
                             or servicegroup.last_seen(service)),
-        'disabled_reason': service['disabled_reason'],
+        'disabled_reason': service.disabled_reason,
     }
     if req.api_version.at_least(version_history.SERVICE_FORCED_DOWN):
-        view['forced_down'] = service['forced_down']
+        view['forced_down'] = service.forced_down
     return view
 
 
@@ -130,15 +131,14 @@ def _update_by_host(req, action: str) -> tuple:
     validation.validate(body, _by_host(*extra))
     service = db.service_get_by_host_and_binary(req.context, body['host'],
                                                 body['binary'])
-    service = db.service_update(req.context, service['id'],
-                                values_of(body))
-    shown = {'host': service['host'], 'binary': service['binary']}
+    service = db.service_update(req.context, service.id, values_of(body))
+    shown = {'host': service.host, 'binary': service.binary}
     if action == 'force-down':
-        shown['forced_down'] = service['forced_down']
+        shown['forced_down'] = service.forced_down
     else:
-        shown['status'] = 'disabled' if service['disabled'] else 'enabled'
+        shown['status'] = 'disabled' if service.disabled else 'enabled'
     if action == 'disable-log-reason':
-        shown['disabled_reason'] = service['disabled_reason']
+        shown['disabled_reason'] = service.disabled_reason
     return 200, {'service': shown}
 
 
@@ -161,10 +161,10 @@ def _update_by_uuid(req, service_uuid: str) -> tuple:
             field='body', reason="no update requested: give 'status' "
             "and/or 'forced_down'")
     service = db.service_get_by_uuid(req.context, service_uuid)
-    if service['binary'] != COMPUTE_BINARY:
+    if service.binary != COMPUTE_BINARY:
         raise exception.APIValidationError(
             field='service_id', reason='%s is a %s service; only %s '
-            'services can be updated' % (service_uuid, service['binary'],
+            'services can be updated' % (service_uuid, service.binary,
                                          COMPUTE_BINARY))
     values = {}
     if status is not None:
@@ -172,5 +172,5 @@ def _update_by_uuid(req, service_uuid: str) -> tuple:
         values['disabled_reason'] = body.get('disabled_reason')
     if 'forced_down' in body:
         values['forced_down'] = validation.as_bool(body['forced_down'])
-    service = db.service_update(req.context, service['id'], values)
+    service = db.service_update(req.context, service.id, values)
     return 200, {'service': _view(req, service)}

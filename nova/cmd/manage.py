@@ -19,6 +19,7 @@ from nova.compute import rpcapi as compute_rpcapi
 from nova.conf import placement as placement_conf
 from nova.db import api as db
 from nova.db import migration
+from nova.db import records
 from nova.db import sqlite
 from nova.fleet import board
 from nova.fleet import board_svg
@@ -59,15 +60,16 @@ def _print_table(columns: tuple[str, ...], rows: list[dict]) -> None:
     print(line)
 
 
-def _nodes(context, host: str | None) -> list[dict] | None:
+def _nodes(context, host: str | None
+           ) -> list[records.ComputeNode] | None:
     """Compute nodes of ``host`` (all when None); None after printing an
     error naming the known hosts when ``host`` is unknown."""
     nodes = db.compute_node_get_all(context)
     if host is None:
         return nodes
-    found = [n for n in nodes if n['host'] == host]
+    found = [n for n in nodes if n.host == host]
     if not found:
-        known = ', '.join(sorted(n['host'] for n in nodes))
+        known = ', '.join(sorted(n.host for n in nodes))
         print('No compute host %r; known hosts: %s' % (
             host, known or 'none'), file=sys.stderr)
         return None
@@ -82,9 +84,9 @@ def pci_list(host: str | None) -> int:
     if nodes is None:
         return 1
     rows = []
-    for node in sorted(nodes, key=lambda n: n['host']):
-        for dev in pci_manager.devices_of_node(context, node['id']):
-            rows.append({**dev.to_row(), 'host': node['host'],
+    for node in sorted(nodes, key=lambda n: n.host):
+        for dev in pci_manager.devices_of_node(context, node.id):
+            rows.append({**dev.to_row(), 'host': node.host,
                          'health': dev.describe_health() or dev.health,
                          'not_offered': dev.withheld})
     _print_table(_PCI_COLUMNS, rows)
@@ -112,7 +114,7 @@ def placement_audit(conf: cfg.ConfigOpts, verbose: bool = False,
     context = nova_context.get_admin_context()
     nodes = db.compute_node_get_all(context)
     if resource_provider is not None:
-        nodes = [node for node in nodes if node['uuid'] == resource_provider]
+        nodes = [node for node in nodes if node.uuid == resource_provider]
         if not nodes:
             print('No compute node has resource provider %s' %
                   resource_provider, file=sys.stderr)
@@ -121,9 +123,9 @@ def placement_audit(conf: cfg.ConfigOpts, verbose: bool = False,
     if verbose:
         for node in nodes:
             print('Auditing compute node %s (resource provider %s)' % (
-                node['host'], node['uuid']))
+                node.host, node.uuid))
     orphans = audit.find_orphan_allocations(
-        context, reportclient, [node['uuid'] for node in nodes])
+        context, reportclient, [node.uuid for node in nodes])
     claims = audit.find_orphan_device_claims(context, nodes)
     for orphan in orphans:
         print('Allocation of consumer %s is orphaned: %s' % (
@@ -157,7 +159,7 @@ def _free_device_claims(context, conf: cfg.ConfigOpts,
                         claims: list[audit.OrphanDeviceClaim]) -> int:
     """Free the device claims on hosts whose compute is down; count them.
     """
-    services = {service['host']: service for service in db.service_get_all(
+    services = {service.host: service for service in db.service_get_all(
         context, compute_rpcapi.BINARY)}
     freed = 0
     done: set[tuple[int, str]] = set()
@@ -184,7 +186,7 @@ def _free_device_claims(context, conf: cfg.ConfigOpts,
 
 
 def _node_of_device(context, address: str, host: str | None
-                    ) -> dict | None:
+                    ) -> records.ComputeNode | None:
     """The compute node tracking the device at ``address`` (on ``host``
     if given); None after printing an error naming the hosts to choose
     from."""
@@ -194,7 +196,7 @@ def _node_of_device(context, address: str, host: str | None
     address = pci_utils.normalize_address(address)
     found = [n for n in nodes if any(
         d.address == address
-        for d in pci_manager.devices_of_node(context, n['id']))]
+        for d in pci_manager.devices_of_node(context, n.id))]
     if len(found) == 1:
         return found[0]
     if not found:
@@ -203,7 +205,7 @@ def _node_of_device(context, address: str, host: str | None
     else:
         print('PCI device %s is tracked on several hosts (%s); name one '
               'with --host' % (address, ', '.join(
-                  sorted(n['host'] for n in found))), file=sys.stderr)
+                  sorted(n.host for n in found))), file=sys.stderr)
     return None
 
 
@@ -233,7 +235,7 @@ def _reportclient(conf: cfg.ConfigOpts) -> report.SchedulerReportClient:
 
 
 def _withhold_in_placement(reportclient: report.SchedulerReportClient,
-                           node: dict, address: str) -> str:
+                           node: records.ComputeNode, address: str) -> str:
     """Stop Placement offering the device at ``address`` of compute
     ``node`` and its groups now (``translator.withhold_unhealthy``), not
     at the compute's next resource update; what happened, in words."""
@@ -243,9 +245,9 @@ def _withhold_in_placement(reportclient: report.SchedulerReportClient,
     attempt = 1
     while True:
         try:
-            tree = reportclient.get_provider_tree(node['uuid'])
+            tree = reportclient.get_provider_tree(node.uuid)
             if tree is None or not translator.withhold_unhealthy(
-                    tree, node['hypervisor_hostname'], address):
+                    tree, node.hypervisor_hostname, address):
                 return 'It has no provider of its own in Placement: ' + later
             reportclient.update_from_provider_tree(tree)
             return 'Placement no longer offers it or its groups'
@@ -276,17 +278,17 @@ def pci_device_set(conf: cfg.ConfigOpts, address: str, host: str | None,
     if node is None:
         return 1
     change = pci_manager.set_device_health(
-        context, node['id'], address, unhealthy, reason, _operator())
+        context, node.id, address, unhealthy, reason, _operator())
     if change is None:
         print('PCI device %s of %s: nothing to change' % (
-            address, node['host']))
+            address, node.host))
     elif change.healthy:
         print('PCI device %s of %s: operator mark cleared; its observed '
               'health applies from the next resource update' % (
-                  address, node['host']))
+                  address, node.host))
     else:
         print('PCI device %s of %s is unhealthy: %s%s. %s.' % (
-            address, node['host'], change.reason,
+            address, node.host, change.reason,
             '; instance %s holds it' % change.instance_uuid
             if change.instance_uuid else '',
             _withhold_in_placement(reportclient or _reportclient(conf),
@@ -302,9 +304,9 @@ def pci_device_history(address: str, host: str | None) -> int:
     if node is None:
         return 1
     events = db.pci_device_health_events_get(
-        context, node['id'], pci_utils.normalize_address(address))
+        context, node.id, pci_utils.normalize_address(address))
     _print_table(_HEALTH_EVENT_COLUMNS, [
-        {**event, 'host': node['host'],
+        {**event, 'host': node.host,
          'created_at': event['created_at'].isoformat(timespec='seconds')}
         for event in events])
     return 0
@@ -324,7 +326,7 @@ def pci_board(host: str | None, output_format: str = 'text') -> int:
     if output_format == 'svg' and len(nodes) != 1:
         print('--format svg draws one host; name it with --host (hosts: '
               '%s), or use --format html for the fleet' % ', '.join(
-                  sorted(n['host'] for n in nodes)), file=sys.stderr)
+                  sorted(n.host for n in nodes)), file=sys.stderr)
         return 1
     boards = board.load(context, nodes)
     if output_format == 'svg':
@@ -392,12 +394,12 @@ def pci_partitions(conf, host: str | None) -> int:
     try:
         node = db.compute_node_get_by_nodename(context, host)
     except exception.NotFound:
-        known = ', '.join(sorted(n['host'] for n in
+        known = ', '.join(sorted(n.host for n in
                                  db.compute_node_get_all(context)))
         print('No compute host %r; known hosts: %s' % (
             host, known or 'none'), file=sys.stderr)
         return 1
-    devices = pci_manager.devices_of_node(context, node['id'])
+    devices = pci_manager.devices_of_node(context, node.id)
     parts.load(host, [d.address for d in devices
                       if d.vendor_id == gpu_modules.NVIDIA_VENDOR_ID])
     rows = _partition_rows(parts, {d.address: d.instance_uuid

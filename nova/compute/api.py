@@ -395,7 +395,8 @@ class API:
             else None)
 
     @staticmethod
-    def _compute_service(context, host: str | None) -> dict | None:
+    def _compute_service(context,
+                         host: str | None) -> records.Service | None:
         try:
             return db.service_get_by_host_and_binary(
                 context, host, compute_rpcapi.BINARY)

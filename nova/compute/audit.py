@@ -195,21 +195,22 @@ def remove_allocations(reportclient,
     return removed
 
 
-def find_orphan_device_claims(context, nodes: Iterable[dict]
+def find_orphan_device_claims(context,
+                              nodes: Iterable[records.ComputeNode]
                               ) -> list[OrphanDeviceClaim]:
     """PCI device rows of ``nodes`` (compute node records) claimed by an
     instance that does not own them on that node's host."""
     claims = [(node, device) for node in nodes
-              for device in pci_manager.devices_of_node(context, node['id'])
+              for device in pci_manager.devices_of_node(context, node.id)
               if device.instance_uuid]
     found = []
-    for host in sorted({node['host'] for node, _device in claims}):
+    for host in sorted({node.host for node, _device in claims}):
         on_host = [(node, device) for node, device in claims
-                   if node['host'] == host]
+                   if node.host == host]
         problems = unowned(context, {device.instance_uuid
                                      for _node, device in on_host}, host)
         found.extend(OrphanDeviceClaim(
-            host=host, compute_node_id=node['id'],
+            host=host, compute_node_id=node.id,
             address=device.address,
             instance_uuid=device.instance_uuid,
             reason=problems[device.instance_uuid])

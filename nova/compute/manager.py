@@ -160,7 +160,7 @@ class ComputeManager(manager.Manager):
         context = nova_context.get_admin_context()
         repair.release_unowned(self, context)
         orphans = audit.find_orphan_allocations(
-            context, self.reportclient, [self.rt.compute_node['uuid']])
+            context, self.reportclient, [self.rt.compute_node.uuid])
         audit.remove_allocations(self.reportclient, orphans)
 
     def repair_nvlink_partitions(self) -> None:

@@ -24,6 +24,7 @@ from nova import exception
 from nova.compute import pci_placement_translator as translator
 from nova.compute import provider_tree as ptree
 from nova.db import api as db
+from nova.db import records
 from nova.pci import config as pci_config
 from nova.pci import device as pci_device
 from nova.pci import devspec
@@ -89,7 +90,7 @@ class ResourceTracker:
         self.offer = pci_offer.initial(self.declared)
         self._seen = _Seen()
         self._lock = threading.Lock()
-        self.compute_node: dict | None = None
+        self.compute_node: records.ComputeNode | None = None
         self.pci_tracker: pci_manager.PciDevTracker | None = None
         self.static_groups: list[pci_groups.StaticGroup] = []
         # Spec of each assignable device (by address) of the last update.
@@ -159,7 +160,7 @@ class ResourceTracker:
         self.compute_node = self._sync_compute_node(context, resources)
         if self.pci_tracker is None:
             self.pci_tracker = pci_manager.PciDevTracker(
-                context, self.compute_node['id'])
+                context, self.compute_node.id)
             # Known at start: a restart does not tell the holders again.
             self._seen = dataclasses.replace(
                 self._seen,
@@ -379,7 +380,7 @@ class ResourceTracker:
         self._seen = dataclasses.replace(self._seen, fabric_error=error)
 
     def _sync_compute_node(self, context, resources: Mapping[str, object]
-                           ) -> dict:
+                           ) -> records.ComputeNode:
         values = {'host': self.host,
                   'hypervisor_hostname': self.nodename,
                   'vcpus': resources['vcpus'],
@@ -396,7 +397,7 @@ class ResourceTracker:
             values['uuid'] = provider['uuid'] if provider else \
                 str(uuidlib.uuid4())
             return db.compute_node_create(context, values)
-        return db.compute_node_update(context, node['id'], values)
+        return db.compute_node_update(context, node.id, values)
 
     def _update_placement(self, resources: Mapping[str, object],
                           verify: bool = True) -> None:
@@ -422,7 +423,7 @@ class ResourceTracker:
 
     def _sync_provider_tree(self, resources: Mapping[str, object],
                             verify: bool) -> None:
-        root_uuid = self.compute_node['uuid']
+        root_uuid = self.compute_node.uuid
         # Unverified: every claim moves the generations of the providers
         # it allocates from, and re-reading each of them (inventory and
         # traits) before a build spawns cost more Placement requests than

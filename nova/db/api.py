@@ -3,8 +3,10 @@
 Every function takes a ``nova.context.RequestContext`` first and runs in
 the enginefacade transaction kept on that context: calling several of them
 inside ``with context_manager.writer.using(context):`` makes them one
-transaction. They return plain dicts (column name -> value, JSON columns
-decoded) so callers never hold ORM objects bound to a closed session.
+transaction. They return the typed records of ``nova.db.records``
+(services, compute nodes, migrations, key pairs) or plain dicts (column
+name -> value, JSON columns decoded), so callers never hold ORM objects
+bound to a closed session.
 
 Missing rows raise ``nova.exception`` NotFound subclasses, duplicates
 Conflict subclasses, unknown field names ``DBFieldInvalid``.
@@ -127,40 +129,41 @@ def _service_exists(values: dict):
 
 
 @context_manager.writer
-def service_create(context, values: dict) -> dict:
+def service_create(context, values: dict) -> records.Service:
     """Create a service row; ServiceExists if host+binary is taken."""
     _check_fields(models.Service, values)
     service = models.Service(**values)
     context.session.add(service)
     _flush(context.session, _service_exists(values))
-    return service.to_dict()
+    return records.Service.from_row(service.to_dict())
 
 
 @context_manager.reader
-def service_get_by_host_and_binary(context, host: str, binary: str) -> dict:
+def service_get_by_host_and_binary(context, host: str,
+                                   binary: str) -> records.Service:
     """Return the service ``binary`` running on ``host``."""
     service = context.session.scalars(
         sa.select(models.Service).filter_by(host=host, binary=binary)
     ).first()
     if service is None:
         raise exception.ServiceHostBinaryNotFound(host=host, binary=binary)
-    return service.to_dict()
+    return records.Service.from_row(service.to_dict())
 
 
 @context_manager.reader
-def service_get_by_uuid(context, uuid: str) -> dict:
+def service_get_by_uuid(context, uuid: str) -> records.Service:
     """Return the service whose uuid is ``uuid``; ServiceNotFound if none.
     """
     service = context.session.scalars(
         sa.select(models.Service).filter_by(uuid=uuid)).first()
     if service is None:
         raise exception.ServiceNotFound(service_id=uuid)
-    return service.to_dict()
+    return records.Service.from_row(service.to_dict())
 
 
 @context_manager.reader
 def service_get_all(context, binary: str | None = None,
-                    host: str | None = None) -> list[dict]:
+                    host: str | None = None) -> list[records.Service]:
     """Return all services (of one binary, on one host, if given),
     ordered by id."""
     query = sa.select(models.Service).order_by(models.Service.id)
@@ -168,18 +171,20 @@ def service_get_all(context, binary: str | None = None,
         query = query.filter_by(binary=binary)
     if host is not None:
         query = query.filter_by(host=host)
-    return [service.to_dict() for service in context.session.scalars(query)]
+    return [records.Service.from_row(service.to_dict())
+            for service in context.session.scalars(query)]
 
 
 @context_manager.writer
-def service_update(context, service_id: int, values: dict) -> dict:
+def service_update(context, service_id: int,
+                   values: dict) -> records.Service:
     """Update the service with id ``service_id`` and return it."""
     service = context.session.get(models.Service, service_id)
     if service is None:
         raise exception.ServiceNotFound(service_id=service_id)
     merged = {'host': service.host, 'binary': service.binary, **values}
-    return _update_row(context.session, service, values,
-                       _service_exists(merged))
+    return records.Service.from_row(_update_row(
+        context.session, service, values, _service_exists(merged)))
 
 
 @context_manager.writer
@@ -211,7 +216,7 @@ def _service_missing(values: dict):
 
 
 @context_manager.writer
-def compute_node_create(context, values: dict) -> dict:
+def compute_node_create(context, values: dict) -> records.ComputeNode:
     """Create a compute node (a fresh uuid unless ``values`` has one)."""
     _check_fields(models.ComputeNode, values)
     values = {'uuid': uuidutils.generate_uuid(), **values}
@@ -219,40 +224,42 @@ def compute_node_create(context, values: dict) -> dict:
     context.session.add(node)
     _flush(context.session, _compute_node_exists(values),
            _service_missing(values))
-    return node.to_dict()
+    return records.ComputeNode.from_row(node.to_dict())
 
 
 @context_manager.reader
-def compute_node_get_by_nodename(context, nodename: str) -> dict:
+def compute_node_get_by_nodename(context,
+                                 nodename: str) -> records.ComputeNode:
     """Return the (not deleted) compute node with this hypervisor name."""
     node = context.session.scalars(
         sa.select(models.ComputeNode).filter_by(
             hypervisor_hostname=nodename, deleted_at=None)).first()
     if node is None:
         raise exception.ComputeHostNotFound(node=nodename)
-    return node.to_dict()
+    return records.ComputeNode.from_row(node.to_dict())
 
 
 @context_manager.reader
-def compute_node_get_all(context) -> list[dict]:
+def compute_node_get_all(context) -> list[records.ComputeNode]:
     """Return every compute node that is not deleted, ordered by id."""
     nodes = context.session.scalars(
         sa.select(models.ComputeNode).filter_by(deleted_at=None)
         .order_by(models.ComputeNode.id))
-    return [node.to_dict() for node in nodes]
+    return [records.ComputeNode.from_row(node.to_dict()) for node in nodes]
 
 
 @context_manager.writer
-def compute_node_update(context, compute_id: int, values: dict) -> dict:
+def compute_node_update(context, compute_id: int,
+                        values: dict) -> records.ComputeNode:
     """Update the compute node with id ``compute_id`` and return it."""
     node = context.session.get(models.ComputeNode, compute_id)
     if node is None or node.deleted_at is not None:
         raise exception.ComputeHostNotFound(node=compute_id)
     merged = {'hypervisor_hostname': node.hypervisor_hostname,
               'uuid': node.uuid, **values}
-    return _update_row(context.session, node, values,
-                       _compute_node_exists(merged),
-                       _service_missing(values))
+    return records.ComputeNode.from_row(_update_row(
+        context.session, node, values, _compute_node_exists(merged),
+        _service_missing(values)))
 
 
 # PCI devices ---------------------------------------------------------------

@@ -4,10 +4,69 @@ of a row dict (see ``nova/pci/device.py`` for the devices' records)."""
 
 import dataclasses
 import datetime
+from typing import Self
+
+
+class _Row:
+    """A record with one field per column of its table's rows."""
+
+    @classmethod
+    def from_row(cls, row: dict) -> Self:
+        """The record of a row (its dict, as the model's ``to_dict``
+        gives it)."""
+        return cls(**{field.name: row[field.name]
+                      for field in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True)
-class KeyPair:
+class Service(_Row):
+    """One running nova service (a binary on a host): a ``services``
+    row, as ``/os-services`` shows it and ``nova.servicegroup.api``
+    judges it up or down."""
+
+    id: int
+    # The service's id in the Compute API from microversion 2.53.
+    uuid: str
+    host: str
+    # 'nova-compute', 'nova-scheduler', 'nova-conductor'...
+    binary: str
+    topic: str | None
+    # Disabled: the scheduler gives it no new instances.
+    disabled: bool
+    disabled_reason: str | None
+    # Forced down by an operator: down whatever its heartbeats say.
+    forced_down: bool
+    report_count: int
+    # The last heartbeat; None until the first one.
+    last_seen_up: datetime.datetime | None
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeNode(_Row):
+    """A hypervisor a nova-compute service manages: a ``compute_nodes``
+    row. Its ``uuid`` is its root resource provider in Placement."""
+
+    id: int
+    uuid: str
+    # The host of the nova-compute service managing it.
+    host: str
+    # The hypervisor's name (upstream's nodename; an instance's ``node``).
+    hypervisor_hostname: str
+    # The inventory the compute last reported.
+    vcpus: int
+    memory_mb: int
+    local_gb: int
+    hypervisor_type: str | None
+    service_id: int | None
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+    deleted_at: datetime.datetime | None
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyPair(_Row):
     """A user's public key, as ``/os-keypairs`` shows it."""
 
     id: int
@@ -19,15 +78,9 @@ class KeyPair:
     public_key: str
     created_at: datetime.datetime | None
 
-    @classmethod
-    def from_row(cls, row: dict) -> 'KeyPair':
-        """The record of a ``key_pairs`` row (its dict)."""
-        return cls(**{field.name: row[field.name]
-                      for field in dataclasses.fields(cls)})
-
 
 @dataclasses.dataclass(frozen=True)
-class Migration:
+class Migration(_Row):
     """One move of an instance (resize, cold migration, evacuation): a
     ``migrations`` row.
 
@@ -64,12 +117,6 @@ class Migration:
     created_at: datetime.datetime | None
     updated_at: datetime.datetime | None
     deleted_at: datetime.datetime | None
-
-    @classmethod
-    def from_row(cls, row: dict) -> 'Migration':
-        """The record of a ``migrations`` row (its dict)."""
-        return cls(**{field.name: row[field.name]
-                      for field in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True)

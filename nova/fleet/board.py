@@ -18,6 +18,7 @@ import dataclasses
 import functools
 
 from nova.db import api as db
+from nova.db import records
 from nova.pci import device as pci_device
 from nova.pci import manager as pci_manager
 from nova.pci import partitions as pci_partitions
@@ -306,14 +307,14 @@ class HostBoard:
         return '\n'.join(lines)
 
 
-def load(context, nodes: list[dict]) -> list[HostBoard]:
-    """The boards of the compute ``nodes`` (database rows), by host."""
+def load(context, nodes: list[records.ComputeNode]) -> list[HostBoard]:
+    """The boards of the compute ``nodes``, by host."""
     names = {i['uuid']: i['display_name']
              for i in db.instance_get_all(context)}
-    return [HostBoard(node['host'],
-                      pci_manager.devices_of_node(context, node['id']),
+    return [HostBoard(node.host,
+                      pci_manager.devices_of_node(context, node.id),
                       names)
-            for node in sorted(nodes, key=lambda n: n['host'])]
+            for node in sorted(nodes, key=lambda n: n.host)]
 
 
 def load_fleet(context, names: bool = True) -> list[HostBoard]:
@@ -328,8 +329,8 @@ def load_fleet(context, names: bool = True) -> list[HostBoard]:
         held = {i['uuid']: i['display_name']
                 for i in db.instance_get_all(context)} if names else {}
         nodes = db.compute_node_get_all(context)
-    return [HostBoard(node['host'], by_node.get(node['id'], []), held)
-            for node in sorted(nodes, key=lambda n: n['host'])]
+    return [HostBoard(node.host, by_node.get(node.id, []), held)
+            for node in sorted(nodes, key=lambda n: n.host)]
 
 
 def draw_fleet_summary(boards: list[HostBoard]) -> str:

@@ -452,11 +452,11 @@ def load_fleet(context, conf: cfg.ConfigOpts
     """The boards of the computes that are up and enabled (a move can
     neither leave nor reach another) and every server holding devices
     there, from the database."""
-    services = {service['host']: service for service in
+    services = {service.host: service for service in
                 db.service_get_all(context, COMPUTE_BINARY)}
     nodes = [node for node in db.compute_node_get_all(context)
-             if servicegroup.is_up(services.get(node['host']), conf) and
-             not services[node['host']]['disabled']]
+             if servicegroup.is_up(services.get(node.host), conf) and
+             not services[node.host].disabled]
     boards = boards_from(fleet_board.load(context, nodes))
     instances = {i['uuid']: i for i in db.instance_get_all(context)}
     servers = {}

@@ -153,9 +153,10 @@ def load(context, instance_uuid: str) -> GroupState | None:
         context, [member.instance_uuid for member in group.members]))
 
 
-def keep(state: GroupState | None, usable: Mapping[str, dict],
-         dropped: list[str], preferred_only: bool = False
-         ) -> tuple[dict, list[str]]:
+def keep(state: GroupState | None,
+         usable: Mapping[str, records.ComputeNode], dropped: list[str],
+         preferred_only: bool = False
+         ) -> tuple[dict[str, records.ComputeNode], list[str]]:
     """Of the ``usable`` compute nodes (by provider UUID), those the
     policy allows (with ``preferred_only``, those a soft policy likes
     best); ``dropped`` with the reason for each one left out."""
@@ -163,11 +164,11 @@ def keep(state: GroupState | None, usable: Mapping[str, dict],
         return dict(usable), dropped
     kept, dropped = {}, list(dropped)
     for root, node in usable.items():
-        reason = state.refusal(node['host'])
+        reason = state.refusal(node.host)
         if reason is None and preferred_only and \
-                not state.preferred(node['host']):
+                not state.preferred(node.host):
             reason = '%s is not preferred by %s server group %s' % (
-                node['host'], state.policy, state.uuid)
+                node.host, state.policy, state.uuid)
         if reason is None:
             kept[root] = node
         else:
@@ -175,7 +176,8 @@ def keep(state: GroupState | None, usable: Mapping[str, dict],
     return kept, dropped
 
 
-def order(state: GroupState | None, nodes: Mapping[str, dict],
+def order(state: GroupState | None,
+          nodes: Mapping[str, records.ComputeNode],
           inner: choice.Order) -> choice.Order:
     """The candidate order ``inner``, then, for a soft policy, the
     hosts it prefers first (``nodes``: compute nodes by provider UUID).
@@ -188,7 +190,7 @@ def order(state: GroupState | None, nodes: Mapping[str, dict],
                 ) -> list[choice.Candidate]:
         return sorted(inner(candidates, summaries, request),
                       key=lambda candidate: state.preference(
-                          nodes[candidate.host]['host']))
+                          nodes[candidate.host].host))
     return ordered
 
 

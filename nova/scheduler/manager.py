@@ -28,6 +28,7 @@ both take the last host an anti-affinity group allows.
 """
 
 
+from collections.abc import Iterable
 import random
 
 from oslo_config import cfg
@@ -37,6 +38,7 @@ import oslo_messaging
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova import manager
 from nova import exception
 from nova import rpc
@@ -58,6 +60,10 @@ LOG = logging.getLogger(__name__)
 
 BINARY = 'nova-scheduler'
 COMPUTE_BINARY = 'nova-compute'
+
+# The compute nodes by UUID (their root providers) and the compute
+# services by host.
+_Fleet = tuple[dict[str, records.ComputeNode], dict[str, records.Service]]
 
 
 class SchedulerManager(manager.Manager):
@@ -167,7 +173,7 @@ class SchedulerManager(manager.Manager):
                 return True
             LOG.info('Claim for instance %s on %s refused; trying the '
                      'next candidate', instance_uuid,
-                     nodes[candidate.host]['host'])
+                     nodes[candidate.host].host)
             return False
 
         # A forbidden trait no provider has yet forbids nothing, but
@@ -187,7 +193,7 @@ class SchedulerManager(manager.Manager):
             chosen = self._decide(context, request, claim, fleet, excluded,
                                   requested_host, group,
                                   'instance %s' % instance_uuid)
-            host = nodes[chosen.candidate.host]['host']
+            host = nodes[chosen.candidate.host].host
             if group is None or affinity.record(context, group,
                                                 instance_uuid, host):
                 break
@@ -206,9 +212,9 @@ class SchedulerManager(manager.Manager):
             after_claim()
         node = nodes[chosen.candidate.host]
         LOG.info('Instance %s scheduled to %s (%s)', instance_uuid,
-                 node['host'], node['hypervisor_hostname'])
+                 node.host, node.hypervisor_hostname)
         return scheduler_rpcapi.Selection(
-            host=node['host'], nodename=node['hypervisor_hostname'],
+            host=node.host, nodename=node.hypervisor_hostname,
             allocation_request=chosen.candidate.allocation_request,
             pci_providers=chosen.candidate.pci_providers)
 
@@ -319,13 +325,14 @@ class SchedulerManager(manager.Manager):
                                       instance_uuid, None)
             raise
 
-    def _shards(self, nodes, requested_host: str | None
+    def _shards(self, nodes: Iterable[records.ComputeNode],
+                requested_host: str | None
                 ) -> list[band_shards.Shard | None]:
         """The shards of the fleet of compute ``nodes`` to ask in turn
         (``band_shards.for_request``)."""
         nodes = list(nodes)
-        requested = [node['hypervisor_hostname'] for node in nodes
-                     if node['host'] == requested_host]
+        requested = [node.hypervisor_hostname for node in nodes
+                     if node.host == requested_host]
         return band_shards.for_request(
             len(nodes), self.conf.scheduler.band_shard_hosts,
             requested[0] if len(requested) == 1 else None, self._rng)
@@ -350,10 +357,10 @@ class SchedulerManager(manager.Manager):
             return {'allocation_requests': [], 'provider_summaries': {}}
 
     @staticmethod
-    def _usable_hosts(response: dict, fleet: tuple[dict, dict],
+    def _usable_hosts(response: dict, fleet: _Fleet,
                       excluded: set[str], conf,
                       requested_host: str | None = None
-                      ) -> tuple[dict, list[str]]:
+                      ) -> tuple[dict[str, records.ComputeNode], list[str]]:
         """Compute nodes (by UUID) the candidates may land on.
 
         Returns the usable nodes and a description of each root provider
@@ -367,31 +374,30 @@ class SchedulerManager(manager.Manager):
         usable, dropped = {}, []
         for root in roots:
             node = nodes.get(root)
-            service = services.get(node['host']) if node else None
+            service = services.get(node.host) if node else None
             if node is None:
                 dropped.append('provider %s is not a compute node' % root)
-            elif node['host'] in excluded:
+            elif node.host in excluded:
                 dropped.append('%s already tried or the source of the '
-                               'move' % node['host'])
+                               'move' % node.host)
             elif requested_host is not None and \
-                    node['host'] != requested_host:
+                    node.host != requested_host:
                 dropped.append('%s is not the requested host %s' % (
-                    node['host'], requested_host))
-            elif service is not None and service['disabled']:
-                dropped.append('%s is disabled' % node['host'])
+                    node.host, requested_host))
+            elif service is not None and service.disabled:
+                dropped.append('%s is disabled' % node.host)
             elif not servicegroup.is_up(service, conf):
                 dropped.append(servicegroup.down_reason(service,
-                                                        node['host']))
+                                                        node.host))
             else:
                 usable[root] = node
         return usable, dropped
 
 
-def _compute_fleet(context) -> tuple[dict, dict]:
+def _compute_fleet(context) -> _Fleet:
     """Compute nodes by UUID and compute services by host, from the DB."""
-    nodes = {node['uuid']: node
-             for node in db.compute_node_get_all(context)}
-    services = {service['host']: service
+    nodes = {node.uuid: node for node in db.compute_node_get_all(context)}
+    services = {service.host: service
                 for service in db.service_get_all(context, COMPUTE_BINARY)}
     return nodes, services
 

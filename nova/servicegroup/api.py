@@ -22,12 +22,14 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 
 LOG = logging.getLogger(__name__)
 
 
-def register(context, host: str, binary: str, topic: str | None) -> dict:
+def register(context, host: str, binary: str,
+             topic: str | None) -> records.Service:
     """The services row of ``binary`` on ``host``, created if missing."""
     try:
         return db.service_get_by_host_and_binary(context, host, binary)
@@ -55,20 +57,20 @@ def report_state(context, host: str, binary: str,
         db.service_report(context, host, binary)
 
 
-def last_seen(service: dict) -> datetime.datetime | None:
+def last_seen(service: records.Service) -> datetime.datetime | None:
     """When the service was last known up: its last report, else creation.
     """
-    return service.get('last_seen_up') or service.get('created_at')
+    return service.last_seen_up or service.created_at
 
 
-def is_up(service: dict | None, conf: cfg.ConfigOpts,
+def is_up(service: records.Service | None, conf: cfg.ConfigOpts,
           now: datetime.datetime | None = None) -> bool:
     """True if ``service`` reported within ``[DEFAULT]service_down_time``
     and is not forced down.
 
     A missing row (None) is down: nothing there ever reported.
     """
-    if service is None or service.get('forced_down'):
+    if service is None or service.forced_down:
         return False
     seen = last_seen(service)
     if seen is None:
@@ -77,11 +79,11 @@ def is_up(service: dict | None, conf: cfg.ConfigOpts,
     return (now - seen).total_seconds() <= conf.service_down_time
 
 
-def down_reason(service: dict | None, host: str,
+def down_reason(service: records.Service | None, host: str,
                 now: datetime.datetime | None = None) -> str:
     """Why ``host`` counts as down, for logs and NoValidHost reasons,
     e.g. ``hgx-2 is down (last seen 73s ago)``."""
-    if service is not None and service.get('forced_down'):
+    if service is not None and service.forced_down:
         return '%s is down (forced down by an operator)' % host
     seen = last_seen(service) if service is not None else None
     if seen is None:

@@ -137,7 +137,7 @@ class BootTestBase(base.FunctionalTestCase):
         ctx = nova_context.get_admin_context()
         service = db.service_get_by_host_and_binary(ctx, host,
                                                     'nova-compute')
-        db.service_update(ctx, service['id'], {
+        db.service_update(ctx, service.id, {
             'last_seen_up': timeutils.utcnow() - datetime.timedelta(
                 seconds=seconds_ago)})
 

@@ -89,7 +89,7 @@ class TestConcurrentBoots(BurstTestBase):
         device free, over all hosts."""
         free = collections.Counter()
         for node in db.compute_node_get_all(self.ctx):
-            rows = db.pci_device_get_all_by_node(self.ctx, node['id'])
+            rows = db.pci_device_get_all_by_node(self.ctx, node.id)
             free[1] += sum(1 for r in rows if r['instance_uuid'] is None)
             members = collections.defaultdict(list)
             for row in rows:
@@ -148,7 +148,7 @@ class TestConcurrentBoots(BurstTestBase):
         for node in db.compute_node_get_all(self.ctx):
             self.assertEqual([], [
                 r['address'] for r in db.pci_device_get_all_by_node(
-                    self.ctx, node['id']) if r['instance_uuid'] is not None])
+                    self.ctx, node.id) if r['instance_uuid'] is not None])
         for rp in self.placement_get('/resource_providers')[
                 'resource_providers']:
             self.assertEqual({}, self.placement_get(

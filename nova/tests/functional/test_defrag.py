@@ -41,7 +41,7 @@ class DefragTestBase(test_resize.MoveTestBase):
         for host in hosts:
             service = db.service_get_by_host_and_binary(
                 self.ctx, host, 'nova-compute')
-            db.service_update(self.ctx, service['id'],
+            db.service_update(self.ctx, service.id,
                               {'disabled': disabled})
 
     def manage(self, *argv):

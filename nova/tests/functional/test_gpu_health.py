@@ -87,7 +87,7 @@ class HealthTestBase(offer.OfferTestBase):
     def rows(self):
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
         return {row['address']: row for row in
-                db.pci_device_get_all_by_node(self.ctx, node['id'])}
+                db.pci_device_get_all_by_node(self.ctx, node.id)}
 
     def unhealthy(self):
         """Address -> (source, reason) of each unhealthy device."""
@@ -112,7 +112,7 @@ class HealthTestBase(offer.OfferTestBase):
 
     def history(self, address):
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
-        return db.pci_device_health_events_get(self.ctx, node['id'],
+        return db.pci_device_health_events_get(self.ctx, node.id,
                                                address)
 
     def group_traits(self):
@@ -325,7 +325,7 @@ class TestOperatorHealth(HealthTestBase):
         self.start()
         address = BY_MODULE[3]
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
-        pci_manager.set_device_health(self.ctx, node['id'], address, True,
+        pci_manager.set_device_health(self.ctx, node.id, address, True,
                                       'RMA 4711', 'test')
         self.assertEqual(0, self.reserved()[address])
         refused = self.boot(self.flavors[8], 'board', status='ERROR')
@@ -581,7 +581,7 @@ class TestMarkAgainstNovaAll(test.TestCase):
     def test_boot_right_after_the_mark_avoids_the_board(self):
         node = db.compute_node_get_by_nodename(self.ctx, 'hgx-1')
         address = sorted(d.address for d in pci_manager.devices_of_node(
-            self.ctx, node['id']))[0]
+            self.ctx, node.id))[0]
         done = self.nova_manage('pci', 'device', 'set', address, '--host',
                                 'hgx-1', '--unhealthy', '--reason',
                                 'RMA 4711')
@@ -612,7 +612,7 @@ class TestMarkAgainstNovaAll(test.TestCase):
         self.assertEqual('hgx-2', servers[0]['OS-EXT-SRV-ATTR:host'])
         self.assertIn('No valid host', servers[1]['fault']['message'])
         self.assertEqual([], [d.address for d in pci_manager.devices_of_node(
-            self.ctx, node['id']) if d.instance_uuid])
+            self.ctx, node.id) if d.instance_uuid])
 
 
 class TestAutomaticDefragAndHealth(test_defrag.DefragTestBase):
@@ -626,7 +626,7 @@ class TestAutomaticDefragAndHealth(test_defrag.DefragTestBase):
         broken = sorted(d.address for d in self.computes['cmp1'].rt.
                         pci_tracker.pci_devs if not d.instance_uuid)[0]
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
-        pci_manager.set_device_health(self.ctx, node['id'], broken, True,
+        pci_manager.set_device_health(self.ctx, node.id, broken, True,
                                       'RMA 4711', 'test')
         self.computes['cmp1'].update_available_resource()
         # cmp2's board is held by a server that may not move.

@@ -99,7 +99,7 @@ class TestInvariants(boot.BootTestBase):
         server = self.boot(self.flavors[1], 'single')
         held = self.device_row(server['id'])
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
-        pci_manager.set_device_health(self.ctx, node['id'], held['address'],
+        pci_manager.set_device_health(self.ctx, node.id, held['address'],
                                       True, 'ECC errors', 'test')
         self.computes['cmp1'].update_available_resource()
         # Reserved under its holder's allocation: allowed.
@@ -107,7 +107,7 @@ class TestInvariants(boot.BootTestBase):
         # A device marked unhealthy while free, allocated to someone
         # before the compute reserved it.
         free = self.device_row(None)
-        pci_manager.set_device_health(self.ctx, node['id'], free['address'],
+        pci_manager.set_device_health(self.ctx, node.id, free['address'],
                                       True, 'ECC errors', 'test')
         resp = self.placement.api.put('/allocations/%s' % LEAKED, json={
             'allocations': {free['rp_uuid']: {'resources': {'PGPU': 1}}},
@@ -122,4 +122,4 @@ class TestInvariants(boot.BootTestBase):
 
     def _rows(self):
         node = db.compute_node_get_by_nodename(self.ctx, 'cmp1')
-        return db.pci_device_get_all_by_node(self.ctx, node['id'])
+        return db.pci_device_get_all_by_node(self.ctx, node.id)

@@ -70,7 +70,7 @@ class LivenessTestBase(boot.BootTestBase):
                 pgpu_used += self.usages(rp['uuid']).get('PGPU', 0)
         self.assertEqual(sum(len(self.gpus_of(s)) for s in active.values()),
                          pgpu_used)
-        roots = [c.rt.compute_node['uuid'] for c in self.computes.values()]
+        roots = [c.rt.compute_node.uuid for c in self.computes.values()]
         self.assertEqual([], audit.find_orphan_allocations(
             self.ctx, self.reportclient, roots))
 
@@ -80,7 +80,7 @@ class TestHeartbeats(LivenessTestBase):
     def test_every_service_reports(self):
         self.flags(report_interval=1)
         self.start_services(hosts=('cmp1', 'cmp2'))
-        services = {(s['host'], s['binary']): s
+        services = {(s.host, s.binary): s
                     for s in db.service_get_all(self.ctx)}
         self.assertEqual(
             {(self.conf.host, 'nova-conductor'),
@@ -88,11 +88,11 @@ class TestHeartbeats(LivenessTestBase):
              ('cmp1', 'nova-compute'), ('cmp2', 'nova-compute')},
             set(services))
         for service in services.values():
-            self.assertGreaterEqual(service['report_count'], 1)
-            self.assertIsNotNone(service['last_seen_up'])
+            self.assertGreaterEqual(service.report_count, 1)
+            self.assertIsNotNone(service.last_seen_up)
         deadline = time.monotonic() + boot.TIMEOUT
         while time.monotonic() < deadline:
-            counts = [s['report_count'] for s in db.service_get_all(self.ctx)]
+            counts = [s.report_count for s in db.service_get_all(self.ctx)]
             if min(counts) >= 3:
                 break
             time.sleep(0.1)

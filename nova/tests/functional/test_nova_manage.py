@@ -140,7 +140,7 @@ class TestPlacementAudit(base.FunctionalTestCase):
         self.enable_h200_groups()
         self.ctx = nova_context.get_admin_context()
         self.compute = self.start_compute('cmp1')
-        self.root = self.compute.rt.compute_node['uuid']
+        self.root = self.compute.rt.compute_node.uuid
         self.gpu_rps = {d.address: d.rp_uuid
                         for d in self.compute.rt.pci_tracker.pci_devs}
 
@@ -181,7 +181,7 @@ class TestPlacementAudit(base.FunctionalTestCase):
     def _holder(self, address):
         return {d['address']: d['instance_uuid'] for d in
                 db.pci_device_get_all_by_node(
-                    self.ctx, self.compute.rt.compute_node['id'])}[address]
+                    self.ctx, self.compute.rt.compute_node.id)}[address]
 
     def test_nothing_to_find(self):
         self._instance('active', 1)
@@ -217,7 +217,7 @@ class TestPlacementAudit(base.FunctionalTestCase):
         self._compute_services['cmp1'].stop()
         service = db.service_get_by_host_and_binary(self.ctx, 'cmp1',
                                                     'nova-compute')
-        db.service_update(self.ctx, service['id'], {
+        db.service_update(self.ctx, service.id, {
             'last_seen_up': timeutils.utcnow() - datetime.timedelta(
                 seconds=3600)})
         code, out = self._run('--delete')
@@ -253,7 +253,7 @@ class TestPlacementAudit(base.FunctionalTestCase):
         self.assertEqual(0, self._run()[0])
 
     def test_one_resource_provider(self):
-        other = self.start_compute('cmp2').rt.compute_node['uuid']
+        other = self.start_compute('cmp2').rt.compute_node.uuid
         self._instance('active', 1, deleted=True)
         code, out = self._run('--resource_provider', other)
         self.assertEqual(0, code, out)

@@ -302,12 +302,12 @@ class TestComputeRecords(base.FunctionalTestCase):
         self.start_compute('cmp1')
         ctx = nova_context.get_admin_context()
         node = db.compute_node_get_by_nodename(ctx, 'cmp1')
-        self.assertEqual(224, node['vcpus'])
+        self.assertEqual(224, node.vcpus)
         root = self.provider_view('cmp1')['cmp1']
-        self.assertEqual(node['uuid'], root['uuid'])
+        self.assertEqual(node.uuid, root['uuid'])
         service = db.service_get_by_host_and_binary(ctx, 'cmp1',
                                                     'nova-compute')
-        self.assertEqual('compute', service['topic'])
+        self.assertEqual('compute', service.topic)
 
     def test_rebuilt_database_reuses_the_provider(self):
         self.enable_h200_groups()
@@ -319,7 +319,7 @@ class TestComputeRecords(base.FunctionalTestCase):
         self.start_compute('cmp1')
         ctx = nova_context.get_admin_context()
         node = db.compute_node_get_by_nodename(ctx, 'cmp1')
-        self.assertEqual(before['cmp1']['uuid'], node['uuid'])
+        self.assertEqual(before['cmp1']['uuid'], node.uuid)
         self.assertEqual(before, self.provider_view('cmp1'))
 
 

@@ -1,5 +1,5 @@
-"""A device's fields are read by name only in ``nova/pci/device.py``,
-a migration's only in ``nova/db``.
+"""A device's fields are read by name only in ``nova/pci/device.py``;
+a migration's, a compute node's and a service's only in ``nova/db``.
 
 The device records (``HostDevice``, ``TrackedDevice``, ``Passthrough``)
 are the typed seam; their wire forms (the ``pci_devices`` row and its
@@ -14,11 +14,24 @@ when production code reads a device field by string key again:
   ``*_dev``, ``*_device``);
 * any string-key read of an ``extra_info`` attribute.
 
-Migrations are ``nova.db.records.Migration`` records outside the
-database layer; the scan fails likewise on a subscript or ``.get()`` with
-a key only migrations have (``source_compute``, ``new_pci_requests``,
-``old_flavor``...), on anything, or with any migration key on a variable
-named like a migration (``migration``, ``mig``, ``m``, ``*_migration``).
+Migrations, compute nodes and services are ``nova.db.records`` records
+outside the database layer (``Migration``, ``ComputeNode``, ``Service``);
+the scan fails likewise on a subscript or ``.get()``:
+
+* with a key only that record has, on anything (``source_compute``,
+  ``old_flavor``; ``hypervisor_hostname``, ``local_gb``; ``binary``,
+  ``forced_down``, ``last_seen_up``...);
+* with any of its keys (also ``id``, ``uuid``, ``host``...) on a variable
+  named like it (``migration``, ``mig``, ``m``, ``*_migration``;
+  ``node``, ``cn``, ``compute_node``, ``*_node``; ``service``, ``svc``,
+  ``*_service``), on an item of a collection of them
+  (``nodes[uuid]['host']``) or on a loop variable over one
+  (``for n in nodes``, ``sorted(nodes, key=lambda n: n['host'])``,
+  ``for s in db.service_get_all(...)``).
+
+Setting a key (of a view being built), query parameters (``req.GET``),
+request bodies (``body``) and the virt driver's ``resources`` are no
+reads of a record.
 
 The database layer (``nova/db``) stores rows of every table and is the
 other side of the edge; it is not scanned.
@@ -28,6 +41,8 @@ import ast
 import dataclasses
 import pathlib
 import re
+
+import fixtures
 
 import nova
 from nova.db import records
@@ -62,16 +77,107 @@ DEVICE_ONLY_KEYS = DEVICE_KEYS - SHARED_KEYS
 _DEVICE_NAME = re.compile(r'^(d|dev|device|devs|devices|parent|\w+_dev|'
                           r'\w+_device)$')
 
-MIGRATION_KEYS = frozenset(
-    field.name for field in dataclasses.fields(records.Migration))
-# Migration keys other records (instances, actions, services) also have.
-MIGRATION_SHARED_KEYS = frozenset({
-    'id', 'uuid', 'instance_uuid', 'status', 'project_id', 'user_id',
-    'created_at', 'updated_at', 'deleted_at',
-})
-MIGRATION_ONLY_KEYS = MIGRATION_KEYS - MIGRATION_SHARED_KEYS
 
-_MIGRATION_NAME = re.compile(r'^(m|migration|mig|\w+_migration)$')
+@dataclasses.dataclass(frozen=True)
+class RecordKeys:
+    """The keys of one kind of ``nova.db.records`` record, and how the
+    variables holding one are named."""
+
+    record: type
+    # Its keys other records, request bodies or views also have: a read
+    # of one counts only on a variable named like the record.
+    shared: frozenset[str]
+    # Names of a variable (or attribute) holding one record...
+    name: re.Pattern
+    # ...and of a list or dict of them (``migrations[0]['uuid']``); a
+    # loop variable over one (``for n in nodes``, ``key=lambda n: ...``)
+    # holds a record too.
+    plural: frozenset[str]
+    # The ``nova.db.api`` functions returning a list of them, whose loop
+    # variables hold one as well.
+    getters: frozenset[str]
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(field.name
+                         for field in dataclasses.fields(self.record))
+
+    @property
+    def only_keys(self) -> frozenset[str]:
+        return self.keys - self.shared
+
+    def is_many(self, node: ast.AST) -> bool:
+        """True if ``node`` is a collection of these records: a plural
+        name, a getter's result, or either sorted or listed."""
+        if isinstance(node, ast.Call):
+            function = _name_of(node.func)
+            if function in self.getters:
+                return True
+            return function in ('sorted', 'list', 'reversed') and \
+                bool(node.args) and self.is_many(node.args[0])
+        return _name_of(node) in self.plural
+
+    def loop_names(self, tree: ast.AST) -> frozenset[str]:
+        """The loop and key-function variables of ``tree`` going over a
+        collection of these records."""
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.comprehension)) and \
+                    isinstance(node.target, ast.Name) and \
+                    self.is_many(node.iter):
+                names.add(node.target.id)
+            if isinstance(node, ast.Call) and node.args and \
+                    self.is_many(node.args[0]):
+                names.update(
+                    keyword.value.args.args[0].arg
+                    for keyword in node.keywords
+                    if isinstance(keyword.value, ast.Lambda) and
+                    keyword.value.args.args)
+        return frozenset(names)
+
+    def names(self, receiver: ast.AST, loop_names: frozenset[str]) -> bool:
+        """True if ``receiver`` is named like one of these records."""
+        if isinstance(receiver, ast.Subscript):
+            return self.is_many(receiver.value)
+        name = _name_of(receiver)
+        return name is not None and (name in loop_names or
+                                     bool(self.name.match(name)))
+
+
+# Keys other records (instances, actions, services) also have.
+MIGRATION = RecordKeys(
+    records.Migration,
+    shared=frozenset({
+        'id', 'uuid', 'instance_uuid', 'status', 'project_id', 'user_id',
+        'created_at', 'updated_at', 'deleted_at',
+    }),
+    name=re.compile(r'^(m|migration|mig|\w+_migration)$'),
+    plural=frozenset({'migrations'}),
+    getters=frozenset({'migration_get_all', 'migration_get_in_progress',
+                       'migration_get_orphaned'}))
+# Keys instances (host, node), flavors (vcpus, memory_mb), devices and
+# migrations also have.
+COMPUTE_NODE = RecordKeys(
+    records.ComputeNode,
+    shared=frozenset({
+        'id', 'uuid', 'host', 'vcpus', 'memory_mb', 'created_at',
+        'updated_at', 'deleted_at',
+    }),
+    name=re.compile(r'^(cn|node|compute_node|\w+_node)$'),
+    plural=frozenset({'nodes', 'compute_nodes'}),
+    getters=frozenset({'compute_node_get_all'}))
+# Keys every record has, and flavors (disabled) too.
+SERVICE = RecordKeys(
+    records.Service,
+    shared=frozenset({'id', 'uuid', 'host', 'disabled', 'created_at',
+                      'updated_at'}),
+    name=re.compile(r'^(svc|service|\w+_service)$'),
+    plural=frozenset({'services'}),
+    getters=frozenset({'service_get_all'}))
+RECORDS = (MIGRATION, COMPUTE_NODE, SERVICE)
+# Wire forms named like the columns they carry: request bodies, and the
+# virt driver's resources a compute node is synced from.
+_WIRE_NAMES = frozenset({'body', 'resources'})
 
 
 def _key_read(node: ast.AST) -> tuple[ast.AST, str] | None:
@@ -114,34 +220,37 @@ def key_reads(source: str) -> list[str]:
     return found
 
 
-def _is_migration_name(receiver: ast.AST) -> bool:
-    if isinstance(receiver, ast.Subscript):
-        # ``migrations[0]['uuid']``
-        receiver = receiver.value
-        return isinstance(receiver, ast.Name) and \
-            receiver.id == 'migrations'
-    return isinstance(receiver, ast.Name) and \
-        bool(_MIGRATION_NAME.match(receiver.id))
+def _name_of(receiver: ast.AST) -> str | None:
+    """``x`` of ``x`` or of ``self.x`` (leading underscores dropped)."""
+    if isinstance(receiver, ast.Name):
+        return receiver.id.lstrip('_')
+    if isinstance(receiver, ast.Attribute):
+        return receiver.attr.lstrip('_')
+    return None
 
 
-def migration_key_reads(source: str) -> list[str]:
-    """``line: receiver[key]`` for each migration key read in
-    ``source``."""
+def record_key_reads(source: str, kind: RecordKeys) -> list[str]:
+    """``line: receiver[key]`` for each read of a key of a ``kind``
+    record in ``source``."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    loop_names = kind.loop_names(tree)
+    for node in ast.walk(tree):
         read = _key_read(node)
         if read is None:
             continue
         receiver, key = read
         if getattr(node, 'ctx', None) is not None and \
                 not isinstance(node.ctx, ast.Load):
-            # Setting a key (of a view being built) reads no migration.
+            # Setting a key (of a view being built) reads no record.
             continue
         if isinstance(receiver, ast.Attribute) and receiver.attr == 'GET':
             # Query parameters named like the columns they filter.
             continue
-        if key in MIGRATION_ONLY_KEYS or (
-                key in MIGRATION_KEYS and _is_migration_name(receiver)):
+        if _name_of(receiver) in _WIRE_NAMES:
+            continue
+        if key in kind.only_keys or (key in kind.keys and
+                                     kind.names(receiver, loop_names)):
             found.append('%d: %s[%r]' % (node.lineno,
                                          ast.unparse(receiver), key))
     return found
@@ -163,11 +272,18 @@ def violations(root: pathlib.Path = ROOT,
                 continue
             owns_devices = relative == OWNER
         source = path.read_text()
-        reads = migration_key_reads(source)
+        reads = [read for kind in RECORDS
+                 for read in record_key_reads(source, kind)]
         if not owns_devices:
             reads = key_reads(source) + reads
         found += ['%s:%s' % (path, read) for read in reads]
     return found
+
+
+def _by_line(reads: list[str]) -> list[str]:
+    """``reads`` (``line: read``) in line order (the scan walks the tree
+    breadth first)."""
+    return sorted(reads, key=lambda read: int(read.split(':')[0]))
 
 
 class DeviceKeysTest(test.TestCase):
@@ -196,13 +312,78 @@ class DeviceKeysTest(test.TestCase):
              "3: m['old_flavor']", "4: migration['uuid']",
              "5: migrations[0]['status']",
              "6: source_migration['instance_uuid']", "7: m['status']"],
-            migration_key_reads(source))
+            record_key_reads(source, MIGRATION))
 
-    def test_scan_covers_every_migration_field(self):
-        for field in dataclasses.fields(records.Migration):
-            self.assertEqual(
-                ["1: migration[%r]" % field.name],
-                migration_key_reads("x = migration[%r]" % field.name))
+    def test_scan_covers_every_record_kind_field(self):
+        for kind, name in ((MIGRATION, 'migration'), (COMPUTE_NODE, 'node'),
+                           (SERVICE, 'service')):
+            for field in dataclasses.fields(kind.record):
+                self.assertEqual(
+                    ["1: %s[%r]" % (name, field.name)],
+                    record_key_reads("x = %s[%r]" % (name, field.name),
+                                     kind))
+
+    def test_scan_finds_the_reads_of_compute_node_dicts(self):
+        source = '\n'.join([
+            "a = row['hypervisor_hostname']",
+            "b = node.get('local_gb', 0)",
+            "c = compute_node['id']",
+            "e = self.rt.compute_node['uuid']",
+            "f = nodes[candidate.host]['host']",
+            "g = sorted(nodes, key=lambda n: n['host'])",
+            "h = [n['uuid'] for n in db.compute_node_get_all(ctx)]",
+            "for each in nodes:",
+            "    i = each.get('vcpus')",
+            "j = cn['service_id']",
+            # Not compute nodes: an instance's and a flavor's shared keys,
+            # the virt driver's resources, a view being built.
+            "k = instance['host']",
+            "l = flavor['memory_mb']",
+            "o = resources.get('hypervisor_type')",
+            "view['local_gb'] = node.local_gb",
+            "p = [s['uuid'] for s in servers]",
+        ])
+        self.assertEqual(
+            ["1: row['hypervisor_hostname']", "2: node['local_gb']",
+             "3: compute_node['id']", "4: self.rt.compute_node['uuid']",
+             "5: nodes[candidate.host]['host']", "6: n['host']",
+             "7: n['uuid']", "9: each['vcpus']", "10: cn['service_id']"],
+            _by_line(record_key_reads(source, COMPUTE_NODE)))
+
+    def test_scan_finds_the_reads_of_service_dicts(self):
+        source = '\n'.join([
+            "a = row['binary']",
+            "b = service.get('forced_down')",
+            "c = svc['last_seen_up'] or svc['created_at']",
+            "e = services[node.host]['disabled']",
+            "f = {s['host']: s for s in db.service_get_all(ctx, BINARY)}",
+            "g = target_service['uuid']",
+            "h = x.get('disabled_reason')",
+            # Not services: a flavor's shared key, a request body, query
+            # parameters.
+            "i = flavor['disabled']",
+            "j = body['binary']",
+            "k = req.GET.get('binary')",
+        ])
+        self.assertEqual(
+            ["1: row['binary']", "2: service['forced_down']",
+             "3: svc['last_seen_up']", "3: svc['created_at']",
+             "4: services[node.host]['disabled']", "5: s['host']",
+             "6: target_service['uuid']", "7: x['disabled_reason']"],
+            _by_line(record_key_reads(source, SERVICE)))
+
+    def test_violations_name_planted_reads_outside_the_db_layer(self):
+        root = pathlib.Path(self.useFixture(fixtures.TempDir()).path)
+        planted = "x = node['hypervisor_hostname']\ny = svc['binary']\n"
+        (root / 'api').mkdir()
+        (root / 'api' / 'planted.py').write_text(planted)
+        (root / 'db').mkdir()
+        (root / 'db' / 'api.py').write_text(planted)
+        self.assertEqual(
+            ["%s:1: node['hypervisor_hostname']" % (
+                root / 'api' / 'planted.py'),
+             "%s:2: svc['binary']" % (root / 'api' / 'planted.py')],
+            violations(root, tools=None))
 
     def test_scan_finds_the_reads_of_device_dicts(self):
         source = '\n'.join([

@@ -1,5 +1,6 @@
 """Service liveness: registration, heartbeats and the up/down rule."""
 
+import dataclasses
 import datetime
 import time
 
@@ -11,6 +12,7 @@ import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
 from nova.db import models
+from nova.db import records
 from nova import manager
 from nova import service
 from nova.servicegroup import api as servicegroup
@@ -36,10 +38,14 @@ class TestUpDown(test.TestCase):
         self.conf = _conf()
 
     def _service(self, seconds_ago=None, created_ago=3600):
-        return {'host': 'hgx-2', 'created_at': NOW - datetime.timedelta(
-            seconds=created_ago),
-            'last_seen_up': None if seconds_ago is None else
-            NOW - datetime.timedelta(seconds=seconds_ago)}
+        return records.Service(
+            id=1, uuid='7c1f5b4e-0d4a-4d8e-9f3c-2b8a6e1d5f00', host='hgx-2',
+            binary='nova-compute', topic='compute', disabled=False,
+            disabled_reason=None, forced_down=False, report_count=0,
+            last_seen_up=None if seconds_ago is None else
+            NOW - datetime.timedelta(seconds=seconds_ago),
+            created_at=NOW - datetime.timedelta(seconds=created_ago),
+            updated_at=None)
 
     def test_defaults_are_upstreams(self):
         self.assertEqual(10, self.conf.report_interval)
@@ -69,12 +75,12 @@ class TestUpDown(test.TestCase):
             servicegroup.down_reason(self._service(73), 'hgx-2', NOW))
 
     def test_forced_down_is_down_even_when_reporting(self):
-        service = dict(self._service(1), forced_down=True)
+        service = dataclasses.replace(self._service(1), forced_down=True)
         self.assertFalse(servicegroup.is_up(service, self.conf, NOW))
         self.assertEqual(
             'hgx-2 is down (forced down by an operator)',
             servicegroup.down_reason(service, 'hgx-2', NOW))
-        service['forced_down'] = False
+        service = dataclasses.replace(service, forced_down=False)
         self.assertTrue(servicegroup.is_up(service, self.conf, NOW))
 
 
@@ -110,13 +116,13 @@ class TestHeartbeats(test.TestCase):
         servicegroup.report_state(self.ctx, 'cond-1', 'nova-conductor',
                                   'conductor')
         second = self._row('cond-1', 'nova-conductor')
-        self.assertEqual(first['id'], second['id'])
-        self.assertEqual(1, first['report_count'])
-        self.assertEqual(2, second['report_count'])
-        self.assertGreaterEqual(second['last_seen_up'],
-                                first['last_seen_up'])
-        self.assertGreaterEqual(first['last_seen_up'], before)
-        self.assertEqual('conductor', second['topic'])
+        self.assertEqual(first.id, second.id)
+        self.assertEqual(1, first.report_count)
+        self.assertEqual(2, second.report_count)
+        self.assertGreaterEqual(second.last_seen_up,
+                                first.last_seen_up)
+        self.assertGreaterEqual(first.last_seen_up, before)
+        self.assertEqual('conductor', second.topic)
         self.assertEqual(1, len(db.service_get_all(self.ctx)))
 
     def test_report_state_recreates_a_removed_row(self):
@@ -127,20 +133,20 @@ class TestHeartbeats(test.TestCase):
         servicegroup.report_state(self.ctx, 'cond-1', 'nova-conductor',
                                   'conductor')
         self.assertEqual(1, self._row('cond-1',
-                                      'nova-conductor')['report_count'])
+                                      'nova-conductor').report_count)
 
     def test_heartbeats_keep_forced_down(self):
         servicegroup.report_state(self.ctx, 'cpu-1', 'nova-compute',
                                   'compute')
         row = self._row('cpu-1', 'nova-compute')
-        self.assertFalse(row['forced_down'])
-        self.assertEqual(36, len(row['uuid']))
-        db.service_update(self.ctx, row['id'], {'forced_down': True})
+        self.assertFalse(row.forced_down)
+        self.assertEqual(36, len(row.uuid))
+        db.service_update(self.ctx, row.id, {'forced_down': True})
         servicegroup.report_state(self.ctx, 'cpu-1', 'nova-compute',
                                   'compute')
         row = self._row('cpu-1', 'nova-compute')
-        self.assertEqual(2, row['report_count'])
-        self.assertTrue(row['forced_down'])
+        self.assertEqual(2, row.report_count)
+        self.assertTrue(row.forced_down)
         self.assertFalse(servicegroup.is_up(row, _conf()))
 
     def test_service_reports_before_init_host_and_periodically(self):
@@ -150,13 +156,13 @@ class TestHeartbeats(test.TestCase):
         svc.start()
         self.addCleanup(svc.stop)
         # Up before its manager prepared the host.
-        self.assertEqual(1, mgr.seen_at_init['report_count'])
-        self.assertIsNotNone(mgr.seen_at_init['last_seen_up'])
+        self.assertEqual(1, mgr.seen_at_init.report_count)
+        self.assertIsNotNone(mgr.seen_at_init.last_seen_up)
         deadline = time.monotonic() + 30
-        while self._row()['report_count'] < 3 and \
+        while self._row().report_count < 3 and \
                 time.monotonic() < deadline:
             time.sleep(0.1)
-        self.assertGreaterEqual(self._row()['report_count'], 3)
+        self.assertGreaterEqual(self._row().report_count, 3)
         self.assertTrue(servicegroup.is_up(self._row(), conf))
 
     def test_manager_without_binary_does_not_register(self):

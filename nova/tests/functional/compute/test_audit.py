@@ -138,7 +138,7 @@ class TestAudit(gpu_hosts.GpuHostsTestCase):
         deleted = self._instance('active', deleted=True)
         for index, holder in enumerate((here, moved, deleted, None)):
             db.pci_device_create(self.admin, {
-                'compute_node_id': node['id'],
+                'compute_node_id': node.id,
                 'address': '0000:0%d:00.0' % index, 'vendor_id': '10de',
                 'product_id': '2335', 'dev_type': 'type-PCI',
                 'status': 'allocated' if holder else 'available',
@@ -153,4 +153,4 @@ class TestAudit(gpu_hosts.GpuHostsTestCase):
                 'instance was deleted')] if c.instance_uuid == deleted
               else c.reason) for c in claims])
         self.assertEqual({'cmp1'}, {c.host for c in claims})
-        self.assertEqual({node['id']}, {c.compute_node_id for c in claims})
+        self.assertEqual({node.id}, {c.compute_node_id for c in claims})

@@ -74,7 +74,7 @@ class GpuHosts:
         root, self.gpus[host] = self.builder.h200_host(host)
         db.compute_node_create(self.context, {
             'uuid': root, 'host': host, 'hypervisor_hostname': host,
-            'vcpus': 64, 'memory_mb': 65536, 'service_id': service['id']})
+            'vcpus': 64, 'memory_mb': 65536, 'service_id': service.id})
         self.roots[host] = root
         return root
 
@@ -82,7 +82,7 @@ class GpuHosts:
         """The compute of ``host`` last reported ``seconds_ago`` ago."""
         service = db.service_get_by_host_and_binary(self.context, host,
                                                     'nova-compute')
-        db.service_update(self.context, service['id'], {
+        db.service_update(self.context, service.id, {
             'last_seen_up': timeutils.utcnow() - datetime.timedelta(
                 seconds=seconds_ago)})
 

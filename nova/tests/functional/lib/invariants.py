@@ -87,7 +87,7 @@ def check(compute_url: str, token: str,
     context = context or nova_context.get_admin_context()
     servers = {s['id']: s for s in _servers(compute_url, token, timeout)}
     instances = {i['uuid']: i for i in db.instance_get_all(context)}
-    nodes = {node['hypervisor_hostname']: node['uuid']
+    nodes = {node.hypervisor_hostname: node.uuid
              for node in db.compute_node_get_all(context)}
     devices = _device_rows(context)
     migrations = {m.uuid: m for m in db.migration_get_in_progress(context)}
@@ -122,16 +122,16 @@ def _servers(compute_url: str, token: str, timeout: float) -> list[dict]:
 
 def _device_rows(context) -> list[dict]:
     """Every PCI device row, with its compute node's name as ``host``."""
-    return [dict(row, host=node['hypervisor_hostname'])
+    return [dict(row, host=node.hypervisor_hostname)
             for node in db.compute_node_get_all(context)
-            for row in db.pci_device_get_all_by_node(context, node['id'])]
+            for row in db.pci_device_get_all_by_node(context, node.id)]
 
 
 def _unhealthy_holders(context, devices: list[dict]
                        ) -> dict[str, str | None]:
     """Provider uuid -> the instance holding the device when it last
     became unhealthy (None: it was free), for each unhealthy device."""
-    nodes = {node['hypervisor_hostname']: node['id']
+    nodes = {node.hypervisor_hostname: node.id
              for node in db.compute_node_get_all(context)}
     holders = {}
     for row in devices:

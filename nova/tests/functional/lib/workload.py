@@ -203,10 +203,10 @@ def free_partitions() -> dict[str, dict[int, int]]:
     free = {}
     for node in db.compute_node_get_all(context):
         idle = {fakehost.H200_GPU_ADDRESSES.index(row['address']) + 1
-                for row in db.pci_device_get_all_by_node(context, node['id'])
+                for row in db.pci_device_get_all_by_node(context, node.id)
                 if row['address'] in fakehost.H200_GPU_ADDRESSES and
                 row['instance_uuid'] is None}
-        free[node['hypervisor_hostname']] = {
+        free[node.hypervisor_hostname] = {
             size: sum(1 for p in parts if p <= idle)
             for size, parts in partitions.items()}
     return free

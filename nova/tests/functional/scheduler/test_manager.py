@@ -185,7 +185,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.hosts.use('cmp2', [1])     # the fuller host is preferred...
         service = db.service_get_by_host_and_binary(
             self.context, 'cmp2', 'nova-compute')
-        db.service_update(self.context, service['id'],
+        db.service_update(self.context, service.id,
                           {'forced_down': True})  # ...but forced down
         instance = gpu_hosts.create_instance(self.context, 1)
 
@@ -333,7 +333,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
             self.hosts.allocations(instance['uuid']))
         self.assertEqual(
             'cmp1', db.compute_node_get_by_nodename(
-                self.context, selection.nodename)['host'])
+                self.context, selection.nodename).host)
 
 
 class TestClaimsAndTimeouts(gpu_hosts.GpuHostsTestCase):

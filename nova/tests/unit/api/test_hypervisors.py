@@ -17,7 +17,7 @@ class HypervisorsTest(fakes.APITestCase):
             self.nodes.append(db.compute_node_create(ctx, {
                 'host': host, 'hypervisor_hostname': host, 'vcpus': 224,
                 'memory_mb': 2097152, 'local_gb': 1000,
-                'hypervisor_type': 'QEMU', 'service_id': service['id']}))
+                'hypervisor_type': 'QEMU', 'service_id': service.id}))
         self.make_flavor(vcpus=8, memory_mb=8192, root_gb=40)
         uuid = self.request('POST', '/v2.1/servers', {'server': {
             'name': 'job', 'flavorRef': 'f1'}}).json['server']['id']
@@ -26,7 +26,7 @@ class HypervisorsTest(fakes.APITestCase):
                                        'task_state': None})
         self.server = uuid
         db.pci_device_create(ctx, {
-            'compute_node_id': self.nodes[0]['id'],
+            'compute_node_id': self.nodes[0].id,
             'address': '0000:18:00.0', 'vendor_id': '10de',
             'product_id': '2335', 'dev_type': 'type-PCI', 'numa_node': 0,
             'status': 'allocated', 'instance_uuid': uuid,
@@ -43,10 +43,10 @@ class HypervisorsTest(fakes.APITestCase):
 
     def test_list_and_detail_before_2_53(self):
         listed = self.get('').json['hypervisors']
-        self.assertEqual([{'id': self.nodes[0]['id'],
+        self.assertEqual([{'id': self.nodes[0].id,
                            'hypervisor_hostname': 'hgx-1', 'state': 'up',
                            'status': 'enabled'},
-                          {'id': self.nodes[1]['id'],
+                          {'id': self.nodes[1].id,
                            'hypervisor_hostname': 'hgx-2', 'state': 'up',
                            'status': 'enabled'}], listed)
         detail = self.get('/detail').json['hypervisors'][0]
@@ -58,7 +58,7 @@ class HypervisorsTest(fakes.APITestCase):
         self.assertEqual('{}', detail['cpu_info'])
         self.assertEqual({}, self.get('/detail', '2.28')
                          .json['hypervisors'][0]['cpu_info'])
-        shown = self.get('/%d' % self.nodes[0]['id']).json['hypervisor']
+        shown = self.get('/%d' % self.nodes[0].id).json['hypervisor']
         self.assertEqual(detail, shown)
         [found] = self.get('/hgx-2/search').json['hypervisors']
         self.assertEqual('hgx-2', found['hypervisor_hostname'])
@@ -69,19 +69,19 @@ class HypervisorsTest(fakes.APITestCase):
                          "'nohost'")
 
     def test_uuids_pattern_and_servers_from_2_53(self):
-        uuid = self.nodes[0]['uuid']
+        uuid = self.nodes[0].uuid
         listed = self.get('?hypervisor_hostname_pattern=hgx-1'
                           '&with_servers=true', '2.53').json['hypervisors']
         self.assertEqual([(uuid, [{'name': 'job', 'uuid': self.server}])],
                          [(h['id'], h['servers']) for h in listed])
         shown = self.get('/' + uuid, '2.53').json['hypervisor']
-        self.assertEqual(self.nodes[0]['uuid'], shown['id'])
-        self.assertFault(self.get('/%d' % self.nodes[0]['id'], '2.53'), 400,
+        self.assertEqual(self.nodes[0].uuid, shown['id'])
+        self.assertFault(self.get('/%d' % self.nodes[0].id, '2.53'), 400,
                          'badRequest', 'hypervisor uuid')
         self.assertFault(self.get('/hgx-1/search', '2.53'), 404,
                          'itemNotFound', '2.53')
         page = self.get('?limit=1&marker=' + uuid, '2.53').json
-        self.assertEqual([self.nodes[1]['uuid']],
+        self.assertEqual([self.nodes[1].uuid],
                          [h['id'] for h in page['hypervisors']])
 
     def test_statistics_and_uptime_until_2_88(self):
@@ -91,18 +91,18 @@ class HypervisorsTest(fakes.APITestCase):
             stats['running_vms'], stats['local_gb'], stats['local_gb_used']))
         self.assertFault(self.get('/statistics', '2.88'), 404,
                          'itemNotFound', '2.88')
-        self.assertFault(self.get('/%d/uptime' % self.nodes[0]['id']), 501,
+        self.assertFault(self.get('/%d/uptime' % self.nodes[0].id), 501,
                          'notImplemented', 'does not implement uptime')
         detail = self.get('/detail', '2.88').json['hypervisors'][0]
         self.assertNotIn('vcpus_used', detail)
         self.assertIn('uptime', detail)
 
     def test_pci_devices_of_a_node(self):
-        devices = self.get('/%s/pci-devices' % self.nodes[0]['uuid'],
+        devices = self.get('/%s/pci-devices' % self.nodes[0].uuid,
                            '2.53').json['pci_devices']
         self.assertEqual([('0000:18:00.0', self.server, 'nvl8/nvl4-a/nvl2-a',
                            'healthy')],
                          [(d['address'], d['instance_uuid'], d['group'],
                            d['health']) for d in devices])
-        self.assertEqual([], self.get('/%d/pci-devices' % self.nodes[1][
-            'id']).json['pci_devices'])
+        empty = self.get('/%d/pci-devices' % self.nodes[1].id)
+        self.assertEqual([], empty.json['pci_devices'])

@@ -6,6 +6,7 @@ import datetime
 from oslo_utils import timeutils
 
 from nova.db import api as db
+from nova.db import records
 from nova.tests.unit.api import fakes
 
 
@@ -21,10 +22,11 @@ class ServicesTestCase(fakes.APITestCase):
             'topic': 'conductor'})
         db.service_report(self.admin_context, 'ctl-1', 'nova-conductor')
 
-    def row(self, service=None) -> dict:
+    def row(self, service: records.Service | None = None
+            ) -> records.Service:
         service = service or self.compute
         return db.service_get_by_host_and_binary(
-            self.admin_context, service['host'], service['binary'])
+            self.admin_context, service.host, service.binary)
 
     def listed(self, version=None, query='') -> list[dict]:
         response = self.request('GET', '/v2.1/os-services' + query,
@@ -44,7 +46,7 @@ class TestList(ServicesTestCase):
         self.assertEqual(
             {'id', 'binary', 'host', 'zone', 'status', 'state',
              'updated_at', 'disabled_reason'}, set(old[0]))
-        self.assertEqual([self.compute['id'], self.conductor['id']],
+        self.assertEqual([self.compute.id, self.conductor.id],
                          [s['id'] for s in old])
         self.assertEqual(['nova', 'internal'], [s['zone'] for s in old])
         self.assertEqual(['up', 'up'], [s['state'] for s in old])
@@ -52,7 +54,7 @@ class TestList(ServicesTestCase):
                          [s['status'] for s in old])
         self.assertIn('forced_down', self.listed('2.11')[0])
         new = self.listed('2.53')
-        self.assertEqual([self.compute['uuid'], self.conductor['uuid']],
+        self.assertEqual([self.compute.uuid, self.conductor.uuid],
                          [s['id'] for s in new])
         self.assertFalse(new[0]['forced_down'])
 
@@ -67,7 +69,7 @@ class TestList(ServicesTestCase):
 
     def test_state_down_when_not_reporting(self):
         stale = timeutils.utcnow() - datetime.timedelta(seconds=600)
-        db.service_update(self.admin_context, self.compute['id'],
+        db.service_update(self.admin_context, self.compute.id,
                           {'last_seen_up': stale})
         self.assertEqual('down', self.listed()[0]['state'])
 
@@ -79,7 +81,7 @@ class TestList(ServicesTestCase):
             self.assertFault(self.request(method, path, body,
                                           token=fakes.MEMBER),
                              403, 'forbidden', 'os-services')
-        self.assertFalse(self.row()['disabled'])
+        self.assertFalse(self.row().disabled)
 
 
 class TestActionsBefore253(ServicesTestCase):
@@ -99,13 +101,13 @@ class TestActionsBefore253(ServicesTestCase):
         self.assertEqual({'service': {
             'host': 'hgx-1', 'binary': 'nova-compute',
             'status': 'enabled'}}, response.json)
-        self.assertEqual((False, None), (self.row()['disabled'],
-                                         self.row()['disabled_reason']))
+        self.assertEqual((False, None), (self.row().disabled,
+                                         self.row().disabled_reason))
 
     def test_disable(self):
         response = self.put('disable', self.BODY, '2.52')
         self.assertEqual('disabled', response.json['service']['status'])
-        self.assertTrue(self.row()['disabled'])
+        self.assertTrue(self.row().disabled)
 
     def test_force_down_from_2_11(self):
         body = dict(self.BODY, forced_down=True)
@@ -115,13 +117,13 @@ class TestActionsBefore253(ServicesTestCase):
         self.assertEqual({'service': {
             'host': 'hgx-1', 'binary': 'nova-compute',
             'forced_down': True}}, response.json)
-        self.assertTrue(self.row()['forced_down'])
+        self.assertTrue(self.row().forced_down)
         self.assertEqual('down', self.listed('2.11')[0]['state'])
         # Spelt as a string, as upstream's boolean allows.
         response = self.put('force-down', dict(self.BODY,
                                                forced_down='false'), '2.11')
         self.assertIs(False, response.json['service']['forced_down'])
-        self.assertFalse(self.row()['forced_down'])
+        self.assertFalse(self.row().forced_down)
 
     def test_bad_requests_name_the_problem(self):
         self.assertFault(self.put('reboot', self.BODY, '2.1'),
@@ -136,28 +138,28 @@ class TestActionsBefore253(ServicesTestCase):
         self.assertFault(self.put('disable', {
             'host': 'hgx-9', 'binary': 'nova-compute'}, '2.1'),
             404, 'itemNotFound', 'hgx-9')
-        self.assertFalse(self.row()['disabled'])
+        self.assertFalse(self.row().disabled)
 
 
 class TestUpdate253(ServicesTestCase):
 
-    def path(self, service=None) -> str:
-        return (service or self.compute)['uuid']
+    def path(self, service: records.Service | None = None) -> str:
+        return (service or self.compute).uuid
 
     def test_force_down_and_up(self):
         response = self.put(self.path(), {'forced_down': True}, '2.53')
         self.assertEqual(200, response.status_int, response.text)
         shown = response.json['service']
-        self.assertEqual((self.compute['uuid'], True, 'down', 'enabled'), (
+        self.assertEqual((self.compute.uuid, True, 'down', 'enabled'), (
             shown['id'], shown['forced_down'], shown['state'],
             shown['status']))
         response = self.put(self.path(), {'forced_down': False}, '2.53')
         self.assertEqual('up', response.json['service']['state'])
-        self.assertFalse(self.row()['forced_down'])
+        self.assertFalse(self.row().forced_down)
         # Spelt as a string, as upstream's boolean allows.
         response = self.put(self.path(), {'forced_down': 'True'}, '2.53')
         self.assertIs(True, response.json['service']['forced_down'])
-        self.assertTrue(self.row()['forced_down'])
+        self.assertTrue(self.row().forced_down)
 
     def test_disable_with_reason_and_enable_clears_it(self):
         response = self.put(self.path(), {
@@ -167,8 +169,8 @@ class TestUpdate253(ServicesTestCase):
             response.json['service']['status'],
             response.json['service']['disabled_reason']))
         self.put(self.path(), {'status': 'enabled'}, '2.53')
-        self.assertEqual((False, None), (self.row()['disabled'],
-                                         self.row()['disabled_reason']))
+        self.assertEqual((False, None), (self.row().disabled,
+                                         self.row().disabled_reason))
 
     def test_bad_requests_name_the_problem(self):
         for body, fragments in (
@@ -196,6 +198,6 @@ class TestUpdate253(ServicesTestCase):
             'host': 'hgx-1', 'binary': 'nova-compute'}, '2.53'),
             400, 'badRequest', "'disable'")
         row = self.row()
-        self.assertEqual((False, False), (row['disabled'],
-                                          row['forced_down']))
-        self.assertFalse(self.row(self.conductor)['forced_down'])
+        self.assertEqual((False, False), (row.disabled,
+                                          row.forced_down))
+        self.assertFalse(self.row(self.conductor).forced_down)

@@ -125,7 +125,7 @@ class TestStart(ComputeManagerTestCase):
         self.assertEqual([('init_host', HOST)], self.driver.calls)
         tree = self.reportclient.placement
         root = tree.data(HOST)
-        self.assertEqual(self.compute.rt.compute_node['uuid'], root.uuid)
+        self.assertEqual(self.compute.rt.compute_node.uuid, root.uuid)
         self.assertEqual(64, root.inventory['VCPU']['total'])
         for dev in self.compute.rt.pci_tracker.pci_devs:
             # Each GPU knows the provider that represents it.
@@ -221,7 +221,7 @@ class TestBuild(ComputeManagerTestCase):
         instance = self.create_instance()
         [request] = instance['pci_requests']
         mappings = {request['request_id']:
-                    [self.compute.rt.compute_node['uuid']] * request['count']}
+                    [self.compute.rt.compute_node.uuid] * request['count']}
 
         error = self.assertRaises(exception.RescheduledException,
                                   self.build, instance, mappings=mappings)

@@ -122,9 +122,9 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         rt.update_available_resource(self.context)
         node = db.compute_node_get_by_nodename(self.context, HOST)
         self.assertEqual((h200_placement.VCPUS, h200_placement.MEMORY_MB),
-                         (node['vcpus'], node['memory_mb']))
+                         (node.vcpus, node.memory_mb))
         (sent,) = self.client.sent
-        root = sent.data(node['uuid'])
+        root = sent.data(node.uuid)
         self.assertEqual(HOST, root.name)
         self.assertEqual(names.inventory_record(h200_placement.VCPUS),
                          root.inventory['VCPU'])
@@ -190,7 +190,7 @@ class TestUpdateCycle(ResourceTrackerTestCase):
         self.client.placement.add(HOST, uuid=root_uuid)
         self.tracker().update_available_resource(self.context)
         self.assertEqual(root_uuid, db.compute_node_get_by_nodename(
-            self.context, HOST)['uuid'])
+            self.context, HOST).uuid)
         self.assertEqual(root_uuid, self.client.sent[-1].roots()[0].uuid)
 
     def test_socket_trait_only_while_sockets_are_known(self):

@@ -35,6 +35,18 @@ class TestDBApiSqlite(test.TestCase):
         self.useFixture(db_fixture.Database(url))
         self.ctx = nova_context.get_admin_context()
 
+    def assertReadBack(self, written, read):
+        """``read`` is the record ``written``, read back from the database.
+
+        MySQL's DATETIME keeps whole seconds: the stored creation time is
+        read back rounded, every other field as it was written.
+        """
+        self.assertEqual(dataclasses.replace(written,
+                                             created_at=read.created_at),
+                         read)
+        self.assertLess(abs(written.created_at - read.created_at),
+                        datetime.timedelta(seconds=1))
+
     def _service(self, host='cmp1'):
         return db_api.service_create(self.ctx, {
             'host': host, 'binary': 'nova-compute', 'topic': 'compute'})
@@ -44,27 +56,30 @@ class TestDBApiSqlite(test.TestCase):
         return db_api.compute_node_create(self.ctx, {
             'host': name, 'hypervisor_hostname': name, 'vcpus': 8,
             'memory_mb': 1024, 'local_gb': 10, 'hypervisor_type': 'QEMU',
-            'service_id': service['id']})
+            'service_id': service.id})
 
     # Services
 
     def test_service_crud(self):
         service = self._service()
-        self.assertFalse(service['disabled'])
-        self.assertEqual(0, service['report_count'])
-        self.assertIsNotNone(service['created_at'])
+        self.assertIsInstance(service, records.Service)
+        self.assertReadBack(service, db_api.service_get_by_uuid(
+            self.ctx, service.uuid))
+        self.assertFalse(service.disabled)
+        self.assertEqual(0, service.report_count)
+        self.assertIsNotNone(service.created_at)
         found = db_api.service_get_by_host_and_binary(self.ctx, 'cmp1',
                                                       'nova-compute')
-        self.assertEqual(service['id'], found['id'])
-        updated = db_api.service_update(self.ctx, service['id'],
+        self.assertEqual(service.id, found.id)
+        updated = db_api.service_update(self.ctx, service.id,
                                         {'report_count': 3,
                                          'disabled': True})
-        self.assertEqual(3, updated['report_count'])
-        self.assertTrue(updated['disabled'])
-        self.assertIsNotNone(updated['updated_at'])
+        self.assertEqual(3, updated.report_count)
+        self.assertTrue(updated.disabled)
+        self.assertIsNotNone(updated.updated_at)
         self._service('cmp2')
         self.assertEqual(['cmp1', 'cmp2'],
-                         [s['host'] for s in db_api.service_get_all(
+                         [s.host for s in db_api.service_get_all(
                              self.ctx, binary='nova-compute')])
         self.assertEqual([], db_api.service_get_all(self.ctx,
                                                     binary='nova-api'))
@@ -79,7 +94,7 @@ class TestDBApiSqlite(test.TestCase):
         self._service('cmp1')
         other = self._service('cmp2')
         self.assertRaises(exception.ServiceExists, db_api.service_update,
-                          self.ctx, other['id'], {'host': 'cmp1'})
+                          self.ctx, other.id, {'host': 'cmp1'})
 
     def test_service_not_found(self):
         error = self.assertRaises(
@@ -101,14 +116,16 @@ class TestDBApiSqlite(test.TestCase):
 
     def test_compute_node_crud(self):
         node = self._node()
-        self.assertEqual(36, len(node['uuid']))
+        self.assertIsInstance(node, records.ComputeNode)
+        self.assertEqual(36, len(node.uuid))
         found = db_api.compute_node_get_by_nodename(self.ctx, 'cmp1')
-        self.assertEqual(node['uuid'], found['uuid'])
-        updated = db_api.compute_node_update(self.ctx, node['id'],
+        self.assertReadBack(node, found)
+        self.assertEqual(node.uuid, found.uuid)
+        updated = db_api.compute_node_update(self.ctx, node.id,
                                              {'vcpus': 16})
-        self.assertEqual(16, updated['vcpus'])
-        self.assertEqual([node['id']],
-                         [n['id'] for n in db_api.compute_node_get_all(
+        self.assertEqual(16, updated.vcpus)
+        self.assertEqual([node.id],
+                         [n.id for n in db_api.compute_node_get_all(
                              self.ctx)])
 
     def test_compute_node_duplicate_and_missing(self):
@@ -135,15 +152,15 @@ class TestDBApiSqlite(test.TestCase):
     def test_pci_device_crud(self):
         node = self._node()
         device = db_api.pci_device_create(self.ctx, {
-            **PCI_DEVICE, 'compute_node_id': node['id'],
+            **PCI_DEVICE, 'compute_node_id': node.id,
             'extra_info': {'managed': 'true'}})
         self.assertEqual('available', device['status'])
         self.assertEqual('', device['group_path'])
         self.assertEqual({'managed': 'true'}, device['extra_info'])
         db_api.pci_device_create(self.ctx, {
             **PCI_DEVICE, 'address': '0000:0a:00.0',
-            'compute_node_id': node['id']})
-        devices = db_api.pci_device_get_all_by_node(self.ctx, node['id'])
+            'compute_node_id': node.id})
+        devices = db_api.pci_device_get_all_by_node(self.ctx, node.id)
         self.assertEqual(['0000:0a:00.0', '0000:18:00.0'],
                          [d['address'] for d in devices])
         self.assertEqual({}, devices[0]['extra_info'])
@@ -155,18 +172,18 @@ class TestDBApiSqlite(test.TestCase):
         db_api.pci_device_destroy(self.ctx, device['id'])
         self.assertEqual(['0000:0a:00.0'], [
             d['address'] for d in db_api.pci_device_get_all_by_node(
-                self.ctx, node['id'])])
+                self.ctx, node.id)])
 
     def test_pci_device_duplicate_and_missing(self):
         node = self._node()
-        values = {**PCI_DEVICE, 'compute_node_id': node['id']}
+        values = {**PCI_DEVICE, 'compute_node_id': node.id}
         db_api.pci_device_create(self.ctx, values)
         error = self.assertRaises(exception.PciDeviceExists,
                                   db_api.pci_device_create, self.ctx, values)
         self.assertIn('0000:18:00.0', str(error))
         self.assertRaises(exception.ComputeHostNotFound,
                           db_api.pci_device_create, self.ctx,
-                          {**PCI_DEVICE, 'compute_node_id': node['id'] + 1})
+                          {**PCI_DEVICE, 'compute_node_id': node.id + 1})
         self.assertRaises(exception.PciDeviceNotFoundById,
                           db_api.pci_device_update, self.ctx, 999,
                           {'status': 'removed'})
@@ -177,13 +194,13 @@ class TestDBApiSqlite(test.TestCase):
         first, second = self._node('cmp1'), self._node('cmp2')
         for node in (first, second):
             db_api.pci_device_create(self.ctx, {
-                **PCI_DEVICE, 'compute_node_id': node['id']})
+                **PCI_DEVICE, 'compute_node_id': node.id})
         self.assertEqual(1, len(db_api.pci_device_get_all_by_node(
-            self.ctx, second['id'])))
+            self.ctx, second.id)))
 
     def test_outer_transaction_is_all_or_nothing(self):
         node = self._node()
-        values = {**PCI_DEVICE, 'compute_node_id': node['id']}
+        values = {**PCI_DEVICE, 'compute_node_id': node.id}
 
         def create_two():
             with db_api.context_manager.writer.using(self.ctx):
@@ -194,7 +211,7 @@ class TestDBApiSqlite(test.TestCase):
 
         self.assertRaises(exception.PciDeviceExists, create_two)
         self.assertEqual([], db_api.pci_device_get_all_by_node(
-            self.ctx, node['id']))
+            self.ctx, node.id))
 
     # Flavors
 
@@ -336,13 +353,7 @@ class TestDBApiSqlite(test.TestCase):
                         migration_type='evacuation')
         self.assertIsInstance(moving, records.Migration)
         read = db_api.migration_get_by_uuid(self.ctx, moving.uuid)
-        # MySQL's DATETIME keeps whole seconds: the stored time is read
-        # back rounded, every other field as it was written.
-        self.assertEqual(dataclasses.replace(moving,
-                                             created_at=read.created_at),
-                         read)
-        self.assertLess(abs(moving.created_at - read.created_at),
-                        datetime.timedelta(seconds=1))
+        self.assertReadBack(moving, read)
         self.assertEqual({'name': 'gpu.2x'}, read.old_flavor)
         self.assertEqual([{'request_id': 'r1', 'count': 4}],
                          read.new_pci_requests)

@@ -28,11 +28,11 @@ class FleetMetricsTest(test.TestCase):
             'host': host, 'binary': 'nova-compute'})
         node = db_api.compute_node_create(self.ctx, {
             'host': host, 'hypervisor_hostname': host,
-            'service_id': service['id']})
+            'service_id': service.id})
         for index, path in enumerate(_PATHS):
             instance = held.get(index)
             db_api.pci_device_create(self.ctx, {
-                'compute_node_id': node['id'],
+                'compute_node_id': node.id,
                 'address': '0000:%02x:00.0' % (index + 1),
                 'vendor_id': '10de', 'product_id': '2335',
                 'dev_type': pci_device.DEV_TYPE_PCI, 'group_path': path,

@@ -51,8 +51,8 @@ class TestPciDevTracker(test.TestCase):
             'host': 'cmp1', 'binary': 'nova-compute'})
         self.node = db_api.compute_node_create(self.ctx, {
             'host': 'cmp1', 'hypervisor_hostname': 'cmp1',
-            'service_id': service['id']})
-        self.tracker = manager.PciDevTracker(self.ctx, self.node['id'])
+            'service_id': service.id})
+        self.tracker = manager.PciDevTracker(self.ctx, self.node.id)
         self.devices = [gpu(address) for address in GPU_ADDRESSES] + [nvme()]
 
     def _sync(self, devices=None, wl=None, group_path=None):
@@ -62,7 +62,7 @@ class TestPciDevTracker(test.TestCase):
 
     def _db_devices(self):
         return {device.address: device for device in
-                manager.devices_of_node(self.ctx, self.node['id'])}
+                manager.devices_of_node(self.ctx, self.node.id)}
 
     def test_new_devices_are_available_and_filtered(self):
         groups = {'0000:18:00.0': 'quad-a/pair-a1'}
@@ -118,7 +118,7 @@ class TestPciDevTracker(test.TestCase):
 
     def test_existing_devices_loaded_at_start(self):
         self._sync()
-        tracker = manager.PciDevTracker(self.ctx, self.node['id'])
+        tracker = manager.PciDevTracker(self.ctx, self.node.id)
         self.assertEqual(self.tracker.pci_devs, tracker.pci_devs)
 
     def test_get_by_address(self):
@@ -237,7 +237,7 @@ class TestPciDevTracker(test.TestCase):
         # Marked by another process (nova-manage) after this tracker read
         # the devices: the claim reads the mark from the database.
         self._sync()
-        manager.set_device_health(self.ctx, self.node['id'],
+        manager.set_device_health(self.ctx, self.node.id,
                                   '0000:18:00.0', True, 'RMA 4711',
                                   'nova-manage (ops)')
         error = self.assertRaises(

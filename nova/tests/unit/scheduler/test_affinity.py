@@ -22,6 +22,15 @@ def _group(policy, *members, rules=None):
         created_at=None)
 
 
+def _nodes(*numbers):
+    """Compute node ``h<n>`` by provider UUID ``rp<n>``, for each n."""
+    return {'rp%d' % n: records.ComputeNode(
+        id=n, uuid='rp%d' % n, host='h%d' % n, hypervisor_hostname='h%d' % n,
+        vcpus=8, memory_mb=1024, local_gb=10, hypervisor_type='QEMU',
+        service_id=n, created_at=None, updated_at=None, deleted_at=None)
+        for n in numbers}
+
+
 def _migration(instance_uuid, source, dest):
     return records.Migration(
         id=1, uuid='m1', instance_uuid=instance_uuid, source_compute=source,
@@ -110,7 +119,7 @@ class TestPolicies(test.TestCase):
     def test_soft_policies_try_the_hosts_they_like_best_first(self):
         members = (_member('a', host='h1'), _member('b', host='h1'),
                    _member('c', host='h2'))
-        nodes = {'rp%d' % n: {'host': 'h%d' % n} for n in (1, 2, 3)}
+        nodes = _nodes(1, 2, 3)
         spread = self.state('soft-anti-affinity', *members)
         self.assertTrue(spread.prefers)
         kept, dropped = affinity.keep(spread, nodes, [],
@@ -127,9 +136,9 @@ class TestPolicies(test.TestCase):
 
     def test_keep_drops_forbidden_hosts_with_the_reason(self):
         state = self.state('anti-affinity', _member('a', host='h1'))
-        nodes = {'rp1': {'host': 'h1'}, 'rp2': {'host': 'h2'}}
+        nodes = _nodes(1, 2)
         kept, dropped = affinity.keep(state, nodes, ['h9 is disabled'])
-        self.assertEqual({'rp2': {'host': 'h2'}}, kept)
+        self.assertEqual({'rp2': nodes['rp2']}, kept)
         self.assertEqual('h9 is disabled', dropped[0])
         self.assertIn('anti-affinity', dropped[1])
         self.assertEqual((nodes, []), affinity.keep(None, nodes, []))
