@@ -20,8 +20,8 @@ def limits(req) -> tuple:
         req.policy.authorize(req.context, policies.LIMITS_OTHER_PROJECT,
                              {'project_id': project_id})
     instances = [i for i in req.compute_api.get_all(req.context, True)
-                 if i.get('project_id') == project_id]
-    flavors = [i.get('flavor') or {} for i in instances]
+                 if i.project_id == project_id]
+    flavors = [i.flavor for i in instances if i.flavor is not None]
     absolute = {
         'maxTotalInstances': -1,
         'maxTotalCores': -1,
@@ -34,8 +34,8 @@ def limits(req) -> tuple:
         'maxPersonality': -1,
         'maxPersonalitySize': -1,
         'totalInstancesUsed': len(instances),
-        'totalCoresUsed': sum(f.get('vcpus') or 0 for f in flavors),
-        'totalRAMUsed': sum(f.get('memory_mb') or 0 for f in flavors),
+        'totalCoresUsed': sum(f.vcpus for f in flavors),
+        'totalRAMUsed': sum(f.memory_mb for f in flavors),
         'totalServerGroupsUsed': 0,
     }
     return 200, {'limits': {'rate': [], 'absolute': absolute}}
