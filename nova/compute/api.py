@@ -492,11 +492,13 @@ class API:
         look before talking to Glance, as upstream refuses a server in
         the wrong state first; :meth:`_accept` checks again atomically."""
         instance = self.get(context, uuid)
-        for attr, allowed in (('vm_state', vm_state), ('task_state', [None])):
-            if instance[attr] not in allowed:
+        for attr, state, allowed in (
+                ('vm_state', instance.vm_state, vm_state),
+                ('task_state', instance.task_state, [None])):
+            if state not in allowed:
                 raise exception.InstanceInvalidState(
                     action=action, instance_uuid=uuid, attr=attr,
-                    state=instance[attr])
+                    state=state)
         return instance
 
     def snapshot(self, context, uuid: str, name: str,
