@@ -177,7 +177,7 @@ def run(allinone) -> int:
     valid = set(gpu_modules.HGX_PARTITIONS.values())
     ok = True
     print()
-    names = {i['uuid']: i['display_name'] for i in db.instance_get_all(
+    names = {i.uuid: i.display_name for i in db.instance_get_all(
         nova_context.get_admin_context())}
     host_boards = boards(allinone.compute_hosts)
     for host_board in host_boards:

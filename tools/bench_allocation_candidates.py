@@ -32,6 +32,7 @@ from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import embedded_placement
 from nova import exception
+from nova.db import records
 from nova.pci import devspec
 from nova.pci import groups as pci_groups
 from nova.pci import placement_names
@@ -41,7 +42,8 @@ from nova.scheduler import request_builder
 from nova.virt.fake import host as fakehost
 
 MODELS = ('flat', 'nested', 'member')
-FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0, 'extra_specs': {}}
+FLAVOR = records.FlavorSnapshot.of_flavor(
+    {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0, 'extra_specs': {}})
 # The compute RP as the resource tracker reports an HGX H200 host.
 ROOT_INVENTORY = {rc: placement_names.inventory_record(n)
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}

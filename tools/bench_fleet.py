@@ -70,6 +70,7 @@ from nova.compute import provider_tree as ptree
 from nova.conf import placement as placement_conf
 from nova import embedded_placement
 from nova import exception
+from nova.db import records
 from nova.fleet import defrag
 from nova.pci import devspec
 from nova.pci import free_groups
@@ -89,7 +90,8 @@ MIX = {1: 0.4, 2: 0.3, 4: 0.2, 8: 0.1}
 GPUS_PER_HOST = 8
 # Small enough that CPU and memory never decide (8 instances per host at
 # most); the GPUs alone are scheduled.
-FLAVOR = {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0}
+FLAVOR = records.FlavorSnapshot.of_flavor(
+    {'vcpus': 4, 'memory_mb': 8192, 'root_gb': 0})
 ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
                        'max_unit': n, 'step_size': 1, 'allocation_ratio': 1.0}
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
@@ -328,8 +330,7 @@ def resource_request(size: int) -> request_builder.ResourceRequest:
         [json.dumps(fakehost.H200_ALIAS)])
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % size}, aliases)
-    return request_builder.build_resource_request(
-        dict(FLAVOR, extra_specs={}), requests)
+    return request_builder.build_resource_request(FLAVOR, requests)
 
 
 class DecisionClock:

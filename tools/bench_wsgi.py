@@ -46,6 +46,7 @@ import nova.conf
 from nova.conf import placement as placement_conf
 from nova import cmd
 from nova import demo
+from nova.db import records
 from nova.db import migration
 from nova import embedded_placement
 from nova.scheduler import request_builder
@@ -226,8 +227,9 @@ def allocation_candidates_path() -> str:
     requests = pci_request.get_pci_requests_from_flavor(
         {pci_request.EXTRA_SPEC_ALIAS: 'h200:1'}, aliases)
     resource_request = request_builder.build_resource_request(
-        {'vcpus': 16, 'memory_mb': 65536, 'root_gb': 0, 'ephemeral_gb': 0,
-         'swap': 0, 'extra_specs': {}}, requests)
+        records.FlavorSnapshot.of_flavor(
+            {'vcpus': 16, 'memory_mb': 65536, 'root_gb': 0,
+             'extra_specs': {}}), requests)
     return '/allocation_candidates?' + parse.urlencode(
         resource_request.to_query_params(limit=1000))
 

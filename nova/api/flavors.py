@@ -14,6 +14,7 @@ import re
 from nova.api import validation
 from nova.api import version_history
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.pci import config as pci_config
 from nova.pci import request as pci_request
@@ -270,7 +271,8 @@ def _check_flavor_specs(context, flavor_id: str, specs: dict) -> None:
     split its vCPUs and memory evenly); a missing flavor is a 404."""
     flavor = db.flavor_get_by_flavorid(context, flavor_id)
     merged = dict(flavor.get('extra_specs') or {}, **specs)
-    guest_hardware.check_flavor(dict(flavor, extra_specs=merged))
+    guest_hardware.check_flavor(
+        records.FlavorSnapshot.of_flavor(dict(flavor, extra_specs=merged)))
 
 
 def specs_index(req, flavor_id: str) -> tuple:

@@ -52,20 +52,21 @@ def _nodes(req) -> list[_Hypervisor]:
             for node in db.compute_node_get_all(req.context)]
 
 
-def _servers_on(req) -> dict[str, list[dict]]:
+def _servers_on(req) -> dict[str, list[records.Instance]]:
     """Node name -> the servers the database places there."""
-    placed: dict[str, list[dict]] = {}
+    placed: dict[str, list[records.Instance]] = {}
     for instance in db.instance_get_all(req.context):
-        if instance.get('node'):
-            placed.setdefault(instance['node'], []).append(instance)
+        if instance.node:
+            placed.setdefault(instance.node, []).append(instance)
     return placed
 
 
-def _usage(node: records.ComputeNode, servers: list[dict]) -> dict:
-    flavors = [s.get('flavor') or {} for s in servers]
-    vcpus_used = sum(f.get('vcpus', 0) for f in flavors)
-    memory_used = sum(f.get('memory_mb', 0) for f in flavors)
-    disk_used = sum(f.get('root_gb', 0) for f in flavors)
+def _usage(node: records.ComputeNode,
+           servers: list[records.Instance]) -> dict:
+    flavors = [s.flavor for s in servers if s.flavor is not None]
+    vcpus_used = sum(f.vcpus for f in flavors)
+    memory_used = sum(f.memory_mb for f in flavors)
+    disk_used = sum(f.root_gb for f in flavors)
     return {
         'vcpus': node.vcpus, 'vcpus_used': vcpus_used,
         'memory_mb': node.memory_mb, 'memory_mb_used': memory_used,
@@ -74,7 +75,7 @@ def _usage(node: records.ComputeNode, servers: list[dict]) -> dict:
         'free_disk_gb': node.local_gb - disk_used,
         'disk_available_least': node.local_gb - disk_used,
         'running_vms': len(servers),
-        'current_workload': sum(1 for s in servers if s.get('task_state')),
+        'current_workload': sum(1 for s in servers if s.task_state),
     }
 
 
@@ -119,7 +120,7 @@ def _detail(req, node: records.ComputeNode,
 
 
 def _with_servers(view: dict, servers: list[dict]) -> dict:
-    view['servers'] = [{'name': s['display_name'], 'uuid': s['uuid']}
+    view['servers'] = [{'name': s.display_name, 'uuid': s.uuid}
                        for s in servers]
     return view
 

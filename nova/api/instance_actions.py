@@ -12,6 +12,7 @@ import hashlib
 from nova.api import servers
 from nova.api import version_history
 from nova.db import api as db
+from nova.db import records
 from nova import policies
 
 _TIME_FORMAT = '%Y-%m-%dT%H:%M:%S.%f'
@@ -21,7 +22,7 @@ def _time(value) -> str | None:
     return value.strftime(_TIME_FORMAT) if value is not None else None
 
 
-def _instance(req, server_id: str, rule: str) -> dict:
+def _instance(req, server_id: str, rule: str) -> records.Instance:
     """The server (deleted ones from 2.21), if the caller may see its
     actions; servers of other projects do not exist for non-admins."""
     instance = db.instance_get_by_uuid(
@@ -63,22 +64,22 @@ def index(req, server_id: str) -> tuple:
     instance = _instance(req, server_id, policies.INSTANCE_ACTIONS_LIST)
     return 200, {'instanceActions': [
         _action_view(req, action)
-        for action in db.actions_get(req.context, instance['uuid'])]}
+        for action in db.actions_get(req.context, instance.uuid)]}
 
 
 def show(req, server_id: str, request_id: str) -> tuple:
     """GET /servers/{id}/os-instance-actions/{request_id}."""
     instance = _instance(req, server_id, policies.INSTANCE_ACTIONS_SHOW)
-    action = db.action_get_by_request_id(req.context, instance['uuid'],
+    action = db.action_get_by_request_id(req.context, instance.uuid,
                                          request_id)
     view = _action_view(req, action)
     may_see_events = req.policy.allowed(
         req.context, policies.INSTANCE_ACTIONS_EVENTS,
-        {'project_id': instance.get('project_id')})
+        {'project_id': instance.project_id})
     if may_see_events or req.api_version.at_least(
             version_history.EVENTS_FOR_EVERYONE):
         view['events'] = [
-            _event_view(req, event, instance.get('project_id') or '',
+            _event_view(req, event, instance.project_id or '',
                         may_see_events)
             for event in db.action_events_get(req.context, action['id'])]
     return 200, {'instanceAction': view}

@@ -24,6 +24,7 @@ from nova.api import validation
 from nova.api import version_history
 from nova.compute import api as compute_api
 from nova.compute import vm_states
+from nova.db import records
 from nova import exception
 from nova import policies
 
@@ -76,11 +77,11 @@ _UNSHELVE_SCHEMA = {
 }
 
 
-def _reboot(req, instance: dict, value) -> tuple:
+def _reboot(req, instance: records.Instance, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REBOOT,
                          _target(instance))
     _check('reboot', value, _REBOOT_SCHEMA)
-    req.compute_api.reboot(req.context, instance['uuid'],
+    req.compute_api.reboot(req.context, instance.uuid,
                            hard=value['type'].upper() == 'HARD')
     return 202, None
 
@@ -88,15 +89,15 @@ def _reboot(req, instance: dict, value) -> tuple:
 def _null_body_action(name: str, rule: str, method: str):
     """The handler of an action that takes no argument: check ``rule``,
     then call the compute API's ``method`` with the server's uuid."""
-    def handler(req, instance: dict, value) -> tuple:
+    def handler(req, instance: records.Instance, value) -> tuple:
         req.policy.authorize(req.context, rule, _target(instance))
         _check(name, value, _NO_ARGUMENT)
-        getattr(req.compute_api, method)(req.context, instance['uuid'])
+        getattr(req.compute_api, method)(req.context, instance.uuid)
         return 202, None
     return handler
 
 
-def _rebuild(req, instance: dict, value) -> tuple:
+def _rebuild(req, instance: records.Instance, value) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REBUILD,
                          _target(instance))
     _check('rebuild', value, _REBUILD_SCHEMA)
@@ -112,7 +113,7 @@ def _rebuild(req, instance: dict, value) -> tuple:
         values['server_metadata'] = value['metadata']
     if 'key_name' in value:
         values['key_name'] = value['key_name']
-    instance = req.compute_api.rebuild(req.context, instance['uuid'],
+    instance = req.compute_api.rebuild(req.context, instance.uuid,
                                        value.get('name'), value['imageRef'],
                                        values)
     return 202, {'server': servers.detail_view(req, instance,
@@ -135,12 +136,12 @@ _CREATE_IMAGE_SCHEMA = {
 }
 
 
-def _create_image(req, instance: dict, value) -> tuple:
+def _create_image(req, instance: records.Instance, value) -> tuple:
     """A snapshot of the server's root disk in a new image."""
     req.policy.authorize(req.context, policies.SERVERS_CREATE_IMAGE,
                          _target(instance))
     _check('createImage', value, _CREATE_IMAGE_SCHEMA)
-    image_id = req.compute_api.snapshot(req.context, instance['uuid'],
+    image_id = req.compute_api.snapshot(req.context, instance.uuid,
                                         value['name'],
                                         value.get('metadata'))
     return _image_answer(req, image_id)
@@ -169,7 +170,7 @@ def _image_answer(req, image_id: str) -> tuple:
         'Location': req.compute_api.glance_client.image_url(image_id)}
 
 
-def _create_backup(req, instance: dict, value) -> tuple:
+def _create_backup(req, instance: records.Instance, value) -> tuple:
     """A snapshot kept as a backup of ``backup_type``; the compute then
     deletes the oldest backups of that type beyond ``rotation``."""
     req.policy.authorize(req.context, policies.CREATE_BACKUP,
@@ -177,7 +178,7 @@ def _create_backup(req, instance: dict, value) -> tuple:
     _check('createBackup', value, _CREATE_BACKUP_SCHEMA)
     rotation = int(value['rotation'])
     image_id = req.compute_api.backup(
-        req.context, instance['uuid'], value['name'], value['backup_type'],
+        req.context, instance.uuid, value['name'], value['backup_type'],
         rotation, value.get('metadata'))
     if rotation == 0 and not req.api_version.at_least(
             version_history.SNAPSHOT_ID_IN_BODY):
@@ -187,14 +188,14 @@ def _create_backup(req, instance: dict, value) -> tuple:
     return _image_answer(req, image_id)
 
 
-def _unshelve(req, instance: dict, value) -> tuple:
+def _unshelve(req, instance: records.Instance, value) -> tuple:
     req.policy.authorize(req.context, policies.UNSHELVE, _target(instance))
     if value and not req.api_version.at_least(version_history.UNSHELVE_ZONE):
         raise exception.APIValidationError(
             field='unshelve', reason='an availability zone needs '
             'microversion 2.77 or later, got %r' % (value,))
     _check('unshelve', value, _UNSHELVE_SCHEMA)
-    req.compute_api.unshelve(req.context, instance['uuid'])
+    req.compute_api.unshelve(req.context, instance.uuid)
     return 202, None
 
 
@@ -213,7 +214,7 @@ _CONSOLE_OUTPUT_SCHEMA = {
 _CONSOLE_CONTROL = re.compile('[\x00-\x08\x0b-\x1f]')
 
 
-def _console_output(req, instance: dict, value) -> tuple:
+def _console_output(req, instance: records.Instance, value) -> tuple:
     req.policy.authorize(req.context, policies.CONSOLE_OUTPUT,
                          _target(instance))
     _check('os-getConsoleOutput', value, _CONSOLE_OUTPUT_SCHEMA)
@@ -251,9 +252,9 @@ _MIGRATE_SCHEMA_2_56 = {
 }
 
 
-def _resize(req, instance: dict, body) -> tuple:
+def _resize(req, instance: records.Instance, body) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_RESIZE,
-                         {'project_id': instance.get('project_id')})
+                         {'project_id': instance.project_id})
     if not isinstance(body, dict):
         raise exception.APIValidationError(
             field='resize', reason='expected {"flavorRef": ...}, got %r' % (
@@ -264,30 +265,30 @@ def _resize(req, instance: dict, body) -> tuple:
     return 202, None
 
 
-def _confirm(req, instance: dict, body) -> tuple:
+def _confirm(req, instance: records.Instance, body) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_CONFIRM_RESIZE,
-                         {'project_id': instance.get('project_id')})
+                         {'project_id': instance.project_id})
     req.compute_api.confirm_resize(req.context, instance)
     return 204, None
 
 
-def _revert(req, instance: dict, body) -> tuple:
+def _revert(req, instance: records.Instance, body) -> tuple:
     req.policy.authorize(req.context, policies.SERVERS_REVERT_RESIZE,
-                         {'project_id': instance.get('project_id')})
+                         {'project_id': instance.project_id})
     req.compute_api.revert_resize(req.context, instance)
     return 202, None
 
 
-def _migrate(req, instance: dict, body) -> tuple:
+def _migrate(req, instance: records.Instance, body) -> tuple:
     req.policy.authorize(req.context, policies.MIGRATE,
-                         {'project_id': instance.get('project_id')})
+                         {'project_id': instance.project_id})
     host = None
     if req.api_version.at_least(version_history.MIGRATE_TO_HOST):
         validation.validate(body, _MIGRATE_SCHEMA_2_56)
         host = (body or {}).get('host')
         if host is not None:
             req.policy.authorize(req.context, policies.MIGRATE_HOST,
-                                 {'project_id': instance.get('project_id')})
+                                 {'project_id': instance.project_id})
     else:
         try:
             _check('migrate', body, _NO_ARGUMENT)
@@ -319,9 +320,9 @@ def _evacuate_schema(version) -> dict:
             'required': required, 'additionalProperties': False}
 
 
-def _evacuate(req, instance: dict, body) -> tuple:
+def _evacuate(req, instance: records.Instance, body) -> tuple:
     req.policy.authorize(req.context, policies.EVACUATE,
-                         {'project_id': instance.get('project_id')})
+                         {'project_id': instance.project_id})
     if not isinstance(body, dict):
         raise exception.APIValidationError(
             field='evacuate', reason='expected an object, got %r' % (body,))
@@ -346,7 +347,7 @@ _LOCK_SCHEMA_2_73 = {
 }
 
 
-def _lock(req, instance: dict, value) -> tuple:
+def _lock(req, instance: records.Instance, value) -> tuple:
     req.policy.authorize(req.context, policies.LOCK, _target(instance))
     _check('lock', value, _LOCK_SCHEMA_2_73
            if req.api_version.at_least(version_history.LOCKED_REASON)
@@ -356,11 +357,11 @@ def _lock(req, instance: dict, value) -> tuple:
     return 202, None
 
 
-def _unlock(req, instance: dict, value) -> tuple:
+def _unlock(req, instance: records.Instance, value) -> tuple:
     """Unlock; a lock an admin set needs the override rule (admins)."""
     req.policy.authorize(req.context, policies.UNLOCK, _target(instance))
     _check('unlock', value, _NO_ARGUMENT)
-    if instance.get('locked_by') == 'admin':
+    if instance.locked_by == 'admin':
         req.policy.authorize(req.context, policies.UNLOCK_OVERRIDE,
                              _target(instance))
     req.compute_api.unlock(req.context, instance)
@@ -375,7 +376,7 @@ _RESET_STATE_SCHEMA = {
 }
 
 
-def _reset_state(req, instance: dict, value) -> tuple:
+def _reset_state(req, instance: records.Instance, value) -> tuple:
     req.policy.authorize(req.context, policies.RESET_STATE,
                          _target(instance))
     _check('os-resetState', value, _RESET_STATE_SCHEMA)
@@ -418,9 +419,9 @@ def _check(name: str, value, schema: dict) -> None:
         'type': 'object', 'properties': {name: schema}, 'required': [name]})
 
 
-def _target(instance: dict) -> dict:
-    return {'project_id': instance.get('project_id'),
-            'user_id': instance.get('user_id')}
+def _target(instance: records.Instance) -> dict:
+    return {'project_id': instance.project_id,
+            'user_id': instance.user_id}
 
 
 def action(req, server_id: str) -> tuple:

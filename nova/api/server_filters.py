@@ -19,6 +19,7 @@ from oslo_utils import timeutils
 from nova.api import validation
 from nova.api import version_history
 from nova.compute import utils as compute_utils
+from nova.db import records
 from nova import exception
 
 # Filters a non-admin's query keeps, and the admin-only ones.
@@ -104,41 +105,42 @@ class ListQuery:
         values['sort'] = _sort(get, is_admin)
         return cls(**values)
 
-    def apply(self, instances: list[dict]) -> list[dict]:
+    def apply(self, instances: list[records.Instance]
+              ) -> list[records.Instance]:
         """The instances this query lists, in its order."""
         if self.by_address:
             return []
         listed = [i for i in instances if self._matches(i)]
         # Stable sorts, least significant key first.
         for field, descending in reversed(self.sort):
-            listed.sort(key=lambda i: _sort_value(i.get(field)),
+            listed.sort(key=lambda i: _sort_value(getattr(i, field)),
                         reverse=descending)
         return listed
 
-    def _matches(self, instance: dict) -> bool:
+    def _matches(self, instance: records.Instance) -> bool:
         if self.name and not self.name.search(
-                instance.get('display_name') or ''):
+                instance.display_name or ''):
             return False
         if (self.vm_states is not None
-                and instance.get('vm_state') not in self.vm_states):
+                and instance.vm_state not in self.vm_states):
             return False
-        image_ref = instance.get('image_ref') or compute_utils.NO_IMAGE
+        image_ref = instance.image_ref or compute_utils.NO_IMAGE
         if self.image and image_ref != self.image:
             return False
         if (self.locked is not None
-                and bool(instance.get('locked')) != self.locked):
+                and bool(instance.locked) != self.locked):
             return False
-        flavor = instance.get('flavor') or {}
-        if self.flavor and flavor.get('flavorid') != self.flavor:
+        flavorid = instance.flavor.flavorid if instance.flavor else None
+        if self.flavor and flavorid != self.flavor:
             return False
-        changed = instance.get('updated_at') or instance.get('created_at')
+        changed = instance.updated_at or instance.created_at
         if self.changes_since and (changed is None
                                    or changed < self.changes_since):
             return False
         if self.changes_before and (changed is None
                                     or changed > self.changes_before):
             return False
-        return all(str(instance.get(field)) == value
+        return all(str(getattr(instance, field)) == value
                    for field, value in self.fields)
 
 

@@ -14,6 +14,7 @@ and renders instance dicts (from nova.db.api) as Compute API server views.
 
 import base64
 import binascii
+import dataclasses
 import enum
 import hashlib
 import ipaddress
@@ -28,6 +29,7 @@ from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova import policies
 
@@ -58,11 +60,11 @@ _TASK_STATUS = {task_states.REBOOTING: 'REBOOT',
                 task_states.RESIZE_REVERTING: 'REVERT_RESIZE'}
 
 
-def status(instance: dict) -> str:
+def status(instance: records.Instance) -> str:
     """The status clients see for an instance (upstream's mapping)."""
-    vm_state = instance.get('vm_state')
+    vm_state = instance.vm_state
     if vm_state in (vm_states.ACTIVE, vm_states.STOPPED):
-        by_task = _TASK_STATUS.get(instance.get('task_state'))
+        by_task = _TASK_STATUS.get(instance.task_state)
         if by_task:
             return by_task
     return _STATUS.get(vm_state, 'UNKNOWN')
@@ -157,10 +159,10 @@ def _links(req, uuid: str) -> list[dict]:
              'href': req.link('servers', uuid, versioned=False)}]
 
 
-def _image_view(req, instance: dict) -> dict | str:
+def _image_view(req, instance: records.Instance) -> dict | str:
     """The server's image as upstream shows it: id and link, or '' for a
     server without one."""
-    image_ref = instance.get('image_ref') or ''
+    image_ref = instance.image_ref or ''
     if image_ref in ('', compute_utils.NO_IMAGE):
         return ''
     return {'id': image_ref, 'links': [{
@@ -168,52 +170,52 @@ def _image_view(req, instance: dict) -> dict | str:
         'href': req.link('images', image_ref, versioned=False)}]}
 
 
-def _flavor_view(req, instance: dict) -> dict:
+def _flavor_view(req, instance: records.Instance) -> dict:
     """The server's flavor: a link before 2.47, the boot-time copy after."""
-    flavor = instance.get('flavor') or {}
+    flavor = instance.flavor
     if not req.api_version.at_least(version_history.FLAVOR_IN_SERVER):
-        flavorid = flavor.get('flavorid', instance.get('flavor_id'))
+        flavorid = flavor.flavorid if flavor else instance.flavor_id
         return {'id': flavorid,
                 'links': [{'rel': 'bookmark', 'href': req.link(
                     'flavors', flavorid, versioned=False)}]}
-    view = {'original_name': flavor.get('name'),
-            'vcpus': flavor.get('vcpus'),
-            'ram': flavor.get('memory_mb'),
-            'disk': flavor.get('root_gb'),
+    view = {'original_name': flavor.name if flavor else None,
+            'vcpus': flavor.vcpus if flavor else None,
+            'ram': flavor.memory_mb if flavor else None,
+            'disk': flavor.root_gb if flavor else None,
             'ephemeral': 0,
             'swap': 0}
     # As upstream: extra specs only for callers who may list them.
     if req.policy.allowed(req.context, policies.EXTRA_SPECS_INDEX):
-        view['extra_specs'] = dict(flavor.get('extra_specs') or {})
+        view['extra_specs'] = dict(flavor.extra_specs if flavor else {})
     return view
 
 
-def _fault_view(instance: dict, is_admin: bool) -> dict | None:
+def _fault_view(instance: records.Instance, is_admin: bool) -> dict | None:
     """The fault of an ERROR server; details (possibly a traceback) are
     for admins only."""
-    if instance.get('vm_state') != vm_states.ERROR or not (
-            instance.get('fault_message') or instance.get('fault_details')):
+    if instance.vm_state != vm_states.ERROR or not (
+            instance.fault_message or instance.fault_details):
         return None
     fault = {'code': 500,
-             'message': instance.get('fault_message') or '',
-             'created': instance.get('updated_at')
-             or instance.get('created_at')}
+             'message': instance.fault_message or '',
+             'created': instance.updated_at
+             or instance.created_at}
     if is_admin:
-        fault['details'] = instance.get('fault_details') or ''
+        fault['details'] = instance.fault_details or ''
     return fault
 
 
-def _host_id(instance: dict) -> str:
+def _host_id(instance: records.Instance) -> str:
     """Opaque per-project host identifier (never the host name)."""
-    if not instance.get('host'):
+    if not instance.host:
         return ''
-    key = '%s%s' % (instance.get('project_id') or '', instance['host'])
+    key = '%s%s' % (instance.project_id or '', instance.host)
     return hashlib.sha224(key.encode()).hexdigest()
 
 
-def _brief_view(req, instance: dict) -> dict:
-    return {'id': instance['uuid'], 'name': instance.get('display_name'),
-            'links': _links(req, instance['uuid'])}
+def _brief_view(req, instance: records.Instance) -> dict:
+    return {'id': instance.uuid, 'name': instance.display_name,
+            'links': _links(req, instance.uuid)}
 
 
 class View(enum.Enum):
@@ -228,36 +230,36 @@ class View(enum.Enum):
     REBUILD = 'rebuild'
 
 
-def _hostname(instance: dict) -> str:
+def _hostname(instance: records.Instance) -> str:
     """The guest host name a server's name gives, as upstream derives
     it: lower case, '-' for spaces and underscores, only letters, digits,
     '.' and '-', at most 63 characters."""
-    name = (instance.get('display_name') or '').lower()
+    name = (instance.display_name or '').lower()
     name = re.sub(r'[ _]', '-', name)
     name = re.sub(r'[^a-z0-9.-]', '', name).strip('.-')[:63]
-    return name or 'server-%s' % instance['uuid']
+    return name or 'server-%s' % instance.uuid
 
 
-def _extended_view(req, instance: dict) -> dict:
+def _extended_view(req, instance: records.Instance) -> dict:
     """The fields of the extensions upstream leaves out of an update's
     and a rebuild's answer before 2.75."""
     view = {
         'OS-EXT-AZ:availability_zone': 'nova',
         'config_drive': '',
-        'key_name': instance.get('key_name'),
+        'key_name': instance.key_name,
         'OS-SRV-USG:launched_at': None,
-        'OS-SRV-USG:terminated_at': instance.get('deleted_at'),
-        'OS-EXT-STS:vm_state': instance.get('vm_state'),
-        'OS-EXT-STS:task_state': instance.get('task_state'),
-        'OS-EXT-STS:power_state': instance.get('power_state') or 0,
+        'OS-SRV-USG:terminated_at': instance.deleted_at,
+        'OS-EXT-STS:vm_state': instance.vm_state,
+        'OS-EXT-STS:task_state': instance.task_state,
+        'OS-EXT-STS:power_state': instance.power_state or 0,
         'os-extended-volumes:volumes_attached': [],
         'security_groups': [{'name': 'default'}],
     }
     if req.policy.allowed(req.context, policies.HOST_ATTRIBUTES):
-        view['OS-EXT-SRV-ATTR:host'] = instance.get('host')
-        view['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.get('node')
+        view['OS-EXT-SRV-ATTR:host'] = instance.host
+        view['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.node
         view['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % (
-            instance['uuid'])
+            instance.uuid)
         if req.api_version.at_least(version_history.MORE_HOST_ATTRIBUTES):
             view.update({
                 'OS-EXT-SRV-ATTR:reservation_id': None,
@@ -266,39 +268,40 @@ def _extended_view(req, instance: dict) -> dict:
                 'OS-EXT-SRV-ATTR:kernel_id': '',
                 'OS-EXT-SRV-ATTR:ramdisk_id': '',
                 'OS-EXT-SRV-ATTR:root_device_name': None,
-                'OS-EXT-SRV-ATTR:user_data': instance.get('user_data'),
+                'OS-EXT-SRV-ATTR:user_data': instance.user_data,
             })
     return view
 
 
-def _rebuild_fields(req, instance: dict) -> dict:
+def _rebuild_fields(req, instance: records.Instance) -> dict:
     """What a rebuild's answer adds: the key pair (2.54) and user data
     (2.57) it may have changed."""
     fields = {}
     if req.api_version.at_least(version_history.REBUILD_KEY_NAME):
-        fields['key_name'] = instance.get('key_name')
+        fields['key_name'] = instance.key_name
     if req.api_version.at_least(version_history.REBUILD_USER_DATA):
-        fields['user_data'] = instance.get('user_data')
+        fields['user_data'] = instance.user_data
     return fields
 
 
-def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
+def detail_view(req, instance: records.Instance,
+                where: View = View.LIST) -> dict:
     """The server as ``where`` shows it at the request's microversion."""
     version = req.api_version
     view = _brief_view(req, instance)
     view.update({
         'status': status(instance),
-        'tenant_id': instance.get('project_id'),
-        'user_id': instance.get('user_id'),
-        'metadata': instance.get('server_metadata') or {},
+        'tenant_id': instance.project_id,
+        'user_id': instance.user_id,
+        'metadata': instance.server_metadata or {},
         'hostId': _host_id(instance),
         'image': _image_view(req, instance),
         'flavor': _flavor_view(req, instance),
-        'created': instance.get('created_at'),
-        'updated': instance.get('updated_at') or instance.get('created_at'),
+        'created': instance.created_at,
+        'updated': instance.updated_at or instance.created_at,
         'addresses': {},
-        'accessIPv4': instance.get('access_ip_v4') or '',
-        'accessIPv6': instance.get('access_ip_v6') or '',
+        'accessIPv4': instance.access_ip_v4 or '',
+        'accessIPv6': instance.access_ip_v6 or '',
         'OS-DCF:diskConfig': 'MANUAL',
         'progress': 0,
     })
@@ -317,14 +320,14 @@ def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
     # some of them beyond the defaults.
     for since, key, value in (
             (version_history.LOCKED_SHOWN, 'locked',
-             bool(instance.get('locked'))),
+             bool(instance.locked)),
             (version_history.SERVER_DESCRIPTION, 'description',
-             instance.get('description')),
+             instance.description),
             (version_history.SERVER_TAGS, 'tags', []),
             (version_history.TRUSTED_CERTS, 'trusted_image_certificates',
              None),
             (version_history.LOCKED_REASON, 'locked_reason',
-             instance.get('locked_reason')),
+             instance.locked_reason),
             (version_history.PINNED_ZONE, 'pinned_availability_zone',
              None)):
         if version.at_least(since):
@@ -332,18 +335,19 @@ def detail_view(req, instance: dict, where: View = View.LIST) -> dict:
     if where is not View.LIST and version.at_least(
             version_history.SERVER_GROUPS_SHOWN):
         view['server_groups'] = server_groups.of_server(
-            req, instance['uuid'])
+            req, instance.uuid)
     return view
 
 
-def get_instance(req, server_id: str, rule: str) -> dict:
+def get_instance(req, server_id: str, rule: str) -> records.Instance:
     """The instance, if the caller may act on it by ``rule`` (see
     :func:`check_access`)."""
     return check_access(req, req.compute_api.get(req.context, server_id),
                         rule)
 
 
-def check_access(req, instance: dict, rule: str) -> dict:
+def check_access(req, instance: records.Instance,
+                 rule: str) -> records.Instance:
     """``instance``, if the caller may act on it by ``rule``.
 
     As upstream, a server of another project does not exist for a caller
@@ -351,11 +355,11 @@ def check_access(req, instance: dict, rule: str) -> dict:
     the caller's own project ``rule`` decides (403 when refused).
     """
     context = req.context
-    if (instance.get('project_id') != context.project_id
+    if (instance.project_id != context.project_id
             and not context.is_admin):
-        raise exception.InstanceNotFound(instance_id=instance['uuid'])
+        raise exception.InstanceNotFound(instance_id=instance.uuid)
     req.policy.authorize(context, rule,
-                         {'project_id': instance.get('project_id')})
+                         {'project_id': instance.project_id})
     return instance
 
 
@@ -375,7 +379,7 @@ def _listed(req, detail: bool) -> list[dict]:
         instances = req.compute_api.get_all(req.context, detail)
     else:
         instances = [i for i in req.compute_api.get_all(req.context, detail)
-                     if i.get('project_id') == req.context.project_id]
+                     if i.project_id == req.context.project_id]
     query = server_filters.ListQuery.from_request(
         req, _STATUS_BY_NAME, req.context.is_admin)
     instances = query.apply(instances)
@@ -459,7 +463,7 @@ def create(req) -> tuple:
     instance = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),
         body.get('metadata', {}), fields)
-    uuid = instance['uuid']
+    uuid = instance.uuid
     server = {'id': uuid, 'links': _links(req, uuid),
               'OS-DCF:diskConfig': 'MANUAL',
               'security_groups': [{'name': 'default'}]}
@@ -479,7 +483,7 @@ _METADATA_ITEM_SCHEMA = {
 def metadata_index(req, server_id: str) -> tuple:
     """GET /servers/{id}/metadata."""
     instance = get_instance(req, server_id, policies.METADATA_INDEX)
-    return 200, {'metadata': instance.get('server_metadata') or {}}
+    return 200, {'metadata': instance.server_metadata or {}}
 
 
 _METADATA_SCHEMA = {
@@ -496,10 +500,11 @@ def metadata_update(req, server_id: str) -> tuple:
     compute_api.check_lock(req.context, instance)
     body = req.body_object()
     validation.validate(body, _METADATA_SCHEMA)
-    metadata = dict(instance.get('server_metadata') or {})
+    metadata = dict(instance.server_metadata or {})
     for key, value in sorted(body['metadata'].items()):
         metadata = req.compute_api.update_metadata_item(
-            req.context, dict(instance, server_metadata=metadata), key,
+            req.context,
+            dataclasses.replace(instance, server_metadata=metadata), key,
             value)
     return 200, {'metadata': metadata}
 
@@ -511,13 +516,14 @@ def metadata_replace(req, server_id: str) -> tuple:
     compute_api.check_lock(req.context, instance)
     body = req.body_object()
     validation.validate(body, _METADATA_SCHEMA)
-    metadata = dict(instance.get('server_metadata') or {})
+    metadata = dict(instance.server_metadata or {})
     changes = [(key, None) for key in sorted(metadata)
                if key not in body['metadata']]
     changes += sorted(body['metadata'].items())
     for key, value in changes:
         metadata = req.compute_api.update_metadata_item(
-            req.context, dict(instance, server_metadata=metadata), key,
+            req.context,
+            dataclasses.replace(instance, server_metadata=metadata), key,
             value)
     return 200, {'metadata': metadata}
 
@@ -525,7 +531,7 @@ def metadata_replace(req, server_id: str) -> tuple:
 def metadata_show(req, server_id: str, key: str) -> tuple:
     """GET /servers/{id}/metadata/{key}."""
     instance = get_instance(req, server_id, policies.METADATA_INDEX)
-    metadata = instance.get('server_metadata') or {}
+    metadata = instance.server_metadata or {}
     if key not in metadata:
         raise exception.MetadataItemNotFound(key=key)
     return 200, {'meta': {key: metadata[key]}}

@@ -43,32 +43,19 @@ GiB = 1024 ** 3
 # signature of the original data.
 _NOT_INHERITED = ('os_glance', 'owner_specified.', 'img_signature')
 
-# Flavor fields copied into the instance: later flavor edits or deletion
-# must not change what a running instance was built with.
-_FLAVOR_SNAPSHOT_FIELDS = ('id', 'flavorid', 'name', 'vcpus', 'memory_mb',
-                           'root_gb', 'extra_specs')
-
-
-def flavor_snapshot(flavor: dict) -> dict:
-    """The part of a flavor row an instance keeps (JSON-ready)."""
-    snapshot = {field: flavor.get(field) for field in
-                _FLAVOR_SNAPSHOT_FIELDS}
-    snapshot['extra_specs'] = dict(flavor.get('extra_specs') or {})
-    return snapshot
-
-
 # Task states of a move in flight: a delete waits for the move to settle.
 MOVE_TASK_STATES = (task_states.RESIZE_PREP, task_states.RESIZE_MIGRATING,
                     task_states.RESIZE_MIGRATED, task_states.RESIZE_FINISH,
                     task_states.RESIZE_REVERTING, task_states.REBUILDING)
 
 
-def check_image_for_flavor(image: glance.ImageMeta, flavor: dict) -> None:
+def check_image_for_flavor(image: glance.ImageMeta,
+                           flavor: records.FlavorSnapshot) -> None:
     """Refuse (400) an image a server of ``flavor`` cannot boot from, as
     upstream: larger than the flavor's disk, or asking for more disk
     (``min_disk``) or memory (``min_ram``) than the flavor has. A flavor
     disk of 0 takes the image's own size."""
-    root_gb = int(flavor.get('root_gb') or 0)
+    root_gb = flavor.root_gb
     if root_gb and root_gb * GiB < image.disk_bytes:
         raise exception.FlavorDiskSmallerThanImage(
             flavor_gb=root_gb, image_ref=image.id,
@@ -76,17 +63,17 @@ def check_image_for_flavor(image: glance.ImageMeta, flavor: dict) -> None:
     if root_gb and root_gb < image.min_disk:
         raise exception.FlavorDiskSmallerThanMinDisk(
             flavor_gb=root_gb, image_ref=image.id, min_disk=image.min_disk)
-    if int(flavor.get('memory_mb') or 0) < image.min_ram:
+    if flavor.memory_mb < image.min_ram:
         raise exception.FlavorMemoryTooSmall(
-            flavor_mb=int(flavor.get('memory_mb') or 0), image_ref=image.id,
+            flavor_mb=flavor.memory_mb, image_ref=image.id,
             min_ram=image.min_ram)
 
 
-def check_lock(context, instance: dict) -> None:
+def check_lock(context, instance: records.Instance) -> None:
     """InstanceIsLocked (409) when a non-admin acts on a locked server,
     as upstream: admins act on locked servers."""
-    if instance.get('locked') and not context.is_admin:
-        raise exception.InstanceIsLocked(instance_uuid=instance['uuid'])
+    if instance.locked and not context.is_admin:
+        raise exception.InstanceIsLocked(instance_uuid=instance.uuid)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +119,8 @@ class API:
             self._glance = glance.GlanceClient(self.conf)
         return self._glance
 
-    def image(self, image_ref: str, flavor: dict) -> glance.ImageMeta | None:
+    def image(self, image_ref: str, flavor: records.FlavorSnapshot
+              ) -> glance.ImageMeta | None:
         """The Glance image ``image_ref`` a server of ``flavor`` boots
         from, checked (400 naming the image and the reason: missing or
         deleted, not active, a format a guest cannot boot, too big or
@@ -172,7 +160,7 @@ class API:
 
     def create(self, context, name: str, flavor_ref: str, image_ref: str,
                metadata: dict,
-               fields: 'ServerFields | None' = None) -> dict:
+               fields: 'ServerFields | None' = None) -> records.Instance:
         """Record a new instance and start building it; return it.
 
         Raises (HTTP 400) APIValidationError for an unknown or disabled
@@ -187,28 +175,28 @@ class API:
         pair of that name).
         """
         fields = fields or ServerFields()
-        flavor = flavor_snapshot(self._flavor(context, flavor_ref))
+        flavor = records.FlavorSnapshot.of_flavor(
+            self._flavor(context, flavor_ref))
         image = self.image(image_ref, flavor)
         pci_requests = pci_request.get_pci_requests_from_flavor(
-            flavor['extra_specs'], self.aliases,
+            flavor.extra_specs, self.aliases,
             image_properties=image.properties if image else None)
         # The remaining extra specs the scheduler and compute will use.
-        request_builder.check_extra_specs(flavor['extra_specs'],
+        request_builder.check_extra_specs(flavor.extra_specs,
                                           self.pci_resource_classes)
         guest_hardware.check_flavor(
             flavor, image.properties if image else None)
         keypair = self._key_pair(context, fields.key_name)
-        pci_primitive = pci_request.requests_to_primitive(pci_requests)
         values = {
             'display_name': name,
             'project_id': context.project_id,
             'user_id': context.user_id,
-            'flavor_id': flavor['id'],
+            'flavor_id': flavor.id,
             'flavor': flavor,
             'vm_state': vm_states.BUILDING,
             'task_state': task_states.SCHEDULING,
             'power_state': virt_driver.NOSTATE,
-            'pci_requests': pci_primitive,
+            'pci_requests': pci_requests,
             'image_ref': image.id if image else image_ref,
             'image_meta': image.to_primitive() if image else None,
             'server_metadata': dict(metadata or {}),
@@ -222,25 +210,26 @@ class API:
         # Counted and recorded under the project's quota lock: concurrent
         # creates never exceed a limit (403 naming it, nothing created).
         instance = quota.reserve(
-            context, self.conf, quota.flavor_usage(flavor, pci_primitive),
+            context, self.conf, quota.flavor_usage(flavor, pci_requests),
             lambda: self._record(context, fields, values))
-        instance_actions.start(context, instance['uuid'],
+        instance_actions.start(context, instance.uuid,
                                instance_actions.CREATE)
         LOG.info('Instance %s (%s) created with flavor %s and image %r',
-                 instance['uuid'], name, flavor['flavorid'], image_ref)
+                 instance.uuid, name, flavor.flavorid, image_ref)
         try:
-            self.conductor_api.build_instance(context, instance['uuid'])
+            self.conductor_api.build_instance(context, instance.uuid)
         except oslo_messaging.MessagingException as exc:
             LOG.error('Could not hand instance %s to nova-conductor: %s',
-                      instance['uuid'], exc)
-            instance = db.instance_update(context, instance['uuid'], {
+                      instance.uuid, exc)
+            instance = db.instance_update(context, instance.uuid, {
                 'vm_state': vm_states.ERROR, 'task_state': None,
                 'fault_message': 'The build could not be handed to '
                                  'nova-conductor: %s' % exc})
         return instance
 
     @staticmethod
-    def _record(context, fields: ServerFields, values: dict) -> dict:
+    def _record(context, fields: ServerFields,
+                values: dict) -> records.Instance:
         """Create the instance with ``values``, a member of its server
         group if it names one: both or neither (one transaction); 400
         if the group was deleted since the caller checked it."""
@@ -249,7 +238,7 @@ class API:
                 instance = db.instance_create(context, values)
                 if fields.server_group is not None:
                     db.instance_group_member_add(
-                        context, fields.server_group, instance['uuid'])
+                        context, fields.server_group, instance.uuid)
         except exception.InstanceGroupNotFound as exc:
             raise exception.APIValidationError(
                 field='os:scheduler_hints/group', reason=exc.message)
@@ -269,11 +258,11 @@ class API:
                 reason='Invalid key_name provided: %r is not a key pair of '
                        'user %s' % (key_name, context.user_id)) from None
 
-    def get(self, context, uuid: str) -> dict:
+    def get(self, context, uuid: str) -> records.Instance:
         """The instance; InstanceNotFound (404) if missing or deleted."""
         return db.instance_get_by_uuid(context, uuid)
 
-    def get_all(self, context, detail: bool = True) -> list[dict]:
+    def get_all(self, context, detail: bool = True) -> list[records.Instance]:
         """Every instance that is not deleted (the REST layer scopes them
         to the caller's project); ``detail`` changes nothing here."""
         return db.instance_get_all(context)
@@ -281,23 +270,24 @@ class API:
     # Moves (started, confirmed and reverted by nova.conductor.migrate,
     # which the conductor's automatic defragmentation shares) ------------
 
-    def update_metadata_item(self, context, instance: dict, key: str,
+    def update_metadata_item(self, context, instance: records.Instance,
+                             key: str,
                              value: str | None) -> dict:
         """Set (or with ``value`` None, remove) one metadata item of
         the server; its metadata afterwards. MetadataItemNotFound when
         removing a key it does not have."""
-        metadata = dict(instance.get('server_metadata') or {})
+        metadata = dict(instance.server_metadata or {})
         if value is None:
             if key not in metadata:
                 raise exception.MetadataItemNotFound(key=key)
             del metadata[key]
         else:
             metadata[key] = value
-        db.instance_update(context, instance['uuid'],
+        db.instance_update(context, instance.uuid,
                            {'server_metadata': metadata})
         return metadata
 
-    def resize(self, context, instance: dict,
+    def resize(self, context, instance: records.Instance,
                flavor_ref: str) -> records.Migration:
         """Resize the server to flavor ``flavor_ref``; the migration.
 
@@ -306,43 +296,43 @@ class API:
         resizing to the flavor the server has is refused, as
         upstream does.
         """
-        flavor = flavor_snapshot(self._flavor(context, flavor_ref))
-        current = instance['flavor'] or {}
-        if flavor['flavorid'] == current.get('flavorid'):
+        flavor = records.FlavorSnapshot.of_flavor(
+            self._flavor(context, flavor_ref))
+        if instance.flavor is not None and \
+                flavor.flavorid == instance.flavor.flavorid:
             raise exception.APIValidationError(
                 field='flavorRef', reason='the server already has flavor '
                 '%r; a resize must change the flavor' % (flavor_ref,))
         pci_requests = pci_request.get_pci_requests_from_flavor(
-            flavor['extra_specs'], self.aliases)
-        request_builder.check_extra_specs(flavor['extra_specs'],
+            flavor.extra_specs, self.aliases)
+        request_builder.check_extra_specs(flavor.extra_specs,
                                           self.pci_resource_classes)
         # The server's image keeps its say (hw_mem_page_size).
         root_disk = compute_utils.root_disk(instance, flavor)
         guest_hardware.check_flavor(
             flavor, root_disk.properties if root_disk else None)
-        new_pci = pci_request.requests_to_primitive(pci_requests)
-        self._check_resize_quota(context, instance, flavor, new_pci)
+        self._check_resize_quota(context, instance, flavor, pci_requests)
         return migrate.start(
             context, self.conductor_api, instance, 'resize',
-            new_flavor=flavor,
-            new_pci_requests=new_pci)
+            new_flavor=flavor, new_pci_requests=pci_requests)
 
-    def _check_resize_quota(self, context, instance: dict, flavor: dict,
-                            pci_requests: list[dict]) -> None:
+    def _check_resize_quota(
+            self, context, instance: records.Instance,
+            flavor: records.FlavorSnapshot,
+            pci_requests: list[pci_request.InstancePCIRequest]) -> None:
         """TooManyInstances (403) if the server's growth to ``flavor``
         (more cores, RAM or devices of an alias) would exceed a limit of
         its project or user, as upstream checks a resize."""
-        old = quota.flavor_usage(instance['flavor'] or {},
-                                 instance['pci_requests'])
+        old = quota.flavor_usage(instance.flavor, instance.pci_requests)
         new = quota.flavor_usage(flavor, pci_requests)
         deltas = {resource: amount - old.get(resource, 0)
                   for resource, amount in new.items()
                   if resource != quota.INSTANCES}
-        with db.quota_locked(context, instance['project_id']):
-            quota.check(context, self.conf, instance['project_id'],
-                        instance['user_id'], deltas)
+        with db.quota_locked(context, instance.project_id):
+            quota.check(context, self.conf, instance.project_id,
+                        instance.user_id, deltas)
 
-    def migrate(self, context, instance: dict,
+    def migrate(self, context, instance: records.Instance,
                 host: str | None = None) -> records.Migration:
         """Cold-migrate the server to another host (``host`` if given);
         the migration. The flavor and PCI requests stay."""
@@ -351,14 +341,15 @@ class API:
                 raise exception.APIValidationError(
                     field='host', reason='no compute service runs on host '
                     '%r' % (host,))
-            if host == instance['host']:
+            if host == instance.host:
                 raise exception.APIValidationError(
                     field='host', reason='the server already runs on %r; '
                     'a cold migration must change the host' % (host,))
         return migrate.start(context, self.conductor_api, instance,
                              'migration', host=host)
 
-    def evacuate(self, context, instance: dict, host: str | None = None,
+    def evacuate(self, context, instance: records.Instance,
+                 host: str | None = None,
                  stopped: bool = False) -> records.Migration:
         """Rebuild the server on another host (``host`` if given) because
         its compute is down; the migration. ``stopped`` (microversion
@@ -371,7 +362,7 @@ class API:
         evacuation must never run a second guest of the server. The
         flavor and PCI requests stay: a partition of the same size.
         """
-        source = instance['host']
+        source = instance.host
         service = self._compute_service(context, source)
         if servicegroup.is_up(service, self.conf):
             raise exception.ComputeServiceInUse(
@@ -403,13 +394,13 @@ class API:
         except exception.ServiceHostBinaryNotFound:
             return None
 
-    def confirm_resize(self, context, instance: dict,
+    def confirm_resize(self, context, instance: records.Instance,
                        wait: bool = False) -> None:
         """Confirm the resize or cold migration of a VERIFY_RESIZE server:
         its source is freed. ``wait`` returns only when it is done."""
         migrate.confirm(context, self.conductor_api, instance, wait=wait)
 
-    def revert_resize(self, context, instance: dict) -> None:
+    def revert_resize(self, context, instance: records.Instance) -> None:
         """Revert the resize or cold migration of a VERIFY_RESIZE server:
         it runs again where it was, with its old flavor and devices."""
         migrate.revert(context, self.conductor_api, instance)
@@ -432,12 +423,12 @@ class API:
         """
         instance = self._mark_deleting(context, uuid)
         instance_actions.start(context, uuid, instance_actions.DELETE)
-        host = instance['host']
+        host = instance.host
         if host and self._terminate_on_host(context, host, uuid):
             return
         self._local_delete(context, uuid, host)
 
-    def _mark_deleting(self, context, uuid: str) -> dict:
+    def _mark_deleting(self, context, uuid: str) -> records.Instance:
         """Set task state ``deleting`` unless a move step is in flight
         (409: the move must settle first); a server in VERIFY_RESIZE is
         confirmed first, as upstream does, so its source is freed too.
@@ -448,20 +439,20 @@ class API:
         """
         while True:
             instance = db.instance_get_by_uuid(context, uuid)
-            if instance['task_state'] in MOVE_TASK_STATES:
+            if instance.task_state in MOVE_TASK_STATES:
                 raise exception.InstanceInvalidState(
                     action='delete', instance_uuid=uuid, attr='task_state',
-                    state=instance['task_state'],
+                    state=instance.task_state,
                     allowed='no resize or migration step in progress '
                             '(wait for VERIFY_RESIZE, ACTIVE or ERROR)')
-            if instance['vm_state'] == vm_states.RESIZED:
+            if instance.vm_state == vm_states.RESIZED:
                 self.confirm_resize(context, instance, wait=True)
                 continue
             try:
                 return db.instance_update(
                     context, uuid, {'task_state': task_states.DELETING},
-                    expected={'task_state': instance['task_state'],
-                              'vm_state': instance['vm_state']})
+                    expected={'task_state': instance.task_state,
+                              'vm_state': instance.vm_state})
             except exception.InstanceUpdateConflict:
                 continue
 
@@ -494,35 +485,37 @@ class API:
 
     # Server actions ---------------------------------------------------------
 
-    def lock(self, context, instance: dict, reason: str | None) -> None:
+    def lock(self, context, instance: records.Instance,
+             reason: str | None) -> None:
         """Lock the server, by its owner or an admin, with ``reason``
         (2.73); locking a locked server changes nothing, as upstream."""
-        if instance.get('locked'):
+        if instance.locked:
             return
-        db.instance_update(context, instance['uuid'], {
+        db.instance_update(context, instance.uuid, {
             'locked': True,
             'locked_by': 'admin' if context.is_admin else 'owner',
             'locked_reason': reason})
-        instance_actions.start(context, instance['uuid'],
+        instance_actions.start(context, instance.uuid,
                                instance_actions.LOCK)
 
-    def unlock(self, context, instance: dict) -> None:
+    def unlock(self, context, instance: records.Instance) -> None:
         """Unlock the server (whoever may, see the API's policies)."""
-        db.instance_update(context, instance['uuid'], {
+        db.instance_update(context, instance.uuid, {
             'locked': False, 'locked_by': None, 'locked_reason': None})
-        instance_actions.start(context, instance['uuid'],
+        instance_actions.start(context, instance.uuid,
                                instance_actions.UNLOCK)
 
-    def reset_state(self, context, instance: dict, vm_state: str) -> None:
+    def reset_state(self, context, instance: records.Instance,
+                    vm_state: str) -> None:
         """Set the server's vm_state (active or error) and clear its
         task, as an admin does to a server stuck in a task; nothing on
         its host is touched."""
-        db.instance_update(context, instance['uuid'], {
+        db.instance_update(context, instance.uuid, {
             'vm_state': vm_state, 'task_state': None})
 
     def _accept(self, context, uuid: str, action: str, task_state: str,
                 vm_state: list[str], task_state_in: list | None = None,
-                values: dict | None = None) -> dict:
+                values: dict | None = None) -> records.Instance:
         """Accept ``action`` if the server is in one of ``vm_state`` with a
         task state in ``task_state_in`` (default: none): set
         ``task_state`` (and ``values``) in the same statement (so of
@@ -543,17 +536,19 @@ class API:
         return instance
 
     def _check_state(self, context, uuid: str, action: str,
-                     vm_state: list[str]) -> dict:
+                     vm_state: list[str]) -> records.Instance:
         """The instance, if ``action`` may run on it now (one of
         ``vm_state``, no task); InstanceInvalidState (409) otherwise. A
         look before talking to Glance, as upstream refuses a server in
         the wrong state first; :meth:`_accept` checks again atomically."""
         instance = self.get(context, uuid)
-        for attr, allowed in (('vm_state', vm_state), ('task_state', [None])):
-            if instance[attr] not in allowed:
+        for attr, state, allowed in (
+                ('vm_state', instance.vm_state, vm_state),
+                ('task_state', instance.task_state, [None])):
+            if state not in allowed:
                 raise exception.InstanceInvalidState(
                     action=action, instance_uuid=uuid, attr=attr,
-                    state=instance[attr])
+                    state=state)
         return instance
 
     def snapshot(self, context, uuid: str, name: str,
@@ -564,9 +559,9 @@ class API:
         the properties of the server's image, plus ``metadata``, as
         upstream. A server without an image has no disk to snapshot
         (400)."""
-        def send(instance: dict, image_id: str) -> None:
+        def send(instance: records.Instance, image_id: str) -> None:
             self.compute_rpcapi.snapshot_instance(
-                context, instance['host'], uuid, image_id)
+                context, instance.host, uuid, image_id)
         return self._image_of(context, uuid, name, metadata,
                               {'image_type': 'snapshot'},
                               instance_actions.CREATE_IMAGE,
@@ -577,9 +572,9 @@ class API:
         """createBackup: a snapshot (as :meth:`snapshot`) marked as a
         backup of ``backup_type``, after which the compute keeps only
         the newest ``rotation`` backups of that type; the image's id."""
-        def send(instance: dict, image_id: str) -> None:
+        def send(instance: records.Instance, image_id: str) -> None:
             self.compute_rpcapi.backup_instance(
-                context, instance['host'], uuid, image_id, backup_type,
+                context, instance.host, uuid, image_id, backup_type,
                 rotation)
         return self._image_of(context, uuid, name, metadata,
                               {'image_type': 'backup',
@@ -596,7 +591,7 @@ class API:
         the upload to the compute. Nothing is left if either fails."""
         allowed = [vm_states.ACTIVE, vm_states.STOPPED]
         instance = self._check_state(context, uuid, action, allowed)
-        meta = instance.get('image_meta')
+        meta = instance.image_meta
         if not meta:
             raise exception.Invalid(reason=(
                 'server %s has no root disk to snapshot: it was created '
@@ -611,9 +606,8 @@ class API:
         image = self.glance_client.create(
             name, properties=properties, min_ram=base.min_ram,
             min_disk=max(base.min_disk,
-                         int((instance['flavor'] or {}).get('root_gb')
-                             or 0)),
-            owner=instance['project_id'])
+                         instance.flavor.root_gb if instance.flavor else 0),
+            owner=instance.project_id)
         try:
             instance = self._accept(context, uuid, action, task_state,
                                     allowed)
@@ -644,25 +638,25 @@ class API:
             instance = self._accept(context, uuid, instance_actions.REBOOT,
                                     task_states.REBOOTING,
                                     [vm_states.ACTIVE])
-        self.compute_rpcapi.reboot_instance(context, instance['host'], uuid,
+        self.compute_rpcapi.reboot_instance(context, instance.host, uuid,
                                             hard)
 
     def stop(self, context, uuid: str) -> None:
         """Power an ACTIVE server off (SHUTOFF, devices kept)."""
         instance = self._accept(context, uuid, instance_actions.STOP,
                                 task_states.POWERING_OFF, [vm_states.ACTIVE])
-        self.compute_rpcapi.stop_instance(context, instance['host'], uuid)
+        self.compute_rpcapi.stop_instance(context, instance.host, uuid)
 
     def start(self, context, uuid: str) -> None:
         """Power a SHUTOFF server on."""
         instance = self._accept(context, uuid, instance_actions.START,
                                 task_states.POWERING_ON,
                                 [vm_states.STOPPED])
-        self.compute_rpcapi.start_instance(context, instance['host'], uuid)
+        self.compute_rpcapi.start_instance(context, instance.host, uuid)
 
     def rebuild(self, context, uuid: str, name: str | None = None,
                 image_ref: str | None = None,
-                values: dict | None = None) -> dict:
+                values: dict | None = None) -> records.Instance:
         """Rebuild an ACTIVE or SHUTOFF server on its devices from
         ``image_ref`` (its root disk made again), renamed to ``name`` if
         given, with the other columns of ``values`` (metadata,
@@ -683,41 +677,42 @@ class API:
         if image_ref is not None:
             current = self._check_state(context, uuid,
                                         instance_actions.REBUILD, allowed)
-            image = self.image(image_ref, current['flavor'] or {})
+            image = self.image(image_ref, current.flavor)
             values['image_ref'] = image.id if image else image_ref
             values['image_meta'] = image.to_primitive() if image else None
         instance = self._accept(context, uuid, instance_actions.REBUILD,
                                 task_states.REBUILDING, allowed,
                                 values=values)
-        self.compute_rpcapi.rebuild_instance(context, instance['host'], uuid)
+        self.compute_rpcapi.rebuild_instance(context, instance.host, uuid)
         return instance
 
-    def update(self, context, instance: dict, values: dict) -> dict:
+    def update(self, context, instance: records.Instance,
+               values: dict) -> records.Instance:
         """Change what the user says of a server (``display_name``,
         ``description``, access addresses) in any state; a locked server
         refuses its project's members."""
         check_lock(context, instance)
-        return db.instance_update(context, instance['uuid'], values)
+        return db.instance_update(context, instance.uuid, values)
 
-    def get_console_output(self, context, instance: dict,
+    def get_console_output(self, context, instance: records.Instance,
                            tail_length: int | None) -> str:
         """The server's console log (its last ``tail_length`` lines), read
         by its compute; InstanceNotReady (409) while it is on no host
         (being scheduled, shelved offloaded), as upstream."""
-        if not instance.get('host'):
+        if not instance.host:
             raise exception.InstanceNotReady(
-                instance_uuid=instance['uuid'],
+                instance_uuid=instance.uuid,
                 reason='it is %s and on no compute host' %
-                       instance.get('vm_state'))
+                       instance.vm_state)
         return self.compute_rpcapi.get_console_output(
-            context, instance['host'], instance['uuid'], tail_length)
+            context, instance.host, instance.uuid, tail_length)
 
     def shelve(self, context, uuid: str) -> None:
         """Shelve an ACTIVE or SHUTOFF server."""
         instance = self._accept(context, uuid, instance_actions.SHELVE,
                                 task_states.SHELVING,
                                 [vm_states.ACTIVE, vm_states.STOPPED])
-        self.compute_rpcapi.shelve_instance(context, instance['host'], uuid)
+        self.compute_rpcapi.shelve_instance(context, instance.host, uuid)
 
     def shelve_offload(self, context, uuid: str) -> None:
         """Offload a SHELVED server from its host."""
@@ -726,7 +721,7 @@ class API:
                                 task_states.SHELVING_OFFLOADING,
                                 [vm_states.SHELVED])
         self.compute_rpcapi.shelve_offload_instance(context,
-                                                    instance['host'], uuid)
+                                                    instance.host, uuid)
 
     def unshelve(self, context, uuid: str) -> None:
         """Unshelve: a SHELVED server powers on where it is, an offloaded
@@ -741,8 +736,8 @@ class API:
             values={'build_owner': None,
                     'build_heartbeat': timeutils.utcnow(),
                     'fault_message': None, 'fault_details': None})
-        if instance['vm_state'] == vm_states.SHELVED:
-            self.compute_rpcapi.unshelve_instance(context, instance['host'],
+        if instance.vm_state == vm_states.SHELVED:
+            self.compute_rpcapi.unshelve_instance(context, instance.host,
                                                   uuid)
         else:
             self.conductor_api.unshelve_instance(context, uuid)

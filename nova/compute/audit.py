@@ -71,34 +71,35 @@ class OrphanDeviceClaim:
     reason: str
 
 
-def instances_by_uuid(context, uuids: Iterable[str]) -> dict[str, dict]:
+def instances_by_uuid(context, uuids: Iterable[str]
+                      ) -> dict[str, records.Instance]:
     """UUID -> instance record, deleted ones included; unknown UUIDs are
     missing from the result."""
     uuids = sorted(set(uuids))
     if not uuids:
         return {}
-    return {instance['uuid']: instance for instance in db.instance_get_all(
+    return {instance.uuid: instance for instance in db.instance_get_all(
         context, {'uuid': uuids}, read_deleted=True)}
 
 
-def owner_problem(instance: dict | None,
+def owner_problem(instance: records.Instance | None,
                   host: str | None = None) -> str | None:
     """Why ``instance`` does not own what it holds (on ``host`` if given);
     None if it does."""
     if instance is None:
         return 'no instance has this UUID'
-    if instance['deleted_at'] is not None:
+    if instance.deleted_at is not None:
         return 'instance was deleted at %s UTC' % (
-            instance['deleted_at'].strftime('%Y-%m-%d %H:%M:%S'))
-    if instance['vm_state'] == vm_states.ERROR:
+            instance.deleted_at.strftime('%Y-%m-%d %H:%M:%S'))
+    if instance.vm_state == vm_states.ERROR:
         return 'instance is in ERROR'
-    if instance['vm_state'] == vm_states.SHELVED_OFFLOADED and \
-            instance['task_state'] not in (task_states.UNSHELVING,
-                                           task_states.SPAWNING):
+    if instance.vm_state == vm_states.SHELVED_OFFLOADED and \
+            instance.task_state not in (task_states.UNSHELVING,
+                                        task_states.SPAWNING):
         return 'instance is shelved and offloaded'
-    if host is not None and instance['host'] != host:
+    if host is not None and instance.host != host:
         return 'instance is on host %s, not %s' % (
-            instance['host'] or '(none)', host)
+            instance.host or '(none)', host)
     return None
 
 

@@ -15,7 +15,8 @@ live in modules of their own, which it calls with itself as their seam
   devices became unhealthy (the resource tracker's health listener).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+import dataclasses
 import datetime
 import functools
 import threading
@@ -43,6 +44,7 @@ from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
+from nova.db import records
 from nova.image import glance
 from nova.pci import device as pci_device
 from nova.pci import numa as pci_numa
@@ -230,7 +232,7 @@ class ComputeManager(manager.Manager):
                                                    threading.Lock())
 
     def _devices_for(self,
-                     pci_requests: list[pci_request.InstancePCIRequest],
+                     pci_requests: Sequence[pci_request.InstancePCIRequest],
                      pci_providers: dict[str, list[str]]
                      ) -> list[tuple[str, list[str]]]:
         """(request id, device addresses) for each PCI request, from
@@ -272,9 +274,9 @@ class ComputeManager(manager.Manager):
         return claims
 
     def _guest_numa_nodes(
-            self, pci_requests: list[pci_request.InstancePCIRequest],
+            self, pci_requests: Sequence[pci_request.InstancePCIRequest],
             devices: list[pci_device.TrackedDevice],
-            flavor: dict) -> tuple[int, ...]:
+            flavor: records.FlavorSnapshot) -> tuple[int, ...]:
         """Host NUMA nodes the guest is confined to, from the NUMA nodes
         of the devices each PCI request claimed, the requests' NUMA
         policies and the flavor's ``hw:numa_nodes`` (see nova.pci.numa);
@@ -292,12 +294,13 @@ class ComputeManager(manager.Manager):
                     for dev in devices
                     if dev.request_id == request.request_id)))
         return pci_numa.guest_nodes(placed, guest_hardware.numa_cells_of(
-            flavor.get('extra_specs')) or 1)
+            flavor.extra_specs) or 1)
 
     @rpc.local_only
-    def guest_spec(self, instance: dict, flavor: dict,
+    def guest_spec(self, instance: records.Instance,
+                   flavor: records.FlavorSnapshot,
                    devices: list[pci_device.TrackedDevice],
-                   pci_requests: list[pci_request.InstancePCIRequest]
+                   pci_requests: Sequence[pci_request.InstancePCIRequest]
                    ) -> virt_driver.GuestSpec:
         """The guest of ``instance`` with ``flavor`` (its own, or a move's
         new one) on ``devices``, claimed here for ``pci_requests``: the
@@ -307,16 +310,16 @@ class ComputeManager(manager.Manager):
         nodes they are on (HugepagesUnavailable when they do not fit)."""
         numa_nodes = self._guest_numa_nodes(pci_requests, devices, flavor)
         root_disk = compute_utils.root_disk(instance, flavor)
-        extra_specs = flavor.get('extra_specs') or {}
+        extra_specs = flavor.extra_specs
         pages = self.hugepages.claim(
-            instance['uuid'], hugepages.request_of(
+            instance.uuid, hugepages.request_of(
                 extra_specs, root_disk.properties if root_disk else None),
-            flavor['memory_mb'],
+            flavor.memory_mb,
             guest_hardware.numa_cells_of(extra_specs) or 1,
             self.rt.numa_topology, numa_nodes)
         return virt_driver.GuestSpec(
-            instance_uuid=instance['uuid'], name=instance['display_name'],
-            vcpus=flavor['vcpus'], memory_mb=flavor['memory_mb'],
+            instance_uuid=instance.uuid, name=instance.display_name,
+            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
             pci_devices=tuple(dev.passthrough() for dev in devices),
             numa_nodes=pages.numa_nodes if pages else numa_nodes,
             extra_specs=dict(extra_specs), root_disk=root_disk,
@@ -356,14 +359,14 @@ class ComputeManager(manager.Manager):
                 LOG.info('Ignoring the build request of instance %s: it '
                          'is deleted', instance_uuid)
                 return
-            waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
-            if waiting is None or instance['task_state'] != waiting:
+            waiting = task_states.WAITING_FOR_HOST.get(instance.vm_state)
+            if waiting is None or instance.task_state != waiting:
                 LOG.info('Ignoring the build request of instance %s: it '
                          'is %s/%s, not waiting to be built',
-                         instance_uuid, instance['vm_state'],
-                         instance['task_state'])
+                         instance_uuid, instance.vm_state,
+                         instance.task_state)
                 return
-            if instance['host'] != self.host:
+            if instance.host != self.host:
                 raise exception.RescheduledException(
                     instance_uuid=instance_uuid,
                     reason='the build is no longer assigned to %s' %
@@ -392,7 +395,7 @@ class ComputeManager(manager.Manager):
                      instance_uuid, self.host,
                      ', '.join(d.address for d in devices) or 'none')
 
-    def _claim_and_spawn(self, context, instance: dict,
+    def _claim_and_spawn(self, context, instance: records.Instance,
                          pci_providers: dict[str, list[str]],
                          waiting: str) -> list[pci_device.TrackedDevice]:
         """Claim the allocated devices and start the guest; on failure
@@ -407,15 +410,13 @@ class ComputeManager(manager.Manager):
         exception says ``same_host``: this host's other free groups may
         still take the build.
         """
-        instance_uuid = instance['uuid']
+        instance_uuid = instance.uuid
         devices: list[pci_device.TrackedDevice] = []
         try:
-            # Read once; the claim and the guest's NUMA nodes share it.
-            pci_requests = pci_request.requests_from_primitive(
-                instance.get('pci_requests'))
+            pci_requests = instance.pci_requests
             devices = self.claim_devices(
                 instance_uuid, pci_requests, pci_providers)
-            flavor = instance['flavor']
+            flavor = instance.flavor
             # Only while no delete has started (it sets 'deleting')
             # and the build is still this host's.
             db.instance_update(context, instance_uuid,
@@ -429,7 +430,7 @@ class ComputeManager(manager.Manager):
                         instance_uuid, self.host, exc)
             self.tear_down(instance_uuid)
             same_host = self._withheld_now(_refused_devices(exc, devices))
-            self.hand_back_build(context, instance_uuid, instance['vm_state'])
+            self.hand_back_build(context, instance_uuid, instance.vm_state)
             if isinstance(exc, exception.GuestHardwareUnsupported):
                 # Every host would build the same domain: no reschedule.
                 raise exception.BuildAbortException(
@@ -460,7 +461,7 @@ class ComputeManager(manager.Manager):
 
     @rpc.local_only
     def claim_devices(self, instance_uuid: str,
-                      pci_requests: list[pci_request.InstancePCIRequest],
+                      pci_requests: Sequence[pci_request.InstancePCIRequest],
                       pci_providers: dict[str, list[str]]
                       ) -> list[pci_device.TrackedDevice]:
         """Claim the devices Placement allocated to each PCI request."""
@@ -582,11 +583,11 @@ class ComputeManager(manager.Manager):
                 LOG.info('Ignoring %s of instance %s: it is deleted', event,
                          instance_uuid)
                 return
-            if instance['task_state'] != task_state or \
-                    instance['host'] != self.host:
+            if instance.task_state != task_state or \
+                    instance.host != self.host:
                 LOG.info('Ignoring %s of instance %s: it is %s/%s on %s',
-                         event, instance_uuid, instance['vm_state'],
-                         instance['task_state'], instance['host'])
+                         event, instance_uuid, instance.vm_state,
+                         instance.task_state, instance.host)
                 return
             with instance_actions.step(context, instance_uuid, event,
                                        host=self.host):
@@ -613,17 +614,17 @@ class ComputeManager(manager.Manager):
         return True
 
     @rpc.local_only
-    def fail_action(self, context, instance: dict, task_state: str,
+    def fail_action(self, context, instance: records.Instance, task_state: str,
                     exc: Exception) -> None:
         """End an action that raised ``exc``: clear its task state, keep
         the reason as the server's fault and the power state the
         hypervisor reports (unless a delete took over)."""
         reason = exception.reason_of(exc)
         LOG.error('Action %s of instance %s failed on %s: %s', task_state,
-                  instance['uuid'], self.host, reason)
-        self.finish_action(context, instance['uuid'], task_state, {
+                  instance.uuid, self.host, reason)
+        self.finish_action(context, instance.uuid, task_state, {
             'task_state': None, 'fault_message': reason,
-            'power_state': self.driver.get_power_state(instance['uuid'])})
+            'power_state': self.driver.get_power_state(instance.uuid)})
 
     def reboot_instance(self, context, instance_uuid: str,
                         hard: bool) -> None:
@@ -640,31 +641,33 @@ class ComputeManager(manager.Manager):
                   work)
 
     @rpc.local_only
-    def hard_reboot_guest(self, instance: dict) -> None:
+    def hard_reboot_guest(self, instance: records.Instance) -> None:
         """Power cycle the guest; one that is gone is defined again on
         the devices the instance holds (as upstream, a hard reboot
         recreates the guest from nova's records)."""
         if not self.define_lost_guest(instance, power_on=True):
-            self.driver.reboot(instance['uuid'], hard=True)
+            self.driver.reboot(instance.uuid, hard=True)
 
     @rpc.local_only
-    def power_on_guest(self, instance: dict) -> None:
+    def power_on_guest(self, instance: records.Instance) -> None:
         """Start the guest; one that is gone is defined again first."""
         if not self.define_lost_guest(instance, power_on=True):
-            self.driver.power_on(instance['uuid'])
+            self.driver.power_on(instance.uuid)
 
     @rpc.local_only
-    def define_lost_guest(self, instance: dict, power_on: bool) -> bool:
+    def define_lost_guest(self, instance: records.Instance,
+                          power_on: bool) -> bool:
         """If the hypervisor has no guest of the instance, define it again
         on the devices the instance holds (with its partition), started
         if ``power_on``; False if the guest exists."""
-        if self.driver.get_power_state(instance['uuid']) != \
+        if self.driver.get_power_state(instance.uuid) != \
                 virt_driver.NOSTATE:
             return False
         LOG.warning('Instance %s has no guest on %s; defining it again on '
-                    'the devices it holds', instance['uuid'], self.host)
-        self.rebuild_guest(dict(instance, vm_state=vm_states.ACTIVE if power_on
-                           else vm_states.STOPPED), keep_disk=True)
+                    'the devices it holds', instance.uuid, self.host)
+        self.rebuild_guest(dataclasses.replace(
+            instance, vm_state=vm_states.ACTIVE if power_on
+            else vm_states.STOPPED), keep_disk=True)
         return True
 
     def stop_instance(self, context, instance_uuid: str) -> None:
@@ -692,17 +695,17 @@ class ComputeManager(manager.Manager):
                   'compute_rebuild_instance', self.rebuild_guest)
 
     @rpc.local_only
-    def rebuild_guest(self, instance: dict, keep_disk: bool = False) -> dict:
+    def rebuild_guest(self, instance: records.Instance,
+                      keep_disk: bool = False) -> dict:
         """Define the guest again on the devices the instance holds,
         running unless the server is stopped, with a root disk made again
         from its image (kept with ``keep_disk``); the settled values."""
-        stopped = instance['vm_state'] == vm_states.STOPPED
-        flavor = instance['flavor']
-        devices = self.rt.held_by(instance['uuid'])
+        stopped = instance.vm_state == vm_states.STOPPED
+        flavor = instance.flavor
+        devices = self.rt.held_by(instance.uuid)
         self.driver.rebuild(
             self.guest_spec(instance, flavor, devices,
-                            pci_request.requests_from_primitive(
-                                instance.get('pci_requests'))),
+                            instance.pci_requests),
             power_on=not stopped, keep_disk=keep_disk)
         return (compute_utils.SETTLED_STOPPED if stopped
                 else compute_utils.SETTLED_ACTIVE)
@@ -740,15 +743,15 @@ class ComputeManager(manager.Manager):
                   'compute_shelve_offload_instance', self.offload_from_host)
 
     @rpc.local_only
-    def offload_from_host(self, instance: dict) -> dict:
+    def offload_from_host(self, instance: records.Instance) -> dict:
         """Destroy the guest and free its devices and allocation; the
         values of a SHELVED_OFFLOADED server."""
         # Freed before the record says so: a crash in between leaves the
         # task state, and the start-up repair finishes the offload.
-        self.tear_down(instance['uuid'])
+        self.tear_down(instance.uuid)
         frees.free_allocation(nova_context.get_admin_context(),
-                              self.reportclient, instance['uuid'], self.host)
-        LOG.info('Instance %s offloaded from %s', instance['uuid'],
+                              self.reportclient, instance.uuid, self.host)
+        LOG.info('Instance %s offloaded from %s', instance.uuid,
                  self.host)
         return {'vm_state': vm_states.SHELVED_OFFLOADED, 'host': None,
                 'node': None, 'power_state': virt_driver.SHUTDOWN}
@@ -773,10 +776,10 @@ class ComputeManager(manager.Manager):
         for instance in db.instance_get_all(context, {
                 'host': self.host, 'vm_state': vm_states.SHELVED,
                 'task_state': [None]}):
-            if instance['updated_at'] and instance['updated_at'] < cutoff:
+            if instance.updated_at and instance.updated_at < cutoff:
                 LOG.info('Offloading instance %s, shelved since %s',
-                         instance['uuid'], instance['updated_at'])
-                self._offload_if_shelved(context, instance['uuid'])
+                         instance.uuid, instance.updated_at)
+                self._offload_if_shelved(context, instance.uuid)
 
     # Moves: the RPC entry points of the steps in nova.compute.moves ------
 

@@ -28,6 +28,7 @@ periodic :func:`confirm_expired_resizes`.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import Protocol, TYPE_CHECKING
 
 from oslo_log import log as logging
@@ -40,6 +41,7 @@ from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova.pci import request as pci_request
 from nova.virt import driver as virt_driver
 
@@ -80,15 +82,16 @@ class Compute(Protocol):
         the same instance on this host."""
 
     def claim_devices(self, instance_uuid: str,
-                      pci_requests: list[pci_request.InstancePCIRequest],
+                      pci_requests: Sequence[pci_request.InstancePCIRequest],
                       pci_providers: dict[str, list[str]]
                       ) -> list[pci_device.TrackedDevice]:
         """Claim the devices Placement allocated to each PCI request, as
         a build does."""
 
-    def guest_spec(self, instance: dict, flavor: dict,
+    def guest_spec(self, instance: records.Instance,
+                   flavor: records.FlavorSnapshot,
                    devices: list[pci_device.TrackedDevice],
-                   pci_requests: list[pci_request.InstancePCIRequest]
+                   pci_requests: Sequence[pci_request.InstancePCIRequest]
                    ) -> virt_driver.GuestSpec:
         """The guest of ``instance`` with ``flavor`` on ``devices``, as a
         build describes it."""
@@ -114,8 +117,7 @@ def prep_resize(compute: Compute, context, instance_uuid: str,
                         migration_uuid, migration.status,
                         migration.dest_compute))
             devices = compute.claim_devices(
-                instance_uuid, pci_request.requests_from_primitive(
-                    migration.new_pci_requests), pci_providers)
+                instance_uuid, migration.new_pci_requests, pci_providers)
         except Exception as exc:
             LOG.warning('Preparing the move of instance %s to %s '
                         'failed: %s', instance_uuid, compute.host, exc)
@@ -170,7 +172,7 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
         flavor = migration.new_flavor
         # A SHUTOFF server stays powered off on the destination, as
         # upstream (its partition stays active, as a stopped one's).
-        stopped = instance['vm_state'] == vm_states.STOPPED
+        stopped = instance.vm_state == vm_states.STOPPED
         try:
             devices = _spawn_claimed(
                 compute, instance, flavor, migration.new_pci_requests)
@@ -195,7 +197,7 @@ def finish_resize(compute: Compute, context, instance_uuid: str,
             'status': states.MIGRATION_DONE if evacuation
             else states.MIGRATION_FINISHED})
         db.instance_update(context, instance_uuid, {
-            'flavor': flavor, 'flavor_id': flavor.get('id'),
+            'flavor': flavor, 'flavor_id': flavor.id,
             'pci_requests': migration.new_pci_requests,
             'host': compute.host, 'node': compute.rt.nodename,
             'vm_state': (vm_states.RESIZED if not evacuation else
@@ -252,9 +254,9 @@ def finish_revert_resize(compute: Compute, context, instance_uuid: str,
         flavor = migration.old_flavor
         # Stopped before the move: still SHUTOFF while it is rolled
         # back, or powered off on the destination in VERIFY_RESIZE.
-        stopped = instance['vm_state'] == vm_states.STOPPED or (
-            instance['vm_state'] == vm_states.RESIZED and
-            instance['power_state'] == virt_driver.SHUTDOWN)
+        stopped = instance.vm_state == vm_states.STOPPED or (
+            instance.vm_state == vm_states.RESIZED and
+            instance.power_state == virt_driver.SHUTDOWN)
         compute.driver.destroy(instance_uuid)
         devices = _spawn_claimed(
             compute, instance, flavor, migration.old_pci_requests)
@@ -266,7 +268,7 @@ def finish_revert_resize(compute: Compute, context, instance_uuid: str,
             db.migration_update(context, migration_uuid,
                                 {'status': states.MIGRATION_REVERTED})
         db.instance_update(context, instance_uuid, {
-            'flavor': flavor, 'flavor_id': flavor.get('id'),
+            'flavor': flavor, 'flavor_id': flavor.id,
             'pci_requests': migration.old_pci_requests,
             'host': compute.host, 'node': migration.source_node,
             'task_state': None,
@@ -319,18 +321,18 @@ def confirm_expired_resizes(compute: Compute) -> list[str]:
     return confirmed
 
 
-def _spawn_claimed(compute: Compute, instance: dict, flavor: dict,
-                   pci_requests: list | None
+def _spawn_claimed(compute: Compute, instance: records.Instance,
+                   flavor: records.FlavorSnapshot,
+                   pci_requests: Sequence[pci_request.InstancePCIRequest]
                    ) -> list[pci_device.TrackedDevice]:
     """Start the guest with the devices claimed here for
     ``pci_requests`` (one end of a move), confined to their NUMA nodes
     as at a boot, on a root disk made from its image (a move copies no
     disk); returns the devices."""
-    devices = compute.rt.held_by(instance['uuid'],
+    devices = compute.rt.held_by(instance.uuid,
                                  _request_ids(pci_requests))
     compute.driver.spawn(compute.guest_spec(
-        instance, flavor, devices,
-        pci_request.requests_from_primitive(pci_requests)))
+        instance, flavor, devices, pci_requests))
     return devices
 
 
@@ -343,6 +345,7 @@ def _free_pages(compute: Compute, instance_uuid: str,
         compute.hugepages.free(instance_uuid)
 
 
-def _request_ids(pci_requests: list | None) -> set[str]:
-    """The request ids of PCI requests in primitive form."""
-    return {request['request_id'] for request in pci_requests or []}
+def _request_ids(pci_requests: Sequence[pci_request.InstancePCIRequest]
+                 ) -> set[str]:
+    """The request ids of ``pci_requests``."""
+    return {request.request_id for request in pci_requests}

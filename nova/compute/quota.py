@@ -23,7 +23,9 @@ from typing import TypeVar
 from oslo_config import cfg
 
 from nova.db import api as db
+from nova.db import records
 from nova import exception
+from nova.pci import request as pci_request
 
 T = TypeVar('T')
 
@@ -121,16 +123,16 @@ def user_limits(context, conf: cfg.ConfigOpts, project_id: str,
                      db.quota_get_all(context, project_id, user_id))
 
 
-def flavor_usage(flavor: dict, pci_requests: list[dict] | None
+def flavor_usage(flavor: records.FlavorSnapshot | None,
+                 pci_requests: Iterable[pci_request.InstancePCIRequest]
                  ) -> dict[str, int]:
-    """What one server of ``flavor`` with the PCI requests (their
-    primitives, ``alias_name`` and ``count``) counts against quota."""
+    """What one server of ``flavor`` (None: a server without one) with
+    the PCI requests counts against quota."""
     usage: dict[str, int] = collections.Counter({
-        INSTANCES: 1, CORES: int(flavor.get('vcpus') or 0),
-        RAM: int(flavor.get('memory_mb') or 0)})
-    for request in pci_requests or ():
-        usage[pci_alias_resource(request['alias_name'])] += int(
-            request['count'])
+        INSTANCES: 1, CORES: flavor.vcpus if flavor else 0,
+        RAM: flavor.memory_mb if flavor else 0})
+    for request in pci_requests:
+        usage[pci_alias_resource(request.alias_name)] += request.count
     return dict(usage)
 
 
@@ -150,20 +152,18 @@ def count(context, project_id: str,
     instances = db.instance_get_all(context, filters)
     moving = {migration.instance_uuid: migration for migration in
               db.migration_get_in_progress(
-                  context, [i['uuid'] for i in instances])
+                  context, [i.uuid for i in instances])
               if migration.migration_type == 'resize'}
     total: collections.Counter = collections.Counter(
         {name: 0 for name in COUNTED})
     for instance in instances:
-        usage = flavor_usage(instance['flavor'] or {},
-                             instance['pci_requests'])
-        migration = moving.get(instance['uuid'])
+        usage = flavor_usage(instance.flavor, instance.pci_requests)
+        migration = moving.get(instance.uuid)
         if migration is not None:
             for flavor, requests in (
                     (migration.old_flavor, migration.old_pci_requests),
                     (migration.new_flavor, migration.new_pci_requests)):
-                usage = _larger(usage, flavor_usage(flavor or {},
-                                                    requests))
+                usage = _larger(usage, flavor_usage(flavor, requests))
         total.update(usage)
     return dict(total)
 

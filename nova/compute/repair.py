@@ -47,6 +47,7 @@ from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova.scheduler import frees
 from nova.virt import driver as virt_driver
 
@@ -102,28 +103,29 @@ class Compute(Protocol):
         """Store the outcome of an action cut short, fenced by its task
         state so a delete that took over is not overwritten."""
 
-    def fail_action(self, context, instance: dict, task_state: str,
+    def fail_action(self, context, instance: records.Instance, task_state: str,
                     exc: Exception) -> None:
         """Record an action the repair could not finish as failed, as
         the action itself would (task state cleared, fault kept)."""
 
-    def offload_from_host(self, instance: dict) -> dict:
+    def offload_from_host(self, instance: records.Instance) -> dict:
         """Finish a shelve offload: free guest, devices and allocation;
         the values of the offloaded server."""
 
-    def rebuild_guest(self, instance: dict) -> dict:
+    def rebuild_guest(self, instance: records.Instance) -> dict:
         """Finish a rebuild: define the guest again on the devices the
         instance holds; the values of the settled server."""
 
-    def hard_reboot_guest(self, instance: dict) -> None:
+    def hard_reboot_guest(self, instance: records.Instance) -> None:
         """Finish a reboot, start or unshelve: power cycle the guest,
         defining it again if the hypervisor lost it."""
 
-    def define_lost_guest(self, instance: dict, power_on: bool) -> bool:
+    def define_lost_guest(self, instance: records.Instance,
+                          power_on: bool) -> bool:
         """Define a guest the hypervisor lost on the devices the
         instance holds; False if the guest exists."""
 
-    def power_on_guest(self, instance: dict) -> None:
+    def power_on_guest(self, instance: records.Instance) -> None:
         """Start a guest found not running at start (defining it again
         if lost), with ``resume_guests_state_on_host_boot``."""
 
@@ -197,11 +199,11 @@ def _repair_instances(compute: Compute, context) -> None:
     mine = {}
     holders = _holders(compute)
     for instance in db.instance_get_all(context, {'host': compute.host}):
-        uuid = instance['uuid']
-        waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
+        uuid = instance.uuid
+        waiting = task_states.WAITING_FOR_HOST.get(instance.vm_state)
         building = waiting is not None and \
-            instance['task_state'] in (waiting, task_states.SPAWNING)
-        started = instance['task_state'] == task_states.SPAWNING or \
+            instance.task_state in (waiting, task_states.SPAWNING)
+        started = instance.task_state == task_states.SPAWNING or \
             uuid in holders
         if building and started and waiting == task_states.UNSHELVING:
             repairs.append(_roll_back_unshelve(compute, context, instance))
@@ -216,19 +218,19 @@ def _repair_instances(compute: Compute, context) -> None:
                 instance = db.instance_get_by_uuid(context, uuid)
             except exception.InstanceNotFound:
                 continue    # deleted meanwhile
-        elif instance['vm_state'] == vm_states.ERROR and \
-                not instance['power_state'] and started:
+        elif instance.vm_state == vm_states.ERROR and \
+                not instance.power_state and started:
             # A failed build: its allocation is freed, so it must not
             # keep a guest or devices either.
             compute.tear_down(uuid)
             repairs.append('failed build of instance %s torn down' %
                            uuid)
-        elif instance['task_state'] in _RESUMED_AT_START and \
+        elif instance.task_state in _RESUMED_AT_START and \
                 not building:
             repairs.append(_resume_action(compute, context, instance))
             instance = db.instance_get_by_uuid(context, uuid)
-        elif instance['task_state'] is None and \
-                instance['vm_state'] in _POWER_SYNCED:
+        elif instance.task_state is None and \
+                instance.vm_state in _POWER_SYNCED:
             repair = _power_at_start(compute, context, instance)
             if repair is not None:
                 repairs.append(repair)
@@ -261,14 +263,14 @@ def _repair_instances(compute: Compute, context) -> None:
 
 
 def _roll_back_unshelve(compute: Compute, context,
-                        instance: dict) -> str:
+                        instance: records.Instance) -> str:
     """An unshelve cut short here: free guest, devices and the
     allocation and leave the server SHELVED_OFFLOADED (its conductor,
     if alive, finds it no longer unshelving and stops)."""
-    uuid = instance['uuid']
+    uuid = instance.uuid
     compute.tear_down(uuid)
     frees.free_allocation(context, compute.reportclient, uuid, compute.host)
-    compute.finish_action(context, uuid, instance['task_state'], {
+    compute.finish_action(context, uuid, instance.task_state, {
         'task_state': None, 'host': None, 'node': None,
         'fault_message': 'The unshelve was interrupted by a restart of '
                          'nova-compute on %s; unshelve again' %
@@ -278,10 +280,10 @@ def _roll_back_unshelve(compute: Compute, context,
 
 
 def _resume_action(compute: Compute, context,
-                   instance: dict) -> str:
+                   instance: records.Instance) -> str:
     """Finish an action a restart cut short (see
     ``_RESUMED_AT_START``); what was done, for the log."""
-    uuid, task_state = instance['uuid'], instance['task_state']
+    uuid, task_state = instance.uuid, instance.task_state
     try:
         if task_state == task_states.SHELVING_OFFLOADING:
             values = compute.offload_from_host(instance)
@@ -310,7 +312,7 @@ def _resume_action(compute: Compute, context,
 
 
 def _power_at_start(compute: Compute, context,
-                    instance: dict) -> str | None:
+                    instance: records.Instance) -> str | None:
     """Match a settled ACTIVE or SHUTOFF server to its guest at start
     (the hypervisor may have lost it: a host reboot, libvirt's test
     driver at every restart, an operator's ``virsh undefine``); what
@@ -322,9 +324,9 @@ def _power_at_start(compute: Compute, context,
     becomes SHUTOFF (see ``_stopped_by_compute``), as upstream's
     power state sync stops it.
     """
-    uuid = instance['uuid']
+    uuid = instance.uuid
     state = compute.driver.get_power_state(uuid)
-    if instance['vm_state'] == vm_states.STOPPED:
+    if instance.vm_state == vm_states.STOPPED:
         if state == virt_driver.SHUTDOWN:
             return None
         try:
@@ -389,15 +391,15 @@ def sync_power_states(compute: Compute) -> None:
     for found in db.instance_get_all(context, {
             'host': compute.host, 'vm_state': list(_POWER_SYNCED),
             'task_state': [None]}):
-        uuid = found['uuid']
+        uuid = found.uuid
         with compute.instance_lock(uuid):
             try:
                 instance = db.instance_get_by_uuid(context, uuid)
             except exception.InstanceNotFound:
                 continue
-            if instance['task_state'] is not None or \
-                    instance['host'] != compute.host or \
-                    instance['vm_state'] not in _POWER_SYNCED:
+            if instance.task_state is not None or \
+                    instance.host != compute.host or \
+                    instance.vm_state not in _POWER_SYNCED:
                 continue
             try:
                 _sync_power_state(compute, context, instance)
@@ -407,10 +409,10 @@ def sync_power_states(compute: Compute) -> None:
 
 
 def _sync_power_state(compute: Compute, context,
-                      instance: dict) -> None:
-    uuid = instance['uuid']
+                      instance: records.Instance) -> None:
+    uuid = instance.uuid
     state = compute.driver.get_power_state(uuid)
-    if instance['vm_state'] == vm_states.ACTIVE and \
+    if instance.vm_state == vm_states.ACTIVE and \
             state != virt_driver.RUNNING:
         _stopped_by_compute(
             compute, context, instance, 'compute_sync_power_state',
@@ -419,7 +421,7 @@ def _sync_power_state(compute: Compute, context,
             'its devices. Start it again.' % (
                 'gone from the hypervisor' if state == virt_driver.NOSTATE
                 else 'shut down', compute.host), state)
-    elif instance['vm_state'] == vm_states.STOPPED and \
+    elif instance.vm_state == vm_states.STOPPED and \
             state == virt_driver.RUNNING:
         compute.driver.power_off(uuid)
         _stopped_by_compute(
@@ -427,24 +429,24 @@ def _sync_power_state(compute: Compute, context,
             'The guest of this SHUTOFF server was found running on %s '
             'by the periodic power state sync; it was powered off.' %
             compute.host)
-    elif instance['power_state'] != state:
+    elif instance.power_state != state:
         _finish_settled(compute, context, instance, {'power_state': state})
 
 
-def _finish_settled(compute: Compute, context, instance: dict,
+def _finish_settled(compute: Compute, context, instance: records.Instance,
                     values: dict) -> bool:
     """Store ``values`` unless an action or delete started since
     ``instance`` was read (its task state is set then)."""
     try:
-        db.instance_update(context, instance['uuid'], values, expected={
-            'task_state': [None], 'vm_state': instance['vm_state']})
+        db.instance_update(context, instance.uuid, values, expected={
+            'task_state': [None], 'vm_state': instance.vm_state})
     except (exception.InstanceUpdateConflict,
             exception.InstanceNotFound):
         return False
     return True
 
 
-def _stopped_by_compute(compute: Compute, context, instance: dict,
+def _stopped_by_compute(compute: Compute, context, instance: records.Instance,
                         event: str, reason: str,
                         power_state: int = virt_driver.SHUTDOWN) -> None:
     """The compute, not a user, stopped the server: it is SHUTOFF
@@ -452,7 +454,7 @@ def _stopped_by_compute(compute: Compute, context, instance: dict,
     and its owner sees a ``stop`` action whose ``event`` failed with
     ``reason``, as upstream records the stop of its power state
     sync."""
-    uuid = instance['uuid']
+    uuid = instance.uuid
     if not _finish_settled(compute, context, instance, dict(
             compute_utils.SETTLED_STOPPED, power_state=power_state)):
         return

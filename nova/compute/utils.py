@@ -2,6 +2,7 @@
 
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.image import glance
 from nova.scheduler import frees
@@ -18,19 +19,21 @@ SETTLED_STOPPED = {'vm_state': vm_states.STOPPED,
 NO_IMAGE = 'none'
 
 
-def root_disk(instance: dict,
-              flavor: dict | None = None) -> virt_driver.RootDisk | None:
+def root_disk(instance: records.Instance,
+              flavor: records.FlavorSnapshot | None = None
+              ) -> virt_driver.RootDisk | None:
     """The root disk of ``instance`` with ``flavor`` (default: its own):
     its image in a disk of the flavor's ``root_gb``, with the properties
     the image had when the server was built; None without an image."""
-    image_ref = instance.get('image_ref') or ''
+    image_ref = instance.image_ref or ''
     if image_ref in ('', NO_IMAGE):
         return None
-    flavor = flavor if flavor is not None else instance['flavor']
-    meta = instance.get('image_meta')
+    flavor = flavor if flavor is not None else instance.flavor
+    meta = instance.image_meta
     properties = glance.ImageMeta.from_primitive(meta).properties \
         if meta else {}
-    return virt_driver.RootDisk(image_ref, int(flavor.get('root_gb') or 0),
+    return virt_driver.RootDisk(image_ref,
+                                flavor.root_gb if flavor else 0,
                                 properties=properties)
 
 

@@ -44,7 +44,6 @@ from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.db import records
 from nova.fleet import defrag
-from nova.pci import request as pci_request
 from nova.scheduler import refusal
 
 LOG = logging.getLogger(__name__)
@@ -130,7 +129,7 @@ class ConductorMover:
         self.timeout = timeout
 
     def _wait(self, uuid: str, migration_uuid: str, done
-              ) -> tuple[dict, records.Migration]:
+              ) -> tuple[records.Instance, records.Migration]:
         """The instance and migration once ``done(instance, migration)``;
         MigrationFailed after the timeout."""
         deadline = time.monotonic() + self.timeout
@@ -157,7 +156,7 @@ class ConductorMover:
                                   host=move.target.host)
         instance, migration = self._wait(
             move.server, migration.uuid,
-            lambda i, m: i['task_state'] is None and (
+            lambda i, m: i.task_state is None and (
                 m.status == states.MIGRATION_FINISHED or
                 m.status in _FAILED))
         if migration.status != states.MIGRATION_FINISHED:
@@ -166,12 +165,12 @@ class ConductorMover:
                 'server stays on %s: %s' % (
                     migration.uuid, migration.status,
                     move.source_host,
-                    instance['fault_message'] or 'see its instance actions'))
+                    instance.fault_message or 'see its instance actions'))
         migrate.confirm(nova_context.get_admin_context(), self.conductor,
                         instance, wait=True)
         self._wait(move.server, migration.uuid,
                    lambda i, m: m.status == states.MIGRATION_CONFIRMED and
-                   i['task_state'] is None)
+                   i.task_state is None)
 
 
 class AutoDefrag:
@@ -195,8 +194,8 @@ class AutoDefrag:
         if not self.conf.scheduler.defrag_max_moves or \
                 set(codes) != {refusal.FRAGMENTATION}:
             return None
-        requests = pci_request.requests_from_primitive(
-            db.instance_get_by_uuid(context, instance_uuid)['pci_requests'])
+        requests = db.instance_get_by_uuid(context,
+                                           instance_uuid).pci_requests
         if len(requests) != 1 or not requests[0].group_type:
             return None
         return requests[0].count

@@ -81,6 +81,7 @@ from nova.conductor import migrate
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova import manager
 from nova import exception
 from nova import rpc
@@ -170,7 +171,7 @@ class ConductorManager(manager.Manager):
                         '%ss; freeing what it held and scheduling it again',
                         uuid, self.conf.conductor.build_lease_timeout)
             waiting = task_states.WAITING_FOR_HOST[
-                db.instance_get_by_uuid(context, uuid)['vm_state']]
+                db.instance_get_by_uuid(context, uuid).vm_state]
             thread = threading.Thread(
                 target=self._drive, args=(context, uuid, True, waiting),
                 name='redrive-%s' % uuid, daemon=True)
@@ -467,8 +468,8 @@ class ConductorManager(manager.Manager):
             # answers late cannot start it any more once the host is
             # cleared (it spawns only while it is the recorded host).
             current = db.instance_get_by_uuid(context, instance_uuid)
-            if current['task_state'] != waiting or \
-                    current['build_owner'] != self.owner:
+            if current.task_state != waiting or \
+                    current.build_owner != self.owner:
                 raise
             raise exception.RescheduledException(
                 instance_uuid=instance_uuid,
@@ -476,7 +477,7 @@ class ConductorManager(manager.Manager):
                        'spawning' % exc) from exc
 
     def _update(self, context, instance_uuid: str, values: dict,
-                expected: dict) -> dict:
+                expected: dict) -> records.Instance:
         """Update the instance while this conductor holds its lease.
 
         _LeaseLost if another conductor owns the build now, _BuildAborted
@@ -519,14 +520,14 @@ class ConductorManager(manager.Manager):
             current = db.instance_get_by_uuid(context, instance_uuid)
         except exception.InstanceNotFound as exc:
             raise _BuildAborted() from exc
-        if current['task_state'] not in (waiting, task_states.SPAWNING):
+        if current.task_state not in (waiting, task_states.SPAWNING):
             # Being deleted, or rolled back by a restarted compute (an
             # unshelve it was spawning): nothing left to drive.
             raise _BuildAborted()
         self._update(context, instance_uuid,
                      {'host': None, 'node': None,
                       'task_state': waiting},
-                     {'task_state': current['task_state']})
+                     {'task_state': current.task_state})
 
     def _free(self, context, instance_uuid: str) -> None:
         """Give the build's claim back (``nova.scheduler.frees``:

@@ -49,6 +49,8 @@ conductor makes by itself is recorded exactly as one a user asked for.
 """
 
 
+from collections.abc import Sequence
+
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
@@ -63,6 +65,7 @@ from nova.compute import vm_states
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova.db import api as db
 from nova.db import records
+from nova.pci import request as pci_request
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.servicegroup import api as servicegroup
@@ -94,10 +97,12 @@ def _hand_over(task_state: str | None) -> dict:
 # Starting and finishing moves (the Compute API and the automatic
 # defragmentation) -----------------------------------------------------------
 
-def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
+def start(context, conductor: conductor_rpcapi.ConductorAPI,
+          instance: records.Instance,
           migration_type: str, host: str | None = None,
-          new_flavor: dict | None = None,
-          new_pci_requests: list | None = None,
+          new_flavor: records.FlavorSnapshot | None = None,
+          new_pci_requests: Sequence[pci_request.InstancePCIRequest]
+          | None = None,
           values: dict | None = None) -> records.Migration:
     """Mark the server as moving (plus ``values``), record the migration
     (``migration_type`` as upstream: resize, migration, evacuation) and
@@ -113,12 +118,12 @@ def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
     InstanceInvalidState otherwise; MigrationFailed (the move undone)
     when no conductor takes it.
     """
-    uuid = instance['uuid']
+    uuid = instance.uuid
     action, task_state, status = _MOVE_STEPS[migration_type]
     if new_flavor is None:
-        new_flavor = instance['flavor'] or {}
+        new_flavor = instance.flavor
     if new_pci_requests is None:
-        new_pci_requests = instance['pci_requests'] or []
+        new_pci_requests = instance.pci_requests
     try:
         db.instance_update(
             context, uuid, dict(values or {}, **_hand_over(task_state)),
@@ -131,20 +136,20 @@ def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
             allowed='vm_state active or stopped with no task in '
                     'progress')
     instance_actions.start(context, uuid, action)
-    old_flavor = instance['flavor'] or {}
+    old_flavor = instance.flavor
     migration = db.migration_create(context, {
         'instance_uuid': uuid,
-        'source_compute': instance['host'],
-        'source_node': instance['node'],
-        'old_instance_type_id': old_flavor.get('id'),
-        'new_instance_type_id': new_flavor.get('id'),
+        'source_compute': instance.host,
+        'source_node': instance.node,
+        'old_instance_type_id': old_flavor.id if old_flavor else None,
+        'new_instance_type_id': new_flavor.id if new_flavor else None,
         'migration_type': migration_type,
         'status': status,
-        'project_id': instance['project_id'],
-        'user_id': instance['user_id'],
+        'project_id': instance.project_id,
+        'user_id': instance.user_id,
         'old_flavor': old_flavor,
         'new_flavor': new_flavor,
-        'old_pci_requests': instance['pci_requests'] or [],
+        'old_pci_requests': instance.pci_requests,
         'new_pci_requests': new_pci_requests,
     })
     try:
@@ -157,21 +162,21 @@ def start(context, conductor: conductor_rpcapi.ConductorAPI, instance: dict,
             instance_uuid=uuid,
             reason='it could not be handed to nova-conductor: %s' % exc)
     LOG.info('Instance %s: %s %s from %s to flavor %s started',
-             uuid, migration_type, migration.uuid, instance['host'],
-             new_flavor.get('flavorid'))
+             uuid, migration_type, migration.uuid, instance.host,
+             new_flavor.flavorid if new_flavor else None)
     return migration
 
 
-def _take_finished(context, instance: dict, action: str,
+def _take_finished(context, instance: records.Instance, action: str,
                    status: str) -> records.Migration:
     """Take the finished migration of a VERIFY_RESIZE server for a
     confirm or revert (status ``status``); InstanceInvalidState (409)
     otherwise, also for the loser of a confirm racing a revert."""
-    uuid = instance['uuid']
-    if instance['vm_state'] != vm_states.RESIZED:
+    uuid = instance.uuid
+    if instance.vm_state != vm_states.RESIZED:
         raise exception.InstanceInvalidState(
             action=action, instance_uuid=uuid, attr='vm_state',
-            state=instance['vm_state'], allowed=vm_states.RESIZED)
+            state=instance.vm_state, allowed=vm_states.RESIZED)
     migrations = db.migration_get_all(
         context, {'instance_uuid': uuid,
                   'status': states.MIGRATION_FINISHED})
@@ -196,24 +201,24 @@ def _take_finished(context, instance: dict, action: str,
 
 
 def confirm(context, conductor: conductor_rpcapi.ConductorAPI,
-            instance: dict, wait: bool = False) -> None:
+            instance: records.Instance, wait: bool = False) -> None:
     """Confirm the resize or cold migration of a VERIFY_RESIZE server:
     its source is freed. ``wait`` returns only when it is done."""
     migration = _take_finished(context, instance,
                                instance_actions.CONFIRM_RESIZE,
                                states.MIGRATION_CONFIRMING)
-    conductor.confirm_resize(context, instance['uuid'], migration.uuid,
+    conductor.confirm_resize(context, instance.uuid, migration.uuid,
                              wait=wait)
 
 
 def revert(context, conductor: conductor_rpcapi.ConductorAPI,
-           instance: dict) -> None:
+           instance: records.Instance) -> None:
     """Revert the resize or cold migration of a VERIFY_RESIZE server: it
     runs again where it was, with its old flavor and devices."""
     migration = _take_finished(context, instance,
                                instance_actions.REVERT_RESIZE,
                                states.MIGRATION_REVERTING)
-    conductor.revert_resize(context, instance['uuid'], migration.uuid)
+    conductor.revert_resize(context, instance.uuid, migration.uuid)
 
 
 # Driving moves (the conductor's RPC methods) -------------------------------
@@ -444,7 +449,7 @@ class MoveTasks:
         # (as upstream, by the power state of the destination's guest).
         instance = db.instance_get_by_uuid(context, instance_uuid)
         db.instance_update(context, instance_uuid, {
-            'vm_state': vm_states.STOPPED if instance['power_state'] ==
+            'vm_state': vm_states.STOPPED if instance.power_state ==
             virt_driver.SHUTDOWN else vm_states.ACTIVE, 'task_state': None})
         LOG.info('Instance %s: migration %s confirmed', instance_uuid,
                  migration_uuid)

@@ -485,21 +485,20 @@ def _matches(column, expected: Any):
 
 
 @context_manager.writer
-def instance_create(context, values: dict) -> dict:
-    """Create an instance (a fresh uuid unless given)."""
+def instance_create(context, values: dict) -> records.Instance:
+    """Create an instance (a fresh uuid unless given); ``values`` may
+    hold a ``FlavorSnapshot`` and typed PCI requests."""
     _check_fields(models.Instance, values)
-    values = {'uuid': uuidutils.generate_uuid(), **values}
+    values = {'uuid': uuidutils.generate_uuid(),
+              **records.column_values(values)}
     instance = models.Instance(**values)
     context.session.add(instance)
     _flush(context.session,
            lambda columns: exception.InstanceExists(uuid=values['uuid']))
-    return instance.to_dict()
+    return records.Instance.from_row(instance.to_dict())
 
 
-@context_manager.reader
-def instance_get_by_uuid(context, uuid: str,
-                         read_deleted: bool = False) -> dict:
-    """Return one instance; deleted ones only with ``read_deleted``."""
+def _instance_row(context, uuid: str, read_deleted: bool = False) -> dict:
     instance = context.session.scalars(
         _instance_query(uuid, read_deleted)).first()
     if instance is None:
@@ -508,8 +507,16 @@ def instance_get_by_uuid(context, uuid: str,
 
 
 @context_manager.reader
+def instance_get_by_uuid(context, uuid: str,
+                         read_deleted: bool = False) -> records.Instance:
+    """Return one instance; deleted ones only with ``read_deleted``."""
+    return records.Instance.from_row(
+        _instance_row(context, uuid, read_deleted))
+
+
+@context_manager.reader
 def instance_get_all(context, filters: dict | None = None,
-                     read_deleted: bool = False) -> list[dict]:
+                     read_deleted: bool = False) -> list[records.Instance]:
     """Return instances, oldest first.
 
     ``filters`` maps column names to a value or a list of accepted values,
@@ -523,14 +530,15 @@ def instance_get_all(context, filters: dict | None = None,
     for key, expected in filters.items():
         query = query.where(_matches(getattr(models.Instance, key),
                                      expected))
-    return [instance.to_dict()
+    return [records.Instance.from_row(instance.to_dict())
             for instance in context.session.scalars(query)]
 
 
 @context_manager.writer
 def instance_update(context, uuid: str, values: dict,
-                    expected: dict | None = None) -> dict:
-    """Update an instance and return it.
+                    expected: dict | None = None) -> records.Instance:
+    """Update an instance and return it; ``values`` may hold a
+    ``FlavorSnapshot`` and typed PCI requests.
 
     ``expected`` maps columns to the value (or list of values) they must
     have for the update to happen, e.g. ``{'task_state': [None]}``; the
@@ -547,7 +555,7 @@ def instance_update(context, uuid: str, values: dict,
         statement = statement.where(_matches(getattr(models.Instance, key),
                                              value))
     if values:
-        statement = statement.values(**values)
+        statement = statement.values(**records.column_values(values))
     else:
         # Nothing to change: still run the conditional statement so a
         # mismatch is detected, by touching only updated_at.
@@ -558,7 +566,7 @@ def instance_update(context, uuid: str, values: dict,
         # Not updated: either the instance is gone (NotFound) or a value
         # differed; report the differing one (or the first, if another
         # writer changed it back meanwhile).
-        current = instance_get_by_uuid(context, uuid)
+        current = _instance_row(context, uuid)
         choices = {key: list(value) if isinstance(value, (list, tuple))
                    else [value] for key, value in expected.items()}
         field = next((key for key in choices
@@ -572,7 +580,7 @@ def instance_update(context, uuid: str, values: dict,
 
 
 @context_manager.writer
-def instance_destroy(context, uuid: str) -> dict:
+def instance_destroy(context, uuid: str) -> records.Instance:
     """Soft-delete an instance (sets ``deleted_at``; the row stays for
     ``read_deleted`` readers) and return its last state."""
     instance = context.session.scalars(_instance_query(uuid)).first()
@@ -583,7 +591,7 @@ def instance_destroy(context, uuid: str) -> dict:
     context.session.execute(sa.delete(models.InstanceGroupMember).where(
         models.InstanceGroupMember.instance_uuid == uuid))
     context.session.flush()
-    return instance.to_dict()
+    return records.Instance.from_row(instance.to_dict())
 
 
 # Build leases ----------------------------------------------------------------
@@ -770,7 +778,8 @@ def action_events_get(context, action_id: int) -> list[dict]:
 def migration_create(context, values: dict) -> records.Migration:
     """Create a migration record (a fresh uuid unless given)."""
     _check_fields(models.Migration, values)
-    values = {'uuid': uuidutils.generate_uuid(), **values}
+    values = {'uuid': uuidutils.generate_uuid(),
+              **records.column_values(values)}
     migration = models.Migration(**values)
     context.session.add(migration)
     _flush(context.session,
@@ -839,7 +848,8 @@ def migration_update(context, uuid: str, values: dict,
     if expected_status is not None:
         statement = statement.where(_matches(models.Migration.status,
                                              expected_status))
-    statement = statement.values(updated_at=timeutils.utcnow(), **values)
+    statement = statement.values(updated_at=timeutils.utcnow(),
+                                 **records.column_values(values))
     result = context.session.execute(
         statement.execution_options(synchronize_session=False))
     if result.rowcount == 0:

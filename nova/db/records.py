@@ -4,7 +4,9 @@ of a row dict (see ``nova/pci/device.py`` for the devices' records)."""
 
 import dataclasses
 import datetime
-from typing import Self
+from typing import Any, Self
+
+from nova.pci import request as pci_request
 
 
 class _Row:
@@ -84,9 +86,8 @@ class Migration(_Row):
     """One move of an instance (resize, cold migration, evacuation): a
     ``migrations`` row.
 
-    The JSON columns (``old_flavor``/``new_flavor``,
-    ``old_pci_requests``/``new_pci_requests``) are kept as the database
-    decodes them (dicts and lists); typing them is a later step.
+    The JSON columns are parsed once here: the flavors into
+    ``FlavorSnapshot``, the PCI requests into ``InstancePCIRequest``.
     """
 
     id: int
@@ -108,15 +109,27 @@ class Migration(_Row):
     user_id: str | None
     # Snapshots of the flavor the instance ran with before the move and
     # the one it moves to (a revert goes back to ``old_flavor``).
-    old_flavor: dict | None
-    new_flavor: dict | None
+    old_flavor: 'FlavorSnapshot | None'
+    new_flavor: 'FlavorSnapshot | None'
     # The PCI requests each side was claimed with; their request ids tell
     # the source's device claims from the destination's on one host.
-    old_pci_requests: list | None
-    new_pci_requests: list | None
+    old_pci_requests: tuple[pci_request.InstancePCIRequest, ...]
+    new_pci_requests: tuple[pci_request.InstancePCIRequest, ...]
     created_at: datetime.datetime | None
     updated_at: datetime.datetime | None
     deleted_at: datetime.datetime | None
+
+    @classmethod
+    def from_row(cls, row: dict) -> 'Migration':
+        """The record of a ``migrations`` row (its dict), its JSON columns
+        parsed."""
+        values = {field.name: row[field.name]
+                  for field in dataclasses.fields(cls)}
+        for key in ('old_flavor', 'new_flavor'):
+            values[key] = FlavorSnapshot.from_primitive(values[key])
+        for key in ('old_pci_requests', 'new_pci_requests'):
+            values[key] = _pci_requests(values[key])
+        return cls(**values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,3 +186,115 @@ class QuotaLimit:
     project_id: str | None = None
     user_id: str | None = None
     class_name: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FlavorSnapshot:
+    """The part of a flavor an instance (or a move) keeps: later flavor
+    edits or deletion never change what a server was built with."""
+
+    # The flavor row's id and its public id, as they were.
+    id: int | None
+    flavorid: str | None
+    name: str | None
+    vcpus: int
+    memory_mb: int
+    root_gb: int
+    extra_specs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of_flavor(cls, flavor: dict) -> 'FlavorSnapshot':
+        """The snapshot of a ``flavors`` row with its extra specs (as
+        ``db.flavor_get_by_flavorid`` returns it)."""
+        return cls(id=flavor.get('id'), flavorid=flavor.get('flavorid'),
+                   name=flavor.get('name'),
+                   vcpus=int(flavor.get('vcpus') or 0),
+                   memory_mb=int(flavor.get('memory_mb') or 0),
+                   root_gb=int(flavor.get('root_gb') or 0),
+                   extra_specs=dict(flavor.get('extra_specs') or {}))
+
+    @classmethod
+    def from_primitive(cls, value: dict | None) -> 'FlavorSnapshot | None':
+        """The snapshot stored as JSON (None: none stored)."""
+        return None if value is None else cls.of_flavor(value)
+
+    def to_primitive(self) -> dict:
+        """The JSON-ready form the database stores."""
+        return dataclasses.asdict(self)
+
+
+def _pci_requests(value: list[dict] | None
+                  ) -> tuple[pci_request.InstancePCIRequest, ...]:
+    return tuple(pci_request.requests_from_primitive(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """A server: an ``instances`` row, its JSON columns parsed (the
+    flavor snapshot, the PCI requests). Writers still give
+    ``db.instance_update`` a dict of changed columns."""
+
+    id: int
+    uuid: str
+    display_name: str | None
+    project_id: str | None
+    user_id: str | None
+    # The flavor row's id at boot (not a foreign key) and its snapshot.
+    flavor_id: int | None
+    flavor: FlavorSnapshot | None
+    vm_state: str | None
+    task_state: str | None
+    power_state: int | None
+    host: str | None
+    node: str | None
+    fault_message: str | None
+    fault_details: str | None
+    # What the flavor's PCI aliases asked for, one request per item.
+    pci_requests: tuple[pci_request.InstancePCIRequest, ...]
+    # The image the server boots from, and that image as it was at
+    # (re)build (``nova.image.glance.ImageMeta.to_primitive``).
+    image_ref: str | None
+    image_meta: dict | None
+    server_metadata: dict | None
+    locked: bool
+    # 'owner' or 'admin'.
+    locked_by: str | None
+    locked_reason: str | None
+    key_name: str | None
+    key_data: str | None
+    description: str | None
+    access_ip_v4: str | None
+    access_ip_v6: str | None
+    # Base64, as the API took it.
+    user_data: str | None
+    # The conductor driving the build or move, and its last renewal.
+    build_owner: str | None
+    build_heartbeat: datetime.datetime | None
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+    deleted_at: datetime.datetime | None
+
+    @classmethod
+    def from_row(cls, row: dict) -> 'Instance':
+        """The record of an ``instances`` row (its dict), its JSON
+        columns parsed."""
+        values = {field.name: row[field.name]
+                  for field in dataclasses.fields(cls)}
+        values['flavor'] = FlavorSnapshot.from_primitive(values['flavor'])
+        values['pci_requests'] = _pci_requests(values['pci_requests'])
+        return cls(**values)
+
+
+def column_values(values: dict) -> dict[str, Any]:
+    """``values`` for a row's columns, typed payloads (flavor snapshots,
+    PCI requests) in the JSON form the columns store."""
+    result = {}
+    for key, value in values.items():
+        if isinstance(value, FlavorSnapshot):
+            value = value.to_primitive()
+        elif isinstance(value, (list, tuple)) and value and all(
+                isinstance(item, pci_request.InstancePCIRequest)
+                for item in value):
+            value = pci_request.requests_to_primitive(list(value))
+        result[key] = value
+    return result

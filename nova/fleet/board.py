@@ -309,7 +309,7 @@ class HostBoard:
 
 def load(context, nodes: list[records.ComputeNode]) -> list[HostBoard]:
     """The boards of the compute ``nodes``, by host."""
-    names = {i['uuid']: i['display_name']
+    names = {i.uuid: i.display_name
              for i in db.instance_get_all(context)}
     return [HostBoard(node.host,
                       pci_manager.devices_of_node(context, node.id),
@@ -326,7 +326,7 @@ def load_fleet(context, names: bool = True) -> list[HostBoard]:
     with db.context_manager.reader.using(context):
         for dev in pci_manager.all_devices(context):
             by_node.setdefault(dev.compute_node_id, []).append(dev)
-        held = {i['uuid']: i['display_name']
+        held = {i.uuid: i.display_name
                 for i in db.instance_get_all(context)} if names else {}
         nodes = db.compute_node_get_all(context)
     return [HostBoard(node.host, by_node.get(node.id, []), held)

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from oslo_config import cfg
 
 from nova.db import api as db
+from nova.db import records
 from nova import states
 from nova.fleet import board as fleet_board
 from nova.pci import numa as pci_numa
@@ -427,22 +428,20 @@ def boards_from(host_boards: Iterable[fleet_board.HostBoard]) -> list[Board]:
     return boards
 
 
-def movable(instance: dict) -> bool:
+def movable(instance: records.Instance) -> bool:
     """Whether defragmentation may move ``instance`` (a database row):
     its metadata says ``pci_defrag=allow`` and it is ACTIVE or SHUTOFF
     with no task in progress."""
-    metadata = instance.get('server_metadata') or {}
+    metadata = instance.server_metadata or {}
     return (metadata.get(ALLOW_KEY) == ALLOW_VALUE and
-            instance['vm_state'] in (states.ACTIVE, states.STOPPED) and
-            instance['task_state'] is None)
+            instance.vm_state in (states.ACTIVE, states.STOPPED) and
+            instance.task_state is None)
 
 
-def numa_policy(instance: dict) -> str:
+def numa_policy(instance: records.Instance) -> str:
     """The strictest PCI NUMA affinity policy of ``instance``'s
     requests (``legacy`` without any)."""
-    policies = [req.numa_policy for req in
-                pci_request.requests_from_primitive(
-                    instance.get('pci_requests'))]
+    policies = [req.numa_policy for req in instance.pci_requests]
     strict = [p for p in policies if p in STRICT_POLICIES]
     return (strict or policies or [pci_request.DEFAULT_NUMA_POLICY])[0]
 
@@ -458,14 +457,14 @@ def load_fleet(context, conf: cfg.ConfigOpts
              if servicegroup.is_up(services.get(node.host), conf) and
              not services[node.host].disabled]
     boards = boards_from(fleet_board.load(context, nodes))
-    instances = {i['uuid']: i for i in db.instance_get_all(context)}
+    instances = {i.uuid: i for i in db.instance_get_all(context)}
     servers = {}
     for board in boards:
         for uuid in board.holders.values():
             instance = instances.get(uuid)
             servers[uuid] = Server(
                 uuid=uuid,
-                name=(instance or {}).get('display_name') or uuid,
+                name=(instance.display_name if instance else None) or uuid,
                 numa_policy=numa_policy(instance) if instance else
                 pci_request.DEFAULT_NUMA_POLICY,
                 movable=instance is not None and movable(instance))

@@ -98,9 +98,9 @@ def _released(context, consumer: str) -> bool:
         instance = db.instance_get_by_uuid(context, consumer)
     except exception.InstanceNotFound:
         return True
-    if instance['task_state'] is not None:
+    if instance.task_state is not None:
         return False
-    if instance['vm_state'] == states.SHELVED_OFFLOADED:
+    if instance.vm_state == states.SHELVED_OFFLOADED:
         return True
-    return instance['vm_state'] == states.ERROR and \
-        instance['host'] is None
+    return instance.vm_state == states.ERROR and \
+        instance.host is None

@@ -28,7 +28,7 @@ both take the last host an anti-affinity group allows.
 """
 
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 import random
 
 from oslo_config import cfg
@@ -60,6 +60,8 @@ LOG = logging.getLogger(__name__)
 
 BINARY = 'nova-scheduler'
 COMPUTE_BINARY = 'nova-compute'
+# What an instance or move without a flavor snapshot asks for: nothing.
+_NO_FLAVOR = records.FlavorSnapshot.of_flavor({})
 
 # The compute nodes by UUID (their root providers) and the compute
 # services by host.
@@ -105,8 +107,8 @@ class SchedulerManager(manager.Manager):
         instance = db.instance_get_by_uuid(context, instance_uuid)
         self._check_lease(instance, build_owner)
         return self._schedule(
-            context, instance, instance['flavor'] or {},
-            instance['pci_requests'], set(excluded_hosts), None,
+            context, instance, instance.flavor or _NO_FLAVOR,
+            instance.pci_requests, set(excluded_hosts), None,
             lambda: self._confirm_claim(context, instance_uuid,
                                         build_owner)
         ).to_primitive(legacy=not return_selection)
@@ -132,23 +134,24 @@ class SchedulerManager(manager.Manager):
         instance = db.instance_get_by_uuid(context, instance_uuid)
         migration = db.migration_get_by_uuid(context, migration_uuid)
         return self._schedule(
-            context, instance, migration.new_flavor or {},
+            context, instance, migration.new_flavor or _NO_FLAVOR,
             migration.new_pci_requests, set(excluded_hosts),
             requested_host, None).to_primitive(legacy=not return_selection)
 
-    def _schedule(self, context, instance: dict, flavor: dict,
-                  pci_requests_primitive, excluded: set[str],
+    def _schedule(self, context, instance: records.Instance,
+                  flavor: records.FlavorSnapshot,
+                  pci_requests: Sequence[pci_request.InstancePCIRequest],
+                  excluded: set[str],
                   requested_host: str | None,
                   after_claim) -> scheduler_rpcapi.Selection:
         """One timed scheduling decision for ``flavor`` (see ``_choose``)."""
         request = request_builder.build_resource_request(
-            flavor, pci_request.requests_from_primitive(
-                pci_requests_primitive))
+            flavor, pci_requests)
         with scheduler_metrics.decision(request):
             return self._choose(context, instance, request, excluded,
                                 requested_host, after_claim)
 
-    def _choose(self, context, instance: dict,
+    def _choose(self, context, instance: records.Instance,
                 request: request_builder.ResourceRequest, excluded: set[str],
                 requested_host: str | None,
                 after_claim) -> scheduler_rpcapi.Selection:
@@ -160,11 +163,11 @@ class SchedulerManager(manager.Manager):
         offered is claimed concurrently. For a member of a server group,
         the whole decision again while another member was placed
         meanwhile (``nova.scheduler.affinity``)."""
-        instance_uuid = instance['uuid']
+        instance_uuid = instance.uuid
         fleet = _compute_fleet(context)
         nodes = fleet[0]
-        project_id = instance['project_id'] or context.project_id
-        user_id = instance['user_id'] or context.user_id
+        project_id = instance.project_id or context.project_id
+        user_id = instance.user_id or context.user_id
 
         def claim(candidate: choice.Candidate) -> bool:
             if self.reportclient.claim_resources(
@@ -277,18 +280,18 @@ class SchedulerManager(manager.Manager):
                               exc.kwargs['codes']) from exc
 
     @staticmethod
-    def _check_lease(instance: dict, build_owner: str) -> None:
+    def _check_lease(instance: records.Instance, build_owner: str) -> None:
         """BuildLeaseLost unless ``build_owner`` may schedule the build."""
-        waiting = task_states.WAITING_FOR_HOST.get(instance['vm_state'])
-        if waiting is None or instance['task_state'] != waiting:
+        waiting = task_states.WAITING_FOR_HOST.get(instance.vm_state)
+        if waiting is None or instance.task_state != waiting:
             raise exception.BuildLeaseLost(
-                instance_uuid=instance['uuid'], owner=build_owner,
+                instance_uuid=instance.uuid, owner=build_owner,
                 reason='it is %s/%s, not waiting to be scheduled' % (
-                    instance['vm_state'], instance['task_state']))
-        if instance['build_owner'] != build_owner:
+                    instance.vm_state, instance.task_state))
+        if instance.build_owner != build_owner:
             raise exception.BuildLeaseLost(
-                instance_uuid=instance['uuid'], owner=build_owner,
-                reason='%s drives it now' % instance['build_owner'])
+                instance_uuid=instance.uuid, owner=build_owner,
+                reason='%s drives it now' % instance.build_owner)
 
     def _confirm_claim(self, context, instance_uuid: str,
                        build_owner: str) -> None:
@@ -314,11 +317,11 @@ class SchedulerManager(manager.Manager):
             self._check_lease(instance, build_owner)
         except exception.BuildLeaseLost as exc:
             if instance is None or \
-                    instance['vm_state'] == vm_states.ERROR or \
-                    instance['task_state'] == task_states.DELETING or (
-                        instance['vm_state'] ==
+                    instance.vm_state == vm_states.ERROR or \
+                    instance.task_state == task_states.DELETING or (
+                        instance.vm_state ==
                         vm_states.SHELVED_OFFLOADED and
-                        instance['task_state'] is None):
+                        instance.task_state is None):
                 LOG.warning('Giving back the claim for instance %s: %s',
                             instance_uuid, exc.message)
                 frees.free_allocation(context, self.reportclient,

@@ -24,7 +24,7 @@ Operators never write ``same_subtree``; only ``group_policy`` may be set in
 the flavor, to ``none`` or ``isolate``.
 """
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 import dataclasses
 import re
 from urllib import parse
@@ -32,6 +32,7 @@ from urllib import parse
 import os_resource_classes as orc
 import os_traits
 
+from nova.db import records
 from nova import exception
 from nova.pci import numa as pci_numa
 from nova.pci import placement_names as names
@@ -249,17 +250,16 @@ def _apply_extra_specs(group: RequestGroup, extra_specs: dict,
                                'allowed values are required, forbidden')
 
 
-def _flavor_group(flavor: dict,
+def _flavor_group(flavor: records.FlavorSnapshot,
                   pci_resource_classes: Collection[str]) -> RequestGroup:
     resources = {}
-    for rc, field in ((orc.VCPU, 'vcpus'), (orc.MEMORY_MB, 'memory_mb'),
-                      (orc.DISK_GB, 'root_gb')):
-        amount = int(flavor.get(field) or 0)
+    for rc, amount in ((orc.VCPU, flavor.vcpus),
+                       (orc.MEMORY_MB, flavor.memory_mb),
+                       (orc.DISK_GB, flavor.root_gb)):
         if amount > 0:
             resources[rc] = amount
     group = RequestGroup(resources=resources)
-    _apply_extra_specs(group, flavor.get('extra_specs') or {},
-                       pci_resource_classes)
+    _apply_extra_specs(group, flavor.extra_specs, pci_resource_classes)
     return group
 
 
@@ -330,19 +330,19 @@ def check_extra_specs(extra_specs: dict,
 
 
 def build_resource_request(
-        flavor: dict, pci_requests: list[pci_request.InstancePCIRequest],
+        flavor: records.FlavorSnapshot,
+        pci_requests: Sequence[pci_request.InstancePCIRequest],
         pci_resource_classes: Collection[str] = ()) -> ResourceRequest:
     """Build the Placement query for one instance of ``flavor``.
 
-    ``flavor`` has ``vcpus``, ``memory_mb``, ``root_gb`` and
-    ``extra_specs``. Every PCI request adds its groups, and the request
+    Every PCI request adds its groups, and the request
     carries ``pci_requests``. ``group_policy`` defaults to ``none`` as soon
     as there is a suffixed group: several devices of one request must be
     allowed to share a parent, and Placement requires a policy with more
     than one suffixed group. Raises FlavorExtraSpecInvalid naming the bad
     key and value (see check_extra_specs).
     """
-    extra_specs = flavor.get('extra_specs') or {}
+    extra_specs = flavor.extra_specs
     request = ResourceRequest(groups=[_flavor_group(
         flavor, pci_resource_classes)], pci_requests=list(pci_requests),
         numa_cells=guest_hardware.numa_cells_of(extra_specs) or 1)

@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 
+from nova.db import records
 from nova import exception
 from nova.virt import hugepages
 
@@ -126,7 +127,7 @@ def check_extra_specs(extra_specs: Mapping[str, object]) -> None:
     hugepages.check_extra_specs(extra_specs)
 
 
-def check_flavor(flavor: Mapping,
+def check_flavor(flavor: records.FlavorSnapshot,
                  image_properties: Mapping[str, str] | None = None) -> None:
     """``check_extra_specs`` plus what needs the flavor's size: with
     ``hw:numa_nodes`` the vCPUs and memory must split evenly over the
@@ -134,19 +135,19 @@ def check_flavor(flavor: Mapping,
     explicit per-cell layout); an exact ``hw:mem_page_size`` must divide
     each cell's memory; the image (``image_properties``, at a server
     create) may set a page size only where the flavor lets it."""
-    extra_specs = flavor.get('extra_specs') or {}
+    extra_specs = flavor.extra_specs
     check_extra_specs(extra_specs)
     hugepages.request_of(extra_specs, image_properties)
     cells = numa_cells_of(extra_specs)
     if cells is None:
-        hugepages.check_flavor(extra_specs, flavor['memory_mb'], 1)
+        hugepages.check_flavor(extra_specs, flavor.memory_mb, 1)
         return
-    if flavor['vcpus'] % cells or flavor['memory_mb'] % cells:
+    if flavor.vcpus % cells or flavor.memory_mb % cells:
         raise _spec_error(NUMA_NODES_SPEC, extra_specs[NUMA_NODES_SPEC], (
             'the flavor\'s %d vCPUs and %d MiB of memory must divide '
             'evenly by the number of NUMA nodes' % (
-                flavor['vcpus'], flavor['memory_mb'])))
-    hugepages.check_flavor(extra_specs, flavor['memory_mb'], cells)
+                flavor.vcpus, flavor.memory_mb)))
+    hugepages.check_flavor(extra_specs, flavor.memory_mb, cells)
 
 
 def check_image_properties(properties: Mapping[str, str]) -> None:

@@ -43,7 +43,7 @@ class TestBoardPicture(base.FunctionalTestCase):
                 'display_name': name, 'project_id': 'p', 'user_id': 'u',
                 'vm_state': 'active'})
             compute.rt.pci_tracker.claim(
-                instance['uuid'], 'req-' + name,
+                instance.uuid, 'req-' + name,
                 [base.GPUS[n - 1] for n in gpus])
         self.tmp = self.useFixture(fixtures.TempDir()).path
 

@@ -319,8 +319,7 @@ class TestNVLinkGroups(BootTestBase):
         self.assert_nothing_held(server['id'])
         ctx = nova_context.get_admin_context()
         self.assertEqual('error',
-                         db.instance_get_by_uuid(ctx, server['id'])
-                         ['vm_state'])
+                         db.instance_get_by_uuid(ctx, server['id']).vm_state)
 
     def test_two_hosts_fill_with_pairs(self):
         self.start_services(hosts=('cmp1', 'cmp2'))

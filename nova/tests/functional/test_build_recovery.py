@@ -159,20 +159,20 @@ class TestBuildRecovery(boot.BootTestBase):
         free = [GPUS[gpu - 1] for pair in fakehost.H200_NVLINK_PAIRS
                 .values() for gpu in pair
                 if {GPUS[g - 1] for g in pair} <= available]
-        compute.rt.pci_tracker.claim(half['uuid'], 'r1', free[:2])
+        compute.rt.pci_tracker.claim(half.uuid, 'r1', free[:2])
         compute.driver.spawn(virt_driver.GuestSpec(
-            half['uuid'], 'half', 1, 512, []))
+            half.uuid, 'half', 1, 512, []))
         # A guest and devices of an instance that was deleted, and a
         # guest of one that lives on another host.
         gone = db.instance_create(self.ctx, {'host': 'cmp1'})
-        db.instance_destroy(self.ctx, gone['uuid'])
-        compute.rt.pci_tracker.claim(gone['uuid'], 'r2', free[2:3])
+        db.instance_destroy(self.ctx, gone.uuid)
+        compute.rt.pci_tracker.claim(gone.uuid, 'r2', free[2:3])
         compute.driver.spawn(virt_driver.GuestSpec(
-            gone['uuid'], 'gone', 1, 512, []))
+            gone.uuid, 'gone', 1, 512, []))
         elsewhere = db.instance_create(self.ctx, {'host': 'cmp2',
                                                   'vm_state': 'active'})
         compute.driver.spawn(virt_driver.GuestSpec(
-            elsewhere['uuid'], 'moved', 1, 512, []))
+            elsewhere.uuid, 'moved', 1, 512, []))
         # A build assigned here whose request is still queued.
         queued = db.instance_create(self.ctx, {
             'vm_state': 'building', 'task_state': 'scheduling',
@@ -185,11 +185,11 @@ class TestBuildRecovery(boot.BootTestBase):
 
         restarted = self.start_compute('cmp1', driver=compute.driver)
 
-        instance = db.instance_get_by_uuid(self.ctx, half['uuid'])
+        instance = db.instance_get_by_uuid(self.ctx, half.uuid)
         self.assertEqual(('building', 'scheduling', None), (
-            instance['vm_state'], instance['task_state'], instance['host']))
+            instance.vm_state, instance.task_state, instance.host))
         self.assertEqual(('scheduling', 'cmp1'), tuple(
-            db.instance_get_by_uuid(self.ctx, queued['uuid'])[key]
+            getattr(db.instance_get_by_uuid(self.ctx, queued.uuid), key)
             for key in ('task_state', 'host')))
         held = {d.instance_uuid for d in restarted.rt.pci_tracker.pci_devs
                 if d.instance_uuid}
@@ -202,12 +202,12 @@ class TestBuildRecovery(boot.BootTestBase):
         log = '\n'.join(self._repair_log())
         self.assertEqual(4, len(self._repair_log()), log)
         self.assertIn('half-built instance %s torn down and handed back' %
-                      half['uuid'], log)
-        self.assertIn('guest of instance %s destroyed' % gone['uuid'], log)
-        self.assertIn('guest of instance %s destroyed' % elsewhere['uuid'],
+                      half.uuid, log)
+        self.assertIn('guest of instance %s destroyed' % gone.uuid, log)
+        self.assertIn('guest of instance %s destroyed' % elsewhere.uuid,
                       log)
         self.assertIn('PCI devices %s freed: instance %s' % (
-            free[2], gone['uuid']), log)
+            free[2], gone.uuid), log)
 
     # A conductor or nova-api killed mid-burst -------------------------------
 
@@ -224,12 +224,12 @@ class TestBuildRecovery(boot.BootTestBase):
         try:
             instance = api.create(user, name, flavor_id, 'none', {})
             if owner:
-                db.instance_update(self.ctx, instance['uuid'], {
+                db.instance_update(self.ctx, instance.uuid, {
                     'build_owner': owner,
                     'build_heartbeat': timeutils.utcnow()})
         finally:
             timeutils.clear_time_override()
-        return instance['uuid']
+        return instance.uuid
 
     def _redrive(self, conductor, expected):
         threads = conductor.redrive_orphaned_builds()
@@ -263,7 +263,7 @@ class TestBuildRecovery(boot.BootTestBase):
             server = self.wait_for(uuid, 'ACTIVE')
             taken.add(self.assert_server_holds(server, PAIRS))
             self.assertEqual(conductor.owner, db.instance_get_by_uuid(
-                self.ctx, uuid)['build_owner'])
+                self.ctx, uuid).build_owner)
         self.assertEqual(2, len(taken))
         self.assertEqual(1, sum('had no live conductor' in line for line in
                                 self.logger.output.splitlines()

@@ -28,6 +28,7 @@ import fixtures
 import requests
 import testtools
 
+from nova.db import records
 from nova import test
 from nova.tests.functional.lib import deployment
 from nova.tests.functional.lib import invariants
@@ -102,7 +103,8 @@ class DeploymentTestCase(test.TestCase):
         self.addCleanup(thread.join)
         return thread
 
-    def wait_for_instance(self, match=lambda instance: True) -> dict:
+    def wait_for_instance(self, match=lambda instance: True
+                          ) -> records.Instance:
         """An instance row ``match`` accepts (fails after FAULT_WAIT)."""
         instance = workload.wait_for_instance(match, FAULT_WAIT)
         self.assertIsNotNone(instance, 'no instance as awaited after %ss' %
@@ -171,7 +173,7 @@ class TestDeploymentFaults(DeploymentTestCase):
 
     def test_compute_killed_with_builds_in_flight(self):
         self.client.create_servers(self.BURST)
-        host = self.wait_for_instance(workload.handed_to_compute)['host']
+        host = self.wait_for_instance(workload.handed_to_compute).host
         self.deployment.restart('nova-compute-%s' % host)
         self.assertSettledAndSound()
         self.assertDeleteAllLeavesNothing()
@@ -239,7 +241,7 @@ class TestDeploymentFaults(DeploymentTestCase):
         # what it had and exits 0.
         accepted = []
         burst = self.burst_in_background(self.BURST, accepted)
-        host = self.wait_for_instance(workload.handed_to_compute)['host']
+        host = self.wait_for_instance(workload.handed_to_compute).host
         codes = {}
         for name in ('nova-api', 'nova-conductor', 'nova-scheduler-1',
                      'nova-compute-%s' % host):

@@ -8,6 +8,7 @@ from urllib import parse
 
 from oslo_utils import uuidutils
 
+from nova.db import records
 from nova.pci import placement_names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards
@@ -26,7 +27,8 @@ def gpu_request(count: int) -> request_builder.ResourceRequest:
     aliases = pci_request.get_alias_from_config(
         [json.dumps(fakehost.H200_ALIAS)])
     return request_builder.build_resource_request(
-        {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}},
+        records.FlavorSnapshot.of_flavor(
+            {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}),
         pci_request.get_pci_requests_from_flavor(
             {pci_request.EXTRA_SPEC_ALIAS: 'h200:%d' % count}, aliases))
 

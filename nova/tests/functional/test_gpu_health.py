@@ -381,7 +381,7 @@ class TestHolderOfABrokenDevice(HealthTestBase):
                          (event['event'], event['result']))
         instance = db.instance_get_by_uuid(self.ctx, server['id'])
         self.assertIn('PCI device %s is unhealthy' % broken,
-                      instance['fault_message'])
+                      instance.fault_message)
         self.assertEqual('ACTIVE', self.api(
             'GET', '/servers/%s' % server['id'])['server']['status'])
         self.assertEqual(server['id'], self.history(broken)[-1][
@@ -405,7 +405,7 @@ class TestHolderOfABrokenDevice(HealthTestBase):
         [event] = self.actions(server)['pciDeviceUnhealthy']['events']
         self.assertEqual('Error', event['result'])
         instance = db.instance_get_by_uuid(self.ctx, server['id'])
-        self.assertIn('(operator): fan failure', instance['fault_message'])
+        self.assertIn('(operator): fan failure', instance.fault_message)
         # Told once, not at every update.
         self.update()
         self.assertEqual(1, len([

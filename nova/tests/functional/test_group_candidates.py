@@ -11,6 +11,7 @@ import uuid
 
 
 from nova import test
+from nova.db import records
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.scheduler import candidates as scheduler_candidates
@@ -20,7 +21,8 @@ from nova.tests.functional.lib import base
 
 HOST = 'cmp1'
 GROUPS = h200_placement.GROUPS
-FLAVOR = {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
+FLAVOR = records.FlavorSnapshot.of_flavor(
+    {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}})
 
 
 class TestGroupCandidates(test.TestCase):

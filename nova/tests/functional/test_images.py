@@ -145,7 +145,7 @@ class BootFromImageTest(ImageTestBase):
         instance = db.instance_get_by_uuid(
             nova_context.get_admin_context(), server['id'])
         self.assertEqual(['required'], [
-            req['numa_policy'] for req in instance['pci_requests']])
+            req.numa_policy for req in instance.pci_requests])
 
     def domain_xml(self, server_id):
         return self.computes['cmp1'].driver.host.lookup_domain(
@@ -432,7 +432,7 @@ class RebuildAndSnapshotTest(ImageTestBase):
         self.wait_settled(server['id'], 'ACTIVE')
         instance = db.instance_get_by_uuid(
             nova_context.get_admin_context(), server['id'])
-        self.assertIn('no root disk', instance['fault_message'])
+        self.assertIn('no root disk', instance.fault_message)
         self.assertRaises(exception.ImageNotFound, self.glance.client.show,
                           snap)
 

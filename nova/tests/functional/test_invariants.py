@@ -1,5 +1,7 @@
 """The invariant checker finds each kind of damage it promises to find."""
 
+import dataclasses
+
 from nova import context as nova_context
 from nova.db import api as db
 from nova.pci import manager as pci_manager
@@ -79,8 +81,9 @@ class TestInvariants(boot.BootTestBase):
         db.pci_device_update(self.ctx, other['id'], {
             'instance_uuid': first['id'], 'status': 'allocated'})
         instance = db.instance_get_by_uuid(self.ctx, first['id'])
-        flavor = dict(instance['flavor'])
-        flavor['extra_specs'] = {'pci_passthrough:alias': 'h200:2'}
+        flavor = dataclasses.replace(
+            instance.flavor,
+            extra_specs={'pci_passthrough:alias': 'h200:2'})
         db.instance_update(self.ctx, first['id'], {'flavor': flavor})
         violations = invariants.summary(self.check())
         self.assertIn('which is not one device group', violations)

@@ -166,17 +166,17 @@ class TestPlacementAudit(base.FunctionalTestCase):
             'node': 'cmp1', 'project_id': 'p', 'user_id': 'u'})
         address = base.GPUS[gpu - 1]
         resp = self.placement.api.put(
-            '/allocations/%s' % instance['uuid'], json={
+            '/allocations/%s' % instance.uuid, json={
                 'allocations': {
                     self.root: {'resources': {'VCPU': 1}},
                     self.gpu_rps[address]: {'resources': {'PGPU': 1}}},
                 'project_id': 'p', 'user_id': 'u',
                 'consumer_generation': None, 'consumer_type': 'INSTANCE'})
         self.assertEqual(204, resp.status_code, resp.text)
-        self.compute.rt.pci_tracker.claim(instance['uuid'], 'r1', [address])
+        self.compute.rt.pci_tracker.claim(instance.uuid, 'r1', [address])
         if deleted:
-            db.instance_destroy(self.ctx, instance['uuid'])
-        return instance['uuid']
+            db.instance_destroy(self.ctx, instance.uuid)
+        return instance.uuid
 
     def _holder(self, address):
         return {d['address']: d['instance_uuid'] for d in

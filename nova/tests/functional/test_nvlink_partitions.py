@@ -185,7 +185,7 @@ class TestPartitionLifecycle(NVLinkTestBase):
         # gone's guest is defined again, powered off (the server is
         # SHUTOFF), and holds its partition as any stopped guest does.
         self.assertEqual('stopped', db.instance_get_by_uuid(
-            nova_context.get_admin_context(), gone['id'])['vm_state'])
+            nova_context.get_admin_context(), gone['id']).vm_state)
         expected = {self.partition_of(keep): keep['id'],
                     self.partition_of(gone): gone['id']}
         self.assertEqual(set(expected), fm.active())

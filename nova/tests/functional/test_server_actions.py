@@ -85,19 +85,19 @@ class ServerActionsBase(boot.BootTestBase):
                                       self.placement.api, self.ctx,
                                       settled=True)
         self.assertEqual([], violations, invariants.summary(violations))
-        instances = {i['uuid']: i for i in db.instance_get_all(self.ctx)}
+        instances = {i.uuid: i for i in db.instance_get_all(self.ctx)}
         for host, compute in self.computes.items():
             for uuid in compute.driver.list_instance_uuids():
                 instance = instances.get(uuid)
                 self.assertIsNotNone(instance, 'domain %s on %s has no '
                                      'server' % (uuid, host))
-                self.assertEqual(host, instance['host'], instance)
-                self.assertIn(instance['vm_state'], (
+                self.assertEqual(host, instance.host, instance)
+                self.assertIn(instance.vm_state, (
                     vm_states.ACTIVE, vm_states.STOPPED, vm_states.SHELVED),
                     instance)
                 running = compute.driver.get_power_state(uuid) == \
                     virt_driver.RUNNING
-                self.assertEqual(instance['vm_state'] == vm_states.ACTIVE,
+                self.assertEqual(instance.vm_state == vm_states.ACTIVE,
                                  running, instance)
 
     def assert_holds_stopped(self, server, gpus):
@@ -290,8 +290,8 @@ class TestPowerActions(ServerActionsBase):
             message='device busy'))
         self.act(server['id'], {'os-start': None})
         deadline = time.monotonic() + TIMEOUT
-        while db.instance_get_by_uuid(self.ctx, server['id'])[
-                'task_state'] is not None:
+        while db.instance_get_by_uuid(
+                self.ctx, server['id']).task_state is not None:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
         self.assertEqual('SHUTOFF', self.api(
@@ -453,7 +453,7 @@ class TestShelve(ServerActionsBase):
         compute = self.computes['cmp1']
         compute.offload_shelved_instances()
         self.assertEqual('shelved', db.instance_get_by_uuid(
-            self.ctx, server['id'])['vm_state'])
+            self.ctx, server['id']).vm_state)
         # Two seconds later, the 1 s offload time has passed.
         timeutils.set_time_override(
             timeutils.utcnow() + datetime.timedelta(seconds=2))
@@ -473,14 +473,14 @@ class TestShelve(ServerActionsBase):
 
         self.act(server['id'], {'unshelve': None})
         deadline = time.monotonic() + TIMEOUT
-        while db.instance_get_by_uuid(self.ctx, server['id'])[
-                'task_state'] is not None:
+        while db.instance_get_by_uuid(
+                self.ctx, server['id']).task_state is not None:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
         instance = db.instance_get_by_uuid(self.ctx, server['id'])
         self.assertEqual(('shelved_offloaded', None, None), (
-            instance['vm_state'], instance['task_state'], instance['host']))
-        self.assertIn('No valid host', instance['fault_message'])
+            instance.vm_state, instance.task_state, instance.host))
+        self.assertIn('No valid host', instance.fault_message)
         self.assertEqual('SHELVED_OFFLOADED', self.api(
             'GET', '/servers/%s' % server['id'])['server']['status'])
         self.assert_nothing_held(server['id'])
@@ -533,11 +533,11 @@ class TestShelve(ServerActionsBase):
             deadline = time.monotonic() + TIMEOUT
             while True:
                 instance = db.instance_get_by_uuid(self.ctx, server['id'])
-                if instance['task_state'] is None:
+                if instance.task_state is None:
                     break
                 self.assertLess(time.monotonic(), deadline, instance)
                 time.sleep(0.05)
-            final.append(instance['vm_state'])
+            final.append(instance.vm_state)
         self.assertEqual(4, final.count('active'), final)
         self.assertEqual(2, final.count('shelved_offloaded'), final)
         taken = set()
@@ -635,8 +635,8 @@ class TestStartUpRepair(ServerActionsBase):
 
         instance = db.instance_get_by_uuid(self.ctx, server['id'])
         self.assertEqual(('shelved_offloaded', None, None), (
-            instance['vm_state'], instance['task_state'], instance['host']))
-        self.assertIn('unshelve again', instance['fault_message'])
+            instance.vm_state, instance.task_state, instance.host))
+        self.assertIn('unshelve again', instance.fault_message)
         self.assert_nothing_held(server['id'])
         self.assertIn('interrupted unshelve of instance %s rolled back' %
                       server['id'], '\n'.join(self._repair_log()))
@@ -651,7 +651,7 @@ class TestStartUpRepair(ServerActionsBase):
             time.sleep(0.05)
         instance = db.instance_get_by_uuid(self.ctx, server['id'])
         self.assertEqual(('shelved_offloaded', None, None), (
-            instance['vm_state'], instance['task_state'], instance['host']))
+            instance.vm_state, instance.task_state, instance.host))
         self.assert_nothing_held(server['id'])
         self.assert_consistent()
 
@@ -730,9 +730,9 @@ class TestOrphanedUnshelve(ServerActionsBase):
         self.assertEqual(2, len(taken))
         for uuid in (lost, dead):
             self.assertEqual(conductor.owner, db.instance_get_by_uuid(
-                self.ctx, uuid)['build_owner'])
+                self.ctx, uuid).build_owner)
         self.assertEqual(('unshelving', None), tuple(
-            db.instance_get_by_uuid(self.ctx, fresh['id'])[key]
+            getattr(db.instance_get_by_uuid(self.ctx, fresh['id']), key)
             for key in ('task_state', 'build_owner')))
         db.instance_update(self.ctx, fresh['id'], {'task_state': None})
         self.assert_consistent()

@@ -1,5 +1,6 @@
 """A device's fields are read by name only in ``nova/pci/device.py``;
-a migration's, a compute node's and a service's only in ``nova/db``.
+a migration's, an instance's, a compute node's and a service's only in
+``nova/db``.
 
 The device records (``HostDevice``, ``TrackedDevice``, ``Passthrough``)
 are the typed seam; their wire forms (the ``pci_devices`` row and its
@@ -14,24 +15,30 @@ when production code reads a device field by string key again:
   ``*_dev``, ``*_device``);
 * any string-key read of an ``extra_info`` attribute.
 
-Migrations, compute nodes and services are ``nova.db.records`` records
-outside the database layer (``Migration``, ``ComputeNode``, ``Service``);
-the scan fails likewise on a subscript or ``.get()``:
+Migrations, instances, compute nodes and services are ``nova.db.records``
+records outside the database layer (``Migration``, ``Instance``,
+``ComputeNode``, ``Service``); the scan fails likewise on a subscript or
+``.get()``:
 
 * with a key only that record has, on anything (``source_compute``,
-  ``old_flavor``; ``hypervisor_hostname``, ``local_gb``; ``binary``,
-  ``forced_down``, ``last_seen_up``...);
+  ``old_flavor``; ``vm_state``, ``pci_requests``, ``image_ref``;
+  ``hypervisor_hostname``, ``local_gb``; ``binary``, ``forced_down``,
+  ``last_seen_up``...);
 * with any of its keys (also ``id``, ``uuid``, ``host``...) on a variable
   named like it (``migration``, ``mig``, ``m``, ``*_migration``;
-  ``node``, ``cn``, ``compute_node``, ``*_node``; ``service``, ``svc``,
-  ``*_service``), on an item of a collection of them
-  (``nodes[uuid]['host']``) or on a loop variable over one
-  (``for n in nodes``, ``sorted(nodes, key=lambda n: n['host'])``,
-  ``for s in db.service_get_all(...)``).
+  ``instance``, ``inst``, ``*_instance``; ``node``, ``cn``,
+  ``compute_node``, ``*_node``; ``service``, ``svc``, ``*_service``), on
+  an item of a collection of them (``nodes[uuid]['host']``) or on a loop
+  variable over one (``for n in nodes``,
+  ``sorted(nodes, key=lambda n: n['host'])``,
+  ``for s in db.service_get_all(...)``);
+* with a flavor field on a record's ``flavor``, ``old_flavor`` or
+  ``new_flavor`` (a ``FlavorSnapshot``).
 
 Setting a key (of a view being built), query parameters (``req.GET``),
-request bodies (``body``) and the virt driver's ``resources`` are no
-reads of a record.
+request bodies (``body``), the columns a writer gives ``db.api``
+(``values``) and the virt driver's ``resources`` are no reads of a
+record.
 
 The database layer (``nova/db``) stores rows of every table and is the
 other side of the edge; it is not scanned.
@@ -174,10 +181,25 @@ SERVICE = RecordKeys(
     name=re.compile(r'^(svc|service|\w+_service)$'),
     plural=frozenset({'services'}),
     getters=frozenset({'service_get_all'}))
-RECORDS = (MIGRATION, COMPUTE_NODE, SERVICE)
-# Wire forms named like the columns they carry: request bodies, and the
-# virt driver's resources a compute node is synced from.
-_WIRE_NAMES = frozenset({'body', 'resources'})
+# Keys other records, API bodies and query parameters also have
+# (``body['key_name']``, ``?locked=``, a flavor's ``description``).
+INSTANCE = RecordKeys(
+    records.Instance,
+    shared=frozenset({
+        'id', 'uuid', 'display_name', 'project_id', 'user_id', 'host',
+        'node', 'flavor', 'description', 'key_name', 'user_data', 'locked',
+        'locked_reason', 'created_at', 'updated_at', 'deleted_at',
+    }),
+    name=re.compile(r'^(inst|instance|\w+_instance)$'),
+    plural=frozenset({'instances'}),
+    getters=frozenset({'instance_get_all'}))
+RECORDS = (MIGRATION, INSTANCE, COMPUTE_NODE, SERVICE)
+FLAVOR_SNAPSHOT_KEYS = frozenset(
+    field.name for field in dataclasses.fields(records.FlavorSnapshot))
+# Wire forms named like the columns they carry: request bodies, the
+# columns a writer gives db.api, and the virt driver's resources a
+# compute node is synced from.
+_WIRE_NAMES = frozenset({'body', 'values', 'resources'})
 
 
 def _key_read(node: ast.AST) -> tuple[ast.AST, str] | None:
@@ -256,6 +278,24 @@ def record_key_reads(source: str, kind: RecordKeys) -> list[str]:
     return found
 
 
+def flavor_key_reads(source: str) -> list[str]:
+    """``line: receiver[key]`` for each read of a flavor snapshot's
+    field by key on a record's ``flavor``, ``old_flavor`` or
+    ``new_flavor``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        read = _key_read(node)
+        if read is None:
+            continue
+        receiver, key = read
+        if key in FLAVOR_SNAPSHOT_KEYS and \
+                isinstance(receiver, ast.Attribute) and \
+                receiver.attr in ('flavor', 'old_flavor', 'new_flavor'):
+            found.append('%d: %s[%r]' % (node.lineno,
+                                         ast.unparse(receiver), key))
+    return found
+
+
 def violations(root: pathlib.Path = ROOT,
                tools: pathlib.Path | None = TOOLS) -> list[str]:
     """Each device or migration key read in the production code under
@@ -274,6 +314,7 @@ def violations(root: pathlib.Path = ROOT,
         source = path.read_text()
         reads = [read for kind in RECORDS
                  for read in record_key_reads(source, kind)]
+        reads += flavor_key_reads(source)
         if not owns_devices:
             reads = key_reads(source) + reads
         found += ['%s:%s' % (path, read) for read in reads]
@@ -314,9 +355,55 @@ class DeviceKeysTest(test.TestCase):
              "6: source_migration['instance_uuid']", "7: m['status']"],
             record_key_reads(source, MIGRATION))
 
+    def test_scan_finds_the_reads_of_instance_dicts(self):
+        source = '\n'.join([
+            "a = instance['vm_state']",
+            "b = row.get('task_state')",
+            "c = inst['host']",
+            "e = instances[0]['uuid']",
+            "f = moved_instance.get('node')",
+            "g = current['pci_requests']",
+            "h = [i['display_name'] for i in db.instance_get_all(ctx)]",
+            # Not instances: shared keys elsewhere, a view being built,
+            # query parameters, the columns a writer gives db.api, a
+            # flavor row.
+            "j = body['key_name']",
+            "k = service['host']",
+            "view['OS-EXT-STS:vm_state'] = instance.vm_state",
+            "l = req.GET.get('image_ref')",
+            "m = values['vm_state']",
+            "n = flavor['vcpus']",
+            "o = instance.vm_state",
+        ])
+        self.assertEqual(
+            ["1: instance['vm_state']", "2: row['task_state']",
+             "3: inst['host']", "4: instances[0]['uuid']",
+             "5: moved_instance['node']", "6: current['pci_requests']",
+             "7: i['display_name']"],
+            _by_line(record_key_reads(source, INSTANCE)))
+
+    def test_scan_finds_the_reads_of_flavor_snapshots(self):
+        source = '\n'.join([
+            "h = migration.new_flavor['vcpus']",
+            "i = instance.flavor.get('extra_specs')",
+            "j = self.old_flavor['root_gb']",
+            # Not a snapshot: a flavor row, an attribute read.
+            "n = flavor['vcpus']",
+            "o = instance.flavor.vcpus",
+        ])
+        self.assertEqual(
+            ["1: migration.new_flavor['vcpus']",
+             "2: instance.flavor['extra_specs']",
+             "3: self.old_flavor['root_gb']"],
+            _by_line(flavor_key_reads(source)))
+        for field in dataclasses.fields(records.FlavorSnapshot):
+            self.assertEqual(
+                ["1: instance.flavor[%r]" % field.name],
+                flavor_key_reads("x = instance.flavor[%r]" % field.name))
+
     def test_scan_covers_every_record_kind_field(self):
-        for kind, name in ((MIGRATION, 'migration'), (COMPUTE_NODE, 'node'),
-                           (SERVICE, 'service')):
+        for kind, name in ((MIGRATION, 'migration'), (INSTANCE, 'instance'),
+                           (COMPUTE_NODE, 'node'), (SERVICE, 'service')):
             for field in dataclasses.fields(kind.record):
                 self.assertEqual(
                     ["1: %s[%r]" % (name, field.name)],
@@ -374,16 +461,19 @@ class DeviceKeysTest(test.TestCase):
 
     def test_violations_name_planted_reads_outside_the_db_layer(self):
         root = pathlib.Path(self.useFixture(fixtures.TempDir()).path)
-        planted = "x = node['hypervisor_hostname']\ny = svc['binary']\n"
+        planted = ("x = node['hypervisor_hostname']\ny = svc['binary']\n"
+                   "def stop(instance):\n    return instance['power_state']\n")
         (root / 'api').mkdir()
         (root / 'api' / 'planted.py').write_text(planted)
         (root / 'db').mkdir()
         (root / 'db' / 'api.py').write_text(planted)
         self.assertEqual(
-            ["%s:1: node['hypervisor_hostname']" % (
+            sorted(["%s:1: node['hypervisor_hostname']" % (
                 root / 'api' / 'planted.py'),
-             "%s:2: svc['binary']" % (root / 'api' / 'planted.py')],
-            violations(root, tools=None))
+             "%s:2: svc['binary']" % (root / 'api' / 'planted.py'),
+             "%s:4: instance['power_state']" % (
+                 root / 'api' / 'planted.py')]),
+            sorted(violations(root, tools=None)))
 
     def test_scan_finds_the_reads_of_device_dicts(self):
         source = '\n'.join([

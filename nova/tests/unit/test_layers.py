@@ -109,6 +109,9 @@ RULES = [
 ALLOWED = (
     # The PCI tracker keeps the host's devices in the database.
     ('nova.pci.manager', 'nova.db'),
+    # The instance and migration records carry their PCI requests parsed
+    # (the PCI model's request type reads no database).
+    ('nova.db.records', 'nova.pci.request'),
 )
 
 # Test code, which no production module may import.

@@ -9,9 +9,9 @@ from nova.compute import api as compute_api
 from nova.compute import rpcapi as compute_rpcapi
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova import rpc
-from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.functional.lib import gpu_hosts
@@ -64,38 +64,36 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
 
         instance = self._create()
 
-        stored = db.instance_get_by_uuid(self.admin, instance['uuid'])
-        self.assertEqual(instance['uuid'], stored['uuid'])
+        stored = db.instance_get_by_uuid(self.admin, instance.uuid)
+        self.assertEqual(instance.uuid, stored.uuid)
         self.assertEqual(('vm1', 'proj', 'alice'), (
-            stored['display_name'], stored['project_id'],
-            stored['user_id']))
+            stored.display_name, stored.project_id,
+            stored.user_id))
         self.assertEqual(('building', 'scheduling'),
-                         (stored['vm_state'], stored['task_state']))
-        self.assertIsNone(stored['host'])
-        self.assertEqual(flavor['id'], stored['flavor_id'])
-        self.assertEqual({'id': flavor['id'], 'flavorid': 'gpu2',
-                          'name': 'gpu2', 'vcpus': 4, 'memory_mb': 4096,
-                          'root_gb': 10,
-                          'extra_specs': {'pci_passthrough:alias': 'h200:2'}},
-                         stored['flavor'])
-        [pci] = stored['pci_requests']
+                         (stored.vm_state, stored.task_state))
+        self.assertIsNone(stored.host)
+        self.assertEqual(flavor['id'], stored.flavor_id)
+        self.assertEqual(records.FlavorSnapshot(
+            id=flavor['id'], flavorid='gpu2', name='gpu2', vcpus=4,
+            memory_mb=4096, root_gb=10,
+            extra_specs={'pci_passthrough:alias': 'h200:2'}), stored.flavor)
+        [pci] = stored.pci_requests
         self.assertEqual(
             {'alias_name': 'h200', 'count': 2, 'group_type': 'nvlink',
-             'resource_class': 'PGPU', 'traits': [],
+             'resource_class': 'PGPU', 'traits': set(),
              'numa_policy': 'legacy'},
-            {key: pci[key] for key in ('alias_name', 'count', 'group_type',
-                                       'resource_class', 'traits',
-                                       'numa_policy')})
-        self.assertEqual(36, len(pci['request_id']))
+            {key: getattr(pci, key)
+             for key in ('alias_name', 'count', 'group_type',
+                         'resource_class', 'traits', 'numa_policy')})
+        self.assertEqual(36, len(pci.request_id))
         self.assertTrue(self.conductor.called.wait(10))
-        self.assertEqual([('proj', instance['uuid'])], self.conductor.builds)
+        self.assertEqual([('proj', instance.uuid)], self.conductor.builds)
 
     def test_stored_pci_requests_decode_for_the_scheduler(self):
         self._flavor()
         instance = self._create()
-        [request] = pci_request.requests_from_primitive(
-            db.instance_get_by_uuid(self.admin,
-                                    instance['uuid'])['pci_requests'])
+        [request] = db.instance_get_by_uuid(self.admin,
+                                            instance.uuid).pci_requests
         self.assertEqual(('h200', 2, 'nvlink', 'PGPU', set()), (
             request.alias_name, request.count, request.group_type,
             request.resource_class, request.traits))
@@ -173,10 +171,10 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
         self._flavor()
         first = self._create()
         second = self._create()
-        self.assertEqual(first['uuid'],
-                         self.api.get(self.context, first['uuid'])['uuid'])
-        self.assertEqual([first['uuid'], second['uuid']],
-                         [i['uuid'] for i in self.api.get_all(self.context)])
+        self.assertEqual(first.uuid,
+                         self.api.get(self.context, first.uuid).uuid)
+        self.assertEqual([first.uuid, second.uuid],
+                         [i.uuid for i in self.api.get_all(self.context)])
         self.assertRaises(exception.InstanceNotFound, self.api.get,
                           self.context, 'c0ffee00-0000-4000-8000-000000000000')
 
@@ -185,31 +183,31 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
         instance = self._create()
         self.hosts.add_host('cmp1')
         # As if the scheduler had claimed already.
-        self.hosts.allocate(instance['uuid'], {
+        self.hosts.allocate(instance.uuid, {
             self.hosts.roots['cmp1']: {'VCPU': 4, 'MEMORY_MB': 4096}})
 
-        self.api.delete(self.context, instance['uuid'])
+        self.api.delete(self.context, instance.uuid)
 
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
         self.assertRaises(exception.InstanceNotFound, self.api.get,
-                          self.context, instance['uuid'])
+                          self.context, instance.uuid)
         self.assertEqual('deleting', db.instance_get_by_uuid(
-            self.admin, instance['uuid'], read_deleted=True)['task_state'])
+            self.admin, instance.uuid, read_deleted=True).task_state)
         self.assertEqual([], self.compute.terminated)
 
     def test_delete_on_a_host_calls_its_compute(self):
         self._flavor()
         instance = self._create()
         self.hosts.add_host('cmp1')      # its service just registered: up
-        db.instance_update(self.admin, instance['uuid'],
+        db.instance_update(self.admin, instance.uuid,
                            {'host': 'cmp1', 'node': 'cmp1'})
 
-        self.api.delete(self.context, instance['uuid'])
+        self.api.delete(self.context, instance.uuid)
 
-        self.assertEqual([instance['uuid']], self.compute.terminated)
+        self.assertEqual([instance.uuid], self.compute.terminated)
         # The compute owns the teardown, record included.
         self.assertEqual('deleting', self.api.get(
-            self.context, instance['uuid'])['task_state'])
+            self.context, instance.uuid).task_state)
 
     def test_delete_unknown_instance(self):
         self.assertRaises(exception.InstanceNotFound, self.api.delete,
@@ -223,21 +221,21 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
         self.hosts.add_host(host)
         if last_seen_ago is not None:
             self.hosts.last_seen(host, last_seen_ago)
-        self.hosts.allocate(instance['uuid'], {
+        self.hosts.allocate(instance.uuid, {
             self.hosts.roots[host]: {'VCPU': 4, 'MEMORY_MB': 4096}})
-        db.instance_update(self.admin, instance['uuid'],
+        db.instance_update(self.admin, instance.uuid,
                            {'host': host, 'node': host})
         return instance
 
     def test_delete_on_a_down_compute_deletes_locally(self):
         instance = self._on_host(last_seen_ago=600)
 
-        self.api.delete(self.context, instance['uuid'])
+        self.api.delete(self.context, instance.uuid)
 
         self.assertEqual([], self.compute.terminated)
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
         self.assertRaises(exception.InstanceNotFound, self.api.get,
-                          self.context, instance['uuid'])
+                          self.context, instance.uuid)
         self.assertIn('cmp1 is down (last seen 6', self.logger.output)
 
     def test_delete_on_a_compute_that_does_not_answer(self):
@@ -245,11 +243,11 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
         self.rpc.conf.set_override('rpc_response_timeout', 1)
         instance = self._on_host('cmp2')
 
-        self.api.delete(self.context, instance['uuid'])
+        self.api.delete(self.context, instance.uuid)
 
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
         self.assertRaises(exception.InstanceNotFound, self.api.get,
-                          self.context, instance['uuid'])
+                          self.context, instance.uuid)
         self.assertIn('cmp2 did not answer the delete', self.logger.output)
 
     def test_delete_while_placement_is_down_still_deletes(self):
@@ -257,20 +255,20 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
         self.placement.stop_server()
         self.addCleanup(self.placement.start_server)
 
-        self.api.delete(self.context, instance['uuid'])
+        self.api.delete(self.context, instance.uuid)
 
         self.assertRaises(exception.InstanceNotFound, self.api.get,
-                          self.context, instance['uuid'])
+                          self.context, instance.uuid)
         self.assertIn('freed when Placement answers again',
                       self.logger.output)
         # Recorded for the compute of cmp1 to free when Placement is back.
-        self.assertEqual([(instance['uuid'], 'cmp1')], [
+        self.assertEqual([(instance.uuid, 'cmp1')], [
             (row['consumer_uuid'], row['host'])
             for row in db.pending_free_get_all(self.context)])
         self.placement.start_server()
         # Still there until that compute's next update (or the audit).
         self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
-                         self.hosts.allocations(instance['uuid'])[
+                         self.hosts.allocations(instance.uuid)[
                              self.hosts.roots['cmp1']])
 
 
@@ -317,7 +315,7 @@ class TestServerActions(gpu_hosts.GpuHostsTestCase):
     def _instance(self, vm_state='active', task_state=None):
         return db.instance_create(self.admin, {
             'vm_state': vm_state, 'task_state': task_state, 'host': 'cmp1',
-            'project_id': 'proj'})['uuid']
+            'project_id': 'proj'}).uuid
 
     def test_accepted_action_sets_task_state_records_and_casts(self):
         uuid = self._instance()
@@ -326,7 +324,7 @@ class TestServerActions(gpu_hosts.GpuHostsTestCase):
                           {'instance_uuid': uuid, 'hard': True}),
                          self.compute.calls.get(timeout=10))
         self.assertEqual('rebooting_hard', db.instance_get_by_uuid(
-            self.admin, uuid)['task_state'])
+            self.admin, uuid).task_state)
         action = db.action_get_by_request_id(self.admin, uuid, 'req-1')
         self.assertEqual(('reboot', 'alice', 'proj', None), (
             action['action'], action['user_id'], action['project_id'],
@@ -345,7 +343,7 @@ class TestServerActions(gpu_hosts.GpuHostsTestCase):
         self.assertIn('task_state rebooting', error.message)
         # Nothing changed and nothing was recorded.
         self.assertEqual(('stopped', None), tuple(
-            db.instance_get_by_uuid(self.admin, stopped)[key]
+            getattr(db.instance_get_by_uuid(self.admin, stopped), key)
             for key in ('vm_state', 'task_state')))
         self.assertEqual([], db.actions_get(self.admin, stopped))
         self.assertTrue(self.compute.calls.empty())
@@ -369,7 +367,7 @@ class TestServerActions(gpu_hosts.GpuHostsTestCase):
                          self.conductor.calls.get(timeout=10))
         for uuid in (shelved, offloaded):
             self.assertEqual('unshelving', db.instance_get_by_uuid(
-                self.admin, uuid)['task_state'])
+                self.admin, uuid).task_state)
 
     def test_concurrent_actions_accept_exactly_one(self):
         uuid = self._instance()

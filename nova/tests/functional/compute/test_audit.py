@@ -17,12 +17,12 @@ class TestAudit(gpu_hosts.GpuHostsTestCase):
 
     def _instance(self, vm_state='active', host='cmp1', deleted=False):
         instance = gpu_hosts.create_instance(self.admin, 0)
-        instance = db.instance_update(self.admin, instance['uuid'], {
+        instance = db.instance_update(self.admin, instance.uuid, {
             'vm_state': vm_state, 'host': host,
             'task_state': 'scheduling' if vm_state == 'building' else None})
         if deleted:
-            db.instance_destroy(self.admin, instance['uuid'])
-        return instance['uuid']
+            db.instance_destroy(self.admin, instance.uuid)
+        return instance.uuid
 
     def _migration(self, instance_uuid, status, source='cmp1',
                    dest='cmp2'):

@@ -61,7 +61,7 @@ class FakeCompute:
         instance = db.instance_get_by_uuid(context, instance_uuid)
         with self.lock:
             self.builds.append({
-                'host_recorded': instance['host'],
+                'host_recorded': instance.host,
                 'pci_providers': pci_providers,
                 'allocations': self.hosts.allocations(instance_uuid)})
         if self.during:
@@ -114,8 +114,8 @@ class BuildTestBase(gpu_hosts.GpuHostsTestCase):
 
     def _build(self, gpus=2):
         instance = gpu_hosts.create_instance(self.context, gpus)
-        self.conductor.build_instance(self.context, instance['uuid'])
-        return db.instance_get_by_uuid(self.context, instance['uuid'])
+        self.conductor.build_instance(self.context, instance.uuid)
+        return db.instance_get_by_uuid(self.context, instance.uuid)
 
 
 class TestBuildInstance(BuildTestBase):
@@ -126,9 +126,9 @@ class TestBuildInstance(BuildTestBase):
 
         instance = self._build()
 
-        self.assertEqual('active', instance['vm_state'])
-        self.assertEqual(('cmp1', 'cmp1'), (instance['host'],
-                                            instance['node']))
+        self.assertEqual('active', instance.vm_state)
+        self.assertEqual(('cmp1', 'cmp1'), (instance.host,
+                                            instance.node))
         self.assertEqual(1, len(cmp1.builds))
         build = cmp1.builds[0]
         # The host was recorded and the allocation claimed before the
@@ -139,7 +139,7 @@ class TestBuildInstance(BuildTestBase):
         mapped = {rp for rps in build['pci_providers'].values() for rp in rps}
         self.assertEqual(gpus, self.hosts.gpus_of('cmp1', mapped))
         self.assertEqual(build['allocations'],
-                         self.hosts.allocations(instance['uuid']))
+                         self.hosts.allocations(instance.uuid))
 
     def test_reschedules_to_another_host(self):
         cmp1 = self._add_compute('cmp1')
@@ -151,9 +151,9 @@ class TestBuildInstance(BuildTestBase):
 
         self.assertEqual(1, len(cmp2.builds))
         self.assertEqual(1, len(cmp1.builds))
-        self.assertEqual('active', instance['vm_state'])
-        self.assertEqual('cmp1', instance['host'])
-        allocations = self.hosts.allocations(instance['uuid'])
+        self.assertEqual('active', instance.vm_state)
+        self.assertEqual('cmp1', instance.host)
+        allocations = self.hosts.allocations(instance.uuid)
         self.assertIn(self.hosts.roots['cmp1'], allocations)
         self.assertEqual(set(), self.hosts.gpus_of('cmp2', allocations))
         self.assertIn(frozenset(self.hosts.gpus_of('cmp1', allocations)),
@@ -168,16 +168,16 @@ class TestBuildInstance(BuildTestBase):
 
         for compute in self.computes.values():
             self.assertEqual(1, len(compute.builds))
-        self.assertEqual('error', instance['vm_state'])
-        self.assertIsNone(instance['task_state'])
-        self.assertIsNone(instance['host'])
-        self.assertTrue(instance['fault_message'].startswith(
+        self.assertEqual('error', instance.vm_state)
+        self.assertIsNone(instance.task_state)
+        self.assertIsNone(instance.host)
+        self.assertTrue(instance.fault_message.startswith(
             'No valid host was found. There are not enough hosts '
-            'available'), instance['fault_message'])
-        self.assertIn('already tried', instance['fault_message'])
-        self.assertIn('cmp1: GPU fell off the bus', instance['fault_message'])
-        self.assertIn('cmp2: libvirt said no', instance['fault_message'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+            'available'), instance.fault_message)
+        self.assertIn('already tried', instance.fault_message)
+        self.assertIn('cmp1: GPU fell off the bus', instance.fault_message)
+        self.assertIn('cmp2: libvirt said no', instance.fault_message)
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_max_attempts_bounds_the_reschedules(self):
         self.conf.set_override('max_attempts', 1, group='scheduler')
@@ -189,10 +189,10 @@ class TestBuildInstance(BuildTestBase):
 
         self.assertEqual(1, sum(len(c.builds)
                                 for c in self.computes.values()))
-        self.assertEqual('error', instance['vm_state'])
+        self.assertEqual('error', instance.vm_state)
         self.assertIn('failed on every host tried ([scheduler]max_attempts '
-                      '= 1). Earlier attempts: cmp', instance['fault_message'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+                      '= 1). Earlier attempts: cmp', instance.fault_message)
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_no_valid_host(self):
         self._add_compute('cmp1')
@@ -202,13 +202,13 @@ class TestBuildInstance(BuildTestBase):
         instance = self._build(gpus=8)
 
         self.assertEqual([], self.computes['cmp1'].builds)
-        self.assertEqual('error', instance['vm_state'])
+        self.assertEqual('error', instance.vm_state)
         self.assertEqual(
             'No valid host was found. There are not enough hosts '
             'available: no host can provide 4 VCPU, 4096 MEMORY_MB and a '
             'free nvlink group of 8 x PGPU: only 7 PGPU devices free, 8 '
-            'needed', instance['fault_message'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+            'needed', instance.fault_message)
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_unexpected_compute_error_is_not_rescheduled(self):
         cmp1 = self._add_compute('cmp1', error='disk full')
@@ -220,12 +220,12 @@ class TestBuildInstance(BuildTestBase):
 
         self.assertEqual(1, len(cmp1.builds))
         self.assertEqual([], cmp2.builds)
-        self.assertEqual('error', instance['vm_state'])
-        self.assertIn('disk full', instance['fault_message'])
-        self.assertIn('InstanceSpawnFailed', instance['fault_details'])
+        self.assertEqual('error', instance.vm_state)
+        self.assertIn('disk full', instance.fault_message)
+        self.assertIn('InstanceSpawnFailed', instance.fault_details)
         # The host stays recorded so a delete reaches that compute.
-        self.assertEqual('cmp1', instance['host'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual('cmp1', instance.host)
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_delete_during_scheduling_frees_the_claim(self):
         cmp1 = self._add_compute('cmp1')
@@ -234,10 +234,10 @@ class TestBuildInstance(BuildTestBase):
         instance = self._build()
 
         self.assertEqual([], cmp1.builds)
-        self.assertEqual('deleting', instance['task_state'])
-        self.assertEqual('building', instance['vm_state'])
-        self.assertIsNone(instance['host'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual('deleting', instance.task_state)
+        self.assertEqual('building', instance.vm_state)
+        self.assertIsNone(instance.host)
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
 
 class _SlowScheduler(scheduler_manager.SchedulerManager):
@@ -290,11 +290,11 @@ class TestBuildLeases(BuildTestBase):
         try:
             instance = gpu_hosts.create_instance(self.context, gpus)
             if values:
-                db.instance_update(self.context, instance['uuid'], {
+                db.instance_update(self.context, instance.uuid, {
                     'build_heartbeat': timeutils.utcnow(), **values})
         finally:
             timeutils.clear_time_override()
-        return instance['uuid']
+        return instance.uuid
 
     def _redrive(self, conductor=None):
         for thread in (conductor or self.conductor).redrive_orphaned_builds():
@@ -311,30 +311,30 @@ class TestBuildLeases(BuildTestBase):
 
         instance = self._build()
 
-        self.assertEqual('error', instance['vm_state'])
-        self.assertIn('MessagingTimeout', instance['fault_details'])
+        self.assertEqual('error', instance.vm_state)
+        self.assertIn('MessagingTimeout', instance.fault_details)
         self.assertTrue(scheduler.done.wait(WAIT))
         # The scheduler did claim, after the conductor freed, and gave
         # the claim back itself.
         self.assertTrue(scheduler.reportclient.claimed)
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
         self.assertEqual([], self.computes['cmp1'].builds)
 
     def test_replayed_build_request_is_ignored(self):
         cmp1 = self._add_compute('cmp1')
         self._start()
         instance = self._build()
-        allocations = self.hosts.allocations(instance['uuid'])
+        allocations = self.hosts.allocations(instance.uuid)
 
-        self.conductor.build_instance(self.context, instance['uuid'])
+        self.conductor.build_instance(self.context, instance.uuid)
         manager.ConductorManager(self.conf).build_instance(
-            self.context, instance['uuid'])
+            self.context, instance.uuid)
 
         self.assertEqual(1, len(cmp1.builds))
         self.assertEqual(instance, db.instance_get_by_uuid(
-            self.context, instance['uuid']))
+            self.context, instance.uuid))
         self.assertEqual(allocations,
-                         self.hosts.allocations(instance['uuid']))
+                         self.hosts.allocations(instance.uuid))
 
     def test_build_of_a_dead_conductor_is_redriven(self):
         cmp1 = self._add_compute('cmp1')
@@ -347,8 +347,8 @@ class TestBuildLeases(BuildTestBase):
         self._redrive()
 
         instance = db.instance_get_by_uuid(self.context, uuid)
-        self.assertEqual('active', instance['vm_state'])
-        self.assertEqual(self.conductor.owner, instance['build_owner'])
+        self.assertEqual('active', instance.vm_state)
+        self.assertEqual(self.conductor.owner, instance.build_owner)
         self.assertEqual(1, len(cmp1.builds))
         # The old claim was freed and exactly one pair claimed anew.
         allocations = self.hosts.allocations(uuid)
@@ -360,15 +360,15 @@ class TestBuildLeases(BuildTestBase):
         cmp1 = self._add_compute('cmp1')
         self._start()
         lost = self._orphan()
-        on_its_way = gpu_hosts.create_instance(self.context, 2)['uuid']
+        on_its_way = gpu_hosts.create_instance(self.context, 2).uuid
 
         self.conductor.init_host()    # a conductor (re)starting
         _wait_until(lambda: db.instance_get_by_uuid(
-            self.context, lost)['vm_state'] == 'active', 'the re-drive')
+            self.context, lost).vm_state == 'active', 'the re-drive')
 
         self.assertEqual(1, len(cmp1.builds))
         self.assertEqual('scheduling', db.instance_get_by_uuid(
-            self.context, on_its_way)['task_state'])
+            self.context, on_its_way).task_state)
         self.assertEqual({}, self.hosts.allocations(on_its_way))
 
     def test_several_conductors_redrive_a_build_once(self):
@@ -395,8 +395,8 @@ class TestBuildLeases(BuildTestBase):
         self.assertEqual(1, len(threads))
         self.assertEqual(1, len(cmp1.builds))
         instance = db.instance_get_by_uuid(self.context, uuid)
-        self.assertEqual('active', instance['vm_state'])
-        self.assertIn(instance['build_owner'],
+        self.assertEqual('active', instance.vm_state)
+        self.assertIn(instance.build_owner,
                       [c.owner for c in conductors])
         self.assertIn(frozenset(self.hosts.gpus_of(
             'cmp1', self.hosts.allocations(uuid))), gpu_hosts.PAIRS)
@@ -412,13 +412,13 @@ class TestBuildLeases(BuildTestBase):
             finally:
                 timeutils.clear_time_override()
             seen['heartbeat'] = db.instance_get_by_uuid(
-                self.context, uuid)['build_heartbeat']
+                self.context, uuid).build_heartbeat
 
         self._add_compute('cmp1', during=during)
         self._start()
         instance = self._build()
 
-        self.assertEqual({instance['uuid']}, seen['driving'])
+        self.assertEqual({instance.uuid}, seen['driving'])
         self.assertGreater(seen['heartbeat'], _ago(-3000))
         self.assertEqual(set(), set(self.conductor._builds))
         # Nothing is orphaned an hour later while it is renewed.
@@ -437,11 +437,11 @@ class TestBuildLeases(BuildTestBase):
         instance = self._build()
 
         # Not failed, not rescheduled: no longer this conductor's build.
-        self.assertEqual('building', instance['vm_state'])
-        self.assertEqual('conductor-2:new', instance['build_owner'])
+        self.assertEqual('building', instance.vm_state)
+        self.assertEqual('conductor-2:new', instance.build_owner)
         self.assertEqual(1, len(cmp1.builds))
         # The claim is the new owner's to free (it frees on taking over).
-        self.assertNotEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertNotEqual({}, self.hosts.allocations(instance.uuid))
 
     def _compute_never_answers(self, meanwhile):
         """cmp1 runs ``meanwhile`` and never answers; cmp2 works."""
@@ -464,10 +464,10 @@ class TestBuildLeases(BuildTestBase):
 
         self.assertEqual(1, len(cmp1.builds))
         self.assertEqual(1, len(cmp2.builds))
-        self.assertEqual(('active', 'cmp2'), (instance['vm_state'],
-                                              instance['host']))
+        self.assertEqual(('active', 'cmp2'), (instance.vm_state,
+                                              instance.host))
         self.assertEqual(set(), self.hosts.gpus_of(
-            'cmp1', self.hosts.allocations(instance['uuid'])))
+            'cmp1', self.hosts.allocations(instance.uuid)))
         return instance
 
     def test_compute_that_handed_back_while_the_call_timed_out(self):
@@ -480,13 +480,13 @@ class TestBuildLeases(BuildTestBase):
         instance = self._compute_never_answers(restarted)
         self.assertIn('cmp1, rescheduling: the compute did not answer',
                       self.logger.output)
-        self.assertEqual('cmp2', instance['node'])
+        self.assertEqual('cmp2', instance.node)
 
     def test_compute_silent_before_spawning_is_rescheduled(self):
         instance = self._compute_never_answers(lambda uuid: None)
         self.assertIn('cmp1, rescheduling: the compute did not answer',
                       self.logger.output)
-        self.assertEqual('cmp2', instance['node'])
+        self.assertEqual('cmp2', instance.node)
 
     def test_compute_that_stopped_answering_while_spawning_fails(self):
         self.useFixture(fixtures.MockPatchObject(
@@ -510,10 +510,10 @@ class TestBuildLeases(BuildTestBase):
         # It may run there: not rescheduled, failed and freed; the
         # compute tears it down when it is back (see the compute).
         self.assertEqual([], cmp2.builds)
-        self.assertEqual(('error', 'cmp1'), (instance['vm_state'],
-                                             instance['host']))
-        self.assertIn('MessagingTimeout', instance['fault_details'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual(('error', 'cmp1'), (instance.vm_state,
+                                             instance.host))
+        self.assertIn('MessagingTimeout', instance.fault_details)
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
 
 class TestAutomaticDefrag(BuildTestBase):
@@ -555,13 +555,13 @@ class TestAutomaticDefrag(BuildTestBase):
         """An 8-GPU build handed to the conductor in a thread (as its
         RPC server would); the instance and that thread."""
         instance = gpu_hosts.create_instance(self.context, 8)
-        instance_actions.start(self.context, instance['uuid'],
+        instance_actions.start(self.context, instance.uuid,
                                instance_actions.CREATE)
         thread = threading.Thread(target=self.conductor.build_instance,
-                                  args=(self.context, instance['uuid']),
+                                  args=(self.context, instance.uuid),
                                   daemon=True)
         thread.start()
-        return instance['uuid'], thread
+        return instance.uuid, thread
 
     def _defragment_step(self, uuid):
         action = db.action_get_by_request_id(self.context, uuid,
@@ -580,20 +580,20 @@ class TestAutomaticDefrag(BuildTestBase):
         waiting = db.instance_get_by_uuid(self.context, uuid)
         self.assertEqual(
             ('building', 'scheduling', None, self.conductor.owner),
-            (waiting['vm_state'], waiting['task_state'], waiting['host'],
-             waiting['build_owner']))
+            (waiting.vm_state, waiting.task_state, waiting.host,
+             waiting.build_owner))
         # Its lease is renewed meanwhile: no other conductor re-drives it.
         self.assertEqual({uuid}, set(self.conductor._builds))
         self.assertEqual(8, free_group.call_args.args[3])
 
         self.moves_done.set()
         _wait_until(lambda: db.instance_get_by_uuid(
-            self.context, uuid)['vm_state'] == 'active',
+            self.context, uuid).vm_state == 'active',
             'the build driven again after the moves')
         self.assertEqual(1, len(self.computes['cmp1'].builds))
         self.assertEqual([], self.computes['cmp2'].builds)
         self.assertEqual('cmp1',
-                         db.instance_get_by_uuid(self.context, uuid)['host'])
+                         db.instance_get_by_uuid(self.context, uuid).host)
         _wait_until(lambda: not self.conductor._builds, 'the lease let go')
         [step] = self._defragment_step(uuid)
         self.assertEqual(instance_actions.SUCCESS, step['result'])
@@ -607,12 +607,12 @@ class TestAutomaticDefrag(BuildTestBase):
 
         self.moves_done.set()
         _wait_until(lambda: db.instance_get_by_uuid(
-            self.context, uuid)['vm_state'] == 'error',
+            self.context, uuid).vm_state == 'error',
             'the build failed after the moves')
         instance = db.instance_get_by_uuid(self.context, uuid)
-        self.assertTrue(instance['fault_message'].startswith(
-            'No valid host was found'), instance['fault_message'])
-        self.assertIn('fragmentation', instance['fault_message'])
+        self.assertTrue(instance.fault_message.startswith(
+            'No valid host was found'), instance.fault_message)
+        self.assertIn('fragmentation', instance.fault_message)
         self.assertEqual([], self.computes['cmp1'].builds)
         self.assertEqual({}, self.hosts.allocations(uuid))
         _wait_until(lambda: not self.conductor._builds, 'the lease let go')

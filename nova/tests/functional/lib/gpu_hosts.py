@@ -15,6 +15,7 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova.pci import request as pci_request
 from nova import test
 from nova.tests.fixtures import database as db_fixture
@@ -22,8 +23,8 @@ from nova.tests.fixtures import h200_placement
 from nova.tests.fixtures import placement as placement_fixture
 
 PAIRS = h200_placement.PAIRS
-FLAVOR = {'id': 1, 'flavorid': 'gpu', 'name': 'gpu', 'vcpus': 4,
-          'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
+FLAVOR = records.FlavorSnapshot(id=1, flavorid='gpu', name='gpu', vcpus=4,
+                                memory_mb=4096, root_gb=0, extra_specs={})
 ALIAS = '{"name": "h200", "resource_class": "PGPU", "group_type": "nvlink"}'
 
 
@@ -46,14 +47,14 @@ def gpu_request(count: int) -> pci_request.InstancePCIRequest:
         traits=set())
 
 
-def create_instance(context, gpus: int) -> dict:
+def create_instance(context, gpus: int) -> records.Instance:
     """A building instance asking for ``gpus`` H200 (0: none)."""
     requests = [gpu_request(gpus)] if gpus else []
     return db.instance_create(context, {
         'display_name': 'vm', 'project_id': 'proj', 'user_id': 'user',
-        'flavor_id': FLAVOR['id'], 'flavor': FLAVOR,
+        'flavor_id': FLAVOR.id, 'flavor': FLAVOR,
         'vm_state': 'building', 'task_state': 'scheduling',
-        'pci_requests': pci_request.requests_to_primitive(requests)})
+        'pci_requests': requests})
 
 
 class GpuHosts:

@@ -39,6 +39,7 @@ flight) or expect transient findings about servers that were changing.
 """
 
 import collections
+from collections.abc import Sequence
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
@@ -86,7 +87,7 @@ def check(compute_url: str, token: str,
         placement = placement_adapter(placement)
     context = context or nova_context.get_admin_context()
     servers = {s['id']: s for s in _servers(compute_url, token, timeout)}
-    instances = {i['uuid']: i for i in db.instance_get_all(context)}
+    instances = {i.uuid: i for i in db.instance_get_all(context)}
     nodes = {node.hypervisor_hostname: node.uuid
              for node in db.compute_node_get_all(context)}
     devices = _device_rows(context)
@@ -182,7 +183,7 @@ def _placement_state(placement: ks_adapter.Adapter):
 
 def _state(instances: dict, uuid: str) -> str:
     instance = instances.get(uuid)
-    return 'deleted' if instance is None else str(instance['vm_state'])
+    return 'deleted' if instance is None else str(instance.vm_state)
 
 
 def _device_holders(devices: list[dict], instances: dict) -> list[str]:
@@ -201,16 +202,17 @@ def _device_holders(devices: list[dict], instances: dict) -> list[str]:
     return violations
 
 
-def _requested_devices(flavor: dict | None) -> int:
-    specs = (flavor or {}).get('extra_specs') or {}
+def _requested_devices(flavor: records.FlavorSnapshot | None) -> int:
+    specs = flavor.extra_specs if flavor else {}
     if ALIAS_SPEC not in specs:
         return 0
     return sum(count for _name, count in
                pci_request.parse_alias_extra_spec(specs[ALIAS_SPEC]))
 
 
-def _request_ids(pci_requests: list | None) -> set[str]:
-    return {request['request_id'] for request in pci_requests or []}
+def _request_ids(pci_requests: Sequence[pci_request.InstancePCIRequest]
+                 ) -> set[str]:
+    return {request.request_id for request in pci_requests}
 
 
 def _settled_moves(instances: dict, migrations: dict[str, records.Migration]
@@ -230,7 +232,8 @@ def _settled_moves(instances: dict, migrations: dict[str, records.Migration]
 
 
 def _holdings(devices: list[dict], instances: dict, migrations: dict
-              ) -> list[tuple[str, str, str, dict | None, list[dict]]]:
+              ) -> list[tuple[str, str, str, records.FlavorSnapshot | None,
+                              list[dict]]]:
     """(holder name, consumer, node, flavor, device rows) for every set
     of devices a settled server should hold as one partition: an ACTIVE,
     SHUTOFF or SHELVED server's, and both ends of a settled move (see
@@ -261,10 +264,10 @@ def _holdings(devices: list[dict], instances: dict, migrations: dict
             if kept:
                 result.append(('%s (outside its move)' % label, uuid, None,
                                None, kept))
-        elif instance['vm_state'] in _SETTLED:
+        elif instance.vm_state in _SETTLED:
             result.append(('%s server %s' % (
-                _SETTLED[instance['vm_state']], uuid), uuid,
-                instance['node'], instance['flavor'], rows))
+                _SETTLED[instance.vm_state], uuid), uuid,
+                instance.node, instance.flavor, rows))
     return result
 
 

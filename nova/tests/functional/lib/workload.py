@@ -18,6 +18,7 @@ import requests
 
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova.pci import request as pci_request
 from nova.tests.functional.lib import invariants
 from nova.virt.fake import host as fakehost
@@ -159,13 +160,13 @@ class ComputeClient:
             time.sleep(1)
 
 
-def handed_to_compute(instance: dict) -> bool:
+def handed_to_compute(instance: records.Instance) -> bool:
     """The conductor handed the build to a compute; it still builds."""
-    return instance['vm_state'] == 'building' and bool(instance['host'])
+    return instance.vm_state == 'building' and bool(instance.host)
 
 
 def wait_for_instance(match=lambda instance: True,
-                      timeout: float = 60) -> dict | None:
+                      timeout: float = 60) -> records.Instance | None:
     """Wait (bounded) for an instance row ``match`` accepts; None if none
     did in time. The moment to inject a fault mid-burst.
 

@@ -67,12 +67,12 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
     def _select(self, instance, excluded=(), owner=OWNER):
         # As the conductor does before it asks.
-        db.instance_build_lease_take(self.context, instance['uuid'], OWNER,
+        db.instance_build_lease_take(self.context, instance.uuid, OWNER,
                                      timeutils.utcnow(), any_unowned=True)
         try:
             return scheduler_rpcapi.Selection.from_primitive(
                 self.scheduler.select_destination(
-                    self.context, instance['uuid'], list(excluded), owner,
+                    self.context, instance.uuid, list(excluded), owner,
                     return_selection=True))
         except oslo_messaging.ExpectedException as wrapped:
             # What the RPC dispatcher unwraps for a remote caller.
@@ -86,7 +86,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         self.assertEqual('cmp1', selection.host)
         self.assertEqual('cmp1', selection.nodename)
-        allocations = self.hosts.allocations(instance['uuid'])
+        allocations = self.hosts.allocations(instance.uuid)
         gpus = self.hosts.gpus_of('cmp1', allocations)
         self.assertIn(frozenset(gpus), gpu_hosts.PAIRS)
         self.assertEqual({'VCPU': 4, 'MEMORY_MB': 4096},
@@ -96,7 +96,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
                           for rp, res in allocations.items()})
         # The device providers of the PCI request, one per device, by
         # request id.
-        rid = instance['pci_requests'][0]['request_id']
+        rid = instance.pci_requests[0].request_id
         self.assertEqual([rid], list(selection.pci_providers))
         mapped = selection.pci_providers[rid]
         self.assertEqual(2, len(mapped))
@@ -145,7 +145,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         self.assertEqual('cmp2', selection.host)
         gpus = self.hosts.gpus_of(
-            'cmp2', self.hosts.allocations(instance['uuid']))
+            'cmp2', self.hosts.allocations(instance.uuid))
         # The other pair of GPU 1's quad, by the board's module map.
         self.assertEqual(set(base.pair_of(base.not_a_pair(1)[1])), gpus)
 
@@ -158,7 +158,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         selection = self._select(instance, excluded=['cmp2'])
 
         self.assertEqual('cmp1', selection.host)
-        allocations = self.hosts.allocations(instance['uuid'])
+        allocations = self.hosts.allocations(instance.uuid)
         self.assertIn(self.hosts.roots['cmp1'], allocations)
         self.assertNotIn(self.hosts.roots['cmp2'], allocations)
 
@@ -204,7 +204,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
                                   instance)
 
         self.assertIn('hgx-2 is down (last seen 300s ago', error.message)
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_compute_node_without_service_is_not_used(self):
         self.hosts.add_host('cmp1')
@@ -232,7 +232,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.assertEqual(racing.claimed[1],
                          selection.allocation_request)
         ours = self.hosts.gpus_of(
-            'cmp1', self.hosts.allocations(instance['uuid']))
+            'cmp1', self.hosts.allocations(instance.uuid))
         theirs = self.hosts.gpus_of(
             'cmp1', self.hosts.allocations(racing.intruder))
         self.assertIn(frozenset(ours), gpu_hosts.PAIRS)
@@ -255,7 +255,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.assertEqual(racing.claimed[1], selection.allocation_request)
         taken = self.hosts.allocations(racing.intruder)
         self.assertEqual(set(), set(taken) & set(
-            self.hosts.allocations(instance['uuid'])))
+            self.hosts.allocations(instance.uuid)))
 
     def test_queries_are_bounded_by_max_claim_rounds(self):
         self.conf.set_override('max_placement_results', 1, 'scheduler')
@@ -274,7 +274,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.assertIn('found in 1 queries ([scheduler]max_claim_rounds)',
                       error.message)
         self.assertEqual([refusal.CLAIMS_TAKEN], error.kwargs['codes'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_no_candidates_raises_no_valid_host_naming_the_request(self):
         self.hosts.add_host('cmp1')
@@ -289,7 +289,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
             'available: no host can provide 4 VCPU, 4096 MEMORY_MB and a '
             'free nvlink group of 8 x PGPU: only 7 PGPU devices free, 8 '
             'needed', error.message)
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_group_size_no_host_declares_raises_no_valid_host(self):
         self.hosts.add_host('cmp1')
@@ -302,7 +302,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
 
         self.assertIn('a free nvlink group of 3 x PGPU', error.message)
         self.assertIn('CUSTOM_PCI_GROUP_NVLINK_3', error.message)
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_all_candidates_excluded_raises_no_valid_host(self):
         self.hosts.add_host('cmp1')
@@ -314,7 +314,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.assertIn('cmp1 already tried', error.message)
         self.assertIn('a free nvlink group of 4 x PGPU', error.message)
         self.assertEqual([refusal.HOSTS_UNUSABLE], error.kwargs['codes'])
-        self.assertEqual({}, self.hosts.allocations(instance['uuid']))
+        self.assertEqual({}, self.hosts.allocations(instance.uuid))
 
     def test_unknown_instance(self):
         self.assertRaises(exception.InstanceNotFound,
@@ -330,7 +330,7 @@ class TestSelectDestination(gpu_hosts.GpuHostsTestCase):
         self.assertEqual('cmp1', selection.host)
         self.assertEqual(
             {self.hosts.roots['cmp1']: {'VCPU': 4, 'MEMORY_MB': 4096}},
-            self.hosts.allocations(instance['uuid']))
+            self.hosts.allocations(instance.uuid))
         self.assertEqual(
             'cmp1', db.compute_node_get_by_nodename(
                 self.context, selection.nodename).host)
@@ -344,7 +344,7 @@ class TestClaimsAndTimeouts(gpu_hosts.GpuHostsTestCase):
         self.context = self.admin
         self.hosts.add_host('cmp1')
         self.instance = gpu_hosts.create_instance(self.context, 2)
-        self.uuid = self.instance['uuid']
+        self.uuid = self.instance.uuid
         db.instance_build_lease_take(self.context, self.uuid, OWNER,
                                      timeutils.utcnow(), any_unowned=True)
 

@@ -1,9 +1,10 @@
 """The NoValidHost reason of a refused request and its codes, against
 real Placement."""
 
+import dataclasses
+
 from nova import exception
 from nova.db import api as db
-from nova.pci import request as pci_request
 from nova.scheduler import manager
 from nova.scheduler import refusal
 from nova.tests.functional.lib import gpu_hosts
@@ -27,10 +28,10 @@ class TestRefusalReason(gpu_hosts.GpuHostsTestCase):
         request.traits = set(traits)
         instance = db.instance_create(self.admin, {
             'display_name': 'vm', 'project_id': 'p', 'user_id': 'u',
-            'flavor_id': gpu_hosts.FLAVOR['id'],
+            'flavor_id': gpu_hosts.FLAVOR.id,
             'flavor': flavor or gpu_hosts.FLAVOR, 'vm_state': 'building',
             'task_state': 'scheduling',
-            'pci_requests': pci_request.requests_to_primitive([request])})
+            'pci_requests': [request]})
         # Scheduled as the conductor asks, build lease included.
         error = self.assertRaises(
             exception.NoValidHost,
@@ -78,8 +79,9 @@ class TestRefusalReason(gpu_hosts.GpuHostsTestCase):
 
     def test_missing_flavor_resource_and_trait(self):
         self.hosts.builder.call('put', '/traits/CUSTOM_FAST')
-        flavor = dict(gpu_hosts.FLAVOR, vcpus=1000, extra_specs={
-            'trait:CUSTOM_FAST': 'required'})
+        flavor = dataclasses.replace(gpu_hosts.FLAVOR, vcpus=1000,
+                                     extra_specs={
+                                         'trait:CUSTOM_FAST': 'required'})
         self.assertEqual((
             sorted([refusal.NO_FLAVOR_RESOURCES, refusal.NO_TRAIT]),
             'no host has 1000 VCPU free; no compute has the required '

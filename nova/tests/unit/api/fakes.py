@@ -13,6 +13,7 @@ from nova.compute import api as compute_api
 import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.image import glance
 from nova.tests.fixtures import database
@@ -60,7 +61,8 @@ class FakeComputeAPI(object):
         return db.instance_create(context, {
             'display_name': name, 'project_id': context.project_id,
             'user_id': context.user_id, 'flavor_id': flavor['id'],
-            'flavor': flavor, 'vm_state': 'building',
+            'flavor': records.FlavorSnapshot.of_flavor(flavor),
+            'vm_state': 'building',
             'task_state': 'scheduling', 'image_ref': image_ref,
             'server_metadata': metadata,
             'key_name': fields.key_name if fields else None})
@@ -71,7 +73,7 @@ class FakeComputeAPI(object):
                                                     key, value)
 
     def update(self, context, instance, values):
-        self.calls.append(('update', instance['uuid'], values))
+        self.calls.append(('update', instance.uuid, values))
         return compute_api.API.update(self, context, instance, values)
 
     def get(self, context, uuid):
@@ -108,7 +110,7 @@ class FakeComputeAPI(object):
         return db.instance_update(context, uuid, values)
 
     def get_console_output(self, context, instance, tail_length):
-        self.calls.append(('get_console_output', instance['uuid'],
+        self.calls.append(('get_console_output', instance.uuid,
                            tail_length))
         return 'line 1\x1b[0m\x07\nline 2\tend\n'
 
@@ -122,13 +124,13 @@ class FakeComputeAPI(object):
         self.calls.append(('unshelve', uuid))
 
     def lock(self, context, instance, reason):
-        self.calls.append(('lock', instance['uuid'], reason))
+        self.calls.append(('lock', instance.uuid, reason))
 
     def unlock(self, context, instance):
-        self.calls.append(('unlock', instance['uuid']))
+        self.calls.append(('unlock', instance.uuid))
 
     def reset_state(self, context, instance, vm_state):
-        self.calls.append(('reset_state', instance['uuid'], vm_state))
+        self.calls.append(('reset_state', instance.uuid, vm_state))
 
 
 class APITestCase(test.TestCase):

@@ -294,7 +294,7 @@ class TestServerRules(PolicyTestCase):
     def test_create_in_callers_project(self):
         server = self.boot(fakes.MEMBER)
         self.assertEqual('proj-a', db.instance_get_by_uuid(
-            self.admin_context, server)['project_id'])
+            self.admin_context, server).project_id)
 
     def test_create_refused_without_member_role(self):
         self.use_policy_file({'project_member_or_admin': 'role:admin'})

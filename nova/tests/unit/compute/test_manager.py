@@ -7,6 +7,7 @@ its calls.
 """
 
 import datetime
+import sys
 import uuid as uuidlib
 
 import fixtures
@@ -21,6 +22,7 @@ from nova.compute import manager as compute_manager
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.db import api as db
+from nova.db import records
 from nova import exception
 from nova.pci import device as pci_device
 from nova.pci import request as pci_request
@@ -32,8 +34,8 @@ from nova.virt import driver as virt_driver
 HOST = 'cmp1'
 GPUS = ('0000:18:00.0', '0000:2a:00.0')
 GPU_SPEC = '{"vendor_id": "10de", "product_id": "2335"}'
-FLAVOR = {'id': 1, 'flavorid': 'gpu', 'name': 'gpu', 'vcpus': 4,
-          'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
+FLAVOR = records.FlavorSnapshot(id=1, flavorid='gpu', name='gpu', vcpus=4,
+                                memory_mb=4096, root_gb=0, extra_specs={})
 
 
 def gpu(address: str) -> pci_device.HostDevice:
@@ -82,19 +84,18 @@ class ComputeManagerTestCase(test.TestCase):
             traits=set())] if gpus else []
         return db.instance_create(self.context, {
             'display_name': 'vm', 'project_id': 'proj', 'user_id': 'user',
-            'flavor_id': FLAVOR['id'], 'flavor': FLAVOR,
+            'flavor_id': FLAVOR.id, 'flavor': FLAVOR,
             'vm_state': vm_states.BUILDING,
             'task_state': task_states.SCHEDULING, 'host': HOST,
-            'pci_requests': pci_request.requests_to_primitive(requests),
-            **values})
+            'pci_requests': requests, **values})
 
     def mappings(self, instance: dict, addresses) -> dict:
         """What the scheduler hands the compute for ``instance``: the
         provider Placement allocated to each device of its PCI request."""
-        [request] = instance['pci_requests']
+        [request] = instance.pci_requests
         rp_by_address = {dev.address: dev.rp_uuid
                          for dev in self.compute.rt.pci_tracker.pci_devs}
-        return {request['request_id']:
+        return {request.request_id:
                 [rp_by_address[address] for address in addresses]}
 
     def holders(self) -> dict[str, str | None]:
@@ -110,13 +111,13 @@ class ComputeManagerTestCase(test.TestCase):
             mappings = self.mappings(instance, addresses)
         try:
             self.compute.build_and_run_instance(
-                self.context, instance['uuid'], mappings)
+                self.context, instance.uuid, mappings)
         except oslo_messaging.ExpectedException as wrapped:
             # The RPC dispatcher unwraps it for the caller.
             raise wrapped.exc_info[1]
 
     def get(self, instance: dict) -> dict:
-        return db.instance_get_by_uuid(self.context, instance['uuid'])
+        return db.instance_get_by_uuid(self.context, instance.uuid)
 
 
 class TestStart(ComputeManagerTestCase):
@@ -138,20 +139,20 @@ class TestBuild(ComputeManagerTestCase):
 
     def test_claims_the_allocated_device_and_spawns(self):
         instance = self.create_instance()
-        instance_actions.start(self.context, instance['uuid'], 'create')
+        instance_actions.start(self.context, instance.uuid, 'create')
 
         self.build(instance, [GPUS[1]])
 
-        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+        self.assertEqual([(instance.uuid, [GPUS[1]])],
                          self.driver.spawned)
-        self.assertEqual({GPUS[0]: None, GPUS[1]: instance['uuid']},
+        self.assertEqual({GPUS[0]: None, GPUS[1]: instance.uuid},
                          self.holders())
         stored = self.get(instance)
         self.assertEqual((vm_states.ACTIVE, None, virt_driver.RUNNING,
-                          HOST), (stored['vm_state'], stored['task_state'],
-                                  stored['power_state'], stored['node']))
+                          HOST), (stored.vm_state, stored.task_state,
+                                  stored.power_state, stored.node))
         action = db.action_get_by_request_id(
-            self.context, instance['uuid'], self.context.request_id)
+            self.context, instance.uuid, self.context.request_id)
         [event] = db.action_events_get(self.context, action['id'])
         self.assertEqual(('compute_build_instance', 'Success'),
                          (event['event'], event['result']))
@@ -161,28 +162,30 @@ class TestBuild(ComputeManagerTestCase):
         # upgraded first still builds what an older conductor asks.
         instance = self.create_instance()
         self.compute.build_and_run_instance(
-            self.context, instance['uuid'],
+            self.context, instance.uuid,
             mappings=self.mappings(instance, [GPUS[1]]))
-        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+        self.assertEqual([(instance.uuid, [GPUS[1]])],
                          self.driver.spawned)
-        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+        self.assertEqual(vm_states.ACTIVE, self.get(instance).vm_state)
 
-    def test_pci_requests_parsed_once_per_build(self):
-        # The stored requests are read into InstancePCIRequests once and
-        # that list serves the device claim and the guest's NUMA nodes.
+    def test_pci_requests_parsed_only_by_the_database_layer(self):
+        # The stored requests are read into InstancePCIRequests when the
+        # instance record is read; the build's device claim and guest
+        # NUMA nodes use the record's, never parsing them again.
         instance = self.create_instance()
         parse = pci_request.requests_from_primitive
-        parsed = []
+        parsers = []
 
         def counting_parse(primitive):
-            parsed.append(primitive)
+            parsers.append(sys._getframe(1).f_globals['__name__'])
             return parse(primitive)
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova.pci.request.requests_from_primitive', counting_parse))
         self.build(instance, [GPUS[1]])
-        self.assertEqual([instance['pci_requests']], parsed)
-        self.assertEqual([(instance['uuid'], [GPUS[1]])],
+        self.assertNotEqual([], parsers)
+        self.assertEqual({'nova.db.records'}, set(parsers))
+        self.assertEqual([(instance.uuid, [GPUS[1]])],
                          self.driver.spawned)
 
     def test_spawn_failure_cleans_up_and_hands_the_build_back(self):
@@ -198,8 +201,8 @@ class TestBuild(ComputeManagerTestCase):
         self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
         stored = self.get(instance)
         self.assertEqual((vm_states.BUILDING, task_states.SCHEDULING, None),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['host']))
+                         (stored.vm_state, stored.task_state,
+                          stored.host))
         # The allocation is the conductor's to free.
         self.assertEqual([], self.reportclient.deleted)
 
@@ -215,13 +218,13 @@ class TestBuild(ComputeManagerTestCase):
         self.assertEqual({}, self.driver.guests)
         self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
         self.assertEqual(task_states.SCHEDULING,
-                         self.get(instance)['task_state'])
+                         self.get(instance).task_state)
 
     def test_provider_holding_no_device_claims_nothing(self):
         instance = self.create_instance()
-        [request] = instance['pci_requests']
-        mappings = {request['request_id']:
-                    [self.compute.rt.compute_node.uuid] * request['count']}
+        [request] = instance.pci_requests
+        mappings = {request.request_id:
+                    [self.compute.rt.compute_node.uuid] * request.count}
 
         error = self.assertRaises(exception.RescheduledException,
                                   self.build, instance, mappings=mappings)
@@ -237,7 +240,7 @@ class TestBuild(ComputeManagerTestCase):
                           instance)
 
         self.assertEqual([], self.driver.spawned)
-        self.assertEqual('cmp2', self.get(instance)['host'])
+        self.assertEqual('cmp2', self.get(instance).host)
         self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
 
     def test_replayed_build_of_an_active_instance_is_ignored(self):
@@ -247,7 +250,7 @@ class TestBuild(ComputeManagerTestCase):
         self.build(instance)
 
         self.assertEqual(1, len(self.driver.spawned))
-        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+        self.assertEqual(vm_states.ACTIVE, self.get(instance).vm_state)
 
 
 class TestTerminate(ComputeManagerTestCase):
@@ -255,22 +258,22 @@ class TestTerminate(ComputeManagerTestCase):
     def test_destroys_guest_frees_devices_and_allocation(self):
         instance = self.create_instance(gpus=2)
         self.build(instance, GPUS)
-        db.instance_update(self.context, instance['uuid'],
+        db.instance_update(self.context, instance.uuid,
                            {'task_state': task_states.DELETING})
 
-        self.compute.terminate_instance(self.context, instance['uuid'])
+        self.compute.terminate_instance(self.context, instance.uuid)
 
-        self.assertNotIn(instance['uuid'], self.driver.guests)
+        self.assertNotIn(instance.uuid, self.driver.guests)
         self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
-        self.assertEqual([instance['uuid']], self.reportclient.deleted)
+        self.assertEqual([instance.uuid], self.reportclient.deleted)
         self.assertRaises(exception.InstanceNotFound, self.get, instance)
 
     def test_terminate_of_an_unbuilt_instance_still_deletes_it(self):
         instance = self.create_instance()
 
-        self.compute.terminate_instance(self.context, instance['uuid'])
+        self.compute.terminate_instance(self.context, instance.uuid)
 
-        self.assertEqual([instance['uuid']], self.reportclient.deleted)
+        self.assertEqual([instance.uuid], self.reportclient.deleted)
         self.assertRaises(exception.InstanceNotFound, self.get, instance)
 
 
@@ -280,7 +283,7 @@ class TestLifecycle(ComputeManagerTestCase):
         super().setUp()
         self.instance = self.create_instance()
         self.build(self.instance)
-        self.uuid = self.instance['uuid']
+        self.uuid = self.instance.uuid
 
     def accept(self, task_state: str) -> None:
         """What nova-api does before it casts the action."""
@@ -292,8 +295,8 @@ class TestLifecycle(ComputeManagerTestCase):
         self.compute.stop_instance(self.context, self.uuid)
         stored = self.get(self.instance)
         self.assertEqual((vm_states.STOPPED, None, virt_driver.SHUTDOWN),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
+                         (stored.vm_state, stored.task_state,
+                          stored.power_state))
         # Stopped, it keeps its device.
         self.assertEqual(self.uuid, self.holders()[GPUS[0]])
 
@@ -301,7 +304,7 @@ class TestLifecycle(ComputeManagerTestCase):
         self.compute.start_instance(self.context, self.uuid)
         self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
         self.assertEqual(vm_states.ACTIVE,
-                         self.get(self.instance)['vm_state'])
+                         self.get(self.instance).vm_state)
 
     def test_hard_reboot_of_a_lost_guest_defines_it_again(self):
         del self.driver.guests[self.uuid]
@@ -311,7 +314,7 @@ class TestLifecycle(ComputeManagerTestCase):
 
         self.assertIn(('rebuild', self.uuid), self.driver.calls)
         self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
-        self.assertIsNone(self.get(self.instance)['task_state'])
+        self.assertIsNone(self.get(self.instance).task_state)
 
     def test_failed_action_records_the_fault_and_clears_the_task(self):
         self.driver.guests[self.uuid] = virt_driver.SHUTDOWN
@@ -326,15 +329,15 @@ class TestLifecycle(ComputeManagerTestCase):
 
         stored = self.get(self.instance)
         self.assertEqual((vm_states.ACTIVE, None, virt_driver.SHUTDOWN),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
-        self.assertIn('device busy', stored['fault_message'])
+                         (stored.vm_state, stored.task_state,
+                          stored.power_state))
+        self.assertIn('device busy', stored.fault_message)
 
     def test_root_disk_from_the_image_and_flavor(self):
         instance = self.create_instance(gpus=0, image_ref='debian.qcow2')
         self.build(instance, addresses=(), mappings={})
         self.assertEqual(
-            (instance['uuid'], virt_driver.RootDisk(
+            (instance.uuid, virt_driver.RootDisk(
                 'debian.qcow2', 0), False),
             self.driver.root_disks[-1])
 
@@ -343,7 +346,7 @@ class TestLifecycle(ComputeManagerTestCase):
         instance = self.create_instance(gpus=0, image_ref='none')
         self.build(instance, addresses=(), mappings={})
         self.assertEqual([(self.uuid, None, False),
-                          (instance['uuid'], None, False)],
+                          (instance.uuid, None, False)],
                          self.driver.root_disks)
 
     def test_rebuild_describes_the_guest_as_its_build_did(self):
@@ -397,7 +400,7 @@ class TestLifecycle(ComputeManagerTestCase):
 
         stored = self.get(self.instance)
         self.assertEqual((vm_states.STOPPED, None),
-                         (stored['vm_state'], stored['task_state']))
+                         (stored.vm_state, stored.task_state))
         self.assertEqual(self.uuid, self.holders()[GPUS[0]])
 
     def test_start_of_a_lost_guest_defines_it_again(self):
@@ -412,8 +415,8 @@ class TestLifecycle(ComputeManagerTestCase):
         self.assertEqual(virt_driver.RUNNING, self.driver.guests[self.uuid])
         stored = self.get(self.instance)
         self.assertEqual((vm_states.ACTIVE, None, virt_driver.RUNNING),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
+                         (stored.vm_state, stored.task_state,
+                          stored.power_state))
         self.assertEqual(self.uuid, self.holders()[GPUS[0]])
 
     def test_action_not_accepted_is_ignored(self):

@@ -28,7 +28,7 @@ class TestStartUpRepair(test_manager.ComputeManagerTestCase):
         instance = self.create_instance()
         self.build(instance)
         # The service died while spawning.
-        db.instance_update(self.context, instance['uuid'], {
+        db.instance_update(self.context, instance.uuid, {
             'vm_state': vm_states.BUILDING,
             'task_state': task_states.SPAWNING})
 
@@ -38,7 +38,7 @@ class TestStartUpRepair(test_manager.ComputeManagerTestCase):
         self.assertEqual({GPUS[0]: None, GPUS[1]: None}, self.holders())
         stored = self.get(instance)
         self.assertEqual((task_states.SCHEDULING, None),
-                         (stored['task_state'], stored['host']))
+                         (stored.task_state, stored.host))
 
     def test_guest_and_devices_of_a_deleted_instance_are_freed(self):
         instance = self.create_instance()
@@ -46,30 +46,30 @@ class TestStartUpRepair(test_manager.ComputeManagerTestCase):
         kept = self.create_instance()
         self.build(kept, [GPUS[1]])
         # Deleted through the API while this compute was down.
-        db.instance_destroy(self.context, instance['uuid'])
+        db.instance_destroy(self.context, instance.uuid)
 
         self.compute = self.make_compute()
 
-        self.assertEqual([kept['uuid']], self.driver.list_instance_uuids())
-        self.assertEqual({GPUS[0]: None, GPUS[1]: kept['uuid']},
+        self.assertEqual([kept.uuid], self.driver.list_instance_uuids())
+        self.assertEqual({GPUS[0]: None, GPUS[1]: kept.uuid},
                          self.holders())
-        self.assertIn('guest of instance %s destroyed' % instance['uuid'],
+        self.assertIn('guest of instance %s destroyed' % instance.uuid,
                       self.logger.output)
 
     def test_interrupted_power_off_is_finished(self):
         instance = self.create_instance()
         self.build(instance)
-        db.instance_update(self.context, instance['uuid'],
+        db.instance_update(self.context, instance.uuid,
                            {'task_state': task_states.POWERING_OFF})
 
         self.compute = self.make_compute()
 
         stored = self.get(instance)
         self.assertEqual((vm_states.STOPPED, None, virt_driver.SHUTDOWN),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
+                         (stored.vm_state, stored.task_state,
+                          stored.power_state))
         self.assertEqual(virt_driver.SHUTDOWN,
-                         self.driver.guests[instance['uuid']])
+                         self.driver.guests[instance.uuid])
 
     def test_nothing_to_repair_touches_nothing(self):
         instance = self.create_instance()
@@ -79,7 +79,7 @@ class TestStartUpRepair(test_manager.ComputeManagerTestCase):
         self.compute = self.make_compute()
 
         self.assertEqual([('init_host', HOST)], self.driver.calls[calls:])
-        self.assertEqual(vm_states.ACTIVE, self.get(instance)['vm_state'])
+        self.assertEqual(vm_states.ACTIVE, self.get(instance).vm_state)
         self.assertIn('nothing to repair', self.logger.output)
 
 
@@ -90,7 +90,7 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
         super().setUp()
         self.instance = self.create_instance()
         self.build(self.instance)
-        self.uuid = self.instance['uuid']
+        self.uuid = self.instance.uuid
 
     def stop_action(self) -> tuple:
         """(event, result, traceback) of the server's newest action, which
@@ -103,8 +103,8 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
     def assert_state(self, vm_state: str, power_state: int) -> None:
         stored = self.get(self.instance)
         self.assertEqual((vm_state, None, power_state),
-                         (stored['vm_state'], stored['task_state'],
-                          stored['power_state']))
+                         (stored.vm_state, stored.task_state,
+                          stored.power_state))
         self.assertEqual(power_state, self.driver.guests[self.uuid])
         # Whatever happened, the server keeps its device.
         self.assertEqual(self.uuid, self.holders()[GPUS[0]])
@@ -156,7 +156,7 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
 
         stored = self.get(self.instance)
         self.assertEqual((vm_states.STOPPED, virt_driver.NOSTATE),
-                         (stored['vm_state'], stored['power_state']))
+                         (stored.vm_state, stored.power_state))
         event, result, why = self.stop_action()
         self.assertEqual(('compute_sync_power_state', 'Error'),
                          (event, result))
@@ -181,7 +181,7 @@ class TestPowerState(test_manager.ComputeManagerTestCase):
 
         stored = self.get(self.instance)
         self.assertEqual((vm_states.ACTIVE, task_states.POWERING_ON),
-                         (stored['vm_state'], stored['task_state']))
+                         (stored.vm_state, stored.task_state))
         self.assertEqual([], db.actions_get(self.context, self.uuid))
 
     def test_sync_is_a_periodic_task_with_its_interval(self):

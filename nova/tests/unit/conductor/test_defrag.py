@@ -9,13 +9,14 @@ from nova import test
 from nova.conductor import defrag
 from nova.pci import request as pci_request
 from nova.scheduler import refusal
+from nova.tests.fixtures import instances
 
-INSTANCE = {'pci_requests': pci_request.requests_to_primitive([
+INSTANCE = instances.instance(pci_requests=[
     pci_request.InstancePCIRequest(
         request_id='r-1', alias_name='h200', count=8,
         spec=[{'resource_class': 'PGPU', 'group_type': 'nvlink'}],
         numa_policy='legacy', group_type='nvlink', resource_class='PGPU',
-        traits=set())])}
+        traits=set())])
 FREED = defrag.Outcome(mock.sentinel.partition, moved=1)
 
 

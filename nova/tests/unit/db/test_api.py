@@ -16,12 +16,21 @@ from nova import context as nova_context
 from nova.db import api as db_api
 from nova.db import records
 from nova import exception
+from nova.pci import request as pci_request
 from nova.tests.fixtures import database as db_fixture
 
 PCI_DEVICE = {'address': '0000:18:00.0', 'vendor_id': '10de',
               'product_id': '2335', 'dev_type': 'type-PCI',
               'dev_id': 'pci_0000_18_00_0', 'label': 'label_10de_2335',
               'numa_node': 0}
+
+
+OLD_FLAVOR = records.FlavorSnapshot(id=2, flavorid='gpu.2x', name='gpu.2x',
+                                    vcpus=8, memory_mb=8192, root_gb=0)
+NEW_REQUEST = pci_request.InstancePCIRequest(
+    request_id='r1', alias_name='h200', count=4, spec=[{'vendor_id': '10de'}],
+    numa_policy='legacy', group_type='nvlink', resource_class='PGPU',
+    traits=set())
 
 
 class TestDBApiSqlite(test.TestCase):
@@ -286,22 +295,31 @@ class TestDBApiSqlite(test.TestCase):
     # Instances
 
     def test_instance_crud(self):
-        flavor = {'flavorid': 'f1', 'vcpus': 4,
-                  'extra_specs': {'pci_passthrough:alias': 'h200:2'}}
-        requests = [{'request_id': 'r1', 'count': 2}]
+        flavor = records.FlavorSnapshot(
+            id=1, flavorid='f1', name='gpu', vcpus=4, memory_mb=1024,
+            root_gb=0, extra_specs={'pci_passthrough:alias': 'h200:2'})
+        requests = (pci_request.InstancePCIRequest(
+            request_id='r1', alias_name='h200', count=2,
+            spec=[{'vendor_id': '10de'}], numa_policy='legacy',
+            group_type=None, resource_class='PGPU', traits={'T'}),)
         instance = db_api.instance_create(self.ctx, {
             'display_name': 'vm1', 'project_id': 'p1', 'user_id': 'u1',
             'flavor_id': 1, 'flavor': flavor, 'vm_state': 'building',
             'pci_requests': requests})
-        self.assertEqual(36, len(instance['uuid']))
-        found = db_api.instance_get_by_uuid(self.ctx, instance['uuid'])
-        self.assertEqual(flavor, found['flavor'])
-        self.assertEqual(requests, found['pci_requests'])
-        updated = db_api.instance_update(self.ctx, instance['uuid'], {
+        self.assertEqual(36, len(instance.uuid))
+        self.assertIsInstance(instance, records.Instance)
+        found = db_api.instance_get_by_uuid(self.ctx, instance.uuid)
+        # MySQL's DATETIME keeps whole seconds (see the migrations').
+        self.assertEqual(dataclasses.replace(instance,
+                                             created_at=found.created_at),
+                         found)
+        self.assertEqual(flavor, found.flavor)
+        self.assertEqual(requests, found.pci_requests)
+        updated = db_api.instance_update(self.ctx, instance.uuid, {
             'vm_state': 'active', 'host': 'cmp1', 'power_state': 1})
-        self.assertEqual('active', updated['vm_state'])
-        self.assertEqual('cmp1', updated['host'])
-        self.assertIsNotNone(updated['updated_at'])
+        self.assertEqual('active', updated.vm_state)
+        self.assertEqual('cmp1', updated.host)
+        self.assertIsNotNone(updated.updated_at)
 
     def test_instance_get_all_filters(self):
         for name, project, state in (('a', 'p1', 'active'),
@@ -310,10 +328,10 @@ class TestDBApiSqlite(test.TestCase):
             db_api.instance_create(self.ctx, {
                 'display_name': name, 'project_id': project,
                 'vm_state': state})
-        names = [i['display_name'] for i in db_api.instance_get_all(
+        names = [i.display_name for i in db_api.instance_get_all(
             self.ctx, {'project_id': 'p1'})]
         self.assertEqual(['a', 'b'], names)
-        names = [i['display_name'] for i in db_api.instance_get_all(
+        names = [i.display_name for i in db_api.instance_get_all(
             self.ctx, {'vm_state': ['active', 'error'],
                        'project_id': 'p2'})]
         self.assertEqual(['c'], names)
@@ -322,27 +340,26 @@ class TestDBApiSqlite(test.TestCase):
                           self.ctx, {'colour': 'red'})
 
     def test_instance_update_expected(self):
-        uuid = db_api.instance_create(self.ctx, {'task_state': None})[
-            'uuid']
+        uuid = db_api.instance_create(self.ctx, {'task_state': None}).uuid
         updated = db_api.instance_update(
             self.ctx, uuid, {'task_state': 'spawning'},
             expected={'task_state': [None, 'scheduling']})
-        self.assertEqual('spawning', updated['task_state'])
+        self.assertEqual('spawning', updated.task_state)
         error = self.assertRaises(
             exception.InstanceUpdateConflict, db_api.instance_update,
             self.ctx, uuid, {'task_state': 'deleting'},
             expected={'task_state': None})
         self.assertIn('spawning', str(error))
         self.assertEqual('spawning', db_api.instance_get_by_uuid(
-            self.ctx, uuid)['task_state'])
+            self.ctx, uuid).task_state)
 
     def _migration(self, instance_uuid, status, source='cmp1',
                    dest='cmp2', migration_type='resize'):
         return db_api.migration_create(self.ctx, {
             'instance_uuid': instance_uuid, 'status': status,
             'migration_type': migration_type, 'source_compute': source,
-            'dest_compute': dest, 'old_flavor': {'name': 'gpu.2x'},
-            'new_pci_requests': [{'request_id': 'r1', 'count': 4}]})
+            'dest_compute': dest, 'old_flavor': OLD_FLAVOR,
+            'new_pci_requests': [NEW_REQUEST]})
 
     def test_migrations_in_progress_and_filters(self):
         moving = self._migration('i1', 'finished')
@@ -354,9 +371,8 @@ class TestDBApiSqlite(test.TestCase):
         self.assertIsInstance(moving, records.Migration)
         read = db_api.migration_get_by_uuid(self.ctx, moving.uuid)
         self.assertReadBack(moving, read)
-        self.assertEqual({'name': 'gpu.2x'}, read.old_flavor)
-        self.assertEqual([{'request_id': 'r1', 'count': 4}],
-                         read.new_pci_requests)
+        self.assertEqual(OLD_FLAVOR, read.old_flavor)
+        self.assertEqual((NEW_REQUEST,), read.new_pci_requests)
         self.assertEqual(['i2', 'i1'], [
             m.instance_uuid
             for m in db_api.migration_get_in_progress(self.ctx)])
@@ -393,7 +409,7 @@ class TestDBApiSqlite(test.TestCase):
 
     def test_move_lease_taken_once_then_only_when_stale(self):
         uuid = db_api.instance_create(self.ctx, {
-            'vm_state': 'active', 'build_owner': None})['uuid']
+            'vm_state': 'active', 'build_owner': None}).uuid
         self._migration(uuid, 'post-migrating')
         now = timeutils.utcnow()
         self.assertTrue(db_api.instance_move_lease_take(
@@ -409,18 +425,17 @@ class TestDBApiSqlite(test.TestCase):
         self.assertTrue(db_api.instance_move_lease_take(
             self.ctx, uuid, 'c2', later))
         self.assertEqual('c2', db_api.instance_get_by_uuid(
-            self.ctx, uuid)['build_owner'])
+            self.ctx, uuid).build_owner)
 
     def test_instance_destroy_is_soft(self):
-        uuid = db_api.instance_create(self.ctx, {'display_name': 'x'})[
-            'uuid']
+        uuid = db_api.instance_create(self.ctx, {'display_name': 'x'}).uuid
         deleted = db_api.instance_destroy(self.ctx, uuid)
-        self.assertIsNotNone(deleted['deleted_at'])
+        self.assertIsNotNone(deleted.deleted_at)
         self.assertRaises(exception.InstanceNotFound,
                           db_api.instance_get_by_uuid, self.ctx, uuid)
         self.assertEqual([], db_api.instance_get_all(self.ctx))
         self.assertEqual(uuid, db_api.instance_get_by_uuid(
-            self.ctx, uuid, read_deleted=True)['uuid'])
+            self.ctx, uuid, read_deleted=True).uuid)
         self.assertEqual(1, len(db_api.instance_get_all(
             self.ctx, read_deleted=True)))
         for call, args in ((db_api.instance_destroy, ()),
@@ -432,7 +447,7 @@ class TestDBApiSqlite(test.TestCase):
     def test_instance_duplicate_uuid(self):
         instance = db_api.instance_create(self.ctx, {})
         self.assertRaises(exception.InstanceExists, db_api.instance_create,
-                          self.ctx, {'uuid': instance['uuid']})
+                          self.ctx, {'uuid': instance.uuid})
 
     def test_threads_share_the_database(self):
         errors = []
@@ -470,7 +485,7 @@ class TestDBApiSqlite(test.TestCase):
         return timeutils.utcnow() - datetime.timedelta(seconds=seconds)
 
     def test_take_unowned_build_once(self):
-        uuid = self._building()['uuid']
+        uuid = self._building().uuid
         self.assertTrue(db_api.instance_build_lease_take(
             self.ctx, uuid, 'c1', self._ago(60), any_unowned=True))
         # A replayed request, and another conductor, find it taken.
@@ -478,49 +493,49 @@ class TestDBApiSqlite(test.TestCase):
             self.assertFalse(db_api.instance_build_lease_take(
                 self.ctx, uuid, owner, self._ago(60), any_unowned=True))
         instance = db_api.instance_get_by_uuid(self.ctx, uuid)
-        self.assertEqual('c1', instance['build_owner'])
-        self.assertIsNotNone(instance['build_heartbeat'])
+        self.assertEqual('c1', instance.build_owner)
+        self.assertIsNotNone(instance.build_heartbeat)
 
     def test_take_expired_lease_clears_the_host(self):
         uuid = self._building(build_owner='dead', host='cmp1', node='cmp1',
-                              build_heartbeat=self._ago(120))['uuid']
+                              build_heartbeat=self._ago(120)).uuid
         self.assertEqual([uuid], db_api.instance_get_orphaned_builds(
             self.ctx, self._ago(60)))
         self.assertTrue(db_api.instance_build_lease_take(
             self.ctx, uuid, 'c2', self._ago(60)))
         instance = db_api.instance_get_by_uuid(self.ctx, uuid)
         self.assertEqual(('c2', None, None), (
-            instance['build_owner'], instance['host'], instance['node']))
+            instance.build_owner, instance.host, instance.node))
         self.assertEqual([], db_api.instance_get_orphaned_builds(
             self.ctx, self._ago(60)))
 
     def test_orphaned_builds(self):
-        lost = self._building(age=120)['uuid']      # nova-api died
+        lost = self._building(age=120).uuid      # nova-api died
         self._building(age=1)                       # cast on its way
         self._building(build_owner='live', build_heartbeat=self._ago(1))
         dead = self._building(build_owner='dead',
-                              build_heartbeat=self._ago(120))['uuid']
+                              build_heartbeat=self._ago(120)).uuid
         self._building(age=120, build_owner='dead', task_state='spawning',
                        build_heartbeat=self._ago(120))
         db_api.instance_create(self.ctx, {
             'vm_state': 'error', 'build_owner': 'dead',
             'build_heartbeat': self._ago(120)})
-        deleted = self._building(age=120)['uuid']
+        deleted = self._building(age=120).uuid
         db_api.instance_destroy(self.ctx, deleted)
 
         self.assertEqual([lost, dead], db_api.instance_get_orphaned_builds(
             self.ctx, self._ago(60)))
         # Not orphaned: never taken, even by a conductor that asks only
         # for orphans.
-        fresh = self._building(age=1)['uuid']
+        fresh = self._building(age=1).uuid
         self.assertFalse(db_api.instance_build_lease_take(
             self.ctx, fresh, 'c1', self._ago(60)))
 
     def test_renew_only_own_leases(self):
         mine = self._building(build_owner='c1',
-                              build_heartbeat=self._ago(50))['uuid']
+                              build_heartbeat=self._ago(50)).uuid
         other = self._building(build_owner='c2',
-                               build_heartbeat=self._ago(50))['uuid']
+                               build_heartbeat=self._ago(50)).uuid
         self.assertEqual(1, db_api.instance_build_lease_renew(
             self.ctx, 'c1', [mine, other]))
         self.assertEqual(0, db_api.instance_build_lease_renew(
@@ -530,7 +545,7 @@ class TestDBApiSqlite(test.TestCase):
 
     def test_concurrent_takeover_has_one_winner(self):
         uuids = [self._building(build_owner='dead',
-                                build_heartbeat=self._ago(120))['uuid']
+                                build_heartbeat=self._ago(120)).uuid
                  for _ in range(3)]
         wins = {uuid: [] for uuid in uuids}
         errors = []
@@ -557,7 +572,7 @@ class TestDBApiSqlite(test.TestCase):
         for uuid in uuids:
             self.assertEqual(1, len(wins[uuid]), wins)
             self.assertEqual(wins[uuid][0], db_api.instance_get_by_uuid(
-                self.ctx, uuid)['build_owner'])
+                self.ctx, uuid).build_owner)
 
 
 class TestConfigure(test.TestCase):

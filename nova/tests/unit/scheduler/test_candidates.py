@@ -4,6 +4,7 @@ import itertools
 
 
 from nova import test
+from nova.db import records
 from nova.pci import request as pci_request
 from nova.scheduler import request_builder
 from nova.scheduler import candidates as scheduler_candidates
@@ -68,7 +69,8 @@ def _request(count, group_type='nvlink'):
         spec=[{'resource_class': 'PGPU'}], numa_policy='legacy',
         group_type=group_type, resource_class='PGPU', traits=set())
     return request_builder.build_resource_request(
-        {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}},
+        records.FlavorSnapshot.of_flavor(
+            {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}),
         [pci])
 
 

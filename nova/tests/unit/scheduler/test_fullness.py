@@ -2,6 +2,7 @@
 
 import json
 
+from nova.db import records
 from nova.pci import placement_names as names
 from nova.pci import request as pci_request
 from nova.scheduler import band_shards
@@ -11,7 +12,8 @@ from nova import test
 from nova.virt.fake import host as fakehost
 
 BANDS = {'CUSTOM_PCI_FREE_PGPU_%d' % b for b in (1, 2, 4, 8)}
-FLAVOR = {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
+FLAVOR = records.FlavorSnapshot.of_flavor(
+    {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}})
 
 
 def gpu_request(count: int) -> request_builder.ResourceRequest:

@@ -1,6 +1,7 @@
 """Tests for the PCI NUMA affinity check of allocation candidates."""
 
 from nova import test
+from nova.db import records
 from nova.pci import request as pci_request
 from nova.scheduler import numa_affinity
 from nova.scheduler import request_builder
@@ -40,7 +41,8 @@ class TestFilter(test.TestCase):
     def check(self, policy, *nodes_per_candidate):
         requests = [_pci(len(nodes_per_candidate[0]), policy)]
         request = request_builder.build_resource_request(
-            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests)
+            records.FlavorSnapshot.of_flavor(
+                {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}), requests)
         response = _response(*nodes_per_candidate)
         return numa_affinity.filter_candidates(
             scheduler_candidates.from_response(response, request),
@@ -68,7 +70,8 @@ class TestFilter(test.TestCase):
     def test_preferred_candidates_on_one_node_first(self):
         requests = [_pci(2, 'preferred')]
         request = request_builder.build_resource_request(
-            {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}, requests)
+            records.FlavorSnapshot.of_flavor(
+                {'vcpus': 1, 'memory_mb': 1, 'root_gb': 0}), requests)
         response = _response((0, 1), (1, 1), (0, None), (0, 0))
         selections = scheduler_candidates.from_response(response, request)
         summaries = response['provider_summaries']

@@ -5,6 +5,7 @@ from unittest import mock
 
 from nova import context as nova_context
 from nova import test
+from nova.db import records
 from nova.db import api as db
 from nova.fleet import board
 from nova.pci import device as pci_device
@@ -15,7 +16,8 @@ from nova.scheduler import refusal
 from nova.scheduler import request_builder
 from nova.tests.fixtures import database as db_fixture
 
-FLAVOR = {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}}
+FLAVOR = records.FlavorSnapshot.of_flavor(
+    {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 0, 'extra_specs': {}})
 FRAGMENTED = ('fragmentation: 8 PGPU devices free, but no nvlink group of '
               '8 is wholly free (the free devices sit in partly used '
               'groups)')

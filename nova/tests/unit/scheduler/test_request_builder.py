@@ -1,6 +1,7 @@
 """Tests for the Placement query built from a flavor and PCI requests."""
 
 
+from nova.db import records
 from nova import test
 from nova import exception
 from nova.pci import request as pci_request
@@ -12,8 +13,9 @@ BASE = 'resources=DISK_GB:10,MEMORY_MB:4096,VCPU:4'
 
 
 def _flavor(**extra_specs):
-    return {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 10,
-            'extra_specs': extra_specs}
+    return records.FlavorSnapshot.of_flavor(
+        {'vcpus': 4, 'memory_mb': 4096, 'root_gb': 10,
+         'extra_specs': extra_specs})
 
 
 def _pci(count, group_type='nvlink', rid=RID, rc='PGPU', traits=(),
@@ -36,8 +38,8 @@ class TestFlavorGroup(test.TestCase):
         self.assertEqual('limit=1000&' + BASE, _qs([], limit=1000))
 
     def test_no_disk_when_root_gb_zero(self):
-        flavor = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 0,
-                  'extra_specs': {}}
+        flavor = records.FlavorSnapshot.of_flavor(
+            {'vcpus': 1, 'memory_mb': 512, 'root_gb': 0, 'extra_specs': {}})
         self.assertEqual('resources=MEMORY_MB:512,VCPU:1', _qs([], flavor))
 
     def test_resources_override(self):
@@ -183,8 +185,7 @@ class TestPciGroups(test.TestCase):
 
     def test_required_pair_of_a_two_cell_guest_may_span_nodes(self):
         # hw:numa_nodes=2: nova.pci.numa checks the candidates instead.
-        flavor = _flavor()
-        flavor['extra_specs'] = {'hw:numa_nodes': '2'}
+        flavor = _flavor(**{'hw:numa_nodes': '2'})
         request = request_builder.build_resource_request(
             flavor, [_pci(2, numa_policy='required')])
         self.assertEqual(2, request.numa_cells)

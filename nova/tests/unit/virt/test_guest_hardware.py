@@ -1,5 +1,8 @@
+import dataclasses
+
 from nova import exception
 from nova import test
+from nova.db import records
 from nova.virt import guest_hardware as gh
 
 
@@ -44,12 +47,13 @@ class ExtraSpecTest(test.TestCase):
             self.assertIn(allowed, str(exc))
 
     def test_uneven_split_refused(self):
-        flavor = {'vcpus': 6, 'memory_mb': 4096,
-                  'extra_specs': {'hw:numa_nodes': '4'}}
+        flavor = records.FlavorSnapshot.of_flavor(
+            {'vcpus': 6, 'memory_mb': 4096,
+             'extra_specs': {'hw:numa_nodes': '4'}})
         exc = self.assertRaises(exception.FlavorExtraSpecInvalid,
                                 gh.check_flavor, flavor)
         self.assertIn('6 vCPUs and 4096 MiB', str(exc))
-        gh.check_flavor(dict(flavor, vcpus=8))
+        gh.check_flavor(dataclasses.replace(flavor, vcpus=8))
 
 
 class ResolveTest(test.TestCase):

@@ -2,6 +2,7 @@
 
 from nova import exception
 from nova import test
+from nova.db import records
 from nova.virt import guest_hardware
 from nova.virt import hardware
 from nova.virt import hugepages
@@ -77,21 +78,22 @@ class RequestTest(test.TestCase):
                       err.message)
 
     def test_flavor_cells_must_hold_whole_pages(self):
-        guest_hardware.check_flavor({
+        guest_hardware.check_flavor(records.FlavorSnapshot.of_flavor({
             'vcpus': 4, 'memory_mb': 4096,
             'extra_specs': {'hw:mem_page_size': '1GB',
-                            'hw:numa_nodes': '2'}})
+                            'hw:numa_nodes': '2'}}))
         err = self.assertRaises(
             exception.FlavorExtraSpecInvalid, guest_hardware.check_flavor,
-            {'vcpus': 4, 'memory_mb': 3072,
-             'extra_specs': {'hw:mem_page_size': '1GB',
-                             'hw:numa_nodes': '2'}})
+            records.FlavorSnapshot.of_flavor(
+                {'vcpus': 4, 'memory_mb': 3072,
+                 'extra_specs': {'hw:mem_page_size': '1GB',
+                                 'hw:numa_nodes': '2'}}))
         self.assertIn('1536 MiB, not a whole number of 1048576 KiB',
                       err.message)
         # large/any pick a size that fits when the guest is placed.
-        guest_hardware.check_flavor({
+        guest_hardware.check_flavor(records.FlavorSnapshot.of_flavor({
             'vcpus': 4, 'memory_mb': 1000,
-            'extra_specs': {'hw:mem_page_size': 'large'}})
+            'extra_specs': {'hw:mem_page_size': 'large'}}))
 
 
 class PlaceTest(test.TestCase):
