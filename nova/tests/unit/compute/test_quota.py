@@ -11,15 +11,24 @@ from nova.compute import quota
 import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
+from nova.db import records
 from nova import exception
+from nova.pci import request as pci_request
 from nova.tests.fixtures import database as db_fixture
 
-FLAVOR_2X = {'id': 2, 'flavorid': 'gpu.2x', 'vcpus': 8, 'memory_mb': 8192}
-FLAVOR_4X = {'id': 4, 'flavorid': 'gpu.4x', 'vcpus': 16, 'memory_mb': 16384}
+FLAVOR_2X = records.FlavorSnapshot.of_flavor(
+    {'id': 2, 'flavorid': 'gpu.2x', 'vcpus': 8, 'memory_mb': 8192})
+FLAVOR_4X = records.FlavorSnapshot.of_flavor(
+    {'id': 4, 'flavorid': 'gpu.4x', 'vcpus': 16, 'memory_mb': 16384})
 
 
-def pci(count: int, alias: str = 'h200') -> list[dict]:
-    return [{'alias_name': alias, 'count': count}]
+def pci(count: int, alias: str = 'h200'
+        ) -> list[pci_request.InstancePCIRequest]:
+    return [pci_request.InstancePCIRequest(
+        request_id='r-%s-%d' % (alias, count), alias_name=alias,
+        count=count, spec=[{'vendor_id': '10de', 'product_id': '2335'}],
+        numa_policy='legacy', group_type=None,
+        resource_class='CUSTOM_PCI_10DE_2335', traits=set())]
 
 
 class TestPureLogic(test.TestCase):
@@ -31,7 +40,7 @@ class TestPureLogic(test.TestCase):
             quota.flavor_usage(FLAVOR_2X, pci(2) + pci(1) +
                                pci(1, 'a100')))
         self.assertEqual({'instances': 1, 'cores': 0, 'ram': 0},
-                         quota.flavor_usage({}, None))
+                         quota.flavor_usage(None, ()))
 
     def test_overs_ignores_unlimited_and_shrinking(self):
         limits = {'cores': 20, 'ram': -1, 'instances': 2}
@@ -99,7 +108,7 @@ class TestCountAndReserve(test.TestCase):
         self._instance()
         self._instance(user='bob')
         self._instance(project='other')
-        db.instance_destroy(self.ctx, self._instance()['uuid'])
+        db.instance_destroy(self.ctx, self._instance().uuid)
         self.assertEqual({'instances': 2, 'cores': 16, 'ram': 16384,
                           'pci_alias:h200': 4},
                          quota.count(self.ctx, 'proj'))
@@ -112,7 +121,7 @@ class TestCountAndReserve(test.TestCase):
     def test_resize_in_progress_counts_the_larger_flavor(self):
         instance = self._instance()
         migration = db.migration_create(self.ctx, {
-            'instance_uuid': instance['uuid'], 'migration_type': 'resize',
+            'instance_uuid': instance.uuid, 'migration_type': 'resize',
             'status': 'migrating', 'old_flavor': FLAVOR_2X,
             'new_flavor': FLAVOR_4X, 'old_pci_requests': pci(2),
             'new_pci_requests': pci(1)})
