@@ -538,6 +538,14 @@ class MigrationFailed(NovaException):
     msg_fmt = 'Migration of instance %(instance_uuid)s failed: %(reason)s'
 
 
+class MetadataLimitExceeded(NovaException):
+    """More metadata items on one server than the project's
+    ``metadata_items`` limit (HTTP 403), in upstream's words."""
+
+    msg_fmt = 'Maximum number of metadata items exceeds %(allowed)d'
+    code = 403
+
+
 class TooManyInstances(NovaException):
     """Over quota (HTTP 403), in upstream's words: ``overs`` names the
     resources, ``req``/``used``/``allowed`` their numbers (each a

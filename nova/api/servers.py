@@ -14,7 +14,6 @@ and renders instance dicts (from nova.db.api) as Compute API server views.
 
 import base64
 import binascii
-import dataclasses
 import enum
 import hashlib
 import ipaddress
@@ -501,12 +500,9 @@ def metadata_update(req, server_id: str) -> tuple:
     body = req.body_object()
     validation.validate(body, _METADATA_SCHEMA)
     metadata = dict(instance.server_metadata or {})
-    for key, value in sorted(body['metadata'].items()):
-        metadata = req.compute_api.update_metadata_item(
-            req.context,
-            dataclasses.replace(instance, server_metadata=metadata), key,
-            value)
-    return 200, {'metadata': metadata}
+    metadata.update(body['metadata'])
+    return 200, {'metadata': req.compute_api.set_metadata(
+        req.context, instance, metadata)}
 
 
 def metadata_replace(req, server_id: str) -> tuple:
@@ -516,16 +512,8 @@ def metadata_replace(req, server_id: str) -> tuple:
     compute_api.check_lock(req.context, instance)
     body = req.body_object()
     validation.validate(body, _METADATA_SCHEMA)
-    metadata = dict(instance.server_metadata or {})
-    changes = [(key, None) for key in sorted(metadata)
-               if key not in body['metadata']]
-    changes += sorted(body['metadata'].items())
-    for key, value in changes:
-        metadata = req.compute_api.update_metadata_item(
-            req.context,
-            dataclasses.replace(instance, server_metadata=metadata), key,
-            value)
-    return 200, {'metadata': metadata}
+    return 200, {'metadata': req.compute_api.set_metadata(
+        req.context, instance, dict(body['metadata']))}
 
 
 def metadata_show(req, server_id: str, key: str) -> tuple:

@@ -187,6 +187,8 @@ class API:
         guest_hardware.check_flavor(
             flavor, image.properties if image else None)
         keypair = self._key_pair(context, fields.key_name)
+        quota.check_metadata(context, self.conf, context.project_id,
+                             metadata or {})
         values = {
             'display_name': name,
             'project_id': context.project_id,
@@ -277,12 +279,23 @@ class API:
         the server; its metadata afterwards. MetadataItemNotFound when
         removing a key it does not have."""
         metadata = dict(instance.server_metadata or {})
-        if value is None:
-            if key not in metadata:
-                raise exception.MetadataItemNotFound(key=key)
-            del metadata[key]
-        else:
+        if value is not None:
             metadata[key] = value
+            return self.set_metadata(context, instance, metadata)
+        if key not in metadata:
+            raise exception.MetadataItemNotFound(key=key)
+        del metadata[key]
+        db.instance_update(context, instance.uuid,
+                           {'server_metadata': metadata})
+        return metadata
+
+    def set_metadata(self, context, instance: records.Instance,
+                     metadata: dict[str, str]) -> dict[str, str]:
+        """Make ``metadata`` all of the server's metadata, in one write;
+        MetadataLimitExceeded (403) when it has more items than the
+        project's ``metadata_items`` limit."""
+        quota.check_metadata(context, self.conf, instance.project_id,
+                             metadata)
         db.instance_update(context, instance.uuid,
                            {'server_metadata': metadata})
         return metadata
@@ -668,6 +681,9 @@ class API:
         as :meth:`create` checks it.
         """
         values = dict(values or {})
+        if 'server_metadata' in values:
+            quota.check_metadata(context, self.conf, context.project_id,
+                                 values['server_metadata'] or {})
         if 'key_name' in values:
             keypair = self._key_pair(context, values['key_name'])
             values['key_data'] = keypair.public_key if keypair else None

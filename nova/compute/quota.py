@@ -32,10 +32,12 @@ T = TypeVar('T')
 INSTANCES = 'instances'
 CORES = 'cores'
 RAM = 'ram'
+METADATA_ITEMS = 'metadata_items'
 # Counted from the project's servers and enforced here.
 COUNTED = (INSTANCES, CORES, RAM)
-# Shown as upstream shows them; their limits are kept, not enforced.
-KEPT = ('metadata_items', 'key_pairs', 'server_groups',
+# Shown as upstream shows them; their limits are kept, and of them
+# metadata_items is enforced, per server (check_metadata).
+KEPT = (METADATA_ITEMS, 'key_pairs', 'server_groups',
         'server_group_members')
 # Shown before microversion 2.57 (personality, which this fork lacks).
 INJECTED_FILES = ('injected_files', 'injected_file_content_bytes',
@@ -219,6 +221,16 @@ def check(context, conf: cfg.ConfigOpts, project_id: str, user_id: str,
                           deltas)
     if found:
         raise too_many(found)
+
+
+def check_metadata(context, conf: cfg.ConfigOpts, project_id: str,
+                   metadata: dict[str, str]) -> None:
+    """MetadataLimitExceeded (403) if one server's ``metadata`` has more
+    items than its project's ``metadata_items`` limit, which upstream
+    applies to each server, not to a project's total."""
+    allowed = project_limits(context, conf, project_id)[METADATA_ITEMS]
+    if allowed != UNLIMITED and len(metadata) > allowed:
+        raise exception.MetadataLimitExceeded(allowed=allowed)
 
 
 def reserve(context, conf: cfg.ConfigOpts, deltas: dict[str, int],

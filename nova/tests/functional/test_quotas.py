@@ -47,10 +47,10 @@ class QuotaTestBase(test_resize.MoveTestBase):
     def refused(self, flavor_id, message):
         """A create refused with 403 and exactly ``message``, leaving
         the project's servers as they were."""
-        before = [i['uuid'] for i in self.project_servers()]
+        before = [i.uuid for i in self.project_servers()]
         fault = self.create(flavor_id, expect=(403,))['forbidden']
         self.assertEqual(message, fault['message'])
-        self.assertEqual(before, [i['uuid'] for i in self.project_servers()])
+        self.assertEqual(before, [i.uuid for i in self.project_servers()])
 
 
 class TestCreateQuotas(QuotaTestBase):
@@ -122,7 +122,7 @@ class TestCreateQuotas(QuotaTestBase):
         servers = self.project_servers()
         self.assertEqual(3, len(servers))
         for server in servers:
-            self.wait_for(server['uuid'], 'ACTIVE')
+            self.wait_for(server.uuid, 'ACTIVE')
 
 
 class TestResizeQuotas(QuotaTestBase):
@@ -154,3 +154,43 @@ class TestResizeQuotas(QuotaTestBase):
         self.confirm(server['id'])
         shown = self.as_member('GET', QS + '/pci-aliases')['quota_set']
         self.assertEqual(2, shown['h200']['in_use'])
+
+
+class TestMetadataItems(QuotaTestBase):
+    """``metadata_items`` limits each server's metadata, as upstream (a
+    per-server limit, not a project total): Tempest's
+    test_max_metadata_exceed_limit found it kept but not enforced."""
+
+    def test_create_and_metadata_paths_refuse_items_over_the_limit(self):
+        self.set_quota(QS, {'metadata_items': 2})
+        message = 'Maximum number of metadata items exceeds 2'
+        fault = self.as_member('POST', '/servers', {'server': {
+            'name': 'vm', 'flavorRef': self.flavors[1], 'imageRef': 'none',
+            'metadata': {'a': '1', 'b': '2', 'c': '3'}}},
+            expect=(403,))['forbidden']
+        self.assertEqual(message, fault['message'])
+        self.assertEqual([], self.project_servers())
+        server = self.as_member('POST', '/servers', {'server': {
+            'name': 'vm', 'flavorRef': self.flavors[1], 'imageRef': 'none',
+            'metadata': {'a': '1', 'b': '2'}}})['server']
+        self.wait_for(server['id'], 'ACTIVE')
+        path = '/servers/%s/metadata' % server['id']
+        for method, body in (('POST', {'metadata': {'c': '3'}}),
+                             ('PUT', {'metadata': {'x': '1', 'y': '2',
+                                                   'z': '3'}})):
+            fault = self.as_member(method, path, body,
+                                   expect=(403,))['forbidden']
+            self.assertEqual(message, fault['message'])
+        self.as_member('PUT', path + '/c', {'meta': {'c': '3'}},
+                       expect=(403,))
+        # Nothing of a refused request was written; replacing an item
+        # within the limit is fine.
+        self.assertEqual({'a': '1', 'b': '2'},
+                         self.as_member('GET', path)['metadata'])
+        self.assertEqual({'b': '9'}, self.as_member(
+            'PUT', path, {'metadata': {'b': '9'}})['metadata'])
+        self.as_member('POST', '/servers/%s/action' % server['id'],
+                       {'rebuild': {'imageRef': 'none', 'metadata': {
+                           'p': '1', 'q': '2', 'r': '3'}}}, expect=(403,))
+        self.assertEqual({'b': '9'},
+                         self.as_member('GET', path)['metadata'])

@@ -72,6 +72,13 @@ class FakeComputeAPI(object):
         return compute_api.API.update_metadata_item(self, context, instance,
                                                     key, value)
 
+    def set_metadata(self, context, instance, metadata):
+        # No quota here: nova.tests.functional.test_quotas checks it.
+        self.calls.append(('set_metadata', instance.uuid, metadata))
+        db.instance_update(context, instance.uuid,
+                           {'server_metadata': metadata})
+        return metadata
+
     def update(self, context, instance, values):
         self.calls.append(('update', instance.uuid, values))
         return compute_api.API.update(self, context, instance, values)
