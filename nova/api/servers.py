@@ -84,6 +84,11 @@ METADATA_SCHEMA = {
     'additionalProperties': {'type': 'string', 'maxLength': 255},
 }
 
+# How many servers a create makes (upstream's multiple create): a
+# positive integer, or its digits.
+_COUNT_SCHEMA = {'anyOf': [{'type': 'integer', 'minimum': 1},
+                           {'type': 'string', 'pattern': '^[1-9][0-9]*$'}]}
+
 _CREATE_SCHEMA = {
     'type': 'object',
     'properties': {
@@ -94,8 +99,10 @@ _CREATE_SCHEMA = {
         'metadata': METADATA_SCHEMA,
         'networks': {'anyOf': [{'enum': ['auto', 'none']},
                                {'type': 'array'}]},
-        'min_count': {'enum': [1, '1']},
-        'max_count': {'enum': [1, '1']},
+        'min_count': _COUNT_SCHEMA,
+        'max_count': _COUNT_SCHEMA,
+        # A reservation id instead of the server is not served.
+        'return_reservation_id': {'enum': [False, 'False', 'false']},
         'key_name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
         'description': {'type': ['string', 'null'], 'maxLength': 255},
         'accessIPv4': {'type': 'string'},
@@ -441,7 +448,8 @@ def flavor_id(ref) -> str:
 
 
 def create(req) -> tuple:
-    """POST /servers: boot one server; 202 with its id and links."""
+    """POST /servers: boot one server, or ``min_count`` to ``max_count``
+    of them; 202 with the (first) server's id and links."""
     req.policy.authorize(req.context, policies.SERVERS_CREATE,
                          {'project_id': req.context.project_id,
                           'user_id': req.context.user_id})
@@ -459,10 +467,17 @@ def create(req) -> tuple:
     fields = compute_api.ServerFields(key_name=body.get('key_name'),
                                       server_group=group,
                                       **user_fields(req, body))
-    instance = req.compute_api.create(
+    min_count = int(body.get('min_count', 1))
+    max_count = int(body.get('max_count', min_count))
+    if max_count < min_count:
+        raise exception.APIValidationError(
+            field='max_count', reason='min_count %d must be less than or '
+            'equal to max_count %d' % (min_count, max_count))
+    instances = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),
-        body.get('metadata', {}), fields)
-    uuid = instance.uuid
+        body.get('metadata', {}), fields, min_count, max_count)
+    # The first server answers for all, as upstream's.
+    uuid = instances[0].uuid
     server = {'id': uuid, 'links': _links(req, uuid),
               'OS-DCF:diskConfig': 'MANUAL',
               'security_groups': [{'name': 'default'}]}

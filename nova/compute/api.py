@@ -93,6 +93,11 @@ class ServerFields:
     server_group: str | None = None
 
 
+def _times(usage: dict[str, int], count: int) -> dict[str, int]:
+    """The quota usage of ``count`` servers of one server's ``usage``."""
+    return {resource: amount * count for resource, amount in usage.items()}
+
+
 class API:
     """Server lifecycle entry points used by ``nova.api.servers``."""
 
@@ -159,9 +164,15 @@ class API:
         return flavor
 
     def create(self, context, name: str, flavor_ref: str, image_ref: str,
-               metadata: dict,
-               fields: 'ServerFields | None' = None) -> records.Instance:
-        """Record a new instance and start building it; return it.
+               metadata: dict, fields: 'ServerFields | None' = None,
+               min_count: int = 1,
+               max_count: int = 1) -> list[records.Instance]:
+        """Record new instances and start building them; return them.
+
+        ``max_count`` servers are made if the quota allows, else
+        ``min_count`` (upstream's multiple create); with more than one,
+        each is named ``<name>-<n>``, n from 1, and all join the server
+        group of ``fields``.
 
         Raises (HTTP 400) APIValidationError for an unknown or disabled
         flavor, PciRequestAliasNotDefined / PciInvalidFlavorRequest /
@@ -209,15 +220,35 @@ class API:
             'access_ip_v6': fields.access_ip_v6,
             'user_data': fields.user_data,
         }
+        names = [name] if max_count == 1 else [
+            '%s-%d' % (name, n) for n in range(1, max_count + 1)]
+        usage = quota.flavor_usage(flavor, pci_requests)
         # Counted and recorded under the project's quota lock: concurrent
         # creates never exceed a limit (403 naming it, nothing created).
-        instance = quota.reserve(
-            context, self.conf, quota.flavor_usage(flavor, pci_requests),
-            lambda: self._record(context, fields, values))
+        # As many as the quota allows, from max_count down to min_count.
+        for count in range(max_count, min_count - 1, -1):
+            try:
+                instances = quota.reserve(
+                    context, self.conf, _times(usage, count),
+                    lambda: self._record(context, fields, values,
+                                         names[:count]))
+                break
+            except exception.TooManyInstances:
+                if count == min_count:
+                    raise
+        return [self._build(context, instance, flavor, image_ref)
+                for instance in instances]
+
+    def _build(self, context, instance: records.Instance,
+               flavor: records.FlavorSnapshot,
+               image_ref: str) -> records.Instance:
+        """Hand a recorded instance to the conductor; the instance (in
+        ERROR with the fault when the conductor could not be told)."""
         instance_actions.start(context, instance.uuid,
                                instance_actions.CREATE)
         LOG.info('Instance %s (%s) created with flavor %s and image %r',
-                 instance.uuid, name, flavor.flavorid, image_ref)
+                 instance.uuid, instance.display_name, flavor.flavorid,
+                 image_ref)
         try:
             self.conductor_api.build_instance(context, instance.uuid)
         except oslo_messaging.MessagingException as exc:
@@ -230,21 +261,26 @@ class API:
         return instance
 
     @staticmethod
-    def _record(context, fields: ServerFields,
-                values: dict) -> records.Instance:
-        """Create the instance with ``values``, a member of its server
-        group if it names one: both or neither (one transaction); 400
-        if the group was deleted since the caller checked it."""
+    def _record(context, fields: ServerFields, values: dict,
+                names: list[str]) -> list[records.Instance]:
+        """Create one instance with ``values`` per name, each a member of
+        the server group if ``fields`` names one: all or none (one
+        transaction); 400 if the group was deleted since the caller
+        checked it."""
+        instances = []
         try:
             with db.context_manager.writer.using(context):
-                instance = db.instance_create(context, values)
-                if fields.server_group is not None:
-                    db.instance_group_member_add(
-                        context, fields.server_group, instance.uuid)
+                for name in names:
+                    instance = db.instance_create(
+                        context, dict(values, display_name=name))
+                    if fields.server_group is not None:
+                        db.instance_group_member_add(
+                            context, fields.server_group, instance.uuid)
+                    instances.append(instance)
         except exception.InstanceGroupNotFound as exc:
             raise exception.APIValidationError(
                 field='os:scheduler_hints/group', reason=exc.message)
-        return instance
+        return instances
 
     @staticmethod
     def _key_pair(context, key_name: str | None) -> records.KeyPair | None:

@@ -224,6 +224,54 @@ class TestConcurrentAntiAffinity(ServerGroupTestBase):
         self.assert_consistent()
 
 
+class TestMultipleCreate(ServerGroupTestBase):
+    """One create of min_count servers into a group, as Tempest's
+    multinode group tests make them."""
+
+    def create_many(self, group_id, **counts):
+        first = self.api('POST', '/servers', {
+            'server': dict(counts, name='job', flavorRef=self.flavors[2],
+                           imageRef='none'),
+            'os:scheduler_hints': {'group': group_id}})['server']
+        servers = sorted(
+            (s for s in self.api('GET', '/servers/detail')['servers']
+             if s['name'].startswith('job-')), key=lambda s: s['name'])
+        self.assertIn(first['id'], [s['id'] for s in servers])
+        return [self.wait_done(s['id']) for s in servers]
+
+    def test_anti_affinity_and_affinity_pairs(self):
+        spread = self.group('anti-affinity')
+        servers = self.create_many(spread, min_count=2)
+        self.assertEqual(['job-1', 'job-2'], [s['name'] for s in servers])
+        self.assertEqual(['ACTIVE'] * 2, [s['status'] for s in servers])
+        self.assertEqual({'cmp1', 'cmp2'}, {self.host(s) for s in servers})
+        self.assertEqual(sorted(s['id'] for s in servers),
+                         sorted(self.members(spread)))
+        for server in servers:
+            self.delete(server['id'])
+        pack = self.group('affinity')
+        servers = self.create_many(pack, min_count='2', max_count='2')
+        self.assertEqual(['ACTIVE'] * 2, [s['status'] for s in servers])
+        self.assertEqual(1, len({self.host(s) for s in servers}))
+        self.assert_consistent()
+
+    def test_quota_allows_fewer_than_max_count(self):
+        """max_count servers when the quota allows, else as many as it
+        allows down to min_count (403 below it), as upstream."""
+        # The test session's project.
+        self.api('PUT', '/os-quota-sets/admin',
+                 {'quota_set': {'instances': 2}})
+        group = self.group('soft-anti-affinity')
+        servers = self.create_many(group, min_count=1, max_count=3)
+        self.assertEqual(['job-1', 'job-2'], [s['name'] for s in servers])
+        response = self.session.post(
+            self.allinone.api_url + '/servers', json={'server': {
+                'name': 'more', 'flavorRef': self.flavors[1],
+                'imageRef': 'none', 'min_count': 1, 'max_count': 2}})
+        self.assertEqual(403, response.status_code, response.text)
+        self.assert_consistent()
+
+
 class TestMoves(ServerGroupTestBase):
 
     hosts = ('cmp1', 'cmp2', 'cmp3')

@@ -55,17 +55,17 @@ class FakeComputeAPI(object):
         self.glance_client = FakeGlance()
 
     def create(self, context, name, flavor_ref, image_ref, metadata,
-               fields=None):
+               fields=None, min_count=1, max_count=1):
         self.calls.append(('create', name, flavor_ref, image_ref, metadata))
         flavor = db.flavor_get_by_flavorid(context, flavor_ref)
-        return db.instance_create(context, {
+        return [db.instance_create(context, {
             'display_name': name, 'project_id': context.project_id,
             'user_id': context.user_id, 'flavor_id': flavor['id'],
             'flavor': records.FlavorSnapshot.of_flavor(flavor),
             'vm_state': 'building',
             'task_state': 'scheduling', 'image_ref': image_ref,
             'server_metadata': metadata,
-            'key_name': fields.key_name if fields else None})
+            'key_name': fields.key_name if fields else None})]
 
     def update_metadata_item(self, context, instance, key, value):
         self.calls.append(('update_metadata_item', key, value))

@@ -88,10 +88,19 @@ class TestServers(fakes.APITestCase):
         self.assertFault(self.request('POST', '/v2.1/servers', body),
                          400, 'badRequest', 'name')
 
-    def test_create_rejects_several_servers(self):
-        body = {'server': {'name': 'a', 'flavorRef': 'f1', 'max_count': 3}}
-        self.assertFault(self.request('POST', '/v2.1/servers', body),
-                         400, 'badRequest', 'max_count')
+    def test_create_checks_the_server_counts(self):
+        for counts, field in (({'max_count': 0}, 'max_count'),
+                              ({'min_count': '0'}, 'min_count'),
+                              ({'min_count': 'two'}, 'min_count'),
+                              ({'max_count': 1.5}, 'max_count'),
+                              ({'min_count': 3, 'max_count': 2},
+                               'max_count'),
+                              ({'return_reservation_id': True},
+                               'return_reservation_id')):
+            body = {'server': dict(counts, name='a', flavorRef='f1')}
+            self.assertFault(self.request('POST', '/v2.1/servers', body),
+                             400, 'badRequest', field)
+        self.assertEqual([], self.compute_api.calls)
 
     def test_compute_api_errors_are_mapped(self):
         def fail(*args, **kwargs):
