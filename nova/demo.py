@@ -67,12 +67,12 @@ class _Client:
 
     def create_flavor(self, gpus: int) -> str:
         name = 'gpu.%dx' % gpus
-        flavor = self.call('POST', '/flavors', {'flavor': {
+        flavor_id = self.call('POST', '/flavors', {'flavor': {
             'name': name, 'vcpus': 16 * gpus, 'ram': 65536 * gpus,
-            'disk': 0}})['flavor']
-        self.call('POST', '/flavors/%s/os-extra_specs' % flavor['id'], {
+            'disk': 0}})['flavor']['id']
+        self.call('POST', '/flavors/%s/os-extra_specs' % flavor_id, {
             'extra_specs': {'pci_passthrough:alias': 'h200:%d' % gpus}})
-        return flavor['id']
+        return flavor_id
 
     def boot(self, name: str, flavor_id: str, image_id: str) -> dict:
         server = self.call('POST', '/servers', {'server': {

@@ -10,6 +10,7 @@ name aliases defined in ``[pci]alias``, and ``resources:``, ``trait:`` and
 """
 
 import re
+from collections.abc import Sequence
 
 from nova.api import validation
 from nova.api import version_history
@@ -75,32 +76,32 @@ def _links(req, flavorid: str) -> list[dict]:
              'href': req.link('flavors', flavorid, versioned=False)}]
 
 
-def _brief_view(req, flavor: dict) -> dict:
-    view = {'id': flavor['flavorid'], 'name': flavor['name'],
-            'links': _links(req, flavor['flavorid'])}
+def _brief_view(req, flavor: records.Flavor) -> dict:
+    view = {'id': flavor.flavorid, 'name': flavor.name,
+            'links': _links(req, flavor.flavorid)}
     if req.api_version.at_least(version_history.FLAVOR_DESCRIPTION):
         view['description'] = None
     return view
 
 
-def _detail_view(req, flavor: dict) -> dict:
+def _detail_view(req, flavor: records.Flavor) -> dict:
     view = _brief_view(req, flavor)
     view.update({
-        'ram': flavor['memory_mb'],
-        'vcpus': flavor['vcpus'],
-        'disk': flavor['root_gb'],
+        'ram': flavor.memory_mb,
+        'vcpus': flavor.vcpus,
+        'disk': flavor.root_gb,
         'OS-FLV-EXT-DATA:ephemeral': 0,
         # Before 2.75 an unset swap is rendered as an empty string.
         'swap': (0 if req.api_version.at_least(version_history.SWAP_ZERO)
                  else ''),
         'rxtx_factor': 1.0,
-        'os-flavor-access:is_public': flavor['is_public'],
-        'OS-FLV-DISABLED:disabled': flavor['disabled'],
+        'os-flavor-access:is_public': flavor.is_public,
+        'OS-FLV-DISABLED:disabled': flavor.disabled,
     })
     if (req.api_version.at_least(version_history.FLAVOR_EXTRA_SPECS_SHOWN)
             and req.policy.allowed(req.context,
                                    policies.EXTRA_SPECS_INDEX)):
-        view['extra_specs'] = dict(flavor.get('extra_specs') or {})
+        view['extra_specs'] = dict(flavor.extra_specs)
     return view
 
 
@@ -116,7 +117,7 @@ def _is_public_filter(req) -> bool | None:
     return validation.boolean('is_public', value)
 
 
-def _filtered(req) -> list[dict]:
+def _filtered(req) -> Sequence[records.Flavor]:
     """Flavors of a listing, after is_public, minRam, minDisk, marker and
     limit, in flavorid order."""
     flavors = db.flavor_get_all(req.context,
@@ -124,10 +125,11 @@ def _filtered(req) -> list[dict]:
     min_ram = validation.query_int(req, 'minRam')
     min_disk = validation.query_int(req, 'minDisk')
     flavors = [f for f in flavors
-               if (min_ram is None or f['memory_mb'] >= min_ram)
-               and (min_disk is None or f['root_gb'] >= min_disk)]
-    flavors.sort(key=lambda f: f['flavorid'])
-    return validation.paginate(req, flavors, 'flavorid')
+               if (min_ram is None or f.memory_mb >= min_ram)
+               and (min_disk is None or f.root_gb >= min_disk)]
+    flavors.sort(key=lambda f: f.flavorid)
+    return validation.paginate(req, flavors,
+                               lambda flavor: flavor.flavorid)
 
 
 def index(req) -> tuple:
@@ -270,9 +272,8 @@ def _check_flavor_specs(context, flavor_id: str, specs: dict) -> None:
     """Refuse specs the flavor's size cannot take (``hw:numa_nodes`` must
     split its vCPUs and memory evenly); a missing flavor is a 404."""
     flavor = db.flavor_get_by_flavorid(context, flavor_id)
-    merged = dict(flavor.get('extra_specs') or {}, **specs)
     guest_hardware.check_flavor(
-        records.FlavorSnapshot.of_flavor(dict(flavor, extra_specs=merged)))
+        flavor.snapshot(dict(flavor.extra_specs, **specs)))
 
 
 def specs_index(req, flavor_id: str) -> tuple:

@@ -151,7 +151,7 @@ def _listing(req, detail: bool) -> list[dict]:
             _with_servers(view, servers)
         views.append(view)
     if req.api_version.at_least(version_history.HYPERVISOR_PAGING):
-        views = validation.paginate(req, views, 'id')
+        views = validation.paginate(req, views, lambda view: view['id'])
     return views
 
 

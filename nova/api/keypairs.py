@@ -67,7 +67,7 @@ def index(req) -> tuple:
     views = [_view(req, k) for k in db.key_pair_get_all_by_user(
         req.context, user_id)]
     if req.api_version.at_least(version_history.KEYPAIR_PAGING):
-        views = validation.paginate(req, views, 'name')
+        views = validation.paginate(req, views, lambda view: view['name'])
     return 200, {'keypairs': [{'keypair': view} for view in views]}
 
 

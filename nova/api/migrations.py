@@ -76,7 +76,7 @@ def index(req) -> tuple:
                       if host in (m.source_compute, m.dest_compute)]
     views = [_index_view(req, m) for m in migrations]
     if req.api_version.at_least(version_history.MIGRATION_UUID):
-        views = validation.paginate(req, views, 'uuid')
+        views = validation.paginate(req, views, lambda view: view['uuid'])
     return 200, {'migrations': views}
 
 

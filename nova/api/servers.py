@@ -389,7 +389,8 @@ def _listed(req, detail: bool) -> list[dict]:
     query = server_filters.ListQuery.from_request(
         req, _STATUS_BY_NAME, req.context.is_admin)
     instances = query.apply(instances)
-    return validation.paginate(req, instances, 'uuid')
+    return validation.paginate(req, instances,
+                               lambda instance: instance.uuid)
 
 
 def index(req) -> tuple:

@@ -4,9 +4,14 @@ Every failure is an APIValidationError (400) naming the field and the bad
 value, the way clients show it to users.
 """
 
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
 import jsonschema
 
 from nova import exception
+
+T = TypeVar('T')
 
 # Largest value of the database's INTEGER columns (signed 32 bits), as
 # upstream Nova's db.MAX_INT: flavor sizes beyond it cannot be stored.
@@ -107,12 +112,14 @@ def query_int(req, name: str) -> int | None:
     return int(value)
 
 
-def paginate(req, items: list[dict], key: str) -> list[dict]:
-    """Apply ``marker`` (the key of the last item seen) and ``limit``."""
+def paginate(req, items: Sequence[T], key: Callable[[T], object]
+             ) -> Sequence[T]:
+    """Apply ``marker`` (the ``key`` of the last item seen) and
+    ``limit``."""
     marker = req.GET.get('marker')
     if marker is not None:
         # Keys may be integers (ids); the marker is a string.
-        keys = [str(item[key]) for item in items]
+        keys = [str(key(item)) for item in items]
         if marker not in keys:
             raise exception.APIValidationError(
                 field='marker', reason='marker %r matches no item' % marker)

@@ -144,20 +144,20 @@ class API:
         check_image_for_flavor(image, flavor)
         return image
 
-    def _flavor(self, context, flavor_ref: str) -> dict:
+    def _flavor(self, context, flavor_ref: str) -> records.Flavor:
         """The flavor a server boots or resizes to. A private flavor is
         an admin's only: with no access lists kept, no project has been
         given it, and upstream answers such a project as if the flavor
         did not exist."""
         try:
             flavor = db.flavor_get_by_flavorid(context, flavor_ref)
-            if not flavor['is_public'] and not context.is_admin:
+            if not flavor.is_public and not context.is_admin:
                 raise exception.FlavorNotFound(flavor_id=flavor_ref)
         except exception.FlavorNotFound:
             raise exception.APIValidationError(
                 field='flavorRef',
                 reason='flavor %r does not exist' % (flavor_ref,))
-        if flavor.get('disabled'):
+        if flavor.disabled:
             raise exception.APIValidationError(
                 field='flavorRef',
                 reason='flavor %r is disabled' % (flavor_ref,))
@@ -186,8 +186,7 @@ class API:
         pair of that name).
         """
         fields = fields or ServerFields()
-        flavor = records.FlavorSnapshot.of_flavor(
-            self._flavor(context, flavor_ref))
+        flavor = self._flavor(context, flavor_ref).snapshot()
         image = self.image(image_ref, flavor)
         pci_requests = pci_request.get_pci_requests_from_flavor(
             flavor.extra_specs, self.aliases,
@@ -345,8 +344,7 @@ class API:
         resizing to the flavor the server has is refused, as
         upstream does.
         """
-        flavor = records.FlavorSnapshot.of_flavor(
-            self._flavor(context, flavor_ref))
+        flavor = self._flavor(context, flavor_ref).snapshot()
         if instance.flavor is not None and \
                 flavor.flavorid == instance.flavor.flavorid:
             raise exception.APIValidationError(

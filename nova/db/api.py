@@ -375,14 +375,16 @@ def _extra_specs(session, flavor_id: int) -> dict[str, str]:
     return {spec.key: spec.value for spec in specs}
 
 
-def _flavor_dict(session, flavor: models.Flavor) -> dict:
-    return {**flavor.to_dict(),
-            'extra_specs': _extra_specs(session, flavor.id)}
+def _flavor_record(session, flavor: models.Flavor) -> records.Flavor:
+    return records.Flavor.from_row(
+        {**flavor.to_dict(),
+         'extra_specs': _extra_specs(session, flavor.id)})
 
 
 @context_manager.writer
 def flavor_create(context, values: dict,
-                  extra_specs: dict[str, str] | None = None) -> dict:
+                  extra_specs: dict[str, str] | None = None
+                  ) -> records.Flavor:
     """Create a flavor (a uuid ``flavorid`` unless given) with its extra
     specs; FlavorExists names the taken ``flavorid`` or ``name``."""
     _check_fields(models.Flavor, values)
@@ -394,24 +396,25 @@ def flavor_create(context, values: dict,
         context.session.add(models.FlavorExtraSpec(
             flavor_id=flavor.id, key=key, value=value))
     context.session.flush()
-    return _flavor_dict(context.session, flavor)
+    return _flavor_record(context.session, flavor)
 
 
 @context_manager.reader
-def flavor_get_by_flavorid(context, flavorid: str) -> dict:
+def flavor_get_by_flavorid(context, flavorid: str) -> records.Flavor:
     """Return the flavor with public id ``flavorid``, with extra_specs."""
-    return _flavor_dict(context.session,
-                        _flavor_row(context.session, flavorid))
+    return _flavor_record(context.session,
+                          _flavor_row(context.session, flavorid))
 
 
 @context_manager.reader
-def flavor_get_all(context, is_public: bool | None = None) -> list[dict]:
+def flavor_get_all(context, is_public: bool | None = None
+                   ) -> list[records.Flavor]:
     """Return all flavors (only public or private ones if ``is_public`` is
     set), ordered by creation, each with extra_specs."""
     query = sa.select(models.Flavor).order_by(models.Flavor.id)
     if is_public is not None:
         query = query.filter_by(is_public=is_public)
-    return [_flavor_dict(context.session, flavor)
+    return [_flavor_record(context.session, flavor)
             for flavor in context.session.scalars(query)]
 
 

@@ -189,6 +189,37 @@ class QuotaLimit:
 
 
 @dataclasses.dataclass(frozen=True)
+class Flavor(_Row):
+    """A ``flavors`` row with its extra specs: what ``/flavors`` shows
+    and a boot or resize copies into a :class:`FlavorSnapshot`."""
+
+    id: int
+    # The public id the API takes (``flavorRef``).
+    flavorid: str
+    name: str
+    vcpus: int
+    memory_mb: int
+    root_gb: int
+    is_public: bool
+    # A disabled flavor is listed but takes no new servers.
+    disabled: bool
+    extra_specs: dict[str, str]
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+
+    def snapshot(self, extra_specs: dict[str, str] | None = None
+                 ) -> 'FlavorSnapshot':
+        """What a server built with this flavor keeps of it (with
+        ``extra_specs`` instead of the stored ones, if given)."""
+        return FlavorSnapshot(
+            id=self.id, flavorid=self.flavorid, name=self.name,
+            vcpus=self.vcpus, memory_mb=self.memory_mb,
+            root_gb=self.root_gb or 0,
+            extra_specs=dict(self.extra_specs if extra_specs is None
+                             else extra_specs))
+
+
+@dataclasses.dataclass(frozen=True)
 class FlavorSnapshot:
     """The part of a flavor an instance (or a move) keeps: later flavor
     edits or deletion never change what a server was built with."""

@@ -222,7 +222,7 @@ class TestBuildRecovery(boot.BootTestBase):
                                            project_id='project')
         timeutils.set_time_override(_ago(120))
         try:
-            instance = api.create(user, name, flavor_id, 'none', {})
+            [instance] = api.create(user, name, flavor_id, 'none', {})
             if owner:
                 db.instance_update(self.ctx, instance.uuid, {
                     'build_owner': owner,

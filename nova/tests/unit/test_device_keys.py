@@ -15,19 +15,20 @@ when production code reads a device field by string key again:
   ``*_dev``, ``*_device``);
 * any string-key read of an ``extra_info`` attribute.
 
-Migrations, instances, compute nodes and services are ``nova.db.records``
-records outside the database layer (``Migration``, ``Instance``,
-``ComputeNode``, ``Service``); the scan fails likewise on a subscript or
-``.get()``:
+Migrations, instances, compute nodes, services and flavors are
+``nova.db.records`` records outside the database layer (``Migration``,
+``Instance``, ``ComputeNode``, ``Service``, ``Flavor``); the scan fails
+likewise on a subscript or ``.get()``:
 
 * with a key only that record has, on anything (``source_compute``,
   ``old_flavor``; ``vm_state``, ``pci_requests``, ``image_ref``;
   ``hypervisor_hostname``, ``local_gb``; ``binary``, ``forced_down``,
-  ``last_seen_up``...);
+  ``last_seen_up``; ``flavorid``, ``is_public``...);
 * with any of its keys (also ``id``, ``uuid``, ``host``...) on a variable
   named like it (``migration``, ``mig``, ``m``, ``*_migration``;
   ``instance``, ``inst``, ``*_instance``; ``node``, ``cn``,
-  ``compute_node``, ``*_node``; ``service``, ``svc``, ``*_service``), on
+  ``compute_node``, ``*_node``; ``service``, ``svc``, ``*_service``;
+  ``flavor``, ``*_flavor``), on
   an item of a collection of them (``nodes[uuid]['host']``) or on a loop
   variable over one (``for n in nodes``,
   ``sorted(nodes, key=lambda n: n['host'])``,
@@ -193,7 +194,18 @@ INSTANCE = RecordKeys(
     name=re.compile(r'^(inst|instance|\w+_instance)$'),
     plural=frozenset({'instances'}),
     getters=frozenset({'instance_get_all'}))
-RECORDS = (MIGRATION, INSTANCE, COMPUTE_NODE, SERVICE)
+# Keys flavor snapshots, instances and compute nodes (sizes), and API
+# views also have.
+FLAVOR = RecordKeys(
+    records.Flavor,
+    shared=frozenset({
+        'id', 'name', 'vcpus', 'memory_mb', 'disabled', 'extra_specs',
+        'created_at', 'updated_at',
+    }),
+    name=re.compile(r'^(flavor|\w+_flavor)$'),
+    plural=frozenset({'flavors'}),
+    getters=frozenset({'flavor_get_all'}))
+RECORDS = (MIGRATION, INSTANCE, COMPUTE_NODE, SERVICE, FLAVOR)
 FLAVOR_SNAPSHOT_KEYS = frozenset(
     field.name for field in dataclasses.fields(records.FlavorSnapshot))
 # Wire forms named like the columns they carry: request bodies, the
@@ -403,7 +415,8 @@ class DeviceKeysTest(test.TestCase):
 
     def test_scan_covers_every_record_kind_field(self):
         for kind, name in ((MIGRATION, 'migration'), (INSTANCE, 'instance'),
-                           (COMPUTE_NODE, 'node'), (SERVICE, 'service')):
+                           (COMPUTE_NODE, 'node'), (SERVICE, 'service'),
+                           (FLAVOR, 'flavor')):
             for field in dataclasses.fields(kind.record):
                 self.assertEqual(
                     ["1: %s[%r]" % (name, field.name)],

@@ -56,8 +56,9 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
              'memory_mb': 4096, 'root_gb': 10}, **values), specs)
 
     def _create(self, flavorid='gpu2'):
-        return self.api.create(self.context, 'vm1', flavorid, 'none',
-                               {'k': 'v'})
+        [instance] = self.api.create(self.context, 'vm1', flavorid, 'none',
+                                     {'k': 'v'})
+        return instance
 
     def test_create_writes_the_instance_and_casts_the_build(self):
         flavor = self._flavor()
@@ -72,9 +73,9 @@ class TestComputeAPI(gpu_hosts.GpuHostsTestCase):
         self.assertEqual(('building', 'scheduling'),
                          (stored.vm_state, stored.task_state))
         self.assertIsNone(stored.host)
-        self.assertEqual(flavor['id'], stored.flavor_id)
+        self.assertEqual(flavor.id, stored.flavor_id)
         self.assertEqual(records.FlavorSnapshot(
-            id=flavor['id'], flavorid='gpu2', name='gpu2', vcpus=4,
+            id=flavor.id, flavorid='gpu2', name='gpu2', vcpus=4,
             memory_mb=4096, root_gb=10,
             extra_specs={'pci_passthrough:alias': 'h200:2'}), stored.flavor)
         [pci] = stored.pci_requests

@@ -13,7 +13,6 @@ from nova.compute import api as compute_api
 import nova.conf
 from nova import context as nova_context
 from nova.db import api as db
-from nova.db import records
 from nova import exception
 from nova.image import glance
 from nova.tests.fixtures import database
@@ -60,8 +59,8 @@ class FakeComputeAPI(object):
         flavor = db.flavor_get_by_flavorid(context, flavor_ref)
         return [db.instance_create(context, {
             'display_name': name, 'project_id': context.project_id,
-            'user_id': context.user_id, 'flavor_id': flavor['id'],
-            'flavor': records.FlavorSnapshot.of_flavor(flavor),
+            'user_id': context.user_id, 'flavor_id': flavor.id,
+            'flavor': flavor.snapshot(),
             'vm_state': 'building',
             'task_state': 'scheduling', 'image_ref': image_ref,
             'server_metadata': metadata,

@@ -205,7 +205,7 @@ class TestEveryRouteChecksPolicy(PolicyTestCase):
                                                      server))
         self.assertEqual({'hw:numa_nodes': '1'}, db.flavor_extra_specs_get(
             self.admin_context, 'f1'))
-        self.assertEqual(['f1'], [f['flavorid'] for f in db.flavor_get_all(
+        self.assertEqual(['f1'], [f.flavorid for f in db.flavor_get_all(
             self.admin_context, is_public=None)])
 
     def test_public_routes_need_no_token(self):

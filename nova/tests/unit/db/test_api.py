@@ -229,21 +229,21 @@ class TestDBApiSqlite(test.TestCase):
             self.ctx, {'flavorid': 'f1', 'name': 'gpu.2', 'vcpus': 4,
                        'memory_mb': 2048, 'root_gb': 10},
             extra_specs={'pci_passthrough:alias': 'h200:2'})
-        self.assertTrue(flavor['is_public'])
-        self.assertFalse(flavor['disabled'])
+        self.assertTrue(flavor.is_public)
+        self.assertFalse(flavor.disabled)
         self.assertEqual({'pci_passthrough:alias': 'h200:2'},
-                         flavor['extra_specs'])
+                         flavor.extra_specs)
         found = db_api.flavor_get_by_flavorid(self.ctx, 'f1')
-        self.assertEqual('gpu.2', found['name'])
-        self.assertEqual(flavor['extra_specs'], found['extra_specs'])
+        self.assertEqual('gpu.2', found.name)
+        self.assertEqual(flavor.extra_specs, found.extra_specs)
         private = db_api.flavor_create(
             self.ctx, {'name': 'private', 'vcpus': 1, 'memory_mb': 512,
                        'is_public': False})
-        self.assertEqual(36, len(private['flavorid']))
-        self.assertEqual(['f1', private['flavorid']],
-                         [f['flavorid'] for f in db_api.flavor_get_all(
+        self.assertEqual(36, len(private.flavorid))
+        self.assertEqual(['f1', private.flavorid],
+                         [f.flavorid for f in db_api.flavor_get_all(
                              self.ctx)])
-        self.assertEqual(['f1'], [f['flavorid'] for f in
+        self.assertEqual(['f1'], [f.flavorid for f in
                                   db_api.flavor_get_all(self.ctx,
                                                         is_public=True)])
         db_api.flavor_destroy(self.ctx, 'f1')
