@@ -10,6 +10,8 @@ want Glance's own shape (python-openstackclient among them) use Glance's
 endpoint.
 """
 
+from oslo_utils import timeutils
+
 from nova.api import servers
 from nova.api import validation
 from nova.api import version_history
@@ -25,6 +27,10 @@ _STATUS = {'active': 'ACTIVE', 'queued': 'SAVING', 'saving': 'SAVING',
 _PROGRESS = {'queued': 25, 'saving': 50, 'active': 100}
 # The query parameters of a list passed to Glance (same names there).
 _GLANCE_FILTERS = ('name', 'limit', 'marker')
+# The proxy's filters on an image's properties, and the property each
+# matches (a snapshot's or backup's server and kind); Glance filters by
+# property too, and the listing is checked again here.
+_PROPERTY_FILTERS = {'server': 'instance_uuid', 'type': 'image_type'}
 
 
 def _check_version(req) -> None:
@@ -69,11 +75,54 @@ def _detail(req, image: glance.ImageMeta) -> dict:
     return view
 
 
+def _wanted(req) -> dict[str, str]:
+    """The image properties a listing asks for: ``server`` (a server's id
+    or any of its links) and ``type`` (``snapshot`` or ``backup``)."""
+    wanted = {}
+    for key, prop in _PROPERTY_FILTERS.items():
+        value = req.GET.get(key)
+        if value:
+            # A server link ends with the server's id.
+            wanted[prop] = value.rstrip('/').rsplit('/', 1)[-1] \
+                if key == 'server' else value
+    return wanted
+
+
+def _changed_since(image: glance.ImageMeta, since: str) -> bool:
+    """Whether the image changed at or after the ISO 8601 time ``since``
+    (400 naming it when it is no time)."""
+    try:
+        moment = timeutils.normalize_time(timeutils.parse_isotime(since))
+    except ValueError:
+        raise exception.APIValidationError(
+            field='changes-since',
+            reason='%r is not an ISO 8601 time' % (since,)) from None
+    updated = image.updated_at or image.created_at
+    return updated is not None and timeutils.normalize_time(
+        timeutils.parse_isotime(updated)) >= moment
+
+
 def _listed(req) -> list[glance.ImageMeta]:
+    """The images of a listing, after upstream's proxy filters: name,
+    server, type, status, changes-since, minRam, minDisk."""
     _check_version(req)
     filters = {key: req.GET[key] for key in _GLANCE_FILTERS
                if key in req.GET}
-    return req.compute_api.glance_client.list(**filters)
+    wanted = _wanted(req)
+    status = req.GET.get('status')
+    changed_since = req.GET.get('changes-since')
+    min_ram = validation.query_int(req, 'minRam')
+    min_disk = validation.query_int(req, 'minDisk')
+    return [image for image in req.compute_api.glance_client.list(
+                **filters, **wanted)
+            if all(image.properties.get(prop) == value
+                   for prop, value in wanted.items())
+            and (status is None or
+                 _STATUS.get(image.status, 'UNKNOWN') == status.upper())
+            and (changed_since is None or
+                 _changed_since(image, changed_since))
+            and (min_ram is None or image.min_ram >= min_ram)
+            and (min_disk is None or image.min_disk >= min_disk)]
 
 
 def index(req) -> tuple:

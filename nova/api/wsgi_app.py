@@ -340,7 +340,11 @@ class ComputeAPI(object):
         if auth.CONTEXT_KEY in req.environ:
             self._strip_project(req)
         handler, methods, path_vars = self._lookup(req)
-        if not methods:
+        # ``DELETE /images/``: a blank last segment names an item with an
+        # empty id, which no resource has (upstream answers 404 too).
+        blank_item = handler is None and len(req.path_info) > 1 and \
+            req.path_info.endswith('/')
+        if not methods or blank_item:
             return faults.error_response(
                 404, 'No resource at %s %s.' % (req.method, req.path))
         if handler is None:

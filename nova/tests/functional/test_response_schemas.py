@@ -236,6 +236,21 @@ class ResponseSchemaTest(test_images.ImageTestBase):
             if 'server' not in i})
         self.assertEqual(['cirros'], [i['name'] for i in images.list_images(
             name='cirros')['images']])
+        # Upstream's proxy filters: the server (its id or a link), the
+        # kind of image, the status, sizes and time.
+        server_link = self.allinone.api_url + '/servers/' + server_id
+        for params in ({'server': server_id}, {'server': server_link},
+                       {'type': 'snapshot'}, {'status': 'ACTIVE',
+                                              'type': 'snapshot'}):
+            self.assertEqual([snapshot_id], [
+                i['id'] for i in images.list_images(**params)['images']],
+                params)
+        self.assertEqual([], images.list_images(type='backup')['images'])
+        self.assertEqual([], images.list_images(
+            detail=True, minRam=10 ** 6)['images'])
+        self.assertEqual(2, len(images.list_images(
+            **{'changes-since': '2000-01-01T00:00:00Z'})['images']))
+        self.assertRaises(tempest_exc.NotFound, images.delete_image, '')
         images.set_image_metadata(snapshot_id, {'purpose': 'schema'})
         images.update_image_metadata(snapshot_id, {'stage': 'one'})
         self.assertEqual({'purpose': 'schema', 'stage': 'one'}, {
