@@ -88,9 +88,8 @@ class TestCountAndReserve(test.TestCase):
 
     def setUp(self):
         super().setUp()
-        url = (db_fixture.server_url_or_skip(self, self.BACKEND)
-               if self.BACKEND else None)
-        self.useFixture(db_fixture.Database(url))
+        self.useFixture(db_fixture.Database(
+            db_fixture.url_for(self, self.BACKEND)))
         self.conf = cfg.ConfigOpts()
         nova.conf.register_all(self.conf)
         self.conf([], project='nova')

@@ -39,9 +39,8 @@ class TestDBApiSqlite(test.TestCase):
 
     def setUp(self):
         super().setUp()
-        url = (db_fixture.server_url_or_skip(self, self.BACKEND)
-               if self.BACKEND else None)
-        self.useFixture(db_fixture.Database(url))
+        self.useFixture(db_fixture.Database(
+            db_fixture.url_for(self, self.BACKEND)))
         self.ctx = nova_context.get_admin_context()
 
     def assertReadBack(self, written, read):

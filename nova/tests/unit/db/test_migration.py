@@ -28,9 +28,8 @@ class TestMigrationSqlite(test.TestCase):
     BACKEND = None
 
     def _database(self) -> db_fixture.Database:
-        url = (db_fixture.server_url_or_skip(self, self.BACKEND)
-               if self.BACKEND else None)
-        return self.useFixture(db_fixture.Database(url))
+        return self.useFixture(db_fixture.Database(
+            db_fixture.url_for(self, self.BACKEND)))
 
     def test_creates_all_tables_at_head(self):
         db = self._database()
