@@ -45,6 +45,8 @@ class ListQuery:
     vm_states: frozenset[str] | None = None
     image: str | None = None
     flavor: str | None = None
+    # The servers of one create.
+    reservation_id: str | None = None
     changes_since: datetime.datetime | None = None
     changes_before: datetime.datetime | None = None
     # ip/ip6 given: no server here has an address.
@@ -91,6 +93,7 @@ class ListQuery:
         flavor = get.get('flavor')
         if flavor:
             values['flavor'] = flavor.rstrip('/').rsplit('/', 1)[-1]
+        values['reservation_id'] = req.GET.get('reservation_id') or None
         values['changes_since'] = _time(get, 'changes-since')
         if req.api_version.at_least(version_history.CHANGES_BEFORE):
             values['changes_before'] = _time(get, 'changes-before')
@@ -129,6 +132,9 @@ class ListQuery:
             return False
         if (self.locked is not None
                 and bool(instance.locked) != self.locked):
+            return False
+        if self.reservation_id and \
+                instance.reservation_id != self.reservation_id:
             return False
         flavorid = instance.flavor.flavorid if instance.flavor else None
         if self.flavor and flavorid != self.flavor:

@@ -101,8 +101,8 @@ _CREATE_SCHEMA = {
                                {'type': 'array'}]},
         'min_count': _COUNT_SCHEMA,
         'max_count': _COUNT_SCHEMA,
-        # A reservation id instead of the server is not served.
-        'return_reservation_id': {'enum': [False, 'False', 'false']},
+        # Answer with the create's reservation id instead of the server.
+        'return_reservation_id': validation.BOOLEAN,
         'key_name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
         'description': {'type': ['string', 'null'], 'maxLength': 255},
         'accessIPv4': {'type': 'string'},
@@ -268,7 +268,7 @@ def _extended_view(req, instance: records.Instance) -> dict:
             instance.uuid)
         if req.api_version.at_least(version_history.MORE_HOST_ATTRIBUTES):
             view.update({
-                'OS-EXT-SRV-ATTR:reservation_id': None,
+                'OS-EXT-SRV-ATTR:reservation_id': instance.reservation_id,
                 'OS-EXT-SRV-ATTR:launch_index': 0,
                 'OS-EXT-SRV-ATTR:hostname': _hostname(instance),
                 'OS-EXT-SRV-ATTR:kernel_id': '',
@@ -477,6 +477,8 @@ def create(req) -> tuple:
     instances = req.compute_api.create(
         req.context, body['name'], flavor_ref, body.get('imageRef', ''),
         body.get('metadata', {}), fields, min_count, max_count)
+    if validation.as_bool(body.get('return_reservation_id', False)):
+        return 202, {'reservation_id': instances[0].reservation_id}
     # The first server answers for all, as upstream's.
     uuid = instances[0].uuid
     server = {'id': uuid, 'links': _links(req, uuid),

@@ -9,6 +9,8 @@ instance and hands the build to nova-conductor.
 """
 
 import dataclasses
+import secrets
+import string
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -91,6 +93,10 @@ class ServerFields:
     # The server group (UUID) the server joins (the ``group`` scheduler
     # hint), checked by the caller.
     server_group: str | None = None
+
+
+# The characters of a reservation id after its 'r-'.
+_RESERVATION_CHARS = string.ascii_lowercase + string.digits
 
 
 def _times(usage: dict[str, int], count: int) -> dict[str, int]:
@@ -219,6 +225,10 @@ class API:
             'access_ip_v6': fields.access_ip_v6,
             'user_data': fields.user_data,
         }
+        # One reservation for the servers of this create, as upstream
+        # names them.
+        values['reservation_id'] = 'r-' + ''.join(
+            secrets.choice(_RESERVATION_CHARS) for _ in range(8))
         names = [name] if max_count == 1 else [
             '%s-%d' % (name, n) for n in range(1, max_count + 1)]
         usage = quota.flavor_usage(flavor, pci_requests)

@@ -266,6 +266,9 @@ class Instance(Base):
     access_ip_v4: orm.Mapped[str | None] = orm.mapped_column(sa.String(39))
     access_ip_v6: orm.Mapped[str | None] = orm.mapped_column(sa.String(39))
     user_data: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # One id for the servers of one create (min_count/max_count).
+    reservation_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
     # The conductor driving the build and when it last renewed that lease
     # (nova.conductor.manager re-drives builds whose lease expired).
     build_owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

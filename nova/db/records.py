@@ -298,6 +298,8 @@ class Instance:
     access_ip_v6: str | None
     # Base64, as the API took it.
     user_data: str | None
+    # Shared by the servers of one create (upstream's ``r-`` ids).
+    reservation_id: str | None
     # The conductor driving the build or move, and its last renewal.
     build_owner: str | None
     build_heartbeat: datetime.datetime | None

@@ -229,14 +229,18 @@ class TestMultipleCreate(ServerGroupTestBase):
     multinode group tests make them."""
 
     def create_many(self, group_id, **counts):
-        first = self.api('POST', '/servers', {
+        """The servers of one create, found by its reservation id."""
+        reservation = self.api('POST', '/servers', {
             'server': dict(counts, name='job', flavorRef=self.flavors[2],
-                           imageRef='none'),
-            'os:scheduler_hints': {'group': group_id}})['server']
-        servers = sorted(
-            (s for s in self.api('GET', '/servers/detail')['servers']
-             if s['name'].startswith('job-')), key=lambda s: s['name'])
-        self.assertIn(first['id'], [s['id'] for s in servers])
+                           imageRef='none', return_reservation_id=True),
+            'os:scheduler_hints': {'group': group_id}})['reservation_id']
+        self.assertRegex(reservation, '^r-[a-z0-9]{8}$')
+        servers = sorted(self.versioned(
+            'GET', '/servers/detail?reservation_id=' + reservation, '2.3')[
+                'servers'], key=lambda s: s['name'])
+        self.assertEqual(
+            [reservation] * len(servers),
+            [s['OS-EXT-SRV-ATTR:reservation_id'] for s in servers])
         return [self.wait_done(s['id']) for s in servers]
 
     def test_anti_affinity_and_affinity_pairs(self):
@@ -245,6 +249,11 @@ class TestMultipleCreate(ServerGroupTestBase):
         self.assertEqual(['job-1', 'job-2'], [s['name'] for s in servers])
         self.assertEqual(['ACTIVE'] * 2, [s['status'] for s in servers])
         self.assertEqual({'cmp1', 'cmp2'}, {self.host(s) for s in servers})
+        # Without return_reservation_id the first server answers.
+        first = self.api('POST', '/servers', {'server': {
+            'name': 'solo', 'flavorRef': self.flavors[1],
+            'imageRef': 'none', 'max_count': 1}})['server']
+        self.delete(self.wait_done(first['id'])['id'])
         self.assertEqual(sorted(s['id'] for s in servers),
                          sorted(self.members(spread)))
         for server in servers:

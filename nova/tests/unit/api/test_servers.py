@@ -95,7 +95,7 @@ class TestServers(fakes.APITestCase):
                               ({'max_count': 1.5}, 'max_count'),
                               ({'min_count': 3, 'max_count': 2},
                                'max_count'),
-                              ({'return_reservation_id': True},
+                              ({'return_reservation_id': 'maybe'},
                                'return_reservation_id')):
             body = {'server': dict(counts, name='a', flavorRef='f1')}
             self.assertFault(self.request('POST', '/v2.1/servers', body),

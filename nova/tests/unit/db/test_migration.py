@@ -18,7 +18,7 @@ TABLES = {'services', 'compute_nodes', 'pci_devices', 'flavors',
           'instance_actions_events', 'migrations', 'pending_frees',
           'pci_device_health_events', 'key_pairs', 'instance_groups',
           'instance_group_members', 'quotas', 'quota_classes', 'quota_locks'}
-HEAD = '0015_quotas'
+HEAD = '0016_instance_reservation_id'
 
 
 class TestMigrationSqlite(test.TestCase):
