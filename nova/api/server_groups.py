@@ -11,6 +11,7 @@ The scheduler keeps the policies (``nova.scheduler.affinity``); quotas
 on groups are not enforced.
 """
 
+from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from nova.api import validation
@@ -20,6 +21,8 @@ from nova.db import records
 from nova import exception
 from nova import policies
 from nova.scheduler import affinity
+
+LOG = logging.getLogger(__name__)
 
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
          'pattern': r'^\S(.*\S)?$'}
@@ -147,7 +150,8 @@ def requested_group(req, body: dict) -> str | None:
     """The server group a boot's ``os:scheduler_hints`` name (``group``),
     checked: a UUID of a group the caller's project owns (any group for
     an admin); 400 naming the value otherwise. Other hints are accepted
-    and ignored, as by a scheduler without their filters."""
+    and ignored, as by upstream's scheduler without their filters, with
+    a warning naming them."""
     for key in HINT_KEYS:
         hints = body.get(key)
         if hints is None:
@@ -155,6 +159,11 @@ def requested_group(req, body: dict) -> str | None:
         if not isinstance(hints, dict):
             raise exception.APIValidationError(
                 field=key, reason='%r is not an object' % (hints,))
+        ignored = sorted(set(hints) - {'group'})
+        if ignored:
+            LOG.warning('Scheduler hints %s are ignored: this scheduler '
+                        "keeps only 'group' (server groups)",
+                        ', '.join(ignored))
         group_id = hints.get('group')
         if group_id is None:
             return None

@@ -168,6 +168,10 @@ class TestSchedulerHint(ServerGroupsTestCase):
                          theirs)
         self.assertEqual([], db.instance_get_all(self.admin_context))
 
-    def test_other_hints_are_ignored(self):
-        response = self.boot({'same_host': uuidutils.generate_uuid()})
+    def test_other_hints_are_ignored_with_a_warning(self):
+        with self.assertLogs('nova.api.server_groups', 'WARNING') as logs:
+            response = self.boot({'same_host': uuidutils.generate_uuid(),
+                                  'different_cell': 'c1'})
         self.assertEqual(202, response.status_int, response.text)
+        self.assertIn('Scheduler hints different_cell, same_host are '
+                      'ignored', logs.output[0])
