@@ -293,12 +293,15 @@ class ResourceTracker:
         Best effort unless ``must_reach``: the band is a hint the next
         periodic update brings up to date, so an unreachable Placement
         does not fail the build or delete for it; a one-time-use
-        reservation must not wait and raises.
+        reservation must not wait and raises. That reservation is also
+        written on a verified tree: the remembered copy cannot know that
+        an operator released the device (reserved back to 0) meanwhile,
+        and would find nothing to change.
         """
         with self._lock:
             try:
                 self._update_placement(self.observation.resources,
-                                       verify=False)
+                                       verify=must_reach)
             except (exception.PlacementAPIConnectFailure,
                     exception.PlacementAPIError,
                     exception.PlacementPciException) as err:
