@@ -83,7 +83,7 @@ def _wanted(req) -> dict[str, str]:
         value = req.GET.get(key)
         if value:
             # A server link ends with the server's id.
-            wanted[prop] = value.rstrip('/').rsplit('/', 1)[-1] \
+            wanted[prop] = validation.id_of_ref(value) \
                 if key == 'server' else value
     return wanted
 

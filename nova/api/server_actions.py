@@ -261,7 +261,7 @@ def _resize(req, instance: records.Instance, body) -> tuple:
                 body,))
     validation.validate(body, _RESIZE_SCHEMA)
     req.compute_api.resize(req.context, instance,
-                           servers.flavor_id(body['flavorRef']))
+                           validation.id_of_ref(body['flavorRef']))
     return 202, None
 
 

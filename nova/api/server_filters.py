@@ -89,10 +89,10 @@ class ListQuery:
         image = get.get('image')
         if image:
             # An image id, or its URL (the id is the last segment).
-            values['image'] = image.rstrip('/').rsplit('/', 1)[-1]
+            values['image'] = validation.id_of_ref(image)
         flavor = get.get('flavor')
         if flavor:
-            values['flavor'] = flavor.rstrip('/').rsplit('/', 1)[-1]
+            values['flavor'] = validation.id_of_ref(flavor)
         values['reservation_id'] = req.GET.get('reservation_id') or None
         values['changes_since'] = _time(get, 'changes-since')
         if req.api_version.at_least(version_history.CHANGES_BEFORE):

@@ -443,11 +443,6 @@ def update(req, server_id: str) -> tuple:
     return 200, {'server': detail_view(req, instance, View.ACTION)}
 
 
-def flavor_id(ref) -> str:
-    """A flavorRef may be an id or a flavor URL; keep the id."""
-    return str(ref).rstrip('/').rsplit('/', 1)[-1]
-
-
 def create(req) -> tuple:
     """POST /servers: boot one server, or ``min_count`` to ``max_count``
     of them; 202 with the (first) server's id and links."""
@@ -457,7 +452,7 @@ def create(req) -> tuple:
     group = server_groups.requested_group(req, req.body_object())
     body = req.body_object('server')
     validation.validate(body, _CREATE_SCHEMA)
-    flavor_ref = flavor_id(body['flavorRef'])
+    flavor_ref = validation.id_of_ref(body['flavorRef'])
     try:
         db.flavor_get_by_flavorid(req.context, flavor_ref)
     except exception.FlavorNotFound:

@@ -112,6 +112,13 @@ def query_int(req, name: str) -> int | None:
     return int(value)
 
 
+def id_of_ref(ref: str | int) -> str:
+    """The id a reference names: the id itself, or a URL of the resource
+    (an ``imageRef``, ``flavorRef`` or a server link), whose last path
+    segment is the id."""
+    return str(ref).rstrip('/').rsplit('/', 1)[-1]
+
+
 def paginate(req, items: Sequence[T], key: Callable[[T], object]
              ) -> Sequence[T]:
     """Apply ``marker`` (the ``key`` of the last item seen) and
