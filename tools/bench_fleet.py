@@ -20,9 +20,13 @@ the same decision, each with its own queries and order (``host_order``):
   is put on its root right after each claim and end;
 * shards: hosts the request fits first, then bands, asked in one random
   shard of about ``--band-shard-hosts`` hosts first and then in wider ones
-  (``nova.scheduler.band_shards``, what nova-scheduler asks by default);
-  the sizes each host can take without breaking a free group are put on
-  its root with its band;
+  (``nova.scheduler.band_shards``, nova-scheduler before per-host
+  queries); the sizes each host can take without breaking a free group
+  are put on its root with its band;
+* hosts: as shards, but the hosts the request fits are listed band by
+  band and asked one at a time with ``in_tree``
+  (``nova.scheduler.fullness.on_host``, what nova-scheduler asks by
+  default);
 * first: Placement's first candidate;
 * random: a random candidate (seeded);
 * spread: emptiest host first (most free GPUs), Placement's order inside;
@@ -80,6 +84,7 @@ from nova.pci import request as pci_request
 from nova.scheduler import band_shards
 from nova.scheduler import candidates as scheduler_candidates
 from nova.scheduler import choice
+from nova.scheduler import fullness
 from nova.scheduler.client import report
 from nova.scheduler import request_builder
 from nova.virt.fake import host as fakehost
@@ -97,10 +102,13 @@ ROOT_INVENTORY = {rc: {'total': n, 'reserved': 0, 'min_unit': 1,
                   for rc, n in (('VCPU', 224), ('MEMORY_MB', 2097152))}
 # Hosts replaying the warm-up of a prefilled fleet (--prefill).
 TEMPLATE_HOSTS = 16
-POLICIES = ('scheduler', 'bands', 'shards', 'first', 'random', 'spread',
-            'defrag')
+POLICIES = ('scheduler', 'bands', 'shards', 'hosts', 'first', 'random',
+            'spread', 'defrag')
 # Host choices that ask Placement band by band.
-BANDED = ('bands', 'shards', 'defrag')
+BANDED = ('bands', 'shards', 'hosts', 'defrag')
+# Banded host choices that use the fitting sizes hosts publish: as shards
+# (the scheduler before per-host queries) or host by host (the scheduler).
+FITTING = ('shards', 'hosts')
 PROJECT = USER = 'bench-fleet'
 
 
@@ -407,7 +415,7 @@ class FleetRun:
         the scheduler before them; the hosts built by the translator
         carry them)."""
         if self.policy not in BANDED or (
-                self.policy != 'shards' and
+                self.policy not in FITTING and
                 prefix.startswith(placement_names.FIT_TRAIT_PREFIX)):
             return set()
         return self.client.get_trait_names(prefix)
@@ -427,10 +435,12 @@ class FleetRun:
             ask=clock.querying(self.client.get_allocation_candidates),
             known_traits=clock.querying(self._known_traits),
             hosts_with=clock.querying(
-                lambda trait: self.client.provider_names(required=[trait])),
+                lambda traits: [fullness.Host(*host) for host in
+                                self.client.providers(required=traits)]),
             claim=clock.claiming(
                 lambda candidate: self.client.claim_resources(
-                    consumer, candidate.allocation_request, PROJECT, USER)))
+                    consumer, candidate.allocation_request, PROJECT, USER)),
+            fit_by_host=self.policy == 'hosts')
         # Every host of the fleet may be used (no compute is down); the
         # benchmark needs no reason for a refusal.
         fleet = choice.Fleet(usable=lambda body: (
@@ -528,7 +538,7 @@ class FleetRun:
             publish_band(self.client, root,
                          GPUS_PER_HOST - self.held[root],
                          self.boards.fitting_sizes(root)
-                         if self.policy == 'shards' else ())
+                         if self.policy in FITTING else ())
 
     def density(self) -> float:
         """GPUs held over the GPUs of the hosts holding any: 1.0 when
@@ -665,17 +675,17 @@ def run_policy(job: tuple) -> tuple[dict, dict]:
     try:
         started = time.perf_counter()
         boards = (FleetBoards.from_database(_database(state_path))
-                  if policy in ('defrag', 'shards') else None)
+                  if policy in ('defrag',) + FITTING else None)
         run = FleetRun(client, policy, args.limit or None, args.seed,
                        boards, args.defrag_max_moves)
-        if policy == 'shards':
+        if policy in FITTING:
             run.fleet_hosts = args.hosts
             run.shard_hosts = args.band_shard_hosts
         for root, held in placement_copy.gpus_held(
                 _database(state_path)).items():
             run.held[root] = held
             run.busy_hosts += 1
-        if policy == 'shards':
+        if policy in FITTING:
             # The fleet was built (and prefilled) with bands only; every
             # compute would publish its fitting sizes at its next update.
             for root in boards.partitions:

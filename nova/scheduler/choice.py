@@ -51,11 +51,15 @@ class Placement:
     ask: fullness.Ask
     # The traits Placement knows whose names start with a prefix.
     known_traits: Callable[[str], set[str]]
-    # The names of the hosts with a trait on their root provider.
-    hosts_with: Callable[[str], list[str]]
+    # The hosts with all of a set of traits on their root provider.
+    hosts_with: fullness.HostsWith
     # Claim one candidate; False when Placement refused it (taken
     # concurrently).
     claim: Callable[[Candidate], bool]
+    # Ask the hosts a request fits one at a time (``fullness.on_host``);
+    # False: as a shard (the search before, which tools/bench_fleet.py
+    # measures beside it).
+    fit_by_host: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +170,7 @@ def _ordered_candidates(request: request_builder.ResourceRequest,
     response = fullness.allocation_candidates(
         request, limit, placement.ask, placement.known_traits,
         lambda body: bool(_on_hosts(body, fleet.usable(body)[0])),
-        fleet.shards(), placement.hosts_with)
+        fleet.shards(), placement.hosts_with, placement.fit_by_host)
     offered = scheduler_candidates.from_response(response, request)
     if not offered:
         reasons = fleet.refusals()

@@ -49,6 +49,7 @@ from nova.scheduler import affinity
 from nova.scheduler import band_shards
 from nova.scheduler import choice
 from nova.scheduler import frees
+from nova.scheduler import fullness
 from nova.scheduler.client import report
 from nova.scheduler import metrics as scheduler_metrics
 from nova.scheduler import refusal
@@ -257,8 +258,8 @@ class SchedulerManager(manager.Manager):
                 choice.Placement(
                     ask=self._ask_placement,
                     known_traits=self.reportclient.get_trait_names,
-                    hosts_with=lambda trait: self.reportclient.provider_names(
-                        required=[trait]),
+                    hosts_with=lambda traits: self._hosts_with(
+                        traits, nodes, requested_host),
                     claim=claim),
                 choice.Fleet(
                     usable=lambda body: affinity.keep(
@@ -327,6 +328,17 @@ class SchedulerManager(manager.Manager):
                 frees.free_allocation(context, self.reportclient,
                                       instance_uuid, None)
             raise
+
+    def _hosts_with(self, traits: set[str],
+                    nodes: dict[str, records.ComputeNode],
+                    requested_host: str | None) -> list[fullness.Host]:
+        """The hosts whose root provider has all ``traits``; only those of
+        ``requested_host`` when the request names one (the others would
+        be dropped as unusable after a query each)."""
+        return [fullness.Host(uuid, name) for uuid, name in
+                self.reportclient.providers(required=traits)
+                if requested_host is None or (
+                    uuid in nodes and nodes[uuid].host == requested_host)]
 
     def _shards(self, nodes: Iterable[records.ComputeNode],
                 requested_host: str | None

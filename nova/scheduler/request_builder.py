@@ -64,15 +64,21 @@ class RequestGroup:
     required_traits: set[str] = dataclasses.field(default_factory=set)
     forbidden_traits: set[str] = dataclasses.field(default_factory=set)
     requester_id: str | None = None
+    # Root provider UUID of the one tree the group's resources must come
+    # from (Placement's ``in_tree<S>``); None: any.
+    in_tree: str | None = None
 
     def query_params(self) -> list[tuple[str, str]]:
-        """``resources<S>`` and ``required<S>`` parameters of this group."""
+        """``resources<S>``, ``required<S>`` and ``in_tree<S>``
+        parameters of this group."""
         suffix = self.suffix or ''
         params = []
         if self.resources:
             params.append(('resources' + suffix, ','.join(
                 '%s:%d' % (rc, amount)
                 for rc, amount in sorted(self.resources.items()))))
+        if self.in_tree is not None:
+            params.append(('in_tree' + suffix, self.in_tree))
         traits = sorted(self.required_traits) + sorted(
             '!' + trait for trait in self.forbidden_traits)
         if traits:

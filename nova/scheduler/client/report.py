@@ -223,6 +223,13 @@ class SchedulerReportClient:
         """Names of the providers with ``resources`` free and all
         ``required`` traits; a trait Placement has never seen means
         none."""
+        return [name for _uuid, name in self.providers(resources, required)]
+
+    def providers(self, resources: dict[str, int] | None = None,
+                  required: Iterable[str] = ()) -> list[tuple[str, str]]:
+        """``(uuid, name)`` of the providers with ``resources`` free and
+        all ``required`` traits; a trait Placement has never seen means
+        none."""
         params = {}
         if resources:
             params['resources'] = ','.join(
@@ -236,7 +243,7 @@ class SchedulerReportClient:
             if names_unknown_trait(resp.status_code, detail):
                 return []
             raise self._api_error('GET', '/resource_providers', resp)
-        return [provider['name']
+        return [(provider['uuid'], provider['name'])
                 for provider in resp.json()['resource_providers']]
 
     def _root_uuid(self, root_name_or_uuid: str) -> str | None:

@@ -239,6 +239,21 @@ class TestSchedulerAsksOneShard(boot_test.BootTestBase):
         self.assertEqual(set(self.HOSTS), self.candidate_hosts(0, 0))
         self.assertEqual({'cmp1'}, self.candidate_hosts(3, 6))
 
+    def test_a_fitting_host_asked_alone_answers_for_itself(self):
+        fit = placement_names.fit_trait('PGPU', 8)
+        hosts = [fullness.Host(uuid, name) for uuid, name in
+                 self.reportclient.providers(required={fit})]
+        self.assertEqual(sorted(self.HOSTS),
+                         sorted(host.name for host in hosts))
+        for host in hosts:
+            request = fullness.on_host(gpu_request(8), host, fit)
+            body = self.reportclient.get_allocation_candidates(
+                request.to_query_params(None))
+            self.assertEqual(1, len(body['allocation_requests']), host)
+            self.assertEqual({host.uuid}, {
+                summary['root_provider_uuid']
+                for summary in body['provider_summaries'].values()})
+
     def test_concurrent_boards_fill_every_host_through_shards(self):
         seen = len(self.placement.faults.query_strings)
 
@@ -255,14 +270,28 @@ class TestSchedulerAsksOneShard(boot_test.BootTestBase):
             placement_names.is_shard_trait(trait)
             for trait in q.get('root_required', [''])[0].split(','))]
         self.assertTrue(sharded, queries)
+        # Every host fits a board, so each decision asked fitting hosts
+        # one at a time: in_tree in the flavor's and the devices' groups
+        # (9), the host's finest shard on the root and in the group
+        # provider's group.
+        alone = [q for q in sharded if any(
+            name.startswith('in_tree') for name in q)]
+        self.assertTrue(alone, sharded)
+        for query in alone:
+            trees = {name: values[0] for name, values in query.items()
+                     if name.startswith('in_tree')}
+            self.assertEqual(9, len(trees))
+            self.assertEqual(1, len(set(trees.values())))
         for query in sharded:
             shard = {trait for trait in query['root_required'][0].split(',')
                      if placement_names.is_shard_trait(trait)}
-            groups = [values[0] for name, values in query.items()
-                      if name.startswith('required') and name != 'required']
+            groups = {name[len('required'):]: values[0]
+                      for name, values in query.items()
+                      if name.startswith('required') and name != 'required'}
             self.assertEqual(9, len(groups))   # 8 devices, their group
-            for group in groups:
-                self.assertLessEqual(shard, set(group.split(',')))
+            for suffix, group in groups.items():
+                if 'in_tree' + suffix not in query:
+                    self.assertLessEqual(shard, set(group.split(',')))
         # No board is left: refused, nothing held.
         refused = self.boot(self.flavors[8], 'late', status='ERROR')
         self.assert_nothing_held(refused['id'])

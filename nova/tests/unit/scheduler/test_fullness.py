@@ -87,8 +87,9 @@ class TestShards(test.TestCase):
 
     def setUp(self):
         super().setUp()
-        # 64 hosts: name -> (band trait, shard traits).
-        self.hosts = {'hgx-%d' % n: ('CUSTOM_PCI_FREE_PGPU_8',
+        # 64 hosts: name -> (root traits, shard traits); a host's root
+        # provider UUID is its name here.
+        self.hosts = {'hgx-%d' % n: ({'CUSTOM_PCI_FREE_PGPU_8'},
                                      names.shard_traits('hgx-%d' % n))
                       for n in range(1, 65)}
         self.queries = []
@@ -99,21 +100,28 @@ class TestShards(test.TestCase):
     def ask(self, params):
         """Placement on ``self.hosts``: every host whose root has the
         root traits and whose devices have each group's traits answers
-        one candidate."""
-        (roots,) = [set(value.split(',')) for name, value in params
-                    if name == 'root_required']
+        one candidate; with ``in_tree``, that host only."""
+        roots = set().union(*[set(value.split(',')) for name, value in params
+                              if name == 'root_required'])
         groups = [set(value.split(',')) for name, value in params
                   if name.startswith('required') and name != 'required']
+        trees = {value for name, value in params
+                 if name.startswith('in_tree')}
         self.queries.append((roots, groups))
+        self.trees.append(trees)
         matching = sorted(
-            host for host, (band, shard) in self.hosts.items()
-            if roots <= {band} | shard and all(
+            host for host, (root, shard) in self.hosts.items()
+            if roots <= root | shard and trees <= {host} and all(
                 group - names.SHARD_TRAITS == group - shard
                 for group in groups))
         return {'allocation_requests': [{'host': h} for h in matching],
                 'provider_summaries': {}}
 
-    def candidates(self, shards, size=8, usable=None, hosts_with=None):
+    trees: list
+
+    def candidates(self, shards, size=8, usable=None, hosts_with=None,
+                   by_host=True):
+        self.trees = []
         extra = {} if usable is None else {'usable': usable}
         if hosts_with is not None:
             extra['hosts_with'] = hosts_with
@@ -123,60 +131,105 @@ class TestShards(test.TestCase):
                             for b in (1, 2, 4, 8)} | {
                                 'CUSTOM_PCI_FIT_PGPU_%d' % n
                                 for n in self.fits},
-            shards=shards, **extra)
+            shards=shards, by_host=by_host, **extra)
         return {c['host'] for c in body['allocation_requests']}
 
-    def fitting(self, host):
-        """``host`` fits a pair; every other host is in band 2."""
+    def fitting(self, host, band=2):
+        """``host`` fits a pair (in ``band``); every other host is in
+        band 2."""
         self.fits = {2}
-        self.hosts = {
-            name: ('CUSTOM_PCI_FREE_PGPU_2', shard) for name, (band, shard)
-            in self.hosts.items()}
-        self.hosts[host] = ('CUSTOM_PCI_FIT_PGPU_2', self.hosts[host][1])
+        self.hosts = {name: ({'CUSTOM_PCI_FREE_PGPU_2'}, shard)
+                      for name, (_root, shard) in self.hosts.items()}
+        self.hosts[host] = ({'CUSTOM_PCI_FIT_PGPU_2',
+                             'CUSTOM_PCI_FREE_PGPU_%d' % band},
+                            self.hosts[host][1])
 
-    def hosts_with(self, trait):
-        self.listed.append(trait)
-        return [host for host, (root, _shard) in self.hosts.items()
-                if root == trait]
+    def hosts_with(self, traits):
+        self.listed.append(traits)
+        return [fullness.Host(host, host)
+                for host, (root, _shard) in sorted(self.hosts.items())
+                if traits <= root]
 
     def asked(self):
-        """(shard level, root trait) of each query."""
+        """(shard level, root traits other than shards) of each query."""
         return [(len(roots & names.SHARD_TRAITS),
-                 (roots - names.SHARD_TRAITS).pop())
+                 ','.join(sorted(roots - names.SHARD_TRAITS)))
                 for roots, _groups in self.queries]
 
-    def test_a_fitting_host_in_the_first_shard(self):
+    def test_a_fitting_host_is_asked_alone(self):
         self.fitting('hgx-1')
         shard = names.shard_number('hgx-1') % 8
         self.assertEqual({'hgx-1'}, self.candidates(
             band_shards.widening(3, shard), size=2,
             hosts_with=self.hosts_with))
-        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2')], self.asked())
-        self.assertEqual([], self.listed)
+        # Listed in band 2 (none fits in band 1), asked in its tree with
+        # its finest shard on the root and the group provider's group.
+        self.assertEqual([{'CUSTOM_PCI_FIT_PGPU_2',
+                           'CUSTOM_PCI_FREE_PGPU_2'}], self.listed)
+        self.assertEqual([(8, 'CUSTOM_PCI_FIT_PGPU_2')], self.asked())
+        self.assertEqual([{'hgx-1'}], self.trees)
+        ((_roots, groups),) = self.queries
+        finest = names.shard_traits('hgx-1')
+        # Groups by suffix: the two devices', then the group provider's.
+        self.assertEqual([False, False, True],
+                         [finest <= group for group in groups])
 
-    def test_a_rare_fitting_host_is_found_by_its_name(self):
-        self.fitting('hgx-1')
-        other = (names.shard_number('hgx-1') + 1) % 8
-        self.assertEqual({'hgx-1'}, self.candidates(
-            band_shards.widening(3, other), size=2,
-            hosts_with=self.hosts_with))
-        # Its finest shard: 8 traits.
-        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2'),
-                          (8, 'CUSTOM_PCI_FIT_PGPU_2')], self.asked())
-        self.assertEqual(['CUSTOM_PCI_FIT_PGPU_2'], self.listed)
+    def test_fitting_hosts_of_the_fullest_band_first(self):
+        self.fitting('hgx-1', band=4)
+        self.hosts['hgx-2'] = ({'CUSTOM_PCI_FIT_PGPU_2',
+                                'CUSTOM_PCI_FREE_PGPU_2'},
+                               self.hosts['hgx-2'][1])
+        self.assertEqual({'hgx-2'}, self.candidates(
+            band_shards.widening(3, 0), size=2, hosts_with=self.hosts_with))
+        self.assertEqual(1, len(self.listed))
+        unusable = self.candidates(
+            band_shards.widening(3, 0), size=2, hosts_with=self.hosts_with,
+            usable=lambda body: any(c['host'] != 'hgx-2'
+                                    for c in body['allocation_requests']))
+        self.assertEqual({'hgx-1'}, unusable)
+        self.assertEqual([{'hgx-2'}, {'hgx-1'}], self.trees)
 
-    def test_fitting_host_not_usable_then_bands(self):
+    def test_no_fitting_host_usable_then_bands(self):
         self.fitting('hgx-1')
-        other = (names.shard_number('hgx-1') + 1) % 8
         hosts = self.candidates(
-            band_shards.widening(3, other), size=2,
+            band_shards.widening(3, 0), size=2,
             hosts_with=self.hosts_with,
             usable=lambda body: any(c['host'] != 'hgx-1'
                                     for c in body['allocation_requests']))
         self.assertNotIn('hgx-1', hosts)
-        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2'),
-                          (8, 'CUSTOM_PCI_FIT_PGPU_2'),
+        self.assertEqual([(8, 'CUSTOM_PCI_FIT_PGPU_2'),
                           (3, 'CUSTOM_PCI_FREE_PGPU_2')], self.asked())
+
+    def test_at_most_fit_tries_hosts_asked_alone(self):
+        self.fitting('hgx-1')
+        for name in ('hgx-2', 'hgx-3', 'hgx-4', 'hgx-5'):
+            self.hosts[name] = ({'CUSTOM_PCI_FIT_PGPU_2',
+                                 'CUSTOM_PCI_FREE_PGPU_2'},
+                                self.hosts[name][1])
+        self.candidates(band_shards.widening(3, 0), size=2,
+                        hosts_with=self.hosts_with,
+                        usable=lambda body: False)
+        alone = [trees for trees in self.trees if trees]
+        self.assertEqual(fullness.FIT_TRIES, len(alone))
+
+    def test_unsharded_fleet_asks_fitting_hosts_in_one_query(self):
+        self.fitting('hgx-1')
+        self.assertEqual({'hgx-1'}, self.candidates(
+            (None,), size=2, hosts_with=self.hosts_with))
+        self.assertEqual([], self.listed)
+        self.assertEqual([set()], self.trees)
+
+    def test_shard_search_finds_a_rare_fitting_host_by_its_name(self):
+        # by_host False: the search before per-host queries.
+        self.fitting('hgx-1')
+        other = (names.shard_number('hgx-1') + 1) % 8
+        self.assertEqual({'hgx-1'}, self.candidates(
+            band_shards.widening(3, other), size=2,
+            hosts_with=self.hosts_with, by_host=False))
+        # Its finest shard: 8 traits.
+        self.assertEqual([(3, 'CUSTOM_PCI_FIT_PGPU_2'),
+                          (8, 'CUSTOM_PCI_FIT_PGPU_2')], self.asked())
+        self.assertEqual([{'CUSTOM_PCI_FIT_PGPU_2'}], self.listed)
 
     def in_shard(self, level, index):
         return {host for host in self.hosts
@@ -199,7 +252,7 @@ class TestShards(test.TestCase):
     def test_every_band_of_the_shard_before_a_wider_shard(self):
         # Band 1 and 2 hosts exist only outside shard 3 of level 2.
         outside = sorted(self.hosts.keys() - self.in_shard(2, 3))
-        self.hosts[outside[0]] = ('CUSTOM_PCI_FREE_PGPU_1',
+        self.hosts[outside[0]] = ({'CUSTOM_PCI_FREE_PGPU_1'},
                                   self.hosts[outside[0]][1])
         hosts = self.candidates(band_shards.widening(2, 3), size=1)
         # Bands 1, 2, 4 of the shard are empty; its band 8 answers.
