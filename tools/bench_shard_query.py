@@ -22,10 +22,11 @@ answers for every size) on a fleet prefilled as ``tools/bench_fleet.py
   spreads a root's aggregate over its tree for that group);
 * in_tree: the shard's hosts in the band listed (``GET
   /resource_providers`` with the shard and band traits), then one of them
-  asked with
-  ``in_tree`` on every group, beside the scheduler's shard traits
-  (Placement ignores ``in_tree`` in a group without resources, such as
-  the group provider's); the listing and the query timed together.
+  asked alone as nova-scheduler asks a host a request fits
+  (``nova.scheduler.fullness.on_host``: ``in_tree`` in every group with
+  resources, the host's finest shard traits on the root and in the group
+  provider's group); the listing and the query timed together, and the
+  query alone (``in_tree query``).
 
 Queries go straight to Placement's WSGI application in this process
 (no HTTP), so the times are Placement's own work. With ``--profile N``
@@ -63,6 +64,9 @@ import placement_copy
 
 SIZES = (1, 2, 4, 8)
 SHAPES = ('traits', 'member_of', 'member_of root', 'in_tree')
+# Columns of the table: the shapes, and the in_tree query without its
+# listing.
+COLUMNS = SHAPES + ('in_tree query',)
 # The band asked: the wholly free hosts, where every size has candidates.
 BAND = placement_names.band_trait('PGPU', 8)
 # Aggregates of the shards: stable UUIDs, so every run names them alike.
@@ -93,23 +97,19 @@ class Placement:
 
 
 def shaped_query(shape: str, size: int, shard: band_shards.Shard,
-                 host: str | None) -> list[tuple[str, str]]:
+                 host: fullness.Host | None) -> list[tuple[str, str]]:
     """GET /allocation_candidates parameters of ``shape`` for a
     ``size``-GPU request on the hosts of band ``BAND`` in ``shard``
-    (``in_tree``: on ``host``, a root provider UUID)."""
+    (``in_tree``: on ``host``)."""
     request = bench_fleet.resource_request(size)
     suffixes = [group.suffix for group in request.groups if group.suffix]
-    if shape in ('traits', 'in_tree'):
+    if shape == 'in_tree':
+        return fullness.on_host(request, host, BAND).to_query_params(1000)
+    if shape == 'traits':
         sharded = fullness.in_shard(request, shard)
-        params = dataclasses.replace(
+        return dataclasses.replace(
             sharded, root_required=sharded.root_required | {BAND}
         ).to_query_params(1000)
-        if shape == 'traits':
-            return params
-        # Placement ignores in_tree in a group without resources (the
-        # group provider's): the shard traits still bound that one.
-        return params + [('in_tree', host)] + [
-            ('in_tree' + suffix, host) for suffix in suffixes]
     params = dataclasses.replace(request, root_required={BAND}) \
         .to_query_params(1000)
     member = 'in:' + shard_aggregate(shard.level, shard.index)
@@ -120,10 +120,11 @@ def shaped_query(shape: str, size: int, shard: band_shards.Shard,
 
 
 def band_hosts(placement: Placement, shard: band_shards.Shard
-               ) -> list[str]:
-    """Root provider UUIDs of the hosts of ``shard`` in ``BAND``."""
+               ) -> list[fullness.Host]:
+    """The hosts of ``shard`` in ``BAND``."""
     required = shard.traits() | {BAND}
-    return [provider['uuid'] for provider in placement.get(
+    return [fullness.Host(provider['uuid'], provider['name'])
+            for provider in placement.get(
         '/resource_providers', [('required', ','.join(sorted(required)))])[
         'resource_providers']]
 
@@ -132,8 +133,14 @@ def measure(placement: Placement, level: int, rounds: int,
             rng: random.Random) -> dict:
     """size -> shape -> ([seconds], candidates found): each round draws
     a shard and asks every shape for it, in turn."""
-    results = {size: {shape: ([], 0) for shape in SHAPES}
+    results = {size: {column: ([], 0) for column in COLUMNS}
                for size in SIZES}
+
+    def record(size: int, column: str, seconds: float, found: int) -> None:
+        times, count = results[size][column]
+        times.append(seconds)
+        results[size][column] = (times, count + found)
+
     for _round in range(rounds):
         for size in SIZES:
             shard = band_shards.Shard(level, rng.randrange(1 << level))
@@ -145,22 +152,29 @@ def measure(placement: Placement, level: int, rounds: int,
                     if not hosts:
                         continue
                     host = rng.choice(hosts)
+                asked = time.perf_counter()
                 body = placement.get('/allocation_candidates', shaped_query(
                     shape, size, shard, host))
-                times, found = results[size][shape]
-                times.append(time.perf_counter() - started)
-                results[size][shape] = (
-                    times, found + len(body['allocation_requests']))
+                done = time.perf_counter()
+                found = len(body['allocation_requests'])
+                record(size, shape, done - started, found)
+                if shape == 'in_tree':
+                    record(size, 'in_tree query', done - asked, found)
     return results
 
 
-def profile(placement: Placement, level: int, size: int,
+def profile(placement: Placement, level: int, size: int, shape: str,
             rounds: int, rng: random.Random) -> str:
-    """Where the time of ``rounds`` trait queries for ``size`` GPUs
-    goes, as shares of Placement's candidate search."""
+    """Where the time of ``rounds`` ``shape`` queries (traits or
+    in_tree) for ``size`` GPUs goes, as shares of Placement's candidate
+    search."""
     profiler = cProfile.Profile()
-    queries = [shaped_query('traits', size, band_shards.Shard(
-        level, rng.randrange(1 << level)), None) for _ in range(rounds)]
+    queries = []
+    while len(queries) < rounds:
+        shard = band_shards.Shard(level, rng.randrange(1 << level))
+        hosts = band_hosts(placement, shard) if shape == 'in_tree' else [None]
+        if hosts:
+            queries.append(shaped_query(shape, size, shard, rng.choice(hosts)))
     profiler.enable()
     for query in queries:
         placement.get('/allocation_candidates', query)
@@ -173,12 +187,13 @@ def profile(placement: Placement, level: int, size: int,
     total = spent['_get_by_requests']
     parts = (('get_providers_with_resource', 'per-class listing'),
              ('provider_ids_matching_required_traits', 'trait filter'),
+             ('get_traits_by_provider_tree', "trees' traits"),
              ('_alloc_candidates_single_provider', 'single-provider '
               'candidates'),
              ('_merge_candidates', 'merging groups'))
     return '\n'.join(
-        ['profile, %d trait queries for %d GPUs (cProfile): %.2f s in the '
-         'candidate search' % (rounds, size, total)] +
+        ['profile, %d %s queries for %d GPUs (cProfile): %.2f s in the '
+         'candidate search' % (rounds, shape, size, total)] +
         ['  %-28s %4.0f %%' % (label, 100.0 * spent.get(function, 0.0) /
                                total) for function, label in parts])
 
@@ -186,12 +201,12 @@ def profile(placement: Placement, level: int, size: int,
 def format_results(results: dict) -> str:
     """Median ms per size and shape, each shape's ratio to ``traits``,
     and each shape's 8-GPU over 1-GPU median."""
-    head = '| N | ' + ' | '.join(SHAPES) + ' | candidates |'
-    lines = [head, '|' + '---|' * (len(SHAPES) + 2)]
+    head = '| N | ' + ' | '.join(COLUMNS) + ' | candidates |'
+    lines = [head, '|' + '---|' * (len(COLUMNS) + 2)]
     medians = {}
     for size in SIZES:
         cells, found = [], []
-        for shape in SHAPES:
+        for shape in COLUMNS:
             times, count = results[size][shape]
             medians[size, shape] = statistics.median(times) if times \
                 else None
@@ -207,7 +222,7 @@ def format_results(results: dict) -> str:
     lines.append('| 8/1 | %s | |' % ' | '.join(
         '%.1f' % (medians[8, shape] / medians[1, shape])
         if medians[8, shape] and medians[1, shape] else '-'
-        for shape in SHAPES))
+        for shape in COLUMNS))
     return '\n'.join(lines)
 
 
@@ -221,8 +236,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='hosts of a shard, about, as '
                              '[scheduler]band_shard_hosts')
     parser.add_argument('--profile', type=int, default=0, choices=(0,) +
-                        SIZES, help='profile the trait queries of this '
+                        SIZES, help='profile the queries of this '
                                     'size (0: none)')
+    parser.add_argument('--profile-shape', default='traits',
+                        choices=('traits', 'in_tree'),
+                        help='the shape profiled')
     parser.add_argument('--state-dir', default=None,
                         help="parent directory of Placement's SQLite file")
     args = parser.parse_args(argv)
@@ -264,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                       metadata.version('openstack-placement')))
             print(format_results(results))
             if args.profile:
-                print(profile(app, level, args.profile, args.rounds, rng))
+                print(profile(app, level, args.profile, args.profile_shape,
+                              args.rounds, rng))
         finally:
             placement.stop()
     return 0

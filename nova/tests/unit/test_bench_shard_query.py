@@ -8,6 +8,7 @@ import fixtures
 
 from nova.pci import placement_names as names
 from nova.scheduler import band_shards
+from nova.scheduler import fullness
 from nova import test
 from nova.tests.unit import tool
 
@@ -53,18 +54,21 @@ class TestShapes(test.TestCase):
         self.assertEqual(['member_of'], [name for name, _value in query
                                          if name.startswith('member_of')])
 
-    def test_in_tree_on_every_group_beside_the_shard_traits(self):
-        params, query = self.params('in_tree', host='root-1')
-        self.assertEqual(
-            sorted(['in_tree'] + ['in_tree' + s
-                                  for s in self.suffixes(query)]),
-            sorted(name for name, value in query if value == 'root-1'))
-        # Placement ignores in_tree in the group provider's group (no
-        # resources): the shard traits bound it.
-        for name in ['root_required'] + [
-                'required' + suffix for suffix in self.suffixes(query)]:
-            self.assertLessEqual(self.SHARD.traits(),
-                                 set(params[name].split(',')), name)
+    def test_in_tree_is_the_schedulers_query_for_one_host(self):
+        host = fullness.Host('root-1', 'hgx-1')
+        params, query = self.params('in_tree', host=host)
+        suffixes = self.suffixes(query)
+        # in_tree in the groups with resources: the flavor's and the two
+        # devices'; not in the group provider's (no resources).
+        trees = sorted(name for name, value in query if value == 'root-1')
+        self.assertEqual(3, len(trees))
+        self.assertEqual(['in_tree'], [n for n in trees if n == 'in_tree'])
+        (group,) = [s for s in suffixes if 'in_tree' + s not in params]
+        finest = names.shard_traits('hgx-1')
+        self.assertLessEqual(finest,
+                             set(params['required' + group].split(',')))
+        self.assertEqual(finest | {'CUSTOM_PCI_FREE_PGPU_8'},
+                         set(params['root_required'].split(',')))
 
     def suffixes(self, query):
         """The suffixes of the query's groups (two devices, their
@@ -84,14 +88,14 @@ class TestShapes(test.TestCase):
     def test_format_gives_ratios_to_traits(self):
         results = {size: {shape: ([0.1 * size if shape == 'traits'
                                    else 0.05 * size], 3)
-                          for shape in bench.SHAPES}
+                          for shape in bench.COLUMNS}
                    for size in bench.SIZES}
         results[2]['in_tree'] = ([], 0)
         text = bench.format_results(results)
         self.assertIn('| 1 | 100 ms (1.00) | 50 ms (0.50) |', text)
         self.assertIn('| 2 | 200 ms (1.00) | 100 ms (0.50) | 100 ms '
-                      '(0.50) | - | 3/3/3/0 |', text)
-        self.assertIn('| 8/1 | 8.0 | 8.0 | 8.0 | 8.0 | |', text)
+                      '(0.50) | - | 100 ms (0.50) | 3/3/3/0/3 |', text)
+        self.assertIn('| 8/1 | 8.0 | 8.0 | 8.0 | 8.0 | 8.0 | |', text)
 
 
 class TestShardAggregates(test.TestCase):
