@@ -130,7 +130,7 @@ def band_hosts(placement: Placement, shard: band_shards.Shard
 
 
 def measure(placement: Placement, level: int, rounds: int,
-            rng: random.Random) -> dict:
+            rng: random.Random, shapes: tuple[str, ...] = SHAPES) -> dict:
     """size -> shape -> ([seconds], candidates found): each round draws
     a shard and asks every shape for it, in turn."""
     results = {size: {column: ([], 0) for column in COLUMNS}
@@ -144,7 +144,7 @@ def measure(placement: Placement, level: int, rounds: int,
     for _round in range(rounds):
         for size in SIZES:
             shard = band_shards.Shard(level, rng.randrange(1 << level))
-            for shape in SHAPES:
+            for shape in shapes:
                 started = time.perf_counter()
                 host = None
                 if shape == 'in_tree':
@@ -238,6 +238,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument('--profile', type=int, default=0, choices=(0,) +
                         SIZES, help='profile the queries of this '
                                     'size (0: none)')
+    parser.add_argument('--shapes', default=','.join(SHAPES),
+                        help='the shapes measured, comma separated '
+                             '(traits always)')
     parser.add_argument('--profile-shape', default='traits',
                         choices=('traits', 'in_tree'),
                         help='the shape profiled')
@@ -247,6 +250,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.hosts < bench_fleet.TEMPLATE_HOSTS:
         parser.error('--hosts must be at least %d, got %d' % (
             bench_fleet.TEMPLATE_HOSTS, args.hosts))
+    unknown = set(args.shapes.split(',')) - set(SHAPES)
+    if unknown:
+        parser.error('unknown shape(s) %s; choose from %s' % (
+            ', '.join(sorted(unknown)), ', '.join(SHAPES)))
+    args.shapes = tuple(shape for shape in SHAPES
+                        if shape in args.shapes.split(',') + ['traits'])
     if args.rounds < 1 or args.band_shard_hosts < 1:
         parser.error('--rounds and --band-shard-hosts must be at least 1')
     return args
@@ -275,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             app = Placement(placement.app)
             level = band_shards.level_for(args.hosts, args.band_shard_hosts)
             rng = random.Random(args.seed)
-            results = measure(app, level, args.rounds, rng)
+            results = measure(app, level, args.rounds, rng, args.shapes)
             print('%d H200 hosts prefilled, shard level %d (%d shards), %d '
                   'rounds, Placement %s; median ms (ratio to traits)' % (
                       args.hosts, level, 1 << level, args.rounds,

@@ -85,6 +85,13 @@ class TestShapes(test.TestCase):
                                    for level in range(1, 9)
                                    for index in range(1 << level)}))
 
+    def test_shapes_chosen_always_with_traits(self):
+        self.assertEqual(('traits', 'in_tree'), bench.parse_args(
+            ['--shapes', 'in_tree']).shapes)
+        self.useFixture(fixtures.MockPatch('sys.stderr'))
+        self.assertRaises(SystemExit, bench.parse_args,
+                          ['--shapes', 'in_tree,trees'])
+
     def test_format_gives_ratios_to_traits(self):
         results = {size: {shape: ([0.1 * size if shape == 'traits'
                                    else 0.05 * size], 3)
