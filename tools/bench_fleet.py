@@ -642,11 +642,14 @@ def publish_band(client: report.SchedulerReportClient, root: str,
         traits, {'PGPU': free}, {'PGPU': fits}))
 
 
-def embedded_client(state_path: str, max_candidates: int = -1):
-    """An embedded Placement keeping its SQLite file in ``state_path``,
-    and a report client for it; ``max_candidates`` is Placement's
-    ``[placement]max_allocation_candidates`` (-1: no bound)."""
-    placement = embedded_placement.EmbeddedPlacement(state_path=state_path)
+def embedded_client(state_path: str, max_candidates: int = -1,
+                    connection: str | None = None):
+    """An embedded Placement keeping its SQLite file in ``state_path``
+    (or on the database at ``connection``), and a report client for it;
+    ``max_candidates`` is Placement's ``[placement]
+    max_allocation_candidates`` (-1: no bound)."""
+    placement = embedded_placement.EmbeddedPlacement(
+        connection=connection, state_path=state_path)
     placement.conf.set_override('max_allocation_candidates', max_candidates,
                                 group='placement')
     placement.start()

@@ -246,6 +246,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='the shape profiled')
     parser.add_argument('--state-dir', default=None,
                         help="parent directory of Placement's SQLite file")
+    parser.add_argument('--database', default=None,
+                        help='serve the fleet from this empty database '
+                             '(a SQLAlchemy URL, e.g. mysql+pymysql://'
+                             'root@127.0.0.1/bench_placement) instead of '
+                             'SQLite')
     args = parser.parse_args(argv)
     if args.hosts < bench_fleet.TEMPLATE_HOSTS:
         parser.error('--hosts must be at least %d, got %d' % (
@@ -276,7 +281,15 @@ def main(argv: list[str] | None = None) -> int:
                        (tmp, args.hosts, fleet_args))
         memberships = placement_copy.add_shard_aggregates(
             os.path.join(tmp, 'placement.sqlite'), shard_aggregate)
-        placement, _client = bench_fleet.embedded_client(tmp)
+        if args.database:
+            # Placement creates its tables there, then they are filled.
+            placement, _client = bench_fleet.embedded_client(
+                tmp, connection=args.database)
+            placement.stop()
+            placement_copy.to_server(os.path.join(tmp, 'placement.sqlite'),
+                                     args.database)
+        placement, _client = bench_fleet.embedded_client(
+            tmp, connection=args.database)
         try:
             print('built %d hosts (%d aggregate memberships) in %.0f s' % (
                 args.hosts, memberships, time.perf_counter() - started),
@@ -286,9 +299,10 @@ def main(argv: list[str] | None = None) -> int:
             rng = random.Random(args.seed)
             results = measure(app, level, args.rounds, rng, args.shapes)
             print('%d H200 hosts prefilled, shard level %d (%d shards), %d '
-                  'rounds, Placement %s; median ms (ratio to traits)' % (
-                      args.hosts, level, 1 << level, args.rounds,
-                      metadata.version('openstack-placement')))
+                  'rounds, Placement %s on %s; median ms (ratio to traits)'
+                  % (args.hosts, level, 1 << level, args.rounds,
+                     metadata.version('openstack-placement'),
+                     placement.connection.split(':')[0]))
             print(format_results(results))
             if args.profile:
                 print(profile(app, level, args.profile, args.profile_shape,

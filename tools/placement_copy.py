@@ -21,6 +21,7 @@ import sqlite3
 from typing import Callable
 
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from nova.pci import placement_names
 
@@ -216,3 +217,46 @@ def read_fleet(database: str) -> tuple[list[Provider], list[Held]]:
                       frozenset(traits_of.get(rp_id, ())), rp_id in gpus)
              for rp_id, uuid, name, parent, root in providers],
             [Held(*row) for row in held])
+
+
+def to_server(database: str, connection: str) -> dict[str, int]:
+    """Copy every row of the SQLite ``database`` into the server database
+    at ``connection`` (a SQLAlchemy URL, e.g. MariaDB), whose tables
+    Placement created, replacing what they hold (the standard resource
+    classes and traits Placement writes at start); rows copied per
+    table.
+
+    So the same fleet can be measured on the database a deployment runs
+    Placement on, whose query planner differs from SQLite's.
+    """
+    source = sqlite3.connect(database)
+    engine = sa.create_engine(connection)
+    copied = {}
+    try:
+        target = sa.MetaData()
+        target.reflect(engine)
+        with engine.begin() as conn:
+            if engine.dialect.name == 'mysql':
+                conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 0')
+                # Resource class 0 (VCPU) keeps its id.
+                conn.exec_driver_sql(
+                    "SET SESSION sql_mode = CONCAT(@@sql_mode, "
+                    "',NO_AUTO_VALUE_ON_ZERO')")
+            for table in target.sorted_tables:
+                if table.name == 'alembic_version':
+                    continue
+                conn.execute(table.delete())
+                cursor = source.execute('SELECT * FROM %s' % table.name)
+                columns = [column[0] for column in cursor.description]
+                count = 0
+                while rows := cursor.fetchmany(20000):
+                    conn.execute(table.insert(), [dict(zip(columns, row))
+                                                  for row in rows])
+                    count += len(rows)
+                copied[table.name] = count
+            if engine.dialect.name == 'mysql':
+                conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 1')
+    finally:
+        source.close()
+        engine.dispose()
+    return copied

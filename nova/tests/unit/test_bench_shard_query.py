@@ -139,3 +139,39 @@ class TestShardAggregates(test.TestCase):
                     'SELECT a.uuid FROM resource_provider_aggregates m JOIN '
                     'placement_aggregates a ON m.aggregate_id = a.id WHERE '
                     'm.resource_provider_id = ?', (provider,))})
+
+
+class TestToServer(test.TestCase):
+    """The copy of a built fleet into another database (a server's in a
+    run; SQLite here, the same SQLAlchemy path without MariaDB's session
+    settings)."""
+
+    def test_rows_replace_what_the_target_held(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        schema = '''
+            CREATE TABLE traits (id INTEGER PRIMARY KEY, name TEXT UNIQUE);
+            CREATE TABLE alembic_version (version_num TEXT);
+        '''
+        source = sqlite3.connect(os.path.join(tmp, 'source.sqlite'))
+        target = sqlite3.connect(os.path.join(tmp, 'target.sqlite'))
+        with source, target:
+            source.executescript(schema + '''
+                INSERT INTO traits VALUES (0, 'HW_CPU_X86_AVX'),
+                                          (7, 'CUSTOM_PCI_FIT_PGPU_8');
+                INSERT INTO alembic_version VALUES ('source');''')
+            # As Placement leaves a new database: its standard traits.
+            target.executescript(schema + '''
+                INSERT INTO traits VALUES (0, 'HW_CPU_X86_AVX');
+                INSERT INTO alembic_version VALUES ('target');''')
+        source.close()
+        target.close()
+        self.assertEqual({'traits': 2}, placement_copy.to_server(
+            os.path.join(tmp, 'source.sqlite'),
+            'sqlite:///' + os.path.join(tmp, 'target.sqlite')))
+        target = sqlite3.connect(os.path.join(tmp, 'target.sqlite'))
+        self.addCleanup(target.close)
+        self.assertEqual(
+            [(0, 'HW_CPU_X86_AVX'), (7, 'CUSTOM_PCI_FIT_PGPU_8')],
+            target.execute('SELECT * FROM traits ORDER BY id').fetchall())
+        self.assertEqual([('target',)], target.execute(
+            'SELECT * FROM alembic_version').fetchall())
