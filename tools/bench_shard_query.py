@@ -167,14 +167,17 @@ def profile(placement: Placement, level: int, size: int, shape: str,
             rounds: int, rng: random.Random) -> str:
     """Where the time of ``rounds`` ``shape`` queries (traits or
     in_tree) for ``size`` GPUs goes, as shares of Placement's candidate
-    search."""
+    search. A round whose shard has no host in ``BAND`` asks no
+    ``in_tree`` query, as in ``measure``."""
     profiler = cProfile.Profile()
     queries = []
-    while len(queries) < rounds:
+    for _round in range(rounds):
         shard = band_shards.Shard(level, rng.randrange(1 << level))
         hosts = band_hosts(placement, shard) if shape == 'in_tree' else [None]
         if hosts:
             queries.append(shaped_query(shape, size, shard, rng.choice(hosts)))
+    if not queries:
+        return 'profile: no shard drawn had a host in %s' % BAND
     profiler.enable()
     for query in queries:
         placement.get('/allocation_candidates', query)
@@ -193,7 +196,7 @@ def profile(placement: Placement, level: int, size: int, shape: str,
              ('_merge_candidates', 'merging groups'))
     return '\n'.join(
         ['profile, %d %s queries for %d GPUs (cProfile): %.2f s in the '
-         'candidate search' % (rounds, shape, size, total)] +
+         'candidate search' % (len(queries), shape, size, total)] +
         ['  %-28s %4.0f %%' % (label, 100.0 * spent.get(function, 0.0) /
                                total) for function, label in parts])
 
