@@ -43,6 +43,11 @@ CONTROL_EXCHANGE = 'nova'
 # Modules whose exceptions are rebuilt as their own class on the caller's
 # side instead of oslo.messaging's generic RemoteError.
 ALLOWED_EXMODS = ['nova.exception']
+# A long call (a build, a scheduling decision) whose peer sends no
+# heartbeat for this long fails: the peer is considered gone (on drivers
+# with heartbeats, e.g. RabbitMQ; the peer heartbeats while it handles
+# the call), long before the call's own timeout.
+CALL_MONITOR_TIMEOUT = 60
 
 _lock = threading.Lock()
 TRANSPORT: oslo_messaging.Transport | None = None

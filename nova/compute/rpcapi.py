@@ -39,9 +39,6 @@ BINARY = 'nova-compute'
 # NVLink partition to be activated; 30 minutes bounds a stuck compute
 # without failing slow but healthy builds.
 BUILD_TIMEOUT = 1800
-# Without a heartbeat for this long the compute is considered gone (on
-# drivers with heartbeats, e.g. RabbitMQ), long before BUILD_TIMEOUT.
-CALL_MONITOR_TIMEOUT = 60
 
 
 class ComputeAPI:
@@ -75,7 +72,8 @@ class ComputeAPI:
         version, providers = self._providers_arg('1.0', pci_providers)
         cctxt = self.client.prepare(
             'build_and_run_instance', version, server=host,
-            timeout=BUILD_TIMEOUT, call_monitor_timeout=CALL_MONITOR_TIMEOUT)
+            timeout=BUILD_TIMEOUT,
+            call_monitor_timeout=rpc.CALL_MONITOR_TIMEOUT)
         cctxt.call(context, 'build_and_run_instance',
                    instance_uuid=instance_uuid, **providers)
 
@@ -170,7 +168,7 @@ class ComputeAPI:
         """One step of a move on ``host``, waited for like a build."""
         cctxt = self.client.prepare(
             method, version, server=host, timeout=BUILD_TIMEOUT,
-            call_monitor_timeout=CALL_MONITOR_TIMEOUT)
+            call_monitor_timeout=rpc.CALL_MONITOR_TIMEOUT)
         cctxt.call(context, method, instance_uuid=instance_uuid, **kwargs)
 
     def prep_resize(self, context, host: str, instance_uuid: str,

@@ -25,6 +25,12 @@ TOPIC = 'scheduler'
 VERSION = '1.2'
 # The version whose answers name the PCI providers ``pci_providers``.
 _SELECTION = '1.2'
+# A decision waits for Placement and for concurrent decisions' claims;
+# under a burst of boots that takes longer than [DEFAULT]
+# rpc_response_timeout, and a build that then failed would have GPUs
+# free. The scheduler heartbeats while it decides, so one that died is
+# still noticed after rpc.CALL_MONITOR_TIMEOUT.
+SELECT_TIMEOUT = 1800
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,11 +78,13 @@ class SchedulerAPI:
                 **kwargs) -> Selection:
         """Call ``method`` at 1.2 asking for the Selection form, or at
         ``introduced`` (where a cap stops 1.2) in the older form."""
+        waits = {'timeout': SELECT_TIMEOUT,
+                 'call_monitor_timeout': rpc.CALL_MONITOR_TIMEOUT}
         if self.client.can_send_version(_SELECTION):
-            cctxt = self.client.prepare(method, _SELECTION)
+            cctxt = self.client.prepare(method, _SELECTION, **waits)
             kwargs['return_selection'] = True
         else:
-            cctxt = self.client.prepare(method, introduced)
+            cctxt = self.client.prepare(method, introduced, **waits)
         return Selection.from_primitive(cctxt.call(context, method,
                                                    **kwargs))
 

@@ -4,6 +4,7 @@ and errors across threads (RabbitMQ: nova.tests.functional.test_rpc)."""
 import json
 import sys
 import threading
+import time
 import uuid
 
 from oslo_config import cfg
@@ -71,7 +72,7 @@ class RPCChecks:
     def setUp(self):
         super().setUp()
         self.rpc = self.useFixture(rpc_fixture.RPCFixture(
-            transport_url=self.transport_url()))
+            test.make_conf(), transport_url=self.transport_url()))
         self.topic = 'test-%s' % uuid.uuid4().hex[:8]
         self.endpoint = Endpoint()
         self.rpc.start_server(self.topic, 'host1', [self.endpoint])
@@ -99,6 +100,17 @@ class RPCChecks:
         self.assertEqual(context.request_id, result['request_id'])
         # What logs and the Placement client of the handler see.
         self.assertEqual(context.request_id, result['current_request_id'])
+
+    def test_decision_longer_than_rpc_response_timeout_is_waited_for(self):
+        # Under a burst a scheduling decision outlasts
+        # rpc_response_timeout; the build must not fail for it.
+        self.rpc.conf.set_override('rpc_response_timeout', 1)
+        scheduler = _Scheduler('1.2', takes=2.5)
+        self.rpc.start_server(scheduler_rpcapi.TOPIC, 'sched1', [scheduler])
+        self.assertEqual(SELECTION, scheduler_rpcapi.SchedulerAPI(
+            self.rpc.conf).select_destination(self.context, 'i-1', [],
+                                              'conductor-1'))
+        self.assertEqual([True], scheduler.asked)
 
     def test_server_accepts_older_minor_version(self):
         cctxt = rpc.get_client(self.topic, timeout=30).prepare(version='1.0')
@@ -299,13 +311,15 @@ class _Scheduler:
     """Answers like a SchedulerManager of ``version``: the 1.2 form only
     when asked for it."""
 
-    def __init__(self, version):
+    def __init__(self, version, takes: float = 0):
         self.target = rpc.endpoint_target(version)
         self.asked = []
+        self.takes = takes
 
     def select_destination(self, context, instance_uuid, excluded_hosts,
                            build_owner, return_selection=False):
         self.asked.append(return_selection)
+        time.sleep(self.takes)
         return SELECTION.to_primitive(legacy=not return_selection)
 
 

@@ -22,6 +22,7 @@ from nova import exception
 from nova import rpc
 from nova.scheduler.client import report
 from nova.scheduler import manager as scheduler_manager
+from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.tests.fixtures import rpc as rpc_fixture
 from nova.tests.functional.lib import gpu_hosts
 
@@ -303,7 +304,10 @@ class TestBuildLeases(BuildTestBase):
 
     def test_scheduler_answering_after_the_timeout_leaks_nothing(self):
         self._add_compute('cmp1')
-        self.rpc.conf.set_override('rpc_response_timeout', 1)
+        # A scheduler that stopped answering after 1 s (RabbitMQ's call
+        # monitor does this for a dead one).
+        self.useFixture(fixtures.MockPatchObject(
+            scheduler_rpcapi, 'SELECT_TIMEOUT', 1))
         reportclient = _SignallingReportClient(self.conf)
         scheduler = _SlowScheduler(self.conf, reportclient.freed)
         self.rpc.start_server('scheduler', 'sched1', [scheduler])
