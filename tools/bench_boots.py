@@ -5,7 +5,9 @@ Starts the deployment the deployment tests and ``tools/soak.py`` run
 (``nova/tests/functional/lib/deployment.py``): the Compute API and
 Placement under gunicorn (two worker processes each), nova-conductor,
 ``--schedulers`` nova-schedulers and one nova-compute per generated HGX
-H200 host (8 GPUs), on MariaDB and a private RabbitMQ vhost. Then, for
+H200 host (8 GPUs; with ``--hosts-per-process N``, N hosts per process,
+each run as its own nova-compute runs it: ``compute_pack``), on MariaDB
+and a private RabbitMQ vhost. Then, for
 each burst size, fires that many ``POST /servers`` at once (one thread
 each, mixed 1/2/4/8-GPU flavors in turn), waits until none is in BUILD,
 and reports:
@@ -328,6 +330,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--schedulers', type=int, default=2)
     parser.add_argument('--start-batch', type=int, default=8,
                         help='services started at a time (default 8)')
+    parser.add_argument('--hosts-per-process', type=int, default=1,
+                        help='hosts each compute process runs, each as '
+                             'its own nova-compute would (default 1: one '
+                             'nova-compute per host; 256 of those do not '
+                             'fit in 24 GB)')
     parser.add_argument('--timeout', type=float, default=600,
                         help='seconds a burst may take to settle')
     parser.add_argument('--database',
@@ -336,6 +343,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--workdir', help='where state and logs go '
                         '(default: a new temporary directory, kept)')
     args = parser.parse_args(argv)
+    if args.hosts_per_process < 1:
+        parser.error('--hosts-per-process must be at least 1, got %d' %
+                     args.hosts_per_process)
     bad = sorted(set(args.sizes) - set(workload.SIZES))
     if bad:
         parser.error('--sizes %s: allowed are %s' % (
@@ -358,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                                       for i in range(1, hosts + 1)],
                 schedulers=args.schedulers, access_log=True,
                 start_batch=args.start_batch,
+                hosts_per_process=args.hosts_per_process,
                 workdir=os.path.join(workdir, '%d-hosts' % hosts)) \
                 as target:
             print('%d hosts: deployment started in %.0f s (logs in %s)' % (

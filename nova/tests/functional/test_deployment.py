@@ -48,12 +48,14 @@ class DeploymentTestCase(test.TestCase):
     TIMEOUT = 420
     # Whether the services serve Prometheus metrics (Deployment).
     METRICS = False
+    # Hosts per compute process (Deployment).
+    HOSTS_PER_PROCESS = 1
 
     def setUp(self):
         super().setUp()
         self.deployment = deployment.deployment_or_skip(self, extra_conf={
             'DEFAULT': {'graceful_shutdown_timeout': GRACE}},
-            metrics=self.METRICS)
+            metrics=self.METRICS, hosts_per_process=self.HOSTS_PER_PROCESS)
         self.addOnException(self._attach_logs)
         self.useFixture(self.deployment)
         self.client = workload.ComputeClient(self.deployment.api_url)
@@ -164,6 +166,28 @@ class TestDeployment(DeploymentTestCase):
         accepted = self.client.create_servers(30)
         self.assertEqual(30, len(accepted), self.client.statuses)
         self.assertSettledAndSound(fault_free=True)
+        self.assertDeleteAllLeavesNothing()
+
+
+class TestComputePack(DeploymentTestCase):
+    """Both hosts' computes in one process (``compute_pack``), as the
+    boots benchmark runs a few hundred hosts."""
+
+    HOSTS_PER_PROCESS = 2
+
+    def test_pack_serves_every_host_it_runs(self):
+        names = set(self.deployment.processes)
+        self.assertIn('nova-computes-hgx-1', names)
+        self.assertEqual(set(), {name for name in names
+                                 if name.startswith('nova-compute-')})
+        # 20 mixed boots ask for 75 GPUs of 16, five of them for a whole
+        # board: a host left wholly free would fail the checks.
+        self.client.create_servers(20)
+        self.assertSettledAndSound(fault_free=True)
+        hosts = {server['OS-EXT-SRV-ATTR:host']
+                 for server in self.client.servers()
+                 if server['status'] == 'ACTIVE'}
+        self.assertEqual(set(self.deployment.hosts), hosts)
         self.assertDeleteAllLeavesNothing()
 
 

@@ -37,6 +37,7 @@ from nova import wsgi
 from nova.tests.fixtures import database as db_fixture
 from nova.tests.fixtures import process as process_fixture
 from nova.tests.fixtures import rabbit as rabbit_fixture
+from nova.tests.functional.lib import compute_pack
 from nova.virt.fake import host as fakehost
 
 LOG = logging.getLogger(__name__)
@@ -307,15 +308,28 @@ class Deployment(_Processes):
     every request with its duration (``ACCESS_LOG_FORMAT``). The
     services start all at once, or ``start_batch`` at a time (each batch
     serving before the next starts: many computes registering at once
-    can keep a small Placement busier than their start-up waits).
+    can keep a small Placement busier than their start-up waits). With
+    ``hosts_per_process`` above 1, the computes run that many hosts per
+    process (``compute_pack``, each host as its own nova-compute would
+    run it), named ``nova-computes-<first host>``: the memory of a few
+    hundred hosts.
     """
 
     def __init__(self, database_server: str, hosts=HOSTS,
                  schedulers: int = 2, workdir: str | None = None,
                  extra_conf: dict[str, dict] | None = None,
                  metrics: bool = False, access_log: bool = False,
-                 start_batch: int | None = None) -> None:
+                 start_batch: int | None = None,
+                 hosts_per_process: int = 1) -> None:
         super().__init__(workdir, extra_conf)
+        if hosts_per_process < 1:
+            raise ValueError('hosts_per_process must be at least 1, got '
+                             '%d' % hosts_per_process)
+        if metrics and hosts_per_process > 1:
+            raise ValueError('metrics are served per nova-compute process; '
+                             'hosts_per_process must be 1 with metrics, got '
+                             '%d' % hosts_per_process)
+        self.hosts_per_process = hosts_per_process
         self.start_batch = start_batch
         self.database_server = database_server
         self.hosts = tuple(hosts)
@@ -343,15 +357,7 @@ class Deployment(_Processes):
             self._add_nova(name, 'nova-scheduler', common, {
                 'DEFAULT': {'host': 'scheduler-%d' % index},
                 **self._metrics_conf(name)})
-        for host in self.hosts:
-            node = fakehost.write_node_xml(
-                os.path.join(self.workdir, '%s.xml' % host),
-                fakehost.hgx_h200_node_xml())
-            name = 'nova-compute-%s' % host
-            self._add_nova(name, 'nova-compute', common,
-                           {'DEFAULT': {'host': host},
-                            'libvirt': {'connection_uri': node},
-                            **self._metrics_conf(name)})
+        self._add_computes(common)
         if self.metrics:
             # As the console script nova-metrics runs it.
             own = write_conf(os.path.join(self.workdir, 'nova-metrics.conf'),
@@ -369,6 +375,32 @@ class Deployment(_Processes):
         batch = self.start_batch or len(others)
         for first in range(0, len(others), batch):
             self._start_all(others[first:first + batch])
+
+    def _add_computes(self, common: str) -> None:
+        """One nova-compute per host, or packs of ``hosts_per_process``."""
+        own = {}
+        for host in self.hosts:
+            node = fakehost.write_node_xml(
+                os.path.join(self.workdir, '%s.xml' % host),
+                fakehost.hgx_h200_node_xml())
+            name = 'nova-compute-%s' % host
+            own[host] = {'DEFAULT': {'host': host},
+                         'libvirt': {'connection_uri': node}}
+            if self.hosts_per_process == 1:
+                self._add_nova(name, 'nova-compute', common,
+                               {**own[host], **self._metrics_conf(name)})
+        if self.hosts_per_process == 1:
+            return
+        step = self.hosts_per_process
+        for first in range(0, len(self.hosts), step):
+            pack = self.hosts[first:first + step]
+            files = ['%s=%s' % (host, write_conf(os.path.join(
+                self.workdir, 'nova-compute-%s.conf' % host), own[host]))
+                for host in pack]
+            self._add('nova-computes-%s' % pack[0], [
+                sys.executable, '-m', compute_pack.__name__,
+                '--config-file', common, *files],
+                logged(compute_pack.READY))
 
     def _metrics_conf(self, name: str) -> dict[str, dict]:
         """The [metrics] section of process ``name`` (none without
