@@ -537,12 +537,23 @@ class SchedulerReportClient:
 
     def _ensure_custom_names(self, kind: str, names: Iterable[str]) -> None:
         """Create the CUSTOM_ traits or resource classes Placement may not
-        know yet (``kind`` is ``traits`` or ``resource_classes``)."""
-        for name in sorted(names):
-            if name.startswith('CUSTOM_') and \
-                    (kind, name) not in self._custom_names:
-                self._call('PUT', '/%s/%s' % (kind, name))
-                self._custom_names.add((kind, name))
+        know yet (``kind`` is ``traits`` or ``resource_classes``).
+
+        Traits not known to this client are first looked up in one read
+        (``name=in:``), so a new client (a compute starting, 34 trait
+        names for an HGX board) writes only the names no one made yet.
+        """
+        unknown = sorted({name for name in names
+                          if name.startswith('CUSTOM_') and
+                          (kind, name) not in self._custom_names})
+        if kind == 'traits' and unknown:
+            known = set(self._call('GET', '/traits', params={
+                'name': 'in:' + ','.join(unknown)}).json()['traits'])
+            self._custom_names.update(('traits', name) for name in known)
+            unknown = [name for name in unknown if name not in known]
+        for name in unknown:
+            self._call('PUT', '/%s/%s' % (kind, name))
+            self._custom_names.add((kind, name))
 
     def _delete_provider(self, current: ptree.ProviderTree,
                          stale: ptree.ProviderData) -> None:

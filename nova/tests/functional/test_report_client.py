@@ -147,6 +147,21 @@ class ReportClientTestCase(test.TestCase):
         by_uuid = fresh.get_provider_tree(read.data(HOST).uuid)
         self.assertEqual(snapshot(read), snapshot(by_uuid))
 
+    def test_new_client_creates_only_the_traits_no_one_made(self):
+        self.client.update_from_provider_tree(build_tree())
+        # A second compute starting: its pair traits exist already.
+        fresh = report.SchedulerReportClient(self.conf)
+        calls = self.record_calls(fresh)
+        fresh.ensure_traits(PAIR_TRAITS | {'CUSTOM_RACK_9', 'OWNER_NOVA'})
+        self.assertEqual(
+            [('GET', '/traits'), ('PUT', '/traits/CUSTOM_RACK_9')], calls)
+        self.assertIn('CUSTOM_RACK_9', self.placement.api.get(
+            '/traits', params={'name': 'startswith:CUSTOM_RACK'}).json()[
+            'traits'])
+        # Known to this client from now on: nothing is sent again.
+        fresh.ensure_traits(PAIR_TRAITS | {'CUSTOM_RACK_9'})
+        self.assertEqual(2, len(calls))
+
     def test_unknown_root_reads_as_none(self):
         self.assertIsNone(self.client.get_provider_tree('nohost'))
         self.assertIsNone(self.client.get_provider_tree(
