@@ -48,6 +48,10 @@ CONSUMER_TYPE_MIGRATION = 'MIGRATION'
 # at first and doubling, before the error is raised.
 TRANSIENT_ATTEMPTS = 5
 TRANSIENT_DELAY = 0.25
+# A read that failed to connect is sent again at least this many times
+# (keystoneauth's connect_retries; more if [placement]connect_retries
+# says so).
+READ_CONNECT_RETRIES = 1
 # Attempts at a claim that Placement refuses because a provider or the
 # consumer changed while it was written (not because capacity is taken).
 CLAIM_CONFLICT_ATTEMPTS = 5
@@ -147,11 +151,20 @@ class SchedulerReportClient:
         """
         headers = {'OpenStack-API-Version': 'placement %s' % microversion}
         context = oslo_context.get_current()
+        retries = {}
+        if method == 'GET':
+            # A read is safe to send again. A server closes idle keep-alive
+            # connections (gunicorn after 2 s): one it closed just as the
+            # client reused it from its pool fails with "connection reset"
+            # and is sent once more, on a new connection.
+            retries['connect_retries'] = max(
+                READ_CONNECT_RETRIES, self._adapter.connect_retries or 0)
         try:
             resp = self._adapter.request(
                 path, method, json=json, params=params, headers=headers,
                 raise_exc=False,
-                global_request_id=context.global_id if context else None)
+                global_request_id=context.global_id if context else None,
+                **retries)
         except (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
                 ks_exc.DiscoveryFailure, ks_exc.MissingAuthPlugin) as e:
             raise exception.PlacementAPIConnectFailure(

@@ -1,6 +1,8 @@
 """SchedulerReportClient against a real Placement (PlacementFixture)."""
 
 import socket
+import struct
+import threading
 from unittest import mock
 
 import fixtures
@@ -79,6 +81,58 @@ def snapshot(tree: ptree.ProviderTree) -> dict:
     names = {p.uuid: p.name for p in tree.providers()}
     return {p.name: (names.get(p.parent_uuid), p.inventory, p.traits)
             for p in tree.providers()}
+
+
+class _ResetFirstConnection(fixtures.Fixture):
+    """A TCP proxy in front of ``target`` that resets the first connection
+    once a request arrived on it (as a server closing an idle keep-alive
+    connection just as the client reuses it) and every connection after
+    ``resets`` is set back to 0; other connections pass through."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        host, port = target.split('//', 1)[1].rsplit(':', 1)
+        self.target = (host, int(port))
+        self.resets = 0
+
+    def _setUp(self) -> None:
+        self.listener = socket.create_server(('127.0.0.1', 0))
+        self.url = 'http://127.0.0.1:%d' % self.listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+        self.addCleanup(self.listener.close)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.resets == 0:
+                self.resets += 1
+                conn.recv(65536)
+                # Linger 0: close sends a TCP reset.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                struct.pack('ii', 1, 0))
+                conn.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            for src, dst in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=_pipe, args=(src, dst),
+                                 daemon=True).start()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 class ReportClientTestCase(test.TestCase):
@@ -414,6 +468,23 @@ class ReportClientTestCase(test.TestCase):
         error = self.assertRaises(exception.PlacementAPIConnectFailure,
                                   client.get_provider_tree, HOST)
         self.assertIn(url + '/resource_providers', str(error))
+
+    def test_read_on_a_connection_the_server_reset_is_sent_again(self):
+        proxy = self.useFixture(_ResetFirstConnection(self.placement.url))
+        conf = cfg.ConfigOpts()
+        placement_conf.register_opts(conf)
+        self.placement.configure_nova(conf)
+        conf.set_override('endpoint', proxy.url, group='placement')
+        conf([], default_config_files=[])
+        client = report.SchedulerReportClient(conf)
+        self.assertEqual(set(), client.get_trait_names('CUSTOM_NONE_'))
+        self.assertEqual(1, proxy.resets)
+        # Writes are not sent twice: their effect may have happened.
+        proxy.resets = 0
+        client = report.SchedulerReportClient(conf)
+        self.assertRaises(exception.PlacementAPIConnectFailure,
+                          client._call, 'PUT', '/traits/CUSTOM_ONCE')
+        self.assertEqual(1, proxy.resets)
 
     def test_http_error_names_method_url_status_and_detail(self):
         missing = uuidutils.generate_uuid()

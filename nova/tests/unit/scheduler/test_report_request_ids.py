@@ -19,6 +19,9 @@ class _Response:
 class _RecordingAdapter:
     """Answers every request; records the keyword arguments it got."""
 
+    # As keystoneauth's Adapter without [placement]connect_retries.
+    connect_retries = None
+
     def __init__(self) -> None:
         self.requests: list[dict] = []
 
