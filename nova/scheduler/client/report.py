@@ -420,6 +420,11 @@ class SchedulerReportClient:
             have = current.data(want.uuid)
             if have.parent_uuid != want.parent_uuid or have.name != want.name:
                 self._move_provider(current, have, want)
+        # Every trait name new to the tree in one look-up, not one per
+        # provider.
+        self._ensure_custom_names('traits', {
+            name for want in desired.providers()
+            for name in want.traits - current.data(want.uuid).traits})
         for want in desired.providers():
             have = current.data(want.uuid)
             if not _inventory_matches(have.inventory, want.inventory):

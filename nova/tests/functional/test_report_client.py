@@ -202,7 +202,16 @@ class ReportClientTestCase(test.TestCase):
         self.assertEqual(snapshot(read), snapshot(by_uuid))
 
     def test_new_client_creates_only_the_traits_no_one_made(self):
+        calls = self.record_calls()
         self.client.update_from_provider_tree(build_tree())
+        # Every name of the tree looked up once, the missing ones made.
+        self.assertEqual(1, calls.count(('GET', '/traits')), calls)
+        self.assertEqual(
+            sorted(('PUT', '/traits/%s' % name) for name in
+                   PAIR_TRAITS | {'CUSTOM_PCI_GROUP_NVLINK_2_M0',
+                                  'CUSTOM_PCI_GROUP_NVLINK_2_M1'}),
+            sorted(call for call in calls
+                   if call[1].startswith('/traits/')))
         # A second compute starting: its pair traits exist already.
         fresh = report.SchedulerReportClient(self.conf)
         calls = self.record_calls(fresh)
