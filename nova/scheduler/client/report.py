@@ -506,8 +506,8 @@ class SchedulerReportClient:
 
     def _put_traits(self, current: ptree.ProviderTree, rp_uuid: str,
                     traits: frozenset[str]) -> None:
-        self._ensure_custom_names('traits',
-                                  traits - current.data(rp_uuid).traits)
+        """Write a provider's traits; the caller (``_sync``) made sure of
+        the CUSTOM_ names first, for the whole tree at once."""
         result = self._put_with_generation(
             current, rp_uuid, '/resource_providers/%s/traits' % rp_uuid,
             {'traits': sorted(traits)})
