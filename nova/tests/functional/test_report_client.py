@@ -84,10 +84,10 @@ def snapshot(tree: ptree.ProviderTree) -> dict:
 
 
 class _ResetFirstConnection(fixtures.Fixture):
-    """A TCP proxy in front of ``target`` that resets the first connection
-    once a request arrived on it (as a server closing an idle keep-alive
-    connection just as the client reuses it) and every connection after
-    ``resets`` is set back to 0; other connections pass through."""
+    """A TCP proxy in front of ``target``. While ``resets`` is 0, the
+    next connection is reset once a request arrived on it (as a server
+    closing an idle keep-alive connection just as the client reuses it)
+    and ``resets`` becomes 1; every other connection passes through."""
 
     def __init__(self, target: str) -> None:
         super().__init__()
@@ -145,6 +145,16 @@ class ReportClientTestCase(test.TestCase):
         self.placement.configure_nova(self.conf)
         self.conf([], default_config_files=[])
         self.client = report.SchedulerReportClient(self.conf)
+
+    def client_at(self, url: str) -> report.SchedulerReportClient:
+        """A report client configured as ``self.client`` but sending to
+        ``url``."""
+        conf = cfg.ConfigOpts()
+        placement_conf.register_opts(conf)
+        self.placement.configure_nova(conf)
+        conf.set_override('endpoint', url, group='placement')
+        conf([], default_config_files=[])
+        return report.SchedulerReportClient(conf)
 
     def record_calls(self, client=None) -> list[tuple[str, str]]:
         """Record (method, path) of every request ``client`` sends."""
@@ -468,29 +478,19 @@ class ReportClientTestCase(test.TestCase):
             sock.bind(('127.0.0.1', 0))
             port = sock.getsockname()[1]
         url = 'http://127.0.0.1:%d' % port
-        conf = cfg.ConfigOpts()
-        placement_conf.register_opts(conf)
-        self.placement.configure_nova(conf)
-        conf.set_override('endpoint', url, group='placement')
-        conf([], default_config_files=[])
-        client = report.SchedulerReportClient(conf)
+        client = self.client_at(url)
         error = self.assertRaises(exception.PlacementAPIConnectFailure,
                                   client.get_provider_tree, HOST)
         self.assertIn(url + '/resource_providers', str(error))
 
     def test_read_on_a_connection_the_server_reset_is_sent_again(self):
         proxy = self.useFixture(_ResetFirstConnection(self.placement.url))
-        conf = cfg.ConfigOpts()
-        placement_conf.register_opts(conf)
-        self.placement.configure_nova(conf)
-        conf.set_override('endpoint', proxy.url, group='placement')
-        conf([], default_config_files=[])
-        client = report.SchedulerReportClient(conf)
+        client = self.client_at(proxy.url)
         self.assertEqual(set(), client.get_trait_names('CUSTOM_NONE_'))
         self.assertEqual(1, proxy.resets)
         # Writes are not sent twice: their effect may have happened.
         proxy.resets = 0
-        client = report.SchedulerReportClient(conf)
+        client = self.client_at(proxy.url)
         self.assertRaises(exception.PlacementAPIConnectFailure,
                           client._call, 'PUT', '/traits/CUSTOM_ONCE')
         self.assertEqual(1, proxy.resets)
