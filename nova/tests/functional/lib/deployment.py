@@ -378,29 +378,31 @@ class Deployment(_Processes):
 
     def _add_computes(self, common: str) -> None:
         """One nova-compute per host, or packs of ``hosts_per_process``."""
-        own = {}
-        for host in self.hosts:
-            node = fakehost.write_node_xml(
-                os.path.join(self.workdir, '%s.xml' % host),
-                fakehost.hgx_h200_node_xml())
-            name = 'nova-compute-%s' % host
-            own[host] = {'DEFAULT': {'host': host},
-                         'libvirt': {'connection_uri': node}}
-            if self.hosts_per_process == 1:
-                self._add_nova(name, 'nova-compute', common,
-                               {**own[host], **self._metrics_conf(name)})
         if self.hosts_per_process == 1:
+            for host in self.hosts:
+                name = 'nova-compute-%s' % host
+                self._add_nova(name, 'nova-compute', common, {
+                    **self._host_conf(host), **self._metrics_conf(name)})
             return
         step = self.hosts_per_process
         for first in range(0, len(self.hosts), step):
             pack = self.hosts[first:first + step]
             files = ['%s=%s' % (host, write_conf(os.path.join(
-                self.workdir, 'nova-compute-%s.conf' % host), own[host]))
-                for host in pack]
+                self.workdir, 'nova-compute-%s.conf' % host),
+                self._host_conf(host))) for host in pack]
             self._add('nova-computes-%s' % pack[0], [
                 sys.executable, '-m', compute_pack.__name__,
                 '--config-file', common, *files],
                 logged(compute_pack.READY))
+
+    def _host_conf(self, host: str) -> dict[str, dict]:
+        """The own configuration of ``host``'s compute, on a generated
+        HGX H200 node written for it."""
+        node = fakehost.write_node_xml(
+            os.path.join(self.workdir, '%s.xml' % host),
+            fakehost.hgx_h200_node_xml())
+        return {'DEFAULT': {'host': host},
+                'libvirt': {'connection_uri': node}}
 
     def _metrics_conf(self, name: str) -> dict[str, dict]:
         """The [metrics] section of process ``name`` (none without
